@@ -1,0 +1,23 @@
+# figsearch image: API and Celery worker share it. CPU by default;
+#   docker build --build-arg BASE=nvidia/cuda:12.4.1-runtime-ubuntu22.04 --build-arg FAISS=faiss-gpu-cu12 .
+# gives a CUDA image (the faiss GPU build is picked up automatically when a GPU is visible).
+ARG BASE=python:3.11-slim
+FROM ${BASE}
+ARG FAISS=faiss-cpu
+ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 FIGSEARCH_DATA_DIR=/data
+RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-pip python3-venv \
+    && rm -rf /var/lib/apt/lists/* \
+    && (command -v python >/dev/null || ln -s /usr/bin/python3 /usr/local/bin/python)
+WORKDIR /srv/figsearch
+COPY pyproject.toml README.md alembic.ini ./
+COPY app ./app
+COPY workers ./workers
+COPY models ./models
+COPY migrations ./migrations
+COPY frontend ./frontend
+RUN python -m pip install --upgrade pip && python -m pip install -e . && (python -m pip install ${FAISS} || true)
+RUN useradd --create-home figsearch && mkdir -p /data && chown figsearch /data
+USER figsearch
+VOLUME ["/data"]
+EXPOSE 8000
+CMD ["figsearch", "serve", "--host", "0.0.0.0", "--port", "8000"]

@@ -1,0 +1,38 @@
+# figsearch: `make demo` serves the UI on a generated sample collection; `make test` runs every test.
+PYTHON ?= python3.11
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+STAMP  := $(VENV)/.installed
+
+.PHONY: install demo test serve extraction-report bench-ingest services clean
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/figsearch demo --data-dir data/demo --host 127.0.0.1 --port 8000
+
+serve: $(STAMP)
+	$(VENV)/bin/figsearch serve --data-dir data
+
+test: $(STAMP)
+	$(PY) -m pytest -q -x --durations=15
+
+services:
+	.ci/services.sh
+
+extraction-report: $(STAMP)
+	$(PY) scripts/extraction_report.py ../shared/corpus/recsys --out artifacts/extraction
+
+bench-ingest: $(STAMP)
+	$(PY) scripts/bench_ingest.py ../shared/corpus/recsys
+
+clean:
+	rm -rf data/demo artifacts .pytest_cache

@@ -1,0 +1,248 @@
+"""`figsearch` command line: ingest PDFs, list papers and figures, run the demo.
+
+Output contract (relied upon by other tools): `papers`/`figures --format jsonl` print one JSON
+object per line with the documented fields; `ingest` exits 0 when the run completed, even if
+some files failed, and 2 on usage errors.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+from sqlalchemy import select
+from sqlalchemy.orm import selectinload
+
+from app.settings import Settings, settings_for
+
+cli = typer.Typer(add_completion=False, no_args_is_help=True, help="figsearch: search the figures of research papers.")
+
+DataDir = typer.Option(None, "--data-dir", help="Data directory (default $FIGSEARCH_DATA_DIR or ./data).")
+
+
+def _settings(data_dir: Optional[Path]) -> Settings:
+    try:
+        return settings_for(data_dir)
+    except Exception as exc:  # pydantic validation: a bad FIGSEARCH_* value
+        typer.echo(f"error: bad setting: {exc}", err=True)
+        raise typer.Exit(2)
+
+
+def _progress(total: int, desc: str):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="file", file=sys.stderr, dynamic_ncols=True,
+                disable=None)  # disable=None: no bar when stderr is not a terminal... unless forced
+
+
+@cli.command()
+def ingest(paths: list[Path] = typer.Argument(..., help="PDF files, folders (recursive) or .zip files."),
+           data_dir: Optional[Path] = DataDir,
+           json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON.")) -> None:
+    """Ingest PDFs into the collection: papers, figures, captions, mentions, citation links."""
+    from app.ingest import pipeline
+    from app.ingest.sources import SourceError
+
+    settings = _settings(data_dir)
+    try:
+        job_id = pipeline.prepare_job(list(paths), settings)
+    except SourceError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2)
+    status, done, total = pipeline.job_progress(settings, job_id)
+    bar = _progress(total, "ingest")
+    bar.update(done)
+    t0 = time.perf_counter()
+
+    def on_file(name: str, outcome) -> None:
+        bar.update(1)
+        if outcome.status == "failed":
+            bar.write(f"failed: {name}: {outcome.error}", file=sys.stderr)
+
+    if settings.distributed:
+        pipeline.submit_job(settings, job_id)
+        while status != "done":
+            time.sleep(0.5)
+            status, now_done, total = pipeline.job_progress(settings, job_id)
+            bar.update(now_done - bar.n)
+    else:
+        pipeline.run_job_embedded(settings, job_id, workers=settings.ingest_workers, on_file=on_file)
+    bar.close()
+    elapsed = time.perf_counter() - t0
+    s = pipeline.summarise(settings, job_id)
+    c = s.counts
+    if json_out:
+        typer.echo(json.dumps({"job_id": job_id, "ok": c["ok"], "no_text": c["no_text"], "failed": c["failed"],
+                               "duplicate": c["duplicate"], "figures": s.n_figures, "seconds": round(elapsed, 2),
+                               "failures": [{"file": n, "error": e} for n, e in s.failures]}))
+        return
+    typer.echo(f"job {job_id}: {total} files in {elapsed:.1f} s")
+    typer.echo(f"papers ok: {c['ok']}  no text layer: {c['no_text']}  failed: {c['failed']}  "
+               f"duplicate: {c['duplicate']}  figures: {s.n_figures}")
+    for name, err in s.failures:
+        typer.echo(f"  FAILED {name}: {err}")
+
+
+def _jsonl(rows) -> None:
+    out = sys.stdout
+    for r in rows:
+        out.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+
+@cli.command()
+def papers(data_dir: Optional[Path] = DataDir,
+           format: str = typer.Option("jsonl", "--format", help="jsonl or table.")) -> None:
+    """List the papers of the collection."""
+    from app.db.schema import Citation, Paper
+    from app.db.session import session_scope
+
+    settings = _settings(data_dir)
+    with session_scope(settings.db_url) as s:
+        cites: dict[int, list[int]] = {}
+        cited_by: dict[int, list[int]] = {}
+        for a, b in s.execute(select(Citation.citing_paper_id, Citation.cited_paper_id).order_by(Citation.id)):
+            cites.setdefault(a, []).append(b)
+            cited_by.setdefault(b, []).append(a)
+        rows = []
+        for p in s.scalars(select(Paper).options(selectinload(Paper.figures)).order_by(Paper.id)):
+            rows.append({"paper_id": p.id, "sha256": p.sha256, "source": p.source, "title": p.title,
+                         "authors": p.authors, "year": p.year, "abstract": p.abstract, "n_pages": p.n_pages,
+                         "has_text_layer": p.has_text_layer, "status": p.status, "error": p.error,
+                         "duplicate_of": p.duplicate_of_id,
+                         "n_figures": sum(1 for f in p.figures if f.kind == "figure"),
+                         "n_tables": sum(1 for f in p.figures if f.kind == "table"),
+                         "n_references": len(p.references or []),
+                         "cites": sorted(cites.get(p.id, [])), "cited_by": sorted(cited_by.get(p.id, []))})
+    if format == "jsonl":
+        _jsonl(rows)
+    elif format == "table":
+        for r in rows:
+            typer.echo(f"{r['paper_id']:>5} {r['status']:<9} {r['n_figures']:>3} fig  {r['title'][:80]}")
+    else:
+        typer.echo("error: --format must be jsonl or table", err=True)
+        raise typer.Exit(2)
+
+
+@cli.command()
+def figures(data_dir: Optional[Path] = DataDir,
+            format: str = typer.Option("jsonl", "--format", help="jsonl only for now."),
+            kind: Optional[str] = typer.Option(None, "--kind", help="figure or table (default both)."),
+            absolute: bool = typer.Option(False, "--absolute-paths", help="Image paths absolute, not relative to the data dir.")) -> None:
+    """List the figures (and tables) of the collection with captions and mention sentences."""
+    from app.db.schema import Figure
+    from app.db.session import session_scope
+
+    if format != "jsonl":
+        typer.echo("error: --format must be jsonl", err=True)
+        raise typer.Exit(2)
+    settings = _settings(data_dir)
+    with session_scope(settings.db_url) as s:
+        q = select(Figure).options(selectinload(Figure.mentions)).order_by(Figure.paper_id, Figure.kind, Figure.number)
+        if kind:
+            q = q.where(Figure.kind == kind)
+        rows = []
+        for f in s.scalars(q):
+            img = str(settings.data_dir / f.image_path) if absolute and f.image_path else f.image_path
+            thumb = str(settings.data_dir / f.thumbnail_path) if absolute and f.thumbnail_path else f.thumbnail_path
+            rows.append({"figure_id": f.id, "paper_id": f.paper_id, "kind": f.kind, "label": f.label,
+                         "number": f.number, "caption": f.caption, "page": f.page, "bbox": f.bbox,
+                         "image_path": img, "thumbnail_path": thumb, "width": f.width, "height": f.height,
+                         "mentions": [m.sentence for m in f.mentions],
+                         "mention_contexts": [" ".join(x for x in (m.before, m.sentence, m.after) if x) for m in f.mentions],
+                         "central_score": f.central_score, "central_rank": f.central_rank})
+    _jsonl(rows)
+
+
+@cli.command()
+def jobs(job_id: Optional[str] = typer.Argument(None), data_dir: Optional[Path] = DataDir) -> None:
+    """Show ingest jobs (all, or one with its per-file results) as JSON lines."""
+    from app.db.schema import Job
+    from app.db.session import session_scope
+
+    settings = _settings(data_dir)
+    with session_scope(settings.db_url) as s:
+        q = select(Job).options(selectinload(Job.files)).order_by(Job.created_at)
+        if job_id:
+            q = q.where(Job.id == job_id)
+        for j in s.scalars(q):
+            row = {"job_id": j.id, "kind": j.kind, "status": j.status, "done": j.done, "total": j.total,
+                   "created_at": j.created_at.isoformat() if j.created_at else None,
+                   "finished_at": j.finished_at.isoformat() if j.finished_at else None}
+            if job_id:
+                row["files"] = [{"name": f.name, "status": f.status, "paper_id": f.paper_id,
+                                 "n_figures": f.n_figures, "error": f.error} for f in j.files]
+            typer.echo(json.dumps(row))
+
+
+@cli.command()
+def relink(data_dir: Optional[Path] = DataDir) -> None:
+    """Recompute all citation links between papers of the collection."""
+    from app.db.session import session_scope
+    from app.ingest.store import relink_all
+
+    settings = _settings(data_dir)
+    with session_scope(settings.db_url) as s:
+        n = relink_all(s)
+    typer.echo(f"{n} citation links")
+
+
+@cli.command("make-demo-collection")
+def make_demo_collection(out: Path = typer.Argument(..., help="Folder for the generated PDFs."),
+                         n: int = typer.Option(12, "--n", help="Number of papers."),
+                         seed: int = typer.Option(0, "--seed")) -> None:
+    """Generate realistic sample papers (plots, captions, citations) for the demo and tests."""
+    from app.demo.generate import generate_collection
+
+    paths = generate_collection(out, n_papers=n, seed=seed)
+    typer.echo(f"{len(paths)} papers written to {out}")
+
+
+@cli.command()
+def demo(data_dir: Optional[Path] = DataDir,
+         host: str = typer.Option("127.0.0.1", "--host"), port: int = typer.Option(8000, "--port"),
+         n: int = typer.Option(12, "--n", help="Papers in the generated sample collection."),
+         no_serve: bool = typer.Option(False, "--no-serve", help="Prepare the collection, do not serve.")) -> None:
+    """Generate and ingest the sample collection (first run only), then serve the UI."""
+    from app.demo.generate import generate_collection
+    from app.ingest import pipeline
+
+    settings = _settings(data_dir or Path("./data/demo"))
+    settings.ensure_dirs()
+    marker = settings.data_dir / ".demo-ready"
+    if not marker.exists():
+        src = settings.data_dir / "demo-pdfs"
+        typer.echo(f"generating {n} sample papers in {src} ...")
+        generate_collection(src, n_papers=n, seed=0)
+        job_id = pipeline.prepare_job([src], settings)
+        pipeline.run_job_embedded(settings, job_id, workers=settings.ingest_workers)
+        c = pipeline.summarise(settings, job_id)
+        typer.echo(f"sample collection: {c.counts['ok']} papers, {c.n_figures} figures")
+        marker.write_text(job_id)
+    if no_serve:
+        return
+    serve(data_dir=settings.data_dir, host=host, port=port)
+
+
+@cli.command()
+def serve(data_dir: Optional[Path] = DataDir,
+          host: str = typer.Option("127.0.0.1", "--host"), port: int = typer.Option(8000, "--port")) -> None:
+    """Serve the web UI and REST API."""
+    import os
+
+    import uvicorn
+
+    settings = _settings(data_dir)
+    os.environ["FIGSEARCH_DATA_DIR"] = str(settings.data_dir)
+    typer.echo(f"serving http://{host}:{port}/ (data dir {settings.data_dir})")
+    uvicorn.run("app.api.main:create_app", factory=True, host=host, port=port, log_level="info")
+
+
+def main() -> None:
+    cli()
+
+
+if __name__ == "__main__":
+    main()

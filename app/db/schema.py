@@ -1,0 +1,164 @@
+"""SQLAlchemy 2.0 tables: papers, figures, mentions, citations, jobs.
+
+Named `schema` (not `models`) so that `models/` means only the neural models.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class PaperStatus:
+    OK = "ok"  # parsed, figures extracted
+    NO_TEXT = "no_text"  # no text layer (scanned): kept, but nothing to extract
+    FAILED = "failed"  # unreadable / refused; `error` says why
+    DUPLICATE = "duplicate"  # same paper as `duplicate_of_id` under another file
+
+
+class Paper(Base):
+    __tablename__ = "papers"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64), unique=True, index=True)
+    source: Mapped[str] = mapped_column(Text, default="")
+    title: Mapped[str] = mapped_column(Text, default="")
+    norm_title: Mapped[str] = mapped_column(Text, default="", index=True)
+    authors: Mapped[str] = mapped_column(Text, default="")
+    year: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    abstract: Mapped[str] = mapped_column(Text, default="")
+    n_pages: Mapped[int] = mapped_column(Integer, default=0)
+    has_text_layer: Mapped[bool] = mapped_column(Boolean, default=True)
+    status: Mapped[str] = mapped_column(String(16), default=PaperStatus.OK, index=True)
+    error: Mapped[str] = mapped_column(Text, default="")
+    references: Mapped[list] = mapped_column(JSON, default=list)
+    duplicate_of_id: Mapped[int | None] = mapped_column(
+        ForeignKey("papers.id", ondelete="SET NULL"), nullable=True
+    )
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    figures: Mapped[list["Figure"]] = relationship(
+        back_populates="paper", cascade="all, delete-orphan", order_by="Figure.id"
+    )
+
+
+class Figure(Base):
+    __tablename__ = "figures"
+    __table_args__ = (UniqueConstraint("paper_id", "kind", "number", name="uq_figure_number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    paper_id: Mapped[int] = mapped_column(ForeignKey("papers.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(16), default="figure")
+    label: Mapped[str] = mapped_column(String(64), default="")
+    number: Mapped[int] = mapped_column(Integer)
+    caption: Mapped[str] = mapped_column(Text, default="")
+    page: Mapped[int] = mapped_column(Integer, default=1)
+    bbox: Mapped[list] = mapped_column(JSON, default=list)
+    image_path: Mapped[str] = mapped_column(Text, default="")
+    thumbnail_path: Mapped[str] = mapped_column(Text, default="")
+    width: Mapped[int] = mapped_column(Integer, default=0)
+    height: Mapped[int] = mapped_column(Integer, default=0)
+    central_score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    central_rank: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+    paper: Mapped[Paper] = relationship(back_populates="figures")
+    mentions: Mapped[list["Mention"]] = relationship(
+        back_populates="figure", cascade="all, delete-orphan", order_by="Mention.position"
+    )
+
+
+class Mention(Base):
+    __tablename__ = "mentions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    figure_id: Mapped[int] = mapped_column(ForeignKey("figures.id", ondelete="CASCADE"), index=True)
+    sentence: Mapped[str] = mapped_column(Text)
+    before: Mapped[str] = mapped_column(Text, default="")
+    after: Mapped[str] = mapped_column(Text, default="")
+    position: Mapped[int] = mapped_column(Integer, default=0)
+
+    figure: Mapped[Figure] = relationship(back_populates="mentions")
+
+
+class Citation(Base):
+    __tablename__ = "citations"
+    __table_args__ = (UniqueConstraint("citing_paper_id", "cited_paper_id", name="uq_citation"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    citing_paper_id: Mapped[int] = mapped_column(
+        ForeignKey("papers.id", ondelete="CASCADE"), index=True
+    )
+    cited_paper_id: Mapped[int] = mapped_column(
+        ForeignKey("papers.id", ondelete="CASCADE"), index=True
+    )
+    reference: Mapped[str] = mapped_column(Text, default="")
+    score: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class JobStatus:
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+def new_job_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Job(Base):
+    __tablename__ = "jobs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_job_id)
+    kind: Mapped[str] = mapped_column(String(32), default="ingest")
+    status: Mapped[str] = mapped_column(String(16), default=JobStatus.QUEUED)
+    total: Mapped[int] = mapped_column(Integer, default=0)
+    done: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    started_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    files: Mapped[list["JobFile"]] = relationship(
+        back_populates="job", cascade="all, delete-orphan", order_by="JobFile.id"
+    )
+
+
+class JobFile(Base):
+    """Per-file outcome of an ingest job, so nothing is lost silently."""
+
+    __tablename__ = "job_files"
+    __table_args__ = (Index("ix_job_files_job", "job_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(Text)  # as the user gave it (file or zip member)
+    path: Mapped[str] = mapped_column(Text, default="")  # where the worker reads it
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    paper_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    n_figures: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str] = mapped_column(Text, default="")
+    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    job: Mapped[Job] = relationship(back_populates="files")

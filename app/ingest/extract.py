@@ -1,0 +1,131 @@
+"""PDF file -> Extraction: everything ingestion learns from one file, without touching the DB.
+
+Runs in a worker process (Celery child or a guarded subprocess), so it must be a plain
+function of its arguments and must turn every problem into a clear `error` string.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from app.ingest.types import ExtractedFigure, MentionRecord, ParsedPaper
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Limits:
+    max_pages: int = 300
+    max_file_mb: float = 200.0
+    dpi: int = 150
+    thumb_px: int = 256
+
+
+@dataclass
+class Extraction:
+    sha256: str
+    source: str
+    status: str = "ok"  # ok | no_text | failed
+    error: str = ""
+    paper: ParsedPaper = field(default_factory=ParsedPaper)
+    figures: list[ExtractedFigure] = field(default_factory=list)
+    mentions: list[MentionRecord] = field(default_factory=list)
+
+
+class RefusedFile(Exception):
+    """The file is not something we can ingest; the message is shown to the user."""
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def figure_dir_for(sha256: str) -> str:
+    """Crops live under figures/<sha[:2]>/<sha>/ relative to the data dir."""
+    return f"figures/{sha256[:2]}/{sha256}"
+
+
+def _check_header(path: Path, limits: Limits) -> None:
+    size = path.stat().st_size
+    if size == 0:
+        raise RefusedFile("empty file (0 bytes)")
+    if size > limits.max_file_mb * 1024 * 1024:
+        raise RefusedFile(f"file too large ({size / 1e6:.1f} MB > {limits.max_file_mb:g} MB limit)")
+    with open(path, "rb") as fh:
+        head = fh.read(1024)
+    if b"%PDF-" not in head:
+        kind = "HTML" if b"<html" in head.lower() or b"<!doctype" in head.lower() else "non-PDF"
+        raise RefusedFile(f"not a PDF ({kind} content; no %PDF- header)")
+
+
+def _open(path: Path, limits: Limits):
+    import pymupdf
+
+    try:
+        doc = pymupdf.open(path, filetype="pdf")
+    except Exception as exc:  # pymupdf raises several types for broken files
+        raise RefusedFile(f"unreadable PDF: {exc}") from exc
+    if doc.needs_pass and not doc.authenticate(""):
+        doc.close()
+        raise RefusedFile("encrypted PDF (password required)")
+    try:
+        n_pages = doc.page_count
+    except Exception as exc:
+        doc.close()
+        raise RefusedFile(f"unreadable PDF: {exc}") from exc
+    if n_pages == 0:
+        doc.close()
+        raise RefusedFile("PDF has no pages (truncated or damaged)")
+    if n_pages > limits.max_pages:
+        doc.close()
+        raise RefusedFile(f"too many pages ({n_pages} > {limits.max_pages} limit)")
+    return doc
+
+
+def extract_pdf(path: str | Path, data_dir: str | Path, limits: Limits | None = None,
+                source: str | None = None, sha256: str | None = None) -> Extraction:
+    """Parse one PDF: text, figures (PNG crops written under the data dir), mentions."""
+    from app.ingest.figures import extract_figures
+    from app.ingest.mentions import find_mentions
+    from app.ingest.parse import parse_pdf
+
+    path = Path(path)
+    limits = limits or Limits()
+    data_dir = Path(data_dir)
+    sha = sha256 or file_sha256(path)
+    result = Extraction(sha256=sha, source=source or path.name)
+    try:
+        _check_header(path, limits)
+        doc = _open(path, limits)
+    except RefusedFile as exc:
+        result.status, result.error = "failed", str(exc)
+        return result
+    rel = figure_dir_for(sha)
+    out_dir = data_dir / rel
+    try:
+        paper = parse_pdf(doc, max_pages=limits.max_pages)
+        result.paper = paper
+        if not paper.has_text_layer:
+            result.status = "no_text"
+            result.error = "no text layer (scanned PDF?): kept without figures or mentions"
+            return result
+        shutil.rmtree(out_dir, ignore_errors=True)  # a retry must not leave stale crops
+        result.figures = extract_figures(doc, out_dir, rel, dpi=limits.dpi,
+                                         thumb_px=limits.thumb_px, max_pages=limits.max_pages)
+        result.mentions = find_mentions(paper.sentences)
+        if doc.is_repaired:
+            result.error = "damaged PDF (truncated or corrupt), repaired by the parser: content may be incomplete"
+    except Exception as exc:  # never let one file sink a batch
+        log.exception("extraction failed for %s", path)
+        result.status, result.error = "failed", f"extraction error: {type(exc).__name__}: {exc}"
+        result.figures, result.mentions = [], []
+    finally:
+        doc.close()
+    return result

@@ -1,0 +1,98 @@
+"""Find body sentences that refer to figures or tables.
+
+Recognised forms (case-insensitive label, optional sub-panel letters):
+``Figure 3``, ``Fig. 3``, ``Fig 3``, ``Fig.3``, ``FIGURE 3``, ``Figure 3(a)``,
+``Fig. 3b``, ``Figs. 2 and 3``, ``Figs. 2, 3, and 5``, ``Figures 2-4`` /
+``Figures 2–4`` / ``Figures 2 to 4`` (ranges expanded, at most
+``MAX_RANGE`` numbers), ``Table 2``, ``Tab. 2``, ``Tables 1 and 2``.
+"""
+from __future__ import annotations
+
+import re
+
+from app.ingest.types import MentionRecord
+
+__all__ = ["find_mentions", "mentioned_numbers", "MAX_RANGE"]
+
+MAX_RANGE = 20
+
+_NUM = r"\d{1,3}(?!\d)(?:\s?\(?[a-z]\)?(?![a-z]))?"  # 3, 3a, 3(a), 3 (b)
+_SEP = r"(?:\s*,\s*(?:and\s+|&\s*)?|\s*(?:and|&|or)\s+|\s*(?:-|\u2013|\u2014|\u2012|to)\s*)"
+_MENTION_RE = re.compile(
+    r"\b(?P<label>fig(?:ure)?s?\.?|tab(?:le)?s?\.?)\s*(?P<nums>" + _NUM + r"(?:" + _SEP + _NUM + r")*)",
+    re.I,
+)
+_PART_RE = re.compile(r"(\d{1,3})|(-|\u2013|\u2014|\u2012|\bto\b)|(,|\band\b|&|\bor\b)")
+
+
+def _expand(label: str, nums: str) -> list[int]:
+    """Numbers referred to by one match, ranges expanded."""
+    plural = label.lower().rstrip(".").endswith("s")
+    out: list[int] = []
+    pending_range = False
+    pending_list = False
+    first = True
+    for m in _PART_RE.finditer(nums):
+        num, rng, lst = m.groups()
+        if num is not None:
+            n = int(num)
+            if pending_range and out:
+                lo = out[-1]
+                if lo < n <= lo + MAX_RANGE:
+                    out.extend(range(lo + 1, n + 1))
+                elif n != lo:
+                    out.append(n)
+                pending_range = False
+            elif first or pending_list:
+                out.append(n)
+            first = False
+            pending_list = False
+        elif rng is not None:
+            pending_range = True
+            pending_list = False
+        else:
+            # "Figure 3, 4 ..." after a singular label is usually not a list
+            # ("in Table 1, 2 methods fail"); "Figure 3 and 4" is accepted.
+            pending_list = plural or lst != ","
+            pending_range = False
+    return out
+
+
+def _refs_in(sentence: str) -> list[tuple[str, int]]:
+    found: list[tuple[str, int]] = []
+    for m in _MENTION_RE.finditer(sentence):
+        label = m.group("label")
+        kind = "figure" if label[0] in "fF" else "table"
+        nums = m.group("nums")
+        for n in _expand(label, nums):
+            if n <= 0:
+                continue
+            key = (kind, n)
+            if key not in found:
+                found.append(key)
+    return found
+
+
+def find_mentions(sentences: list[str]) -> list[MentionRecord]:
+    """One record per (kind, number, sentence) for every figure/table reference."""
+    out: list[MentionRecord] = []
+    n = len(sentences)
+    for i, s in enumerate(sentences):
+        if not s or ("ig" not in s and "IG" not in s and "ab" not in s and "AB" not in s):
+            continue
+        refs = _refs_in(s)
+        if not refs:
+            continue
+        before = sentences[i - 1] if i > 0 else ""
+        after = sentences[i + 1] if i + 1 < n else ""
+        for kind, num in refs:
+            out.append(MentionRecord(kind=kind, number=num, sentence=s, before=before, after=after, position=i))
+    return out
+
+
+def mentioned_numbers(sentences: list[str]) -> set[tuple[str, int]]:
+    """All (kind, number) pairs referred to anywhere in ``sentences``."""
+    out: set[tuple[str, int]] = set()
+    for s in sentences:
+        out.update(_refs_in(s))
+    return out

@@ -1,0 +1,826 @@
+"""Text-layer parsing of a research paper PDF.
+
+``parse_pdf`` turns an already opened PyMuPDF document into a
+:class:`~app.ingest.types.ParsedPaper`: title, authors, year, abstract, body
+text in reading order (two-column aware, running headers/footers, captions and
+the reference list removed), body sentences and the split reference list.
+
+Everything is heuristic and tuned to be fast (one ``get_text("dict")`` call per
+page, then plain Python); nothing here raises on odd documents -- a scanned
+paper simply yields ``has_text_layer=False`` and empty fields.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import date
+from typing import TYPE_CHECKING
+
+import pymupdf
+
+from app.ingest.types import ParsedPaper
+
+if TYPE_CHECKING:  # pragma: no cover
+    import fitz  # noqa: F401
+
+__all__ = ["parse_pdf", "split_sentences"]
+
+_TEXT_FLAGS = pymupdf.TEXT_MEDIABOX_CLIP  # ligatures expanded, no images
+_MAX_YEAR = date.today().year + 1
+
+# ----------------------------------------------------------------------------
+# low level line model
+# ----------------------------------------------------------------------------
+
+
+@dataclass
+class _Line:
+    text: str
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    size: float
+    bold: bool
+    page: int
+
+    @property
+    def yc(self) -> float:
+        return (self.y0 + self.y1) / 2
+
+
+@dataclass
+class _Block:
+    lines: list[_Line]
+    page: int
+    x0: float = 0.0
+    y0: float = 0.0
+    x1: float = 0.0
+    y1: float = 0.0
+    col: str = "s"  # "l", "r" (two-column page) or "s" (spanning / single column)
+
+    def update_bbox(self) -> None:
+        self.x0 = min(ln.x0 for ln in self.lines)
+        self.y0 = min(ln.y0 for ln in self.lines)
+        self.x1 = max(ln.x1 for ln in self.lines)
+        self.y1 = max(ln.y1 for ln in self.lines)
+
+    @property
+    def n_chars(self) -> int:
+        return sum(len(ln.text) for ln in self.lines)
+
+
+_BOLD_FONT_RE = re.compile(r"bold|medi|semibold|black|heavy|demi|cmbx|[-.,]b$|bx\d", re.I)
+
+
+def _span_is_bold(span: dict) -> bool:
+    return bool(span.get("flags", 0) & 16) or bool(_BOLD_FONT_RE.search(span.get("font", "")))
+
+
+def _clean(text: str) -> str:
+    text = text.replace("\u00ad", "-").replace("\u00a0", " ").replace("\t", " ")
+    text = unicodedata.normalize("NFKC", text) if not text.isascii() else text
+    return text
+
+
+def _extract_page(page, pno: int) -> tuple[list[_Block], list[str]]:
+    """Horizontal text blocks of one page (lines on a common baseline merged)
+    plus the text of rotated lines (e.g. the arXiv stamp)."""
+    d = page.get_text("dict", flags=_TEXT_FLAGS)
+    blocks: list[_Block] = []
+    rotated: list[str] = []
+    for b in d.get("blocks", ()):
+        if b.get("type", 0) != 0:
+            continue
+        raw: list[_Line] = []
+        for ln in b.get("lines", ()):
+            spans = [s for s in ln.get("spans", ()) if s.get("text")]
+            if not spans:
+                continue
+            parts = [spans[0]["text"]]
+            for a, c in zip(spans, spans[1:]):
+                # PDFs often omit the space character between spans; use the gap
+                if (
+                    c["bbox"][0] - a["bbox"][2] > 0.2 * max(a["size"], 1.0)
+                    and not a["text"].endswith(" ")
+                    and not c["text"].startswith(" ")
+                ):
+                    parts.append(" ")
+                parts.append(c["text"])
+            text = _clean("".join(parts))
+            if not text.strip():
+                continue
+            dx, dy = ln.get("dir", (1.0, 0.0))
+            if abs(dy) > 0.1 or dx < 0:
+                rotated.append(text.strip())
+                continue
+            main = max(spans, key=lambda s: len(s["text"].strip()))
+            x0, y0, x1, y1 = ln["bbox"]
+            raw.append(_Line(text, x0, y0, x1, y1, round(main["size"], 1), _span_is_bold(main), pno))
+        if not raw:
+            continue
+        # merge pieces that sit on the same baseline (justified words, "1" + "Introduction")
+        raw.sort(key=lambda l: (round(l.yc), l.x0))
+        merged: list[_Line] = []
+        for ln in raw:
+            if merged:
+                prev = merged[-1]
+                h = min(prev.y1 - prev.y0, ln.y1 - ln.y0)
+                overlap = min(prev.y1, ln.y1) - max(prev.y0, ln.y0)
+                if overlap > 0.5 * h and ln.x0 >= prev.x1 - 2:
+                    gap = ln.x0 - prev.x1
+                    if gap < 3 * max(prev.size, ln.size):
+                        sep = "" if prev.text.endswith(" ") or ln.text.startswith(" ") else " "
+                        prev.text = prev.text + sep + ln.text
+                        prev.x1 = max(prev.x1, ln.x1)
+                        prev.y0 = min(prev.y0, ln.y0)
+                        prev.y1 = max(prev.y1, ln.y1)
+                        if len(ln.text.strip()) > len(prev.text.strip()) / 2:
+                            prev.size = max(prev.size, ln.size)
+                        continue
+            merged.append(ln)
+        # keep the original vertical order
+        merged.sort(key=lambda l: (l.y0, l.x0))
+        for ln in merged:
+            ln.text = re.sub(r"\s+", " ", ln.text).strip()
+        merged = [ln for ln in merged if ln.text]
+        if merged:
+            blk = _Block(merged, pno)
+            blk.update_bbox()
+            blocks.append(blk)
+    return blocks, rotated
+
+
+# ----------------------------------------------------------------------------
+# page furniture (running headers / footers / page numbers)
+# ----------------------------------------------------------------------------
+
+_PAGE_NO_RE = re.compile(r"^(?:page\s*)?[\divxlcIVXLC]{1,5}(?:\s*(?:of|/)\s*\d+)?$", re.I)
+
+
+def _furniture_key(text: str) -> str:
+    return re.sub(r"\d+", "#", text.lower())[:80]
+
+
+def _remove_furniture(pages: list[list[_Block]], heights: list[float], body_size: float) -> None:
+    n = len(pages)
+    counts: Counter[str] = Counter()
+    for pno, blocks in enumerate(pages):
+        h = heights[pno]
+        seen = set()
+        for b in blocks:
+            for ln in b.lines:
+                if ln.yc < 0.09 * h or ln.yc > 0.91 * h:
+                    seen.add(_furniture_key(ln.text))
+        counts.update(seen)
+    repeat_min = max(2, int(0.3 * n + 0.5)) if n >= 3 else 10**9
+    for pno, blocks in enumerate(pages):
+        h = heights[pno]
+        keep_blocks = []
+        for b in blocks:
+            kept = []
+            for ln in b.lines:
+                in_margin = ln.yc < 0.09 * h or ln.yc > 0.91 * h
+                if in_margin:
+                    if counts[_furniture_key(ln.text)] >= repeat_min:
+                        continue
+                    if _PAGE_NO_RE.match(ln.text) or len(ln.text) <= 3:
+                        continue
+                    if ln.size < 0.8 * body_size and (ln.yc < 0.06 * h or ln.yc > 0.94 * h):
+                        continue
+                kept.append(ln)
+            if kept:
+                b.lines = kept
+                b.update_bbox()
+                keep_blocks.append(b)
+        blocks[:] = keep_blocks
+
+
+# ----------------------------------------------------------------------------
+# reading order
+# ----------------------------------------------------------------------------
+
+
+def _order_page(blocks: list[_Block], page_width: float) -> list[_Block]:
+    if not blocks:
+        return []
+    texty = [b for b in blocks if b.n_chars >= 10] or blocks
+    xmin = min(b.x0 for b in texty)
+    xmax = max(b.x1 for b in texty)
+    width = max(xmax - xmin, 1.0)
+    mid = (xmin + xmax) / 2
+    # a page is two-column when there is real text entirely on each side of the middle
+    left_chars = right_chars = 0
+    for b in blocks:
+        bw = b.x1 - b.x0
+        if b.x1 <= mid + 6 and bw > 0.25 * width:
+            left_chars += b.n_chars
+        elif b.x0 >= mid - 6 and bw > 0.25 * width:
+            right_chars += b.n_chars
+    two_col = left_chars >= 150 and right_chars >= 150
+    if not two_col:
+        for b in blocks:
+            b.col = "s"
+        return sorted(blocks, key=lambda b: (round(b.y0), b.x0))
+    for b in blocks:
+        if b.x1 <= mid + 6:
+            b.col = "l"
+        elif b.x0 >= mid - 6:
+            b.col = "r"
+        else:
+            b.col = "s"
+    ordered: list[_Block] = []
+    band: list[_Block] = []
+
+    def flush() -> None:
+        band.sort(key=lambda b: (b.col != "l", b.y0, b.x0))
+        ordered.extend(band)
+        band.clear()
+
+    for b in sorted(blocks, key=lambda b: (b.y0, b.x0)):
+        if b.col == "s":
+            flush()
+            ordered.append(b)
+        else:
+            band.append(b)
+    flush()
+    return ordered
+
+
+# ----------------------------------------------------------------------------
+# classification helpers
+# ----------------------------------------------------------------------------
+
+_SECTION_NO_RE = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[IVX]+\.|[A-H](?:\.\d+)*\.?)\s+\S")
+_CAPTION_RE = re.compile(
+    r"^(?:fig(?:ure)?s?\.?|tab(?:le)?s?\.?|algorithm)\s*(?:\d+|[IVX]+)[a-z]?"
+    r"(?:\s*[:.|\u2014\u2013-]|\s+[A-Z(])",
+    re.I,
+)
+_REF_HEAD_RE = re.compile(
+    r"^(?:\d+\.?|[IVX]+\.?)?\s*(?:references?|bibliography|literature cited|references and notes|"
+    r"r\s?e\s?f\s?e\s?r\s?e\s?n\s?c\s?e\s?s)\s*:?$",
+    re.I,
+)
+_ABS_RE = re.compile(
+    r"^\s*(?:A\s?b\s?s\s?t\s?r\s?a\s?c\s?t|A\s?B\s?S\s?T\s?R\s?A\s?C\s?T)\b\s*[:.\u2014\u2013-]?\s*"
+)
+_ABS_STOP_RE = re.compile(
+    r"^(?:keywords?|key\s*words|index terms|ccs concepts|acm reference format|general terms|"
+    r"categories and subject descriptors|additional key words|"
+    r"(?:\d+\.?|[IVX]+\.)?\s*introduction\b)",
+    re.I,
+)
+_BOILERPLATE_RE = re.compile(
+    r"^(?:permission to make digital|permission to copy|copyright|\u00a9|\(c\)|acm reference format|"
+    r"acm isbn|https?://doi|doi:|publication rights|\*?corresponding author|proc\. of the|proceedings of the)",
+    re.I,
+)
+_META_HEAD_RE = re.compile(
+    r"^(?:ccs concepts|keywords|key\s*words|index terms|general terms|categories and subject descriptors|"
+    r"acm reference format|additional key words and phrases)\b",
+    re.I,
+)
+_APPENDIX_RE = re.compile(r"^(?:appendix|appendices|supplementary|supplemental)\b|^[A-H](?:\.\d+)*\.?\s+[A-Z]", re.I)
+
+
+def _is_heading(ln: _Line, body_size: float) -> bool:
+    t = ln.text
+    words = t.split()
+    if not words or len(words) > 14 or len(t) > 110:
+        return False
+    if t[-1] in ".,;" and not _SECTION_NO_RE.match(t):
+        return False
+    if not any(c.isalpha() for c in t):
+        return False
+    bigger = ln.size >= body_size + 0.8
+    if ln.bold or bigger:
+        return True
+    letters = [c for c in t if c.isalpha()]
+    upper = sum(c.isupper() for c in letters) / len(letters)
+    return bool(_SECTION_NO_RE.match(t)) and upper > 0.8
+
+
+def _join_lines(lines: list[str]) -> str:
+    """Join lines of a paragraph with spaces, undoing line-end hyphenation."""
+    out = ""
+    for t in lines:
+        t = t.strip()
+        if not t:
+            continue
+        if not out:
+            out = t
+            continue
+        if out.endswith("-") and len(out) >= 2 and out[-2].isalpha() and t[:1].islower():
+            last_word = out.rsplit(" ", 1)[-1]
+            if last_word.count("-") >= 2:  # "state-of-the-" keeps its hyphen
+                out = out + t
+            else:
+                out = out[:-1] + t
+        elif out.endswith(("\u2010", "\u2011")):
+            out = out[:-1] + t
+        else:
+            out = out + " " + t
+    return out
+
+
+def _body_size(pages: list[list[_Block]]) -> float:
+    c: Counter[float] = Counter()
+    for blocks in pages:
+        for b in blocks:
+            for ln in b.lines:
+                c[round(ln.size * 2) / 2] += len(ln.text)
+    return c.most_common(1)[0][0] if c else 10.0
+
+
+# ----------------------------------------------------------------------------
+# front matter: title, authors, year, abstract
+# ----------------------------------------------------------------------------
+
+_JUNK_TITLE_RE = re.compile(
+    r"arxiv|preprint|proceedings|journal|conference|vol\.|issn|\bdoi\b|copyright|"
+    r"published|accepted|submitted|under review|workshop on|transactions on|letters",
+    re.I,
+)
+_BAD_META_TITLE_RE = re.compile(
+    r"^(?:microsoft\s+(?:word|powerpoint)|untitled|title|paper|main|template|slide|"
+    r"proceedings template|sig proceedings|acm proceedings|no title|manuscript)\b|"
+    r"\.(?:docx?|tex|dvi|pdf|ps|pptx?|indd|qxd)\b|^[\w.\-]+$|^\d",
+    re.I,
+)
+
+
+def _find_title(first_page: list[_Block], page_h: float) -> tuple[str, list[_Line]]:
+    lines = [ln for b in first_page for ln in b.lines if ln.yc < 0.6 * page_h]
+    cands = [
+        ln for ln in lines
+        if sum(c.isalpha() for c in ln.text) >= 2 and not _JUNK_TITLE_RE.search(ln.text)
+    ]
+    sizes = sorted({ln.size for ln in cands}, reverse=True)
+    for size in sizes[:4]:
+        group_start = [ln for ln in cands if abs(ln.size - size) < 0.15]
+        group_start.sort(key=lambda l: (l.y0, l.x0))
+        first = group_start[0]
+        group = [first]
+        last = first
+        for ln in sorted(lines, key=lambda l: (l.y0, l.x0)):
+            if ln is first or ln.y0 < first.y0:
+                continue
+            if (
+                abs(ln.size - size) < 0.35
+                and ln.y0 - last.y1 < 0.9 * size
+                and ln.bold == first.bold
+                and not _JUNK_TITLE_RE.search(ln.text)
+            ):
+                group.append(ln)
+                last = ln
+            elif ln.y0 > last.y1 + 2:
+                break
+        text = _join_lines([g.text for g in group])
+        text = re.sub(r"[\*\u2217\u2020\u2021\u00a7\u00b6\u22c6]+", "", text)
+        text = re.sub(r"\s+([,:;?!])", r"\1", re.sub(r"\s+", " ", text)).strip(" ,;")
+        if len(text) >= 12 and len(text.split()) >= 2 and len(text) < 300:
+            return text, group
+    return "", []
+
+
+_AFFIL_RE = re.compile(
+    r"@|universit|institut|college|school|department|dept\.|laborator|\blab\b|research|inc\.|"
+    r"\bltd\b|corporation|company|group|academy|china|usa|\bemail\b|e-mail|http|www\.|\d{5}",
+    re.I,
+)
+
+
+def _find_authors(first_page: list[_Block], title_lines: list[_Line], body_size: float) -> str:
+    if not title_lines:
+        return ""
+    bottom = max(ln.y1 for ln in title_lines)
+    tsize = title_lines[0].size
+    lines = sorted(
+        (ln for b in first_page for ln in b.lines if ln.y0 >= bottom - 1 and ln not in title_lines),
+        key=lambda l: (l.y0, l.x0),
+    )
+    out: list[str] = []
+    for ln in lines[:12]:
+        t = ln.text
+        if _ABS_RE.match(t) or _is_heading(ln, body_size) and ln.size >= tsize - 0.5:
+            break
+        if ln.size >= tsize - 0.5:
+            continue
+        if _AFFIL_RE.search(t):
+            if out:
+                break
+            continue
+        if len(t.split()) > 25 or t.endswith("."):
+            break
+        out.append(t)
+        if len(out) >= 3:
+            break
+    s = " ".join(out)
+    s = re.sub(r"[\*\u2217\u2020\u2021\u00a7\u00b6\u22c6#]+|(?<=[a-z])\d+(?:,\d+)*", "", s)
+    s = re.sub(r"\s+,", ",", re.sub(r"\s+", " ", s)).strip(" ,")
+    return s[:300]
+
+
+_COPY_YEAR_RE = re.compile(r"(?:\u00a9|\(c\)|copyright)\s*(?:\d{4}\s*[-\u2013]\s*)?((?:19|20)\d\d)", re.I)
+_CONF_YEAR_RE = re.compile(r"\b[A-Z][A-Za-z]{1,9}\s?['\u2019\u2018](\d\d)\b")
+_ARXIV_RE = re.compile(r"arXiv:(\d\d)(\d\d)\.\d{4,5}")
+_YEAR_RE = re.compile(r"\b(19[5-9]\d|20[0-4]\d)\b")
+
+
+def _ok_year(y: int) -> bool:
+    return 1950 <= y <= _MAX_YEAR
+
+
+def _find_year(first_page: list[_Block], rotated: list[str], page_h: float, metadata: dict) -> int | None:
+    for t in rotated:  # arXiv stamp in the left margin
+        m = _ARXIV_RE.search(t)
+        if m:
+            return 2000 + int(m.group(1))
+    lines = [ln for b in first_page for ln in b.lines]
+    texts = [ln.text for ln in lines]
+    edge = [ln.text for ln in lines if ln.yc < 0.15 * page_h or ln.yc > 0.8 * page_h]
+    for t in texts:
+        m = _COPY_YEAR_RE.search(t)
+        if m and _ok_year(int(m.group(1))):
+            return int(m.group(1))
+    for t in edge:
+        for m in _CONF_YEAR_RE.finditer(t):
+            if m.start() > 0 and t[m.start() - 1] == "[":
+                continue
+            yy = int(m.group(1))
+            y = 2000 + yy if 2000 + yy <= _MAX_YEAR else 1900 + yy
+            if _ok_year(y):
+                return y
+    for t in texts:
+        m = _ARXIV_RE.search(t)
+        if m:
+            return 2000 + int(m.group(1))
+    for t in rotated + edge:
+        m = _YEAR_RE.search(t)
+        if m and _ok_year(int(m.group(1))):
+            return int(m.group(1))
+    cd = (metadata or {}).get("creationDate") or ""
+    m = re.search(r"((?:19|20)\d\d)", cd)
+    if m and _ok_year(int(m.group(1))):
+        return int(m.group(1))
+    return None
+
+
+def _find_abstract(
+    ordered: list[_Block], body_size: float, title_lines: list[_Line]
+) -> tuple[str, _Line | None]:
+    """Abstract text and the line holding the "Abstract" label (None when not found)."""
+    lines = [ln for b in ordered if b.page <= 1 for ln in b.lines]
+    start = None
+    first_text = ""
+    for i, ln in enumerate(lines[:400]):
+        m = _ABS_RE.match(ln.text)
+        if m:
+            start = i
+            first_text = ln.text[m.end():]
+            break
+    if start is not None:
+        collected: list[str] = [first_text] if first_text else []
+        style = (lines[start].bold, lines[start].size) if first_text else None
+        for ln in lines[start + 1:]:
+            t = ln.text
+            if _ABS_STOP_RE.match(t):
+                break
+            if style is None:
+                style = (ln.bold, ln.size)
+            else:
+                same_style = ln.bold == style[0] and abs(ln.size - style[1]) <= 1.2
+                if not same_style and (
+                    _is_heading(ln, body_size) or sum(len(c) for c in collected) > 200
+                ):
+                    break
+                if _SECTION_NO_RE.match(t) and _is_heading(ln, body_size):
+                    break
+            if _BOILERPLATE_RE.match(t):
+                break
+            collected.append(t)
+            if sum(len(c) for c in collected) > 5000:
+                break
+        text = _join_lines(collected).strip()
+        if len(text) >= 80:
+            return text, lines[start]
+    # fall back: the first long paragraph after the title
+    tset = {id(ln) for ln in title_lines}
+    for b in ordered:
+        if b.page > 1:
+            break
+        if any(id(ln) in tset for ln in b.lines):
+            continue
+        text = _join_lines([ln.text for ln in b.lines])
+        if len(text.split()) >= 60 and not _BOILERPLATE_RE.match(text):
+            return text, None
+    return "", None
+
+
+# ----------------------------------------------------------------------------
+# references
+# ----------------------------------------------------------------------------
+
+_NUM_BRACKET_RE = re.compile(r"^\[(\d{1,4}|[A-Za-z][A-Za-z+\-]{0,9}\d{0,4}[a-z]?)\]\s*")
+_NUM_DOT_RE = re.compile(r"^(\d{1,3})\.\s+\S")
+
+
+def _split_references(ref_lines: list[tuple[_Line, str]]) -> list[str]:
+    """``ref_lines``: (line, column key) in reading order after the heading."""
+    if not ref_lines:
+        return []
+    n_bracket = sum(1 for ln, _ in ref_lines if _NUM_BRACKET_RE.match(ln.text))
+    entries: list[list[str]] = []
+
+    def starts_bracket(ln: _Line) -> bool:
+        return bool(_NUM_BRACKET_RE.match(ln.text))
+
+    if n_bracket >= 3:
+        for ln, _ in ref_lines:
+            if starts_bracket(ln) or not entries:
+                entries.append([ln.text])
+            else:
+                entries[-1].append(ln.text)
+        return _finish_refs(entries)
+
+    # "12. Author ..." numbered with a dot, must follow the running number
+    seq = 0
+    for ln, _ in ref_lines:
+        m = _NUM_DOT_RE.match(ln.text)
+        if m and int(m.group(1)) == seq + 1:
+            seq += 1
+    if seq >= 3:
+        expected = 1
+        for ln, _ in ref_lines:
+            m = _NUM_DOT_RE.match(ln.text)
+            if m and int(m.group(1)) == expected:
+                entries.append([ln.text])
+                expected += 1
+            elif entries:
+                entries[-1].append(ln.text)
+            else:
+                entries.append([ln.text])
+        return _finish_refs(entries)
+
+    # author-year: hanging indent per column, else vertical gaps
+    by_col: dict[str, list[_Line]] = defaultdict(list)
+    for ln, key in ref_lines:
+        by_col[key].append(ln)
+    col_min = {k: min(l.x0 for l in v) for k, v in by_col.items()}
+    col_hanging = {
+        k: sum(1 for l in v if l.x0 > col_min[k] + 4) >= max(2, 0.2 * len(v)) for k, v in by_col.items()
+    }
+    pitches = sorted(
+        b.y0 - a.y0
+        for (a, ka), (b, kb) in zip(ref_lines, ref_lines[1:])
+        if ka == kb and b.y0 > a.y0 + 1
+    )
+    med_pitch = pitches[len(pitches) // 2] if pitches else 0.0
+    prev: _Line | None = None
+    prev_key = None
+    for ln, key in ref_lines:
+        new = not entries
+        if not new:
+            last_text = entries[-1][-1]
+            ended = bool(re.search(r"[.\d)\]]$", last_text))
+            if col_hanging[key]:
+                new = ln.x0 <= col_min[key] + 2 and ended
+            else:
+                pitch = ln.y0 - prev.y0 if prev is not None and prev_key == key else None
+                new = pitch is not None and pitch > med_pitch + max(1.0, 0.12 * ln.size) and ended
+                if prev_key != key and ended and ln.text[:1].isupper():
+                    # first line of a new column/page: a new entry if the last one looked complete
+                    new = True
+        if new:
+            entries.append([ln.text])
+        else:
+            entries[-1].append(ln.text)
+        prev, prev_key = ln, key
+    return _finish_refs(entries)
+
+
+def _finish_refs(entries: list[list[str]]) -> list[str]:
+    out = []
+    for e in entries:
+        s = re.sub(r"\s+", " ", _join_lines(e)).strip()
+        if len(s) >= 15 and sum(c.isalpha() for c in s) >= 8:
+            out.append(s)
+    return out
+
+
+# ----------------------------------------------------------------------------
+# sentences
+# ----------------------------------------------------------------------------
+
+# words that end with a period but do not end a sentence (lower-cased, without the period)
+_ABBREV = {
+    "fig", "figs", "eq", "eqs", "eqn", "eqns", "sec", "secs", "sect", "tab", "tabs", "no", "nos",
+    "vs", "e.g", "i.e", "al", "cf", "resp", "approx", "ref", "refs", "vol", "pp", "p", "ch", "chap",
+    "dr", "mr", "mrs", "ms", "prof", "st", "jr", "sr", "inc", "ltd", "co", "corp", "dept", "univ",
+    "alg", "algo", "thm", "lem", "prop", "def", "appx", "app", "viz", "etc.al", "w.r.t", "a.k.a",
+    "ca", "ed", "eds", "ex", "incl", "max", "min", "avg", "std", "est", "jan", "feb", "mar", "apr",
+    "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "u.s", "u.k", "e.u", "ph.d", "m.sc",
+}
+_BOUNDARY_RE = re.compile(r"([.!?])([\"'\u201d\u2019)\]]*)\s+(?=[\"'\u201c\u2018(]?[A-Z])")
+_WORD_BEFORE_RE = re.compile(r"([A-Za-z][A-Za-z.]*)$")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split running text into sentences.
+
+    Newlines are hard boundaries (``body_text`` puts one between paragraphs);
+    inside a paragraph a sentence ends at ``. ! ?`` followed by whitespace and
+    an upper-case letter, except after common abbreviations (Fig., Eq., e.g.,
+    et al., vs., No., ...) and single-letter initials (J. Smith)."""
+    out: list[str] = []
+    for para in text.split("\n"):
+        para = para.strip()
+        if not para:
+            continue
+        start = 0
+        for m in _BOUNDARY_RE.finditer(para):
+            if m.group(1) == ".":
+                head = para[start:m.start(1)]
+                wm = _WORD_BEFORE_RE.search(head)
+                if wm:
+                    word = wm.group(1)
+                    lw = word.lower().rstrip(".")
+                    if lw in _ABBREV:
+                        continue
+                    if len(word) == 1 and word.isupper():  # initial "J. Smith"
+                        continue
+                    if re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]", word):  # "e.g" "U.S" forms
+                        continue
+            s = para[start:m.end(2) if m.group(2) else m.end(1)].strip()
+            if s:
+                out.append(s)
+            start = m.end()
+        tail = para[start:].strip()
+        if tail:
+            out.append(tail)
+    return out
+
+
+# ----------------------------------------------------------------------------
+# main entry point
+# ----------------------------------------------------------------------------
+
+
+_NON_ALNUM_RE = re.compile(r"[\W_]+")
+_NON_ALPHA_RE = re.compile(r"[\W\d_]+")
+
+
+def _looks_real_meta_title(t: str) -> bool:
+    t = (t or "").strip()
+    return len(t) >= 10 and len(t.split()) >= 2 and not _BAD_META_TITLE_RE.search(t)
+
+
+def parse_pdf(doc: "fitz.Document", max_pages: int | None = None) -> ParsedPaper:
+    """Parse an opened PyMuPDF document (the caller owns and closes it)."""
+    n_pages = doc.page_count
+    todo = n_pages if max_pages is None else min(n_pages, max_pages)
+    paper = ParsedPaper(n_pages=n_pages)
+    meta = doc.metadata or {}
+
+    pages: list[list[_Block]] = []
+    heights: list[float] = []
+    widths: list[float] = []
+    rotated: list[str] = []
+    total_alnum = 0
+    for pno in range(todo):
+        try:
+            page = doc[pno]
+            blocks, rot = _extract_page(page, pno)
+            r = page.rect
+        except Exception:  # a broken page should not kill the whole paper
+            blocks, rot, r = [], [], pymupdf.Rect(0, 0, 612, 792)
+        pages.append(blocks)
+        heights.append(r.height or 792.0)
+        widths.append(r.width or 612.0)
+        if pno < 2:
+            rotated.extend(rot)
+        total_alnum += sum(len(_NON_ALNUM_RE.sub("", ln.text)) for b in blocks for ln in b.lines)
+
+    if todo == 0 or total_alnum < 100 * todo:  # scanned: (almost) no extractable text
+        paper.has_text_layer = False
+        if _looks_real_meta_title(meta.get("title", "")):
+            paper.title = meta["title"].strip()
+        return paper
+
+    body_size = _body_size(pages)
+    first_page = pages[0]
+    title, title_lines = _find_title(first_page, heights[0])
+    meta_title = (meta.get("title") or "").strip()
+    if not title and _looks_real_meta_title(meta_title):
+        title = meta_title
+    paper.title = title
+    paper.authors = _find_authors(first_page, title_lines, body_size)
+    paper.year = _find_year(first_page, rotated, heights[0], meta)
+
+    _remove_furniture(pages, heights, body_size)
+    ordered: list[_Block] = []
+    for pno, blocks in enumerate(pages):
+        ordered.extend(_order_page(blocks, widths[pno]))
+
+    paper.abstract, abs_line = _find_abstract(ordered, body_size, title_lines)
+
+    # flatten to lines with their block index / column key
+    flat: list[tuple[_Line, int, str]] = []
+    for bi, b in enumerate(ordered):
+        for ln in b.lines:
+            flat.append((ln, bi, f"{b.page}:{b.col}"))
+
+    # references heading: the last one that is followed by some text
+    ref_i = None
+    for i in range(len(flat) - 1, -1, -1):
+        ln = flat[i][0]
+        if len(ln.text) <= 40 and _REF_HEAD_RE.match(ln.text) and i < len(flat) - 2:
+            ref_i = i
+            break
+    body_idx = list(range(len(flat)))
+    if ref_i is not None:
+        ref_lines: list[tuple[_Line, str]] = []
+        sizes = Counter(round(l.size) for l, _, _ in flat[ref_i + 1: ref_i + 60])
+        ref_size = sizes.most_common(1)[0][0] if sizes else body_size
+        end = len(flat)
+        for j in range(ref_i + 1, len(flat)):
+            ln = flat[j][0]
+            if (
+                _APPENDIX_RE.match(ln.text)
+                and len(ln.text) < 90
+                and (ln.bold or ln.size >= ref_size + 1)
+                and not ln.text.endswith(".")
+                and not _NUM_BRACKET_RE.match(ln.text)
+            ):
+                end = j
+                break
+            ref_lines.append((ln, flat[j][2]))
+        paper.references = _split_references(ref_lines)
+        body_idx = list(range(ref_i)) + list(range(end, len(flat)))
+
+    # body units: blocks (minus the refs), headings split off and dropped
+    skip_ids = {id(ln) for ln in title_lines}
+    if abs_line is not None:
+        # front matter (title, authors, affiliations) precedes the abstract label
+        for ln, _, _ in flat:
+            if ln is abs_line:
+                break
+            skip_ids.add(id(ln))
+    heading_styled: Counter[int] = Counter()
+    for ln, bi, _ in flat:
+        if ln.bold or ln.size >= body_size + 0.8:
+            heading_styled[bi] += 1
+    units: list[list[_Line]] = []
+    cur_block = None
+    skipping = False  # inside CCS concepts / keywords / ACM reference format
+    for i in body_idx:
+        ln, bi, _ = flat[i]
+        if id(ln) in skip_ids:
+            continue
+        styled = ln.bold or ln.size >= body_size + 0.8
+        if (
+            _is_heading(ln, body_size)
+            and (styled and heading_styled[bi] <= 2 or not styled and _SECTION_NO_RE.match(ln.text))
+        ) or _META_HEAD_RE.match(ln.text):
+            units.append([])  # heading: hard paragraph boundary, text dropped
+            cur_block = None
+            skipping = bool(_META_HEAD_RE.match(ln.text))
+            continue
+        if skipping:
+            continue
+        if bi != cur_block or not units:
+            units.append([])
+            cur_block = bi
+        units[-1].append(ln)
+
+    paras: list[str] = []
+    hard_break = True
+    for u in units:
+        if not u:
+            hard_break = True
+            continue
+        text = _join_lines([ln.text for ln in u])
+        m = _ABS_RE.match(text)
+        if m:
+            text = text[m.end():]
+        words = text.split()
+        if _CAPTION_RE.match(text) or _BOILERPLATE_RE.match(text):
+            continue
+        if len(words) < 4 and not text.endswith("."):
+            continue
+        if len(_NON_ALPHA_RE.sub("", text)) < 0.4 * len(text):
+            continue  # tables, equations, number soup
+        size = Counter(ln.size for ln in u).most_common(1)[0][0]
+        if size < 0.85 * body_size:
+            continue  # footnotes, figure labels, table cells
+        if paras and not hard_break and not re.search(r"[.!?:]['\"\u201d)]?$", paras[-1]) and text[:1].islower():
+            paras[-1] = _join_lines([paras[-1], text])
+        else:
+            paras.append(text)
+        hard_break = False
+    paper.body_text = "\n".join(paras)
+    paper.sentences = split_sentences(paper.body_text)
+    return paper

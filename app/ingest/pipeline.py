@@ -1,0 +1,235 @@
+"""Ingest jobs: files -> extraction (guarded, parallel) -> database, with per-file outcomes.
+
+The same two functions do the work in every mode: `extract_pdf` (pure, in a worker process)
+and `record_outcome` (one transaction: store the paper and mark the job file). Embedded mode
+runs extraction in a local process pool with per-file timeouts; distributed mode hands the
+job files to Celery workers (see workers/tasks.py).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import shutil
+from collections import Counter
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.db.schema import Job, JobFile, JobStatus
+from app.db.session import session_scope
+from app.ingest.extract import Extraction, Limits, extract_pdf, file_sha256
+from app.ingest.sources import InputFile, copy_to_shared, expand_inputs
+from app.ingest.store import Outcome, store_extraction
+from app.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def limits_from(settings: Settings) -> Limits:
+    return Limits(max_pages=settings.max_pages, max_file_mb=settings.max_file_mb,
+                  dpi=settings.figure_dpi, thumb_px=settings.thumbnail_px)
+
+
+def staging_dir(settings: Settings, job_id: str) -> Path:
+    return settings.data_dir / "incoming" / job_id
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+# ---------------------------------------------------------------- jobs
+def create_job(settings: Settings, files: list[InputFile], kind: str = "ingest", job_id: str | None = None) -> str:
+    """Record a job and its files; files refused up front are finished at once."""
+    with session_scope(settings.db_url) as s:
+        job = Job(kind=kind, status=JobStatus.QUEUED, total=len(files))
+        if job_id:
+            job.id = job_id
+        s.add(job)
+        s.flush()
+        for f in files:
+            jf = JobFile(job_id=job.id, name=f.name, path=f.path)
+            if f.error:
+                jf.status, jf.error, jf.finished_at = "failed", f.error, _now()
+                job.done += 1
+            s.add(jf)
+        if job.total == 0 or job.done == job.total:
+            job.status, job.finished_at = JobStatus.DONE, _now()
+        return job.id
+
+
+def pending_files(settings: Settings, job_id: str) -> list[tuple[int, str, str]]:
+    with session_scope(settings.db_url) as s:
+        rows = s.execute(select(JobFile.id, JobFile.name, JobFile.path)
+                         .where(JobFile.job_id == job_id, JobFile.status == "pending").order_by(JobFile.id))
+        return [tuple(r) for r in rows]
+
+
+def mark_running(settings: Settings, job_id: str) -> None:
+    with session_scope(settings.db_url) as s:
+        s.execute(update(Job).where(Job.id == job_id, Job.status == JobStatus.QUEUED)
+                  .values(status=JobStatus.RUNNING, started_at=_now()))
+
+
+def record_outcome(settings: Settings, job_file_id: int, ex: Extraction | None, error: str = "") -> Outcome:
+    """Store one file's result and mark its job file, in one transaction (so a redelivered
+    task sees either both or neither). Idempotent: a finished job file is left alone."""
+    for attempt in range(3):
+        try:
+            with session_scope(settings.db_url) as s:
+                return _record(s, job_file_id, ex, error)
+        except IntegrityError:  # a concurrent worker stored the same sha256 first: retry sees it
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _record(s: Session, job_file_id: int, ex: Extraction | None, error: str) -> Outcome:
+    jf = s.get(JobFile, job_file_id, with_for_update=True)
+    if jf is None:
+        raise LookupError(f"job file {job_file_id} not found")
+    if jf.status != "pending":
+        return Outcome(jf.status, jf.paper_id, jf.n_figures, jf.error)
+    if ex is None:
+        outcome = Outcome("failed", None, 0, error or "unknown error")
+    else:
+        outcome = store_extraction(s, ex)
+    jf.status, jf.paper_id, jf.n_figures, jf.error = outcome.status, outcome.paper_id, outcome.n_figures, outcome.error
+    jf.finished_at = _now()
+    s.flush()
+    s.execute(update(Job).where(Job.id == jf.job_id).values(done=Job.done + 1))
+    job = s.get(Job, jf.job_id, populate_existing=True)
+    if job.done >= job.total and job.status != JobStatus.DONE:
+        job.status, job.finished_at = JobStatus.DONE, _now()
+        outcome.job_finished = True
+    return outcome
+
+
+def process_job_file(settings: Settings, job_file_id: int) -> Outcome:
+    """Worker side of one file: extract then record (used by the Celery task)."""
+    with session_scope(settings.db_url) as s:
+        jf = s.get(JobFile, job_file_id)
+        if jf is None:
+            raise LookupError(f"job file {job_file_id} not found")
+        if jf.status != "pending":
+            return Outcome(jf.status, jf.paper_id, jf.n_figures, jf.error)
+        path, name = jf.path, jf.name
+    try:
+        ex = extract_pdf(path, settings.data_dir, limits_from(settings), source=Path(name).name)
+    except FileNotFoundError:
+        return record_outcome(settings, job_file_id, None, "file vanished before it was read")
+    return record_outcome(settings, job_file_id, ex)
+
+
+def finish_job(settings: Settings, job_id: str) -> None:
+    """After the last file: re-evaluate citation links (concurrent ingests miss each other) and
+    remove the job's staging files."""
+    from app.ingest.store import relink_all
+
+    with session_scope(settings.db_url) as s:
+        relink_all(s)
+    shutil.rmtree(staging_dir(settings, job_id), ignore_errors=True)
+
+
+# ---------------------------------------------------------------- embedded runner
+def _limit_memory(max_mb: int) -> None:
+    import resource
+
+    if max_mb > 0:
+        resource.setrlimit(resource.RLIMIT_AS, (max_mb * 1024 * 1024, max_mb * 1024 * 1024))
+
+
+def _extract_guarded(path: str, name: str, data_dir: str, limits: Limits) -> Extraction:
+    return extract_pdf(path, data_dir, limits, source=Path(name).name)
+
+
+def run_job_embedded(settings: Settings, job_id: str, workers: int = 2,
+                     on_file: Callable[[str, Outcome], None] | None = None) -> None:
+    """Extract in a local process pool (per-file timeout, memory cap, children recycled),
+    store results from this process as they arrive."""
+    from pebble import ProcessExpired, ProcessPool
+
+    files = pending_files(settings, job_id)
+    mark_running(settings, job_id)
+    limits = limits_from(settings)
+    with ProcessPool(max_workers=max(1, workers), max_tasks=25, initializer=_limit_memory,
+                     initargs=(settings.worker_memory_mb,)) as pool:
+        futures = [(jf_id, name, pool.schedule(_extract_guarded, args=(path, name, str(settings.data_dir), limits),
+                                                timeout=settings.file_timeout_s))
+                   for jf_id, name, path in files]
+        for jf_id, name, fut in futures:
+            try:
+                outcome = record_outcome(settings, jf_id, fut.result())
+            except FutureTimeout:
+                outcome = record_outcome(settings, jf_id, None, f"timed out after {settings.file_timeout_s:g} s")
+            except ProcessExpired as exc:
+                outcome = record_outcome(settings, jf_id, None, f"extraction process died ({exc}); "
+                                         "memory limit or crash in the PDF library")
+            except MemoryError:
+                outcome = record_outcome(settings, jf_id, None, "out of memory (worker memory limit)")
+            except Exception as exc:
+                outcome = record_outcome(settings, jf_id, None, f"{type(exc).__name__}: {exc}")
+            if on_file:
+                on_file(name, outcome)
+    finish_job(settings, job_id)
+
+
+# ---------------------------------------------------------------- entry point for CLI / API
+@dataclass
+class JobSummary:
+    job_id: str
+    counts: Counter = field(default_factory=Counter)
+    n_figures: int = 0
+    failures: list[tuple[str, str]] = field(default_factory=list)
+
+
+def summarise(settings: Settings, job_id: str) -> JobSummary:
+    summary = JobSummary(job_id)
+    with session_scope(settings.db_url) as s:
+        for jf in s.scalars(select(JobFile).where(JobFile.job_id == job_id).order_by(JobFile.id)):
+            summary.counts[jf.status] += 1
+            if jf.status in ("ok", "no_text"):
+                summary.n_figures += jf.n_figures
+            if jf.status == "failed":
+                summary.failures.append((jf.name, jf.error))
+    return summary
+
+
+def prepare_job(paths: list[str | Path], settings: Settings) -> str:
+    """Expand the inputs and record the job (raises SourceError on a missing path)."""
+    from app.db.schema import new_job_id
+
+    settings.ensure_dirs()
+    job_id = new_job_id()
+    staging = staging_dir(settings, job_id)
+    files = expand_inputs(paths, settings, staging)
+    if settings.distributed:
+        files = copy_to_shared(files, staging)
+    return create_job(settings, files, job_id=job_id)
+
+
+def submit_job(settings: Settings, job_id: str) -> None:
+    """Run the job here (embedded) or enqueue it for the workers (distributed)."""
+    if settings.distributed:
+        from workers.tasks import ingest_collection, task_config
+
+        ingest_collection.delay(job_id, task_config(settings))
+    else:
+        run_job_embedded(settings, job_id, workers=settings.ingest_workers)
+
+
+def job_progress(settings: Settings, job_id: str) -> tuple[str, int, int]:
+    with session_scope(settings.db_url) as s:
+        job = s.get(Job, job_id)
+        if job is None:
+            raise LookupError(job_id)
+        return job.status, job.done, job.total
+
+
+def sha_of(path: str) -> str:
+    return file_sha256(Path(path))

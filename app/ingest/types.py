@@ -1,0 +1,52 @@
+"""Plain data records passed between the ingestion stages (no ORM, no I/O)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class ParsedPaper:
+    """What the text parser learns from one PDF."""
+
+    title: str = ""
+    authors: str = ""
+    year: int | None = None
+    abstract: str = ""
+    n_pages: int = 0
+    has_text_layer: bool = True
+    body_text: str = ""  # reading order, references section excluded
+    sentences: list[str] = field(default_factory=list)  # body sentences in reading order
+    references: list[str] = field(default_factory=list)  # one string per reference entry
+
+
+@dataclass
+class ExtractedFigure:
+    """One figure or table found in a PDF, with its rendered crop."""
+
+    kind: str  # "figure" or "table"
+    label: str  # e.g. "Figure 3"
+    number: int
+    caption: str
+    page: int  # 1-based page number
+    bbox: list[float]  # PDF points [x0, y0, x1, y1], origin top-left (graphic + caption region)
+    image_path: str = ""  # PNG crop, relative to the data dir
+    thumbnail_path: str = ""  # small PNG, relative to the data dir
+    width: int = 0  # crop size in pixels
+    height: int = 0
+    caption_bbox: list[float] | None = None
+
+
+@dataclass
+class MentionRecord:
+    """A body sentence that refers to a figure, with its neighbours."""
+
+    kind: str  # "figure" or "table"
+    number: int
+    sentence: str
+    before: str
+    after: str
+    position: int  # index of the sentence in ParsedPaper.sentences
+
+    @property
+    def context(self) -> str:
+        return " ".join(s for s in (self.before, self.sentence, self.after) if s)

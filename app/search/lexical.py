@@ -1,0 +1,472 @@
+"""Lexical first stage: BM25 (exactly rank_bm25.BM25Okapi's formula) or tf.idf cosine (seed 000).
+
+Why this layout: at 1M figures (~80 distinct terms each) a Python-level scorer such as rank_bm25
+costs seconds per query. Here every (term, doc) weight is precomputed once into a column-major
+(CSC) sparse matrix, so a query is a weighted sum of a few columns. Long queries ("more like this
+figure" uses the figure's whole text, ~80 terms, some of them in most documents) are still exact but
+use a vectorised MaxScore: query terms whose summed upper bounds cannot lift a document into the
+top-k are not scanned; they are added afterwards only for the few surviving candidates, from a
+row-major (CSR) copy of the term counts. The CSR copy doubles as each document's term-id list, which
+the engine uses as the query of `similar` (no re-analysis of text).
+
+Storage (nnz ~ 80 * N): CSC doc ids int32 + weights float32, CSR term ids int32 + counts uint16 =
+14 bytes per (term, doc): about 1.1 GB at 1M figures.
+
+Scores: BM25 = sum over query tokens (duplicates counted, as rank_bm25 does) of
+idf(t) * tf*(k1+1) / (tf + k1*(1-b+b*dl/avgdl)), with idf = ln((N-df+.5)/(df+.5)) and negative idfs
+replaced by epsilon * mean(idf over the vocabulary) -- rank_bm25's flooring, so results match its
+oracle. tf.idf = cosine between (1+ln tf)*ln(N/df) vectors (terms in every document carry no weight).
+Weights are float32; sums are float64.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+METHODS = ("bm25", "tfidf")
+_PROBE_POSTINGS = 20_000   # postings scanned to get a first top-k threshold estimate
+_PROBE_DOCS = 2_000        # docs fully scored for that estimate
+_CAND_CAP = 8_000          # above this many surviving candidates, scan the remaining terms too
+_SLACK = 1e-5              # relative safety margin on float32 bounds: pruning never drops a true hit
+
+
+def _csr_from_tokens(indptr: np.ndarray, tokens: np.ndarray, n_terms: int, chunk: int = 100_000):
+    """Token-level (doc, term) stream -> per-doc sorted unique term ids and counts (CSR)."""
+    n_docs = len(indptr) - 1
+    row_nnz = np.zeros(n_docs, dtype=np.int64)
+    terms_parts, tf_parts = [], []
+    for s in range(0, n_docs, chunk):
+        e = min(n_docs, s + chunk)
+        lo, hi = int(indptr[s]), int(indptr[e])
+        if hi == lo:
+            continue
+        local = np.repeat(np.arange(e - s, dtype=np.int64), np.diff(indptr[s:e + 1]))
+        keys = local * n_terms + tokens[lo:hi].astype(np.int64)
+        del local
+        keys.sort(kind="stable" if hi - lo < 1000 else "quicksort")
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        counts = np.diff(np.r_[starts, len(keys)])
+        ukeys = keys[starts]
+        del keys
+        rows = ukeys // n_terms
+        terms_parts.append((ukeys - rows * n_terms).astype(np.int32))
+        tf_parts.append(np.minimum(counts, 65535).astype(np.uint16))
+        row_nnz[s:e] = np.bincount(rows, minlength=e - s)
+    row_ptr = np.zeros(n_docs + 1, dtype=np.int64)
+    np.cumsum(row_nnz, out=row_ptr[1:])
+    row_terms = np.concatenate(terms_parts) if terms_parts else np.zeros(0, np.int32)
+    row_tf = np.concatenate(tf_parts) if tf_parts else np.zeros(0, np.uint16)
+    return row_ptr, row_terms, row_tf
+
+
+def _gather_rows(ptr: np.ndarray, rows: np.ndarray):
+    """Flat positions of all entries of `rows` in a CSR/CSC layout, and each entry's row ordinal."""
+    starts = ptr[rows]
+    lens = ptr[rows + 1] - starts
+    total = int(lens.sum())
+    if total == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    owner = np.repeat(np.arange(len(rows)), lens)
+    offs = np.zeros(len(rows), dtype=np.int64)
+    np.cumsum(lens[:-1], out=offs[1:])
+    pos = np.arange(total, dtype=np.int64) + (starts - offs)[owner]
+    return pos, owner
+
+
+def _topk(docs: np.ndarray, scores: np.ndarray, k: int):
+    """Top-k by descending score, ties broken by ascending doc index (deterministic)."""
+    if len(scores) > k:
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        keep = scores >= kth
+        docs, scores = docs[keep], scores[keep]
+    order = np.lexsort((docs, -scores))[:k]
+    return docs[order], scores[order]
+
+
+class LexicalIndex:
+    """Inverted index with precomputed per-(term, doc) weights; see the module docstring."""
+
+    def __init__(self):
+        self.method = "bm25"
+        self.k1, self.b, self.epsilon = 1.5, 0.75, 0.25
+        self.vocab: list[str] = []
+        self._term_ids: dict[str, int] | None = None
+        self.n_docs = 0
+        self.avgdl = 0.0
+        self.doc_len = np.zeros(0, np.float32)     # tokens per doc (BM25 length)
+        self.df = np.zeros(0, np.int32)
+        self.idf = np.zeros(0, np.float64)
+        self.row_ptr = np.zeros(1, np.int64)        # CSR: doc -> sorted term ids + counts
+        self.row_terms = np.zeros(0, np.int32)
+        self.row_tf = np.zeros(0, np.uint16)
+        self.col_ptr = np.zeros(1, np.int64)        # CSC: term -> doc ids + weights
+        self.col_docs = np.zeros(0, np.int32)
+        self.col_w = np.zeros(0, np.float32)
+        self.col_max = np.zeros(0, np.float32)
+        self.doc_norm = np.zeros(0, np.float64)    # tf.idf only: L2 norm of the doc vector
+        self._nonneg = True
+
+    # ------------------------------------------------------------------ build
+    @classmethod
+    def build(cls, docs: Sequence[Sequence[str]], method: str = "bm25", k1: float = 1.5,
+              b: float = 0.75, epsilon: float = 0.25) -> "LexicalIndex":
+        """Index analysed documents (lists of tokens). Token order is irrelevant."""
+        ids: dict[str, int] = {}
+        sd = ids.setdefault
+        lens = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
+        tokens = np.fromiter((sd(t, len(ids)) for d in docs for t in d), dtype=np.int32,
+                             count=int(lens.sum()))
+        indptr = np.zeros(len(docs) + 1, dtype=np.int64)
+        np.cumsum(lens, out=indptr[1:])
+        vocab = [None] * len(ids)
+        for t, i in ids.items():
+            vocab[i] = t
+        return cls.from_token_ids(indptr, tokens, vocab, method=method, k1=k1, b=b, epsilon=epsilon)
+
+    @classmethod
+    def from_token_ids(cls, indptr: np.ndarray, tokens: np.ndarray, vocab: list[str],
+                       method: str = "bm25", k1: float = 1.5, b: float = 0.75,
+                       epsilon: float = 0.25) -> "LexicalIndex":
+        """Fast path: documents as a token-id stream (tokens[indptr[i]:indptr[i+1]] = doc i)."""
+        indptr = np.asarray(indptr, dtype=np.int64)
+        tokens = np.asarray(tokens, dtype=np.int32)
+        row_ptr, row_terms, row_tf = _csr_from_tokens(indptr, tokens, len(vocab))
+        doc_len = np.diff(indptr).astype(np.float32)
+        return cls.from_counts(row_ptr, row_terms, row_tf, doc_len, vocab, method, k1, b, epsilon)
+
+    @classmethod
+    def from_counts(cls, row_ptr, row_terms, row_tf, doc_len, vocab, method="bm25", k1=1.5,
+                    b=0.75, epsilon=0.25) -> "LexicalIndex":
+        """Build from per-doc (term id, count) rows; shares the CSR arrays (used by `reweighted`)."""
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        self = cls()
+        self.method, self.k1, self.b, self.epsilon = method, float(k1), float(b), float(epsilon)
+        self.vocab = list(vocab)
+        self.row_ptr, self.row_terms, self.row_tf = row_ptr, row_terms, row_tf
+        self.doc_len = np.asarray(doc_len, dtype=np.float32)
+        self.n_docs = len(row_ptr) - 1
+        self.avgdl = float(self.doc_len.astype(np.float64).mean()) if self.n_docs else 0.0
+        self.df = np.bincount(row_terms, minlength=len(self.vocab)).astype(np.int32)
+        self._compute_idf()
+        if method == "tfidf":
+            owner = np.repeat(np.arange(self.n_docs), np.diff(row_ptr))
+            v = (1.0 + np.log(row_tf.astype(np.float64))) * self.idf[row_terms]
+            self.doc_norm = np.sqrt(np.bincount(owner, weights=v * v, minlength=self.n_docs))
+            del v, owner
+        self._build_columns()
+        return self
+
+    def reweighted(self, method: str) -> "LexicalIndex":
+        """Same documents, other scoring method (shares the CSR arrays)."""
+        if method == self.method:
+            return self
+        return LexicalIndex.from_counts(self.row_ptr, self.row_terms, self.row_tf, self.doc_len,
+                                        self.vocab, method, self.k1, self.b, self.epsilon)
+
+    def _compute_idf(self):
+        n, df = self.n_docs, self.df.astype(np.float64)
+        if self.method == "bm25":
+            present = df > 0
+            idf = np.zeros(len(df))
+            idf[present] = np.log(n - df[present] + 0.5) - np.log(df[present] + 0.5)
+            # rank_bm25: average over every vocabulary word *before* flooring, floor only idf < 0
+            avg = float(idf[present].mean()) if present.any() else 0.0
+            idf[present & (idf < 0)] = self.epsilon * avg
+            self.idf = idf
+        else:
+            idf = np.zeros(len(df))
+            present = df > 0
+            idf[present] = np.log(n / df[present])
+            self.idf = idf
+
+    def _weights(self, docs: np.ndarray, terms: np.ndarray, tf: np.ndarray) -> np.ndarray:
+        """float32 weight of term in doc -- the single formula used for columns and for rescoring."""
+        tf = tf.astype(np.float64)
+        if self.method == "bm25":
+            kd = self.k1 * (1.0 - self.b + self.b * self.doc_len[docs].astype(np.float64) / self.avgdl)
+            w = self.idf[terms] * (tf * (self.k1 + 1.0) / (tf + kd))
+        else:
+            norm = self.doc_norm[docs]
+            w = (1.0 + np.log(tf)) * self.idf[terms] / np.where(norm > 0, norm, 1.0)
+        return w.astype(np.float32)
+
+    def _build_columns(self):
+        import scipy.sparse as sp
+
+        n_terms = len(self.vocab)
+        owner = np.repeat(np.arange(self.n_docs, dtype=np.int32), np.diff(self.row_ptr))
+        w = self._weights(owner, self.row_terms, self.row_tf)
+        del owner
+        csr = sp.csr_matrix((w, self.row_terms, self.row_ptr), shape=(self.n_docs, n_terms))
+        del w
+        csc = csr.tocsc()
+        del csr
+        csc.sort_indices()
+        self.col_ptr = csc.indptr.astype(np.int64)
+        self.col_docs = csc.indices.astype(np.int32, copy=False)
+        self.col_w = csc.data.astype(np.float32, copy=False)
+        del csc
+        self._finish_columns()
+
+    def _finish_columns(self):
+        n_terms = len(self.col_ptr) - 1
+        self.col_max = np.zeros(n_terms, np.float32)
+        nonempty = np.flatnonzero(np.diff(self.col_ptr) > 0)
+        if len(nonempty):
+            self.col_max[nonempty] = np.maximum.reduceat(self.col_w, self.col_ptr[nonempty])
+        self._nonneg = bool(len(self.col_w) == 0 or self.col_w.min() >= 0)
+
+    @property
+    def matrix(self):
+        """The (docs x terms) weight matrix as a scipy CSC matrix (shares memory)."""
+        import scipy.sparse as sp
+
+        return sp.csc_matrix((self.col_w, self.col_docs, self.col_ptr),
+                             shape=(self.n_docs, len(self.vocab)))
+
+    # ---------------------------------------------------------------- queries
+    @property
+    def term_ids(self) -> dict[str, int]:
+        if self._term_ids is None:
+            self._term_ids = {t: i for i, t in enumerate(self.vocab)}
+        return self._term_ids
+
+    def query_vector(self, query_tokens: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Analysed query tokens -> (unique term ids, query term counts). Unknown terms dropped."""
+        ids = self.term_ids
+        c = Counter(ids[t] for t in query_tokens if t in ids)
+        if not c:
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        q = np.fromiter(c.keys(), dtype=np.int64, count=len(c))
+        qtf = np.fromiter(c.values(), dtype=np.float64, count=len(c))
+        return q, qtf
+
+    def doc_terms(self, doc_index: int) -> tuple[np.ndarray, np.ndarray]:
+        """(term ids, counts) of one indexed document -- the query of "more like this"."""
+        s, e = int(self.row_ptr[doc_index]), int(self.row_ptr[doc_index + 1])
+        return self.row_terms[s:e].astype(np.int64), self.row_tf[s:e].astype(np.float64)
+
+    def _query_weights(self, q: np.ndarray, qtf: np.ndarray) -> np.ndarray:
+        if self.method == "bm25":
+            return qtf.astype(np.float64)  # rank_bm25 loops over query tokens: duplicates add up
+        v = (1.0 + np.log(qtf)) * self.idf[q]
+        n = float(np.sqrt((v * v).sum()))
+        return v / n if n > 0 else v
+
+    def _prune(self, q, qtf, max_query_terms):
+        """Optional approximation (Lucene MoreLikeThis style): keep the top terms by qtf*idf."""
+        if max_query_terms is None or len(q) <= max_query_terms:
+            return q, qtf
+        keep = np.argsort(-(qtf * self.idf[q]), kind="stable")[:max_query_terms]
+        return q[keep], qtf[keep]
+
+    def search(self, query_tokens: Iterable[str], k: int = 100, exclude: int | None = None,
+               max_query_terms: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k (doc indices, scores) by descending score; docs scoring 0 and `exclude` skipped.
+
+        Exact unless `max_query_terms` is set (then only the top terms by qtf*idf are used).
+        """
+        q, qtf = self.query_vector(query_tokens)
+        return self.search_terms(q, qtf, k=k, exclude=exclude, max_query_terms=max_query_terms)
+
+    def search_doc(self, doc_index: int, k: int = 100, max_query_terms: int | None = None):
+        """More-like-this: the document's own terms as the query, the document itself excluded."""
+        q, qtf = self.doc_terms(doc_index)
+        return self.search_terms(q, qtf, k=k, exclude=doc_index, max_query_terms=max_query_terms)
+
+    def search_terms(self, q: np.ndarray, qtf: np.ndarray, k: int = 100, exclude: int | None = None,
+                     max_query_terms: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """`search` on (unique term ids, query counts)."""
+        empty = (np.zeros(0, np.int64), np.zeros(0, np.float64))
+        if k <= 0 or len(q) == 0 or self.n_docs == 0:
+            return empty
+        q, qtf = self._prune(np.asarray(q, np.int64), np.asarray(qtf, np.float64), max_query_terms)
+        qw = self._query_weights(q, qtf)
+        live = (qw != 0) & (self.col_ptr[q + 1] > self.col_ptr[q])
+        q, qw = q[live], qw[live]
+        if len(q) == 0:
+            return empty
+        if not self._nonneg:
+            return self._brute(q, qw, k, exclude, positive_only=False)
+        df = self.col_ptr[q + 1] - self.col_ptr[q]
+        if int(df.sum()) <= _PROBE_POSTINGS:
+            return self._brute(q, qw, k, exclude)
+        return self._maxscore(q, qw, k, exclude)
+
+    # exact, scans every posting of every query term
+    def _brute(self, q, qw, k, exclude, positive_only=True):
+        pos, owner = _gather_rows(self.col_ptr, q)
+        docs = self.col_docs[pos]
+        contrib = self.col_w[pos] * qw[owner]
+        if len(docs) * 16 < self.n_docs:
+            udocs, inv = np.unique(docs, return_inverse=True)
+            scores = np.bincount(inv, weights=contrib, minlength=len(udocs))
+        else:
+            acc = np.bincount(docs, weights=contrib, minlength=self.n_docs)
+            udocs = np.flatnonzero(acc)
+            scores = acc[udocs]
+        keep = scores > 0 if positive_only else scores != 0
+        if exclude is not None:
+            keep &= udocs != exclude
+        return _topk(udocs[keep].astype(np.int64), scores[keep], k)
+
+    def score_docs(self, q: np.ndarray, qw: np.ndarray, docs: np.ndarray) -> np.ndarray:
+        """Exact scores of chosen docs for a query given as (term ids, *query weights*), via CSR."""
+        docs = np.asarray(docs, dtype=np.int64)
+        if len(docs) == 0 or len(q) == 0:
+            return np.zeros(len(docs))
+        qdense = np.zeros(len(self.vocab))
+        qdense[q] = qw
+        pos, owner = _gather_rows(self.row_ptr, docs)
+        terms = self.row_terms[pos]
+        qv = qdense[terms]
+        hit = qv != 0
+        pos, owner, terms, qv = pos[hit], owner[hit], terms[hit], qv[hit]
+        w = self._weights(docs[owner], terms, self.row_tf[pos])
+        return np.bincount(owner, weights=w * qv, minlength=len(docs))
+
+    def score(self, query_tokens: Iterable[str], docs: np.ndarray) -> np.ndarray:
+        """Exact scores of chosen docs for analysed query tokens (e.g. dense-only candidates)."""
+        q, qtf = self.query_vector(query_tokens)
+        return self.score_docs(q, self._query_weights(q, qtf), docs)
+
+    def _maxscore(self, q, qw, k, exclude):
+        """Exact top-k without scanning the long, low-impact posting lists (vectorised MaxScore)."""
+        ub = qw * self.col_max[q].astype(np.float64)
+        order = np.argsort(-ub, kind="stable")
+        q, qw, ub = q[order], qw[order], ub[order]
+        df = self.col_ptr[q + 1] - self.col_ptr[q]
+
+        # 1) threshold estimate: fully score the best docs of the high-impact terms whose
+        #    postings are cheap to read. theta = k-th best true score among real docs <= true k-th.
+        cum = np.cumsum(df)
+        n_probe = max(1, int(np.searchsorted(cum, _PROBE_POSTINGS, side="right")))
+        theta, scored_docs, scored = self._probe(q, qw, n_probe, k, exclude)
+
+        # 2) non-essential suffix R: terms whose upper bounds sum below theta cannot, alone, bring
+        #    a doc into the top-k; only postings of the essential prefix E are scanned.
+        tail = np.cumsum(ub[::-1])[::-1]              # tail[i] = sum(ub[i:])
+        limit = theta * (1.0 - _SLACK)
+        n_ess = int(np.searchsorted(-tail, -limit, side="right")) if theta > 0 else len(q)
+        n_ess = max(n_ess, 1)
+        ub_rest = float(tail[n_ess]) if n_ess < len(q) else 0.0
+        pos, owner = _gather_rows(self.col_ptr, q[:n_ess])
+        acc = np.bincount(self.col_docs[pos], weights=self.col_w[pos] * qw[owner],
+                          minlength=self.n_docs)
+        del pos, owner
+        if exclude is not None:
+            acc[exclude] = 0.0
+        if n_ess == len(q):
+            docs = np.flatnonzero(acc > 0)
+            return _topk(docs, acc[docs], k)
+
+        def candidates(th):
+            cut = th * (1.0 - _SLACK) - ub_rest * (1.0 + _SLACK)
+            return np.flatnonzero(acc >= cut) if cut > 0 else np.flatnonzero(acc > 0)
+
+        cand = candidates(theta)
+        if len(cand) > _CAND_CAP:
+            # 3) sharpen theta with the best partial scores, then retry
+            top = _topk(cand, acc[cand], min(len(cand), 4 * k))[0]
+            s = self.score_docs(q, qw, top)
+            theta = max(theta, self._kth(np.r_[scored, s], np.r_[scored_docs, top], k))
+            cand = candidates(theta)
+        if len(cand) > _CAND_CAP:
+            # bounds too loose for this query: scan the rest as well (still exact)
+            pos, owner = _gather_rows(self.col_ptr, q[n_ess:])
+            acc += np.bincount(self.col_docs[pos], weights=self.col_w[pos] * qw[n_ess:][owner],
+                               minlength=self.n_docs)
+            del pos, owner
+            if exclude is not None:
+                acc[exclude] = 0.0
+            docs = np.flatnonzero(acc > 0)
+            return _topk(docs, acc[docs], k)
+        s = self.score_docs(q, qw, cand)
+        keep = s > 0
+        return _topk(cand[keep], s[keep], k)
+
+    @staticmethod
+    def _kth(scores: np.ndarray, docs: np.ndarray, k: int) -> float:
+        if len(docs) == 0:
+            return 0.0
+        _, first = np.unique(docs, return_index=True)
+        s = scores[first]
+        if len(s) < k:
+            return 0.0
+        return float(np.partition(s, len(s) - k)[len(s) - k])
+
+    def _probe(self, q, qw, n_probe, k, exclude):
+        pos, owner = _gather_rows(self.col_ptr, q[:n_probe])
+        docs = self.col_docs[pos]
+        udocs, inv = np.unique(docs, return_inverse=True)
+        partial = np.bincount(inv, weights=self.col_w[pos] * qw[:n_probe][owner], minlength=len(udocs))
+        if exclude is not None:
+            partial[udocs == exclude] = 0.0
+        keep = partial > 0
+        udocs, partial = udocs[keep].astype(np.int64), partial[keep]
+        if len(udocs) > _PROBE_DOCS:
+            udocs, partial = _topk(udocs, partial, _PROBE_DOCS)
+        full = self.score_docs(q, qw, udocs)
+        return self._kth(full, udocs, k), udocs, full
+
+    def matched_terms(self, query_tokens: Iterable[str], doc_index: int) -> list[str]:
+        """Query terms (analysed form, query order, unique) that occur in the document."""
+        s, e = int(self.row_ptr[doc_index]), int(self.row_ptr[doc_index + 1])
+        present = set(self.row_terms[s:e].tolist())
+        ids = self.term_ids
+        out, seen = [], set()
+        for t in query_tokens:
+            i = ids.get(t)
+            if i is not None and i in present and t not in seen:
+                seen.add(t)
+                out.append(t)
+        return out
+
+    def matched_term_ids(self, q: np.ndarray, doc_index: int) -> list[str]:
+        """Like `matched_terms` for a query given as term ids."""
+        s, e = int(self.row_ptr[doc_index]), int(self.row_ptr[doc_index + 1])
+        common = np.intersect1d(np.asarray(q), self.row_terms[s:e])
+        return [self.vocab[i] for i in common.tolist()]
+
+    # ----------------------------------------------------------- persistence
+    _ARRAYS = ("doc_len", "df", "idf", "row_ptr", "row_terms", "row_tf", "col_ptr", "col_docs",
+               "col_w", "col_max", "doc_norm")
+
+    def save(self, path_dir: str | Path) -> None:
+        """One .npy per array (loadable with mmap) + vocab.json + meta.json."""
+        d = Path(path_dir)
+        d.mkdir(parents=True, exist_ok=True)
+        for name in self._ARRAYS:
+            np.save(d / f"{name}.npy", getattr(self, name), allow_pickle=False)
+        (d / "vocab.json").write_text(json.dumps(self.vocab, ensure_ascii=False))
+        meta = dict(method=self.method, k1=self.k1, b=self.b, epsilon=self.epsilon,
+                    n_docs=self.n_docs, avgdl=self.avgdl, nonneg=self._nonneg, format=1)
+        (d / "meta.json").write_text(json.dumps(meta))
+
+    @classmethod
+    def load(cls, path_dir: str | Path, mmap: bool = False) -> "LexicalIndex":
+        """Inverse of `save`; mmap=True maps the arrays (shared page cache, instant start)."""
+        d = Path(path_dir)
+        meta = json.loads((d / "meta.json").read_text())
+        self = cls()
+        self.method, self.k1, self.b, self.epsilon = meta["method"], meta["k1"], meta["b"], meta["epsilon"]
+        self.n_docs, self.avgdl = int(meta["n_docs"]), float(meta["avgdl"])
+        for name in cls._ARRAYS:
+            setattr(self, name, np.load(d / f"{name}.npy", mmap_mode="r" if mmap else None,
+                                        allow_pickle=False))
+        self.vocab = json.loads((d / "vocab.json").read_text())
+        self._nonneg = bool(meta.get("nonneg", True))
+        return self
+
+    def __len__(self) -> int:
+        return self.n_docs
+
+    def __repr__(self) -> str:
+        return (f"LexicalIndex(method={self.method!r}, docs={self.n_docs}, terms={len(self.vocab)}, "
+                f"nnz={len(self.col_docs)})")
+

@@ -1,0 +1,73 @@
+"""One place for configuration: environment variables with the FIGSEARCH_ prefix.
+
+The defaults are the embedded mode (SQLite in the data dir, tasks run in-process);
+a broker URL and a PostgreSQL URL switch to distributed mode without code changes.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PLACEHOLDER_TOKEN = "change-me"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="FIGSEARCH_", env_file=None, extra="ignore")
+
+    data_dir: Path = Field(Path("./data"), description="Where the database, crops and indexes live.")
+    database_url: str = Field("", description="SQLAlchemy URL; empty = SQLite file in the data dir.")
+    broker_url: str = Field("", description="Celery broker URL; empty = run tasks in-process.")
+    result_backend: str = Field("", description="Celery result backend; empty = same as the broker.")
+
+    # ingestion limits: a bad file must never stall or sink a batch
+    max_pages: int = Field(300, ge=1, description="PDFs with more pages are refused.")
+    max_file_mb: float = Field(200.0, gt=0, description="Larger files are refused.")
+    file_timeout_s: float = Field(120.0, gt=0, description="Per-file time limit.")
+    worker_memory_mb: int = Field(4096, ge=0, description="Address-space cap per extraction process (0 = none).")
+    ingest_workers: int = Field(2, ge=1, description="Extraction processes in embedded mode.")
+    figure_dpi: int = Field(150, ge=50, le=400)
+    thumbnail_px: int = Field(256, ge=32, le=1024)
+    # zip safety
+    zip_max_members: int = Field(5000, ge=1)
+    zip_max_total_mb: float = Field(2000.0, gt=0)
+    zip_max_ratio: float = Field(200.0, gt=1, description="Refuse members compressed more than this.")
+
+    admin_token: str = Field(PLACEHOLDER_TOKEN, description="Bearer token for admin endpoints.")
+
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute(cls, v: Path) -> Path:
+        return v.expanduser().resolve()
+
+    @property
+    def db_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.data_dir / 'figsearch.db'}"
+
+    @property
+    def distributed(self) -> bool:
+        return bool(self.broker_url)
+
+    @property
+    def figures_dir(self) -> Path:
+        return self.data_dir / "figures"
+
+    def ensure_dirs(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.figures_dir.mkdir(parents=True, exist_ok=True)
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()
+
+
+def settings_for(data_dir: str | Path | None = None, **overrides) -> Settings:
+    """Settings from the environment, with an explicit data dir (CLI --data-dir) on top."""
+    if data_dir is not None:
+        overrides["data_dir"] = Path(data_dir)
+    return Settings(**overrides)

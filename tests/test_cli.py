@@ -1,0 +1,56 @@
+"""The `figsearch` CLI contract: exit codes, summary, JSON lines fields."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests import badfiles
+
+ROOT = Path(__file__).resolve().parents[1]
+FIGSEARCH = [sys.executable, "-m", "app.cli"]
+
+
+def run(args, env_extra=None, check=True, timeout=300):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FIGSEARCH_")}
+    env.update(env_extra or {})
+    r = subprocess.run(FIGSEARCH + args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+def test_ingest_papers_figures_contract(demo_pdfs, tmp_path):
+    data = tmp_path / "data"
+    bad = badfiles.random_bytes(tmp_path)
+    r = run(["ingest", str(demo_pdfs[0]), str(demo_pdfs[1]), str(bad), "--data-dir", str(data)])
+    assert "papers ok: 2" in r.stdout and "failed: 1" in r.stdout, r.stdout
+    assert "random.pdf" in r.stdout and "not a PDF" in r.stdout
+    papers = [json.loads(l) for l in run(["papers", "--data-dir", str(data), "--format", "jsonl"]).stdout.splitlines()]
+    assert len(papers) == 3
+    for p in papers:
+        for key in ("paper_id", "sha256", "source", "title", "abstract", "status", "error", "n_figures", "cites", "cited_by"):
+            assert key in p
+    assert {p["status"] for p in papers} == {"ok", "failed"}
+    figs = [json.loads(l) for l in run(["figures", "--data-dir", str(data), "--format", "jsonl"]).stdout.splitlines()]
+    assert figs
+    for f in figs:
+        for key in ("figure_id", "paper_id", "kind", "label", "number", "caption", "page", "bbox", "image_path", "mentions"):
+            assert key in f
+        x0, y0, x1, y1 = f["bbox"]
+        assert x1 > x0 and y1 > y0
+        assert (data / f["image_path"]).exists()
+    assert any(f["mentions"] for f in figs)
+
+
+def test_json_summary_and_usage_errors(demo_pdfs, tmp_path):
+    data = tmp_path / "data"
+    r = run(["ingest", str(demo_pdfs[0]), "--data-dir", str(data), "--json"])
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
+    assert summary["ok"] == 1 and summary["figures"] >= 1
+    missing = run(["ingest", str(tmp_path / "missing.pdf"), "--data-dir", str(data)], check=False)
+    assert missing.returncode != 0 and "no such file" in missing.stderr
+    assert run(["ingest"], check=False).returncode != 0
+    assert run(["papers", "--data-dir", str(data), "--format", "xml"], check=False).returncode != 0

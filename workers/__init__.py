@@ -1,0 +1,34 @@
+"""Celery application. `celery -A workers worker` runs it; without a broker URL the tasks
+run in-process (task_always_eager), so the embedded mode needs no Redis."""
+from __future__ import annotations
+
+from celery import Celery
+
+from app.settings import Settings
+
+
+def make_celery(settings: Settings | None = None) -> Celery:
+    settings = settings or Settings()
+    broker = settings.broker_url or "memory://"
+    backend = settings.result_backend or (settings.broker_url or "cache+memory://")
+    celery = Celery("figsearch", broker=broker, backend=backend, include=["workers.tasks"])
+    celery.conf.update(
+        task_always_eager=not settings.broker_url,
+        task_eager_propagates=True,
+        task_acks_late=True,  # a killed worker's task is redelivered, not lost
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        worker_max_tasks_per_child=50,  # bounded memory over thousands of ingests
+        task_soft_time_limit=settings.file_timeout_s,
+        task_time_limit=settings.file_timeout_s + 30,
+        broker_connection_retry_on_startup=True,
+        broker_transport_options={"visibility_timeout": int(settings.file_timeout_s * 4 + 60)},
+        result_expires=3600,
+        task_serializer="json",
+        accept_content=["json"],
+    )
+    return celery
+
+
+app = make_celery()
+celery = app
