@@ -189,6 +189,116 @@ def relink(data_dir: Optional[Path] = DataDir) -> None:
     typer.echo(f"{n} citation links")
 
 
+def _hits_json(hits) -> list[dict]:
+    return [{"figure_id": h.figure_id, "paper_id": h.paper_id, "score": round(h.score, 6),
+             "lexical_score": round(h.lexical_score, 6),
+             "embedding_score": None if h.embedding_score is None else round(h.embedding_score, 6),
+             "caption": h.caption, "matched_terms": list(h.matched_terms)} for h in hits]
+
+
+def _engine(settings: Settings, with_encoder: bool):
+    from app.search.engine import SearchEngine
+    from app.search.indexing import index_root
+
+    root = index_root(settings)
+    encoder = None
+    if with_encoder and settings.dense:
+        from app.search.encoder import default_encoder
+
+        encoder = default_encoder()
+    try:
+        return SearchEngine.load_current(root, encoder=encoder, gpu=settings.faiss_gpu)
+    except FileNotFoundError:
+        typer.echo(f"error: no search index in {root}; run `figsearch index --data-dir {settings.data_dir}`", err=True)
+        raise typer.Exit(2)
+
+
+def _print_hits(hits, json_out: bool) -> None:
+    if json_out:
+        typer.echo(json.dumps(_hits_json(hits), ensure_ascii=False))
+        return
+    for h in hits:
+        emb = "-" if h.embedding_score is None else f"{h.embedding_score:.3f}"
+        typer.echo(f"{h.figure_id:>7} paper {h.paper_id:>5}  score {h.score:.3f} (lex {h.lexical_score:.2f}, emb {emb})  "
+                   f"{h.caption[:90]}")
+
+
+@cli.command()
+def index(data_dir: Optional[Path] = DataDir,
+          lexical_only: bool = typer.Option(False, "--lexical-only", help="Skip the MiniLM embeddings.")) -> None:
+    """Build or refresh the lexical (BM25) and vector (FAISS) indexes; publishes a new version."""
+    from app.search.indexing import build_index
+
+    settings = _settings(data_dir)
+    r = build_index(settings, dense=settings.dense and not lexical_only, progress=True)
+    typer.echo(f"index {r.version}: {r.n_figures} figures, {r.n_encoded} newly embedded, {r.seconds:.1f} s")
+
+
+@cli.command()
+def similar(figure_id: int = typer.Argument(..., help="Query figure id."),
+            k: int = typer.Option(10, "--k", min=1, max=1000), data_dir: Optional[Path] = DataDir,
+            json_out: bool = typer.Option(False, "--json"),
+            w: Optional[float] = typer.Option(None, "--w", min=0.0, max=1.0, help="Lexical weight (default: learned)."),
+            method: str = typer.Option("bm25", "--method", help="First stage: bm25 or tfidf."),
+            union_dense: int = typer.Option(0, "--union-dense", help="Also consider this many FAISS neighbours.")) -> None:
+    """Figures most related to FIGURE_ID (itself excluded): first stage top 100, dense re-rank."""
+    settings = _settings(data_dir)
+    engine = _engine(settings, with_encoder=False)
+    try:
+        hits = engine.similar(figure_id, k=k, w=w, method=method, union_dense=union_dense)
+    except KeyError:
+        typer.echo(f"error: figure {figure_id} is not in the index", err=True)
+        raise typer.Exit(1)
+    _print_hits(hits, json_out)
+
+
+@cli.command()
+def search(query: str = typer.Argument(..., help="Keywords."), k: int = typer.Option(10, "--k", min=1, max=1000),
+           data_dir: Optional[Path] = DataDir, json_out: bool = typer.Option(False, "--json"),
+           rerank: bool = typer.Option(True, "--rerank/--no-rerank", help="Dense re-ranking of the top 100."),
+           method: str = typer.Option("bm25", "--method")) -> None:
+    """Keyword search over figure texts (caption + mention sentences)."""
+    settings = _settings(data_dir)
+    engine = _engine(settings, with_encoder=rerank)
+    _print_hits(engine.search(query, k=k, rerank=rerank, method=method), json_out)
+
+
+@cli.command("eval")
+def eval_cmd(data_dir: Optional[Path] = DataDir,
+             out: Path = typer.Option(Path("artifacts/eval"), "--out"),
+             target_papers: Optional[Path] = typer.Option(None, "--target-papers", exists=True, dir_okay=False,
+                                                           help="sha256 per line: test targets only from these papers."),
+             seed: int = typer.Option(0, "--seed"), min_same: int = typer.Option(5, "--min-same"),
+             min_citing: int = typer.Option(5, "--min-citing"),
+             first_stage: str = typer.Option("bm25", "--first-stage")) -> None:
+    """Seed-000 evaluation: p@3/p@5 (Same, Citing), MAP, t-tests, pair accuracy; report + plots."""
+    from app.search.evaluate import evaluate_data_dir
+
+    settings = _settings(data_dir)
+    try:
+        report = evaluate_data_dir(settings, out, target_papers, seed=seed, min_same=min_same,
+                                   min_citing=min_citing, first_stage=first_stage)
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1)
+    typer.echo((out / "report.md").read_text())
+    typer.echo(f"wrote {out}/report.json, report.md, precision_at_k.png, w_sweep.png")
+
+
+@cli.command()
+def bench(figures: int = typer.Option(100_000, "--figures", min=100), queries: int = typer.Option(200, "--queries"),
+          seed: int = typer.Option(0, "--seed"), json_out: bool = typer.Option(False, "--json")) -> None:
+    """Synthetic-collection benchmark: index build time, peak RSS, similar/search latency, speed vs rank-bm25."""
+    from app.search.bench import run_bench
+
+    result = run_bench(figures, queries=queries, seed=seed)
+    if json_out:
+        typer.echo(json.dumps(result))
+    else:
+        for key, val in result.items():
+            typer.echo(f"{key}: {val}")
+
+
 @cli.command("make-demo-collection")
 def make_demo_collection(out: Path = typer.Argument(..., help="Folder for the generated PDFs."),
                          n: int = typer.Option(12, "--n", help="Number of papers."),

@@ -35,6 +35,12 @@ class Settings(BaseSettings):
     zip_max_total_mb: float = Field(2000.0, gt=0)
     zip_max_ratio: float = Field(200.0, gt=1, description="Refuse members compressed more than this.")
 
+    # search
+    vector_index: str = Field("auto", pattern="^(auto|flat|hnsw|ivf)$", description="FAISS index type.")
+    faiss_gpu: str = Field("auto", pattern="^(auto|on|off)$", description="Move the FAISS index to a GPU.")
+    dense: bool = Field(True, description="Use MiniLM embeddings for re-ranking (off = lexical only).")
+    auto_index: bool = Field(True, description="Refresh the search index after each ingest job.")
+
     admin_token: str = Field(PLACEHOLDER_TOKEN, description="Bearer token for admin endpoints.")
 
     @field_validator("data_dir")

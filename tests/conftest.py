@@ -101,3 +101,11 @@ def copy_into(paths: list[Path], folder: Path) -> list[Path]:
         shutil.copyfile(p, target)
         out.append(target)
     return out
+
+
+@pytest.fixture()
+def fast_settings(tmp_path):
+    """Embedded settings without the automatic (MiniLM) index refresh, for ingestion-only tests."""
+    from app.settings import Settings
+
+    return Settings(data_dir=tmp_path / "data", broker_url="", database_url="", auto_index=False)

@@ -388,7 +388,6 @@ TITLE_TEMPLATES = [
     "Scalable {X} for {Y}",
     "{M}: Improving {Y} with {X}",
     "A Study of {X} for {Y}",
-    "When {X} Meets {Y}",
     "Revisiting {Y} through {X}",
     "Efficient {Y} via {X}",
 ]
@@ -594,7 +593,9 @@ class _Metrics:
 
 
 def _wrap(text: str, width: float, font: str, size: float, first_offset: float = 0.0) -> list[str]:
-    """Greedy word wrap; the first line is ``first_offset`` points shorter."""
+    """Greedy word wrap; the first line is ``first_offset`` points shorter.
+
+    ``_GLUE`` characters join words that must stay on one line (rendered as spaces)."""
     words = text.split()
     lines: list[str] = []
     cur: list[str] = []
@@ -602,7 +603,7 @@ def _wrap(text: str, width: float, font: str, size: float, first_offset: float =
     space = _Metrics.width(" ", font, size)
     avail = width - first_offset
     for word in words:
-        ww = _Metrics.width(word, font, size)
+        ww = _Metrics.width(word.replace(_GLUE, " "), font, size)
         add = ww if not cur else cur_w + space + ww
         if cur and add > avail:
             lines.append(" ".join(cur))
@@ -612,7 +613,16 @@ def _wrap(text: str, width: float, font: str, size: float, first_offset: float =
             cur_w = add
     if cur:
         lines.append(" ".join(cur))
-    return lines
+    return [ln.replace(_GLUE, " ") for ln in lines]
+
+
+_GLUE = "\x00"
+_REF_GLUE = re.compile(r" (Figs?\.|Figures?|Tables?) (\d)")
+
+
+def _glue_refs(text: str) -> str:
+    """Keep 'in Fig. 3' together, so no body line starts with 'Fig. 3.' (looks like a caption)."""
+    return _REF_GLUE.sub(lambda m: f"{_GLUE}{m.group(1)}{_GLUE}{m.group(2)}", text)
 
 
 @contextlib.contextmanager
@@ -710,7 +720,10 @@ def _plan_collection(n: int, seed: int) -> list[PaperPlan]:
             xs = [x for x in T["title_x"] if x not in used_xy[key]] or T["title_x"]
             ys = [y for y in T["title_y"] if y not in used_xy[key]] or T["title_y"]
             x, y = rng.choice(xs), rng.choice(ys)
-            title = rng.choice(TITLE_TEMPLATES).format(X=x, Y=y, M=model)
+            template = rng.choice(TITLE_TEMPLATES)
+            if template.startswith("Learning") and "Learning" in x:
+                continue
+            title = template.format(X=x, Y=y, M=model)
             if title not in used_titles:
                 break
         else:  # pragma: no cover - combinatorics make this practically unreachable
@@ -766,8 +779,9 @@ class FigSpec:
                 W, H = self.w / 72.0, self.h / 72.0
                 fig = MplFigure(figsize=(W, H))
                 left, right, bottom, top, wspace = self.margins
+                left = max(left, 0.56)  # y tick labels + y label must stay inside the figure
                 if self.raster:
-                    left += 0.07
+                    left += 0.1
                 fig.subplots_adjust(left=left / W, right=1 - right / W, bottom=bottom / H, top=1 - top / H,
                                     wspace=wspace)
                 self.draw(fig)
@@ -848,6 +862,7 @@ class _FigureFactory:
             ax.set_xticklabels([f"{v:g}" for v in xs])
         ax.set_xlabel(xlabel)
         ax.set_ylabel(metric[0])
+        ax.locator_params(axis="y", nbins=5)
         if title:
             ax.set_title(dataset)
         if legend:
@@ -868,6 +883,7 @@ class _FigureFactory:
         ax.set_xticklabels([d.replace(" ", "\n", 1) if len(d) > 10 else d for d in datasets])
         ax.set_ylabel(name)
         ax.set_ylim(lo - 0.1 * (hi - lo), hi + 0.1 * (hi - lo))
+        ax.locator_params(axis="y", nbins=5)
         if legend:
             ax.legend(frameon=False, ncol=_legend_cols(methods), loc="lower center", bbox_to_anchor=(0.5, 1.0),
                       handlelength=1.2, columnspacing=1.0)
@@ -958,6 +974,7 @@ class _FigureFactory:
                             linestyle="-" if s == 0 else "--")
                 ax.set_xlabel(xl)
                 ax.set_ylabel(yl)
+                ax.locator_params(axis="y", nbins=5)
                 ax.legend(frameon=False)
                 ax.grid(alpha=0.25, linewidth=0.5)
             finding = {
@@ -970,7 +987,7 @@ class _FigureFactory:
             }[shape]
             caption = f"{_cap(what)}. {_cap(finding)}." + rng.choice(["", " Curves are averaged over five runs."])
             return FigSpec(kind, wide, raster, w, h, draw, what, finding, caption,
-                           margins=(0.48, 0.08, 0.34, 0.08, 0.3))
+                           margins=(0.52, 0.08, 0.34, 0.08, 0.3))
 
         if kind == "bar":
             dss = c.datasets[:3]
@@ -1037,7 +1054,7 @@ class _FigureFactory:
                     ax.legend(frameon=False, markerscale=1.5, loc="best")
             caption = f"{_cap(what)}. {_cap(finding)}."
             return FigSpec(kind, wide, raster, w, h, draw, what, finding, caption,
-                           margins=(0.48, 0.08, 0.34, 0.08, 0.3))
+                           margins=(0.52, 0.08, 0.34, 0.08, 0.3))
 
         if kind == "heatmap":
             what, xl, yl, cbar, xt, yt, shape = rng.choice(self.T["heatmaps"])
@@ -1873,7 +1890,7 @@ class _Layout:
         size = size or st.body_size
         leading = st.leading * size / st.body_size
         ind = 12.0 if indent else 0.0
-        lines = _wrap(text, st.col_w - 2 * inset, font, size, first_offset=ind)
+        lines = _wrap(_glue_refs(text), st.col_w - 2 * inset, font, size, first_offset=ind)
         self.text_lines(lines, font, size, leading, indent=ind, inset=inset)
         self.y += 2.5
 

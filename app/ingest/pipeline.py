@@ -134,6 +134,19 @@ def finish_job(settings: Settings, job_id: str) -> None:
     with session_scope(settings.db_url) as s:
         relink_all(s)
     shutil.rmtree(staging_dir(settings, job_id), ignore_errors=True)
+    if settings.auto_index:
+        refresh_index(settings)
+
+
+def refresh_index(settings: Settings) -> None:
+    """Publish a new search index version; failures are logged, never lose the ingest."""
+    from app.search.indexing import build_index
+
+    try:
+        report = build_index(settings, dense=settings.dense)
+        log.info("index %s: %d figures (%d newly embedded)", report.version, report.n_figures, report.n_encoded)
+    except Exception:
+        log.exception("index refresh failed; the previous index version stays in use")
 
 
 # ---------------------------------------------------------------- embedded runner

@@ -8,6 +8,10 @@ directory only). torch/transformers are imported on first use so importing this 
 Pooling = mean over non-padding tokens then L2 normalisation, exactly what the sentence-transformers
 config of this model does, implemented with plain transformers to avoid that extra layer.
 Texts are sorted by length before batching so each batch pads to a similar length.
+
+Precision: on CPUs with native bfloat16 matmul (AMX / AVX512-BF16, e.g. Sapphire Rapids) the model
+runs in bfloat16 (precision="auto"): ~2.3x faster on 2 cores, cosine to the float32 embedding
+>= 0.996 (mean 1.000). Pooling and normalisation are done in float32. On CUDA: float16.
 """
 from __future__ import annotations
 
@@ -18,6 +22,19 @@ from pathlib import Path
 import numpy as np
 
 DIM = 384
+
+
+def cpu_has_bf16() -> bool:
+    """Native bf16 matmul on this CPU (Linux /proc/cpuinfo flags)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return bool(flags & {"amx_bf16", "avx512_bf16"})
+    except OSError:
+        pass
+    return False
 
 
 def model_path() -> Path:
@@ -33,7 +50,10 @@ class TextEncoder:
     dim = DIM
 
     def __init__(self, path: str | Path | None = None, device: str | None = None,
-                 num_threads: int | None = None):
+                 num_threads: int | None = None, precision: str = "auto"):
+        if precision not in ("auto", "fp32", "bf16", "fp16"):
+            raise ValueError("precision must be auto, fp32, bf16 or fp16")
+        self.precision = precision
         self._path = Path(path) if path else None
         self._device = device
         self._num_threads = num_threads
@@ -59,6 +79,14 @@ class TextEncoder:
             self._tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
             model = AutoModel.from_pretrained(str(path), local_files_only=True)
             model.eval().to(device)
+            prec = self.precision
+            if prec == "auto":
+                prec = "fp16" if device.startswith("cuda") else ("bf16" if cpu_has_bf16() else "fp32")
+            if prec == "bf16":
+                model = model.to(torch.bfloat16)
+            elif prec == "fp16":
+                model = model.to(torch.float16)
+            self.precision = prec
             self._device = device
             self._model = model
 
@@ -83,7 +111,7 @@ class TextEncoder:
                 enc = self._tok([texts[i] for i in idx], padding=True, truncation=True,
                                 max_length=max_length, return_tensors="pt")
                 enc = {k: v.to(self._device) for k, v in enc.items()}
-                hidden = self._model(**enc).last_hidden_state
+                hidden = self._model(**enc).last_hidden_state.float()
                 mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 summed = (hidden * mask).sum(dim=1)
                 mean = summed / mask.sum(dim=1).clamp(min=1e-9)

@@ -1,0 +1,286 @@
+"""Scale benchmark of the retrieval core on a synthetic collection (no PDFs, no model).
+
+Why synthetic: it lets us check latency/memory at 1M figures on a laptop-class machine in minutes.
+The collection imitates analysed figure texts: a caption of 10-40 tokens followed by mention
+contexts, 60-200 tokens in all; tokens drawn from a Zipfian general vocabulary (80k words), from
+topic-specific "domain" words (4k words in 300 overlapping topics) and from a few paper-specific
+words, so figures of one paper really are more similar to each other (as in real collections).
+Embeddings are random unit vectors around a per-topic centre: they exercise the vector index and the
+re-ranker, not semantic quality. Encoding 1M texts with MiniLM is a separate throughput number
+(see app.search.encoder) and is NOT part of this benchmark; `search` uses a fake query encoder here
+(a random unit vector), so the MiniLM query-encoding time is also excluded (measure it separately).
+
+Latencies are warm, one query at a time, in-process (no HTTP), k=10, 100 candidates.
+
+first_stage_speedup_vs_rank_bm25 := (rank_bm25.BM25Okapi.get_scores time per query on an
+`oracle_docs` subsample) / (our first-stage time per query on the FULL n_figures index), both for
+"more like this" queries (a figure's whole text, target excluded, top-100). rank_bm25 cannot hold
+1M documents in reasonable time/memory, hence the subsample; the like-for-like ratio on the same
+subsample is reported too (`first_stage_speedup_same_docs`), as are the numbers for short queries.
+"""
+from __future__ import annotations
+
+import gc
+import resource
+import time
+
+import numpy as np
+
+from .engine import SearchEngine, _Captions
+from .lexical import LexicalIndex
+from .text import analyze
+from .vectors import VectorIndex
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def make_vocab(n_words: int, seed: int = 0) -> list[str]:
+    """Distinct pseudo-words that `analyze` maps to themselves (so text queries round-trip)."""
+    rng = np.random.default_rng(seed)
+    letters = np.frombuffer(b"abcdefghijklmnoprstuvwyz", dtype=np.uint8)
+    vowels = np.frombuffer(b"aeiou", dtype=np.uint8)
+    out: list[str] = []
+    seen: set[str] = set()
+    while len(out) < n_words:
+        m = (n_words - len(out)) * 2 + 1000
+        lens = rng.integers(4, 11, size=m)
+        cons = letters[rng.integers(0, len(letters), size=(m, 10))]
+        vow = vowels[rng.integers(0, len(vowels), size=(m, 10))]
+        mat = np.where(np.arange(10)[None, :] % 2 == 1, vow, cons)  # consonant-vowel pattern
+        raw = mat.tobytes()
+        for i in range(m):
+            w = raw[i * 10:i * 10 + int(lens[i])].decode()
+            if w in seen:
+                continue
+            a = analyze(w)
+            if a == [w]:
+                seen.add(w)
+                out.append(w)
+                if len(out) == n_words:
+                    break
+    return out
+
+
+def synthetic_collection(n: int, seed: int = 0, n_general: int = 80_000, n_domain: int = 4_000,
+                         n_topics: int = 300, topic_size: int = 80, figs_per_paper: int = 8,
+                         vocab: list[str] | None = None) -> dict:
+    """Token-id stream of n synthetic figure texts (see module docstring). Fast: numpy, chunked."""
+    rng = np.random.default_rng(seed)
+    V = n_general + n_domain
+    if vocab is None:
+        vocab = make_vocab(V, seed)
+    ranks = np.arange(1, n_general + 1, dtype=np.float64)
+    p = 1.0 / (ranks + 2.7) ** 1.0                         # Zipf-Mandelbrot
+    cdf = np.cumsum(p / p.sum())
+    cdf[-1] = 1.0
+    topic_words = np.stack([rng.choice(n_domain, topic_size, replace=False)
+                            for _ in range(n_topics)]) + n_general
+    tp = 1.0 / np.arange(1, topic_size + 1) ** 0.8
+    tcdf = np.cumsum(tp / tp.sum())
+    tcdf[-1] = 1.0
+    n_papers = max(1, n // figs_per_paper)
+    paper_topic = rng.integers(0, n_topics, size=n_papers)
+    paper_words = rng.integers(2_000, n_general, size=(n_papers, 8))
+    paper_ids = np.sort(rng.integers(0, n_papers, size=n))
+    cap_len = rng.integers(10, 41, size=n)
+    total = np.clip(np.rint(rng.lognormal(np.log(100.0), 0.35, size=n)), 60, 200).astype(np.int64)
+    total = np.maximum(total, cap_len + 20)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(total, out=indptr[1:])
+    tokens = np.empty(int(indptr[-1]), dtype=np.int32)
+    chunk = 100_000
+    for s in range(0, n, chunk):
+        e = min(n, s + chunk)
+        lo, hi = int(indptr[s]), int(indptr[e])
+        m = hi - lo
+        doc = np.repeat(np.arange(s, e), total[s:e])
+        u = rng.random(m)
+        out = np.searchsorted(cdf, rng.random(m)).astype(np.int32)          # general words
+        is_topic = (u >= 0.55) & (u < 0.85)
+        t_idx = np.searchsorted(tcdf, rng.random(int(is_topic.sum())))
+        out[is_topic] = topic_words[paper_topic[paper_ids[doc[is_topic]]], t_idx]
+        is_paper = u >= 0.85
+        out[is_paper] = paper_words[paper_ids[doc[is_paper]], rng.integers(0, 8, int(is_paper.sum()))]
+        tokens[lo:hi] = out
+    return dict(indptr=indptr, tokens=tokens, vocab=vocab, cap_len=cap_len, paper_ids=paper_ids,
+                topic=paper_topic[paper_ids], n_topics=n_topics)
+
+
+def collection_docs(col: dict, start: int = 0, stop: int | None = None) -> list[list[str]]:
+    """Docs [start, stop) of a synthetic collection as token-string lists (for rank_bm25/tests)."""
+    vocab = np.asarray(col["vocab"], dtype=object)
+    ip, tok = col["indptr"], col["tokens"]
+    stop = len(ip) - 1 if stop is None else stop
+    return [vocab[tok[ip[i]:ip[i + 1]]].tolist() for i in range(start, stop)]
+
+
+def _captions(col: dict) -> _Captions:
+    vocab = np.asarray(col["vocab"], dtype=object)
+    ip, tok, cl = col["indptr"], col["tokens"], col["cap_len"]
+    caps = []
+    for s in range(0, len(cl), 100_000):
+        e = min(len(cl), s + 100_000)
+        for i in range(s, e):
+            caps.append(" ".join(vocab[tok[ip[i]:ip[i] + cl[i]]].tolist()))
+    return _Captions.from_strings(caps)
+
+
+def _pct(xs: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(xs) * 1e3, q))
+
+
+def _queries(col: dict, rng, n: int) -> list[str]:
+    vocab, ip, tok = col["vocab"], col["indptr"], col["tokens"]
+    out = []
+    for d in rng.integers(0, len(ip) - 1, size=n):
+        doc = tok[ip[d]:ip[d + 1]]
+        m = int(rng.integers(2, 6))
+        out.append(" ".join(vocab[int(t)] for t in rng.choice(doc, size=m, replace=False)))
+    return out
+
+
+def run_bench(n_figures: int, dim: int = 384, seed: int = 0, queries: int = 200,
+              oracle_docs: int = 20000, oracle_queries: int = 10, vector_kind: str = "auto",
+              verbose: bool = True) -> dict:
+    """Build and query an n_figures synthetic engine; returns timings/memory (see module doc)."""
+    from rank_bm25 import BM25Okapi
+
+    log = (lambda *a: print("[bench]", *a, flush=True)) if verbose else (lambda *a: None)
+    rng = np.random.default_rng(seed + 1)
+    res: dict = {"n_figures": n_figures}
+
+    t = time.perf_counter()
+    col = synthetic_collection(n_figures, seed=seed)
+    captions = _captions(col)
+    res["gen_s"] = round(time.perf_counter() - t, 2)
+    res["tokens_per_doc"] = round(len(col["tokens"]) / n_figures, 1)
+    log(f"generated {n_figures} docs in {res['gen_s']}s, rss {_rss_mb():.0f} MB")
+
+    # --- build: vectors (generated chunk-wise, generation excluded from the timing) then lexical
+    centres = rng.standard_normal((col["n_topics"], dim)).astype(np.float32)
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    vectors = VectorIndex(dim, kind=vector_kind, gpu="auto")
+    t_vec = 0.0
+    for s in range(0, n_figures, 100_000):
+        e = min(n_figures, s + 100_000)
+        v = rng.standard_normal((e - s, dim), dtype=np.float32) * np.float32(1.2 / np.sqrt(dim))
+        v += centres[col["topic"][s:e]]
+        t = time.perf_counter()
+        vectors.add(np.arange(s, e), v)
+        t_vec += time.perf_counter() - t
+        del v
+    t = time.perf_counter()
+    vectors.build()
+    t_vec += time.perf_counter() - t
+    res["vector_build_s"] = round(t_vec, 2)
+    res["vector_kind"] = vectors._built_kind
+    log(f"vectors ({vectors._built_kind}) in {t_vec:.1f}s, rss {_rss_mb():.0f} MB")
+
+    t = time.perf_counter()
+    lexical = LexicalIndex.from_token_ids(col["indptr"], col["tokens"], col["vocab"])
+    engine = SearchEngine(lexical, np.arange(n_figures), col["paper_ids"], captions,
+                          vectors=vectors, w=0.5)
+    res["lexical_build_s"] = round(time.perf_counter() - t, 2)
+    res["build_s"] = round(res["lexical_build_s"] + t_vec, 2)
+    res["nnz_per_doc"] = round(len(lexical.col_docs) / n_figures, 1)
+    log(f"lexical in {res['lexical_build_s']}s, rss {_rss_mb():.0f} MB")
+
+    qdim = dim
+    def fake_encoder(texts):
+        h = abs(hash(texts[0])) % (2**32)
+        v = np.random.default_rng(h).standard_normal((1, qdim)).astype(np.float32)
+        return v / np.linalg.norm(v)
+    engine.encoder = fake_encoder
+
+    # --- latency (warm, one query at a time)
+    targets = rng.integers(0, n_figures, size=queries)
+    texts = _queries(col, rng, queries)
+    for i in range(min(10, queries)):
+        engine.similar(int(targets[i]))
+        engine.search(texts[i])
+    lat_sim, lat_first = [], []
+    for fid in targets.tolist():
+        t = time.perf_counter()
+        engine.similar(fid, k=10)
+        lat_sim.append(time.perf_counter() - t)
+    for fid in targets.tolist():
+        t = time.perf_counter()
+        lexical.search_doc(fid, k=100)
+        lat_first.append(time.perf_counter() - t)
+    lat_search = []
+    for q in texts:
+        t = time.perf_counter()
+        engine.search(q, k=10)
+        lat_search.append(time.perf_counter() - t)
+    lat_union = []
+    for fid in targets[: max(1, queries // 4)].tolist():
+        t = time.perf_counter()
+        engine.similar(fid, k=10, union_dense=100)
+        lat_union.append(time.perf_counter() - t)
+    res.update(similar_p50_ms=_pct(lat_sim, 50), similar_p99_ms=_pct(lat_sim, 99),
+               search_p50_ms=_pct(lat_search, 50), search_p99_ms=_pct(lat_search, 99),
+               first_stage_similar_p50_ms=_pct(lat_first, 50),
+               first_stage_similar_mean_ms=float(np.mean(lat_first) * 1e3),
+               similar_union_dense100_p50_ms=_pct(lat_union, 50))
+    log("latency", {k: round(v, 2) for k, v in res.items() if k.endswith("_ms")})
+
+    # --- first stage vs rank_bm25 on a subsample (same run)
+    m = min(oracle_docs, n_figures)
+    sub_docs = collection_docs(col, 0, m)
+    t = time.perf_counter()
+    bm = BM25Okapi(sub_docs)
+    res["rank_bm25_build_s"] = round(time.perf_counter() - t, 2)
+    sub = LexicalIndex.build(sub_docs)
+    sub_targets = rng.integers(0, m, size=oracle_queries)
+    t_rb, agree = [], []
+    for d in sub_targets.tolist():
+        t = time.perf_counter()
+        s = bm.get_scores(sub_docs[d])
+        t_rb.append(time.perf_counter() - t)
+        s[d] = -np.inf
+        top = np.argsort(-s, kind="stable")[:100]
+        ours, _ = sub.search_doc(d, k=100)
+        agree.append(len(set(top.tolist()) & set(ours.tolist())) / 100)
+    t_sub = []
+    for d in rng.integers(0, m, size=queries).tolist():
+        t = time.perf_counter()
+        sub.search_doc(d, k=100)
+        t_sub.append(time.perf_counter() - t)
+    short_q = [analyze(q) for q in texts[:oracle_queries * 3]]
+    t_rb_short = []
+    for q in short_q:
+        t = time.perf_counter()
+        bm.get_scores(q)
+        t_rb_short.append(time.perf_counter() - t)
+    t_full_short = []
+    for q in [analyze(q) for q in texts]:
+        t = time.perf_counter()
+        lexical.search(q, k=100)
+        t_full_short.append(time.perf_counter() - t)
+    rb = float(np.mean(t_rb))
+    res.update(
+        rank_bm25_ms_per_query_subsample=rb * 1e3,
+        ours_ms_per_query_subsample=float(np.mean(t_sub)) * 1e3,
+        ours_ms_per_query_full=float(np.mean(lat_first)) * 1e3,
+        first_stage_speedup_vs_rank_bm25=rb / float(np.mean(lat_first)),
+        first_stage_speedup_same_docs=rb / float(np.mean(t_sub)),
+        first_stage_speedup_short_queries=float(np.mean(t_rb_short)) / float(np.mean(t_full_short)),
+        oracle_subsample_docs=m,
+        oracle_top100_overlap=float(np.mean(agree)),
+    )
+    del bm, sub_docs, sub
+    gc.collect()
+    res["peak_rss_mb"] = round(_rss_mb(), 1)
+    for k2, v in list(res.items()):
+        if isinstance(v, float):
+            res[k2] = round(v, 3)
+    return res
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import json
+    import sys
+
+    print(json.dumps(run_bench(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000), indent=1))

@@ -1,0 +1,39 @@
+"""The collection as the search engine and the evaluation see it: figure texts from the DB and
+the paper graph (same paper, citing/cited) that defines weak relevance."""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
+
+from app.db.schema import Citation, Figure, Paper, PaperStatus
+from app.search.engine import FigureDoc
+from app.search.text import figure_text
+
+
+@dataclass
+class Collection:
+    docs: list[FigureDoc]
+    sha_of_paper: dict[int, str] = field(default_factory=dict)
+    neighbours: dict[int, set[int]] = field(default_factory=lambda: defaultdict(set))  # citing or cited
+
+    def paper_graph_related(self, a: int, b: int) -> bool:
+        return b in self.neighbours.get(a, ())
+
+
+def load_collection(session: Session, kinds: tuple[str, ...] = ("figure",)) -> Collection:
+    """Figures of successfully ingested papers, text = caption + mention contexts (seed 000)."""
+    q = (select(Figure).join(Paper).where(Paper.status == PaperStatus.OK, Figure.kind.in_(kinds))
+         .options(selectinload(Figure.mentions)).order_by(Figure.id))
+    docs = []
+    for f in session.scalars(q):
+        contexts = [" ".join(x for x in (m.before, m.sentence, m.after) if x) for m in f.mentions]
+        docs.append(FigureDoc(f.id, f.paper_id, f.caption, figure_text(f.caption, contexts)))
+    col = Collection(docs)
+    col.sha_of_paper = dict(session.execute(select(Paper.id, Paper.sha256)).all())
+    for a, b in session.execute(select(Citation.citing_paper_id, Citation.cited_paper_id)):
+        col.neighbours[a].add(b)
+        col.neighbours[b].add(a)
+    return col

@@ -1,0 +1,118 @@
+"""Build or refresh the search index of a data dir from its database.
+
+Embeddings are cached per figure (keyed by a hash of the figure text and the encoder name), so a
+refresh after new papers only encodes the new figures; the lexical index is rebuilt (seconds for
+tens of thousands of figures). The result is written as a new index version and CURRENT is
+switched atomically, so running services pick it up without downtime.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from app.db.session import session_scope
+from app.search.collection import load_collection
+from app.search.engine import FigureDoc, SearchEngine, read_w
+from app.settings import Settings
+
+log = logging.getLogger(__name__)
+
+Encoder = Callable[[list[str]], np.ndarray]
+
+
+def index_root(settings: Settings) -> Path:
+    return settings.data_dir / "index"
+
+
+def _text_key(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).hexdigest()
+
+
+class EmbeddingCache:
+    """figure_id -> (text hash, vector) in one npz per encoder name."""
+
+    def __init__(self, root: Path, encoder_name: str):
+        self.path = root / f"embeddings-{encoder_name}.npz"
+        self.vectors: dict[int, np.ndarray] = {}
+        self.keys: dict[int, str] = {}
+        if self.path.exists():
+            z = np.load(self.path, allow_pickle=False)
+            for fid, key, vec in zip(z["ids"].tolist(), z["keys"].tolist(), z["vectors"]):
+                self.vectors[fid], self.keys[fid] = vec, key
+
+    def lookup(self, docs: list[FigureDoc]) -> tuple[list[int], list[str]]:
+        """Indices of docs needing an embedding, and their keys."""
+        keys = [_text_key(d.text) for d in docs]
+        todo = [i for i, (d, k) in enumerate(zip(docs, keys)) if self.keys.get(d.figure_id) != k]
+        return todo, keys
+
+    def save(self, docs: list[FigureDoc], keys: list[str]) -> None:
+        ids = np.array([d.figure_id for d in docs], dtype=np.int64)
+        vecs = np.stack([self.vectors[d.figure_id] for d in docs]) if docs else np.zeros((0, 1), np.float32)
+        tmp = self.path.with_name(f".{self.path.stem}.{os.getpid()}.tmp.npz")
+        np.savez(tmp, ids=ids, keys=np.array(keys), vectors=vecs.astype(np.float32))
+        tmp.replace(self.path)
+
+
+@dataclass
+class IndexReport:
+    version: str
+    n_figures: int
+    n_encoded: int
+    seconds: float
+
+
+def embed_docs(docs: list[FigureDoc], root: Path, encoder: Encoder, encoder_name: str,
+               progress: bool = False) -> tuple[np.ndarray, int]:
+    """Embeddings for docs, reusing the cache; returns (matrix, number newly encoded)."""
+    root.mkdir(parents=True, exist_ok=True)
+    cache = EmbeddingCache(root, encoder_name)
+    todo, keys = cache.lookup(docs)
+    if todo:
+        batch = 256
+        from tqdm import tqdm
+
+        with tqdm(total=len(todo), desc="embed", unit="fig", disable=not progress) as bar:
+            for s in range(0, len(todo), batch):
+                part = todo[s:s + batch]
+                vecs = np.asarray(encoder([docs[i].text for i in part]), dtype=np.float32)
+                for i, v in zip(part, vecs):
+                    cache.vectors[docs[i].figure_id] = v
+                    cache.keys[docs[i].figure_id] = keys[i]
+                bar.update(len(part))
+        cache.save(docs, keys)
+    if not docs:
+        return np.zeros((0, 384), np.float32), 0
+    return np.stack([cache.vectors[d.figure_id] for d in docs]).astype(np.float32), len(todo)
+
+
+def default_text_encoder() -> tuple[Encoder, str]:
+    from app.search.encoder import default_encoder
+
+    return default_encoder(), "minilm"
+
+
+def build_index(settings: Settings, encoder: Encoder | None = None, encoder_name: str | None = None,
+                dense: bool = True, progress: bool = False) -> IndexReport:
+    """Rebuild the lexical index and refresh embeddings; write and publish a new version."""
+    t0 = time.perf_counter()
+    with session_scope(settings.db_url) as s:
+        col = load_collection(s)
+    root = index_root(settings)
+    emb, n_new = None, 0
+    if dense and col.docs:
+        if encoder is None:
+            encoder, encoder_name = default_text_encoder()
+        emb, n_new = embed_docs(col.docs, root, encoder, encoder_name or "custom", progress=progress)
+    w = read_w(root)
+    engine = SearchEngine.build(col.docs, embeddings=emb, w=0.5 if w is None else w,
+                                vector_kind=settings.vector_index, gpu=settings.faiss_gpu)
+    version = engine.save(root)
+    return IndexReport(version, len(col.docs), n_new, time.perf_counter() - t0)
