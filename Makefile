@@ -5,14 +5,19 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test serve extraction-report bench-ingest services clean
+.PHONY: install browser demo test serve extraction-report bench-ingest services clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
+	$(PIP) install -q torch==2.13.0   # the CPU build from local disk; never a CUDA build here
 	$(PIP) install -q -e '.[dev]'
 	touch $(STAMP)
+
+# Browser tests use Debian's Chromium (never a downloaded browser); install it when we can.
+browser:
+	@test -x /usr/bin/chromium || { [ "$$(id -u)" = 0 ] && (apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q chromium chromium-driver >/dev/null)) || echo "warning: chromium not installed; browser tests will be skipped"; }
 
 install: $(STAMP)
 
@@ -22,7 +27,7 @@ demo: $(STAMP)
 serve: $(STAMP)
 	$(VENV)/bin/figsearch serve --data-dir data
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(PY) -m pytest -q -x --durations=15
 
 services:

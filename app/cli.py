@@ -239,11 +239,16 @@ def similar(figure_id: int = typer.Argument(..., help="Query figure id."),
             k: int = typer.Option(10, "--k", min=1, max=1000), data_dir: Optional[Path] = DataDir,
             json_out: bool = typer.Option(False, "--json"),
             w: Optional[float] = typer.Option(None, "--w", min=0.0, max=1.0, help="Lexical weight (default: learned)."),
-            method: str = typer.Option("bm25", "--method", help="First stage: bm25 or tfidf."),
+            method: Optional[str] = typer.Option(None, "--method", help="First stage: bm25 or tfidf (default: the one w was tuned for)."),
             union_dense: int = typer.Option(0, "--union-dense", help="Also consider this many FAISS neighbours.")) -> None:
     """Figures most related to FIGURE_ID (itself excluded): first stage top 100, dense re-rank."""
     settings = _settings(data_dir)
     engine = _engine(settings, with_encoder=False)
+    if method is None:
+        from app.search.evaluate import read_first_stage
+        from app.search.indexing import index_root
+
+        method = read_first_stage(index_root(settings))
     try:
         hits = engine.similar(figure_id, k=k, w=w, method=method, union_dense=union_dense)
     except KeyError:
@@ -270,7 +275,7 @@ def eval_cmd(data_dir: Optional[Path] = DataDir,
                                                            help="sha256 per line: test targets only from these papers."),
              seed: int = typer.Option(0, "--seed"), min_same: int = typer.Option(5, "--min-same"),
              min_citing: int = typer.Option(5, "--min-citing"),
-             first_stage: str = typer.Option("bm25", "--first-stage")) -> None:
+             first_stage: str = typer.Option("tfidf", "--first-stage", help="tfidf (the seed's) or bm25.")) -> None:
     """Seed-000 evaluation: p@3/p@5 (Same, Citing), MAP, t-tests, pair accuracy; report + plots."""
     from app.search.evaluate import evaluate_data_dir
 

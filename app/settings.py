@@ -43,6 +43,26 @@ class Settings(BaseSettings):
 
     admin_token: str = Field(PLACEHOLDER_TOKEN, description="Bearer token for admin endpoints.")
 
+    # web service (app/api)
+    search_rerank: bool = Field(True, description="Dense (MiniLM) re-ranking of free-text /search results.")
+    query_cache_size: int = Field(2048, ge=0, description="LRU size of cached query embeddings (0 = off).")
+    warm_encoder: bool = Field(True, description="Load the query encoder in the background at startup.")
+    index_poll_s: float = Field(2.0, ge=0, description="How often the API checks for a new index version.")
+    max_page_size: int = Field(100, ge=1, le=1000, description="Largest k/limit a list or search request may ask for.")
+    max_upload_mb: float = Field(200.0, gt=0, description="Largest admin upload (PDFs/zip) per request.")
+    max_image_mb: float = Field(10.0, gt=0, description="Largest image for POST /search/by-image.")
+    upload_types: list[str] = Field(["application/pdf", "application/zip"],
+                                    description="Accepted content types of admin uploads.")
+    image_types: list[str] = Field(["image/png", "image/jpeg"], description="Accepted query image types.")
+    cors_origins: list[str] = Field([], description='CORS allowed origins (JSON list, e.g. ["https://x.org"]).')
+    allow_server_paths: bool = Field(False, description="Admins may ingest a path on the server's disk.")
+    keep_uploads: bool = Field(False, description="Keep uploaded files under data_dir/uploads after ingestion.")
+
+    # central figure (app/central)
+    central_model_dir: str = Field("", description="Trained central-figure model; empty = data_dir/models/central.")
+    central_max_sentences: int = Field(16, ge=1, description="Abstract sentences scored per paper (central figure).")
+    central_use_model: bool = Field(True, description="Use the trained cross-encoder when present (off = tf.idf + position).")
+
     @field_validator("data_dir")
     @classmethod
     def _absolute(cls, v: Path) -> Path:

@@ -42,7 +42,11 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 __all__ = ["generate_collection", "TOPICS"]
 
 PAGE_W, PAGE_H = 612.0, 792.0  # US letter
-FIXED_PDF_DATE = "D:20240101000000Z"
+ARXIV_CATEGORIES = {"recsys": "cs.IR", "vision": "cs.CV", "genomics": "q-bio.GN", "climate": "physics.ao-ph",
+                    "nlp": "cs.CL", "neuro": "q-bio.NC", "robotics": "cs.RO", "materials": "cond-mat.mtrl-sci"}
+CITIES = ["Vancouver, Canada", "Lisbon, Portugal", "Seoul, Korea", "Vienna, Austria", "Montreal, Canada",
+          "Singapore", "Barcelona, Spain", "Sydney, Australia", "Kyoto, Japan", "Chicago, USA"]
+MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
 # ---------------------------------------------------------------------------
 # Domain vocabulary
@@ -435,7 +439,7 @@ ABSTRACT_T = [
 INTRO_T = [
     "{Task} is a central problem in {area}, and progress on {term} has direct consequences for many downstream applications.",
     "Over the past few years, approaches based on a {method} have become the dominant paradigm for {task}.",
-    "Despite this progress, existing methods still struggle with {term}, especially when {term2} varies across settings.",
+    "Existing methods still struggle with {term}, especially when {term2} varies across settings.",
     "A key difficulty is that {term} and {term2} interact in ways that standard training objectives do not capture.",
     "Prior work has largely treated {term} as a preprocessing step rather than as part of the model {cite}.",
     "Recent studies on {dataset} have highlighted that {metric} alone can hide systematic failures related to {term2} {cite}.",
@@ -462,11 +466,15 @@ RELATED_REF_T = [
     "Methods that exploit {term} were explored in {cite}, albeit with a considerably larger computational budget.",
     "{Lead} et al. {cite} combined a {method} with explicit modeling of {term2}.",
 ]
-RELATED_GEN_T = [
+RELATED_OPEN_T = [
     "Research on {term} has a long history in {area}.",
     "Closely related are methods for {term2}, which we review briefly.",
+    "A large body of work in {area} addresses {task}.",
+]
+RELATED_CLOSE_T = [
     "Our work differs from these approaches in that {model} learns {term} directly from data.",
     "In contrast to these methods, we do not assume that {term2} is known in advance.",
+    "Unlike these methods, {model} handles {term} and {term2} within a single model.",
 ]
 METHOD_T = [
     "{Model} consists of three components: an encoder for {term}, a module that captures {term2}, and a prediction head trained for {task}.",
@@ -1266,7 +1274,7 @@ class _Slots(dict):
             "area": lambda: c.T["area"],
             "method": lambda: c.method if rng.random() < 0.75 else rng.choice(c.T["methods"]),
             "task": lambda: c.task,
-            "metric": lambda: c.metric[0],
+            "metric": lambda: _short(c.metric[0]),
             "model": lambda: c.model,
             "pct": lambda: f"{rng.uniform(1.5, 12.0):.1f}",
             "pts": lambda: f"{rng.uniform(0.8, 4.5):.1f}",
@@ -1485,13 +1493,13 @@ def _build_paper(plan: PaperPlan, plans: list[PaperPlan], seed: int, length: int
     for chunk in (order[:half], order[half:]):
         if not chunk:
             continue
-        sents = _sentences(RELATED_GEN_T, 1, ctx, rng, used=used)
+        sents = _sentences(RELATED_OPEN_T, 1, ctx, rng, used=used)
         for k in chunk:
             r = refs[k]
             t = rng.choice(RELATED_REF_T)
             sents.append(_fix_articles(t.format_map(_Slots(ctx, rng, {"cite": f"[{k + 1}]",
                                                                        "Lead": r.authors[0][1]}))))
-        sents += _sentences(RELATED_GEN_T, 1, ctx, rng, used=used)
+        sents += _sentences(RELATED_CLOSE_T, 1, ctx, rng, used=used)
         para("related", sents)
 
     h1(rng.choice(SECTION_NAMES["method"]))
@@ -1534,7 +1542,9 @@ def _build_paper(plan: PaperPlan, plans: list[PaperPlan], seed: int, length: int
     if style.ncols == 2 and rng.random() < 0.65:
         wide_idx = rng.randrange(1 if kinds[0] == "arch" else 0, len(kinds))
         if kinds[wide_idx] in ("sweep", "bar"):
-            kinds[wide_idx] = rng.choice(["panels", "sweeps3"])
+            # a separate bar chart would duplicate panel (b) of "panels"
+            others = kinds[:wide_idx] + kinds[wide_idx + 1:]
+            kinds[wide_idx] = "sweeps3" if "bar" in others else rng.choice(["panels", "sweeps3"])
     figs: list[FigSpec] = []
     for k, kind in enumerate(kinds):
         raster = rng.random() < (0.6 if kind == "heatmap" else 0.3)
@@ -1657,6 +1667,7 @@ class _Layout:
         self.dry = dry  # dry run: only compute the layout (page count), draw nothing
         self.shape: pymupdf.Shape | None = None
         self.waste = 0.0
+        self.footnote_h = 0.0  # space reserved at the bottom of column 1 on page 1
         self.st = style
         self.page: pymupdf.Page | None = None
         self.col = 0
@@ -1668,7 +1679,8 @@ class _Layout:
     # -- geometry -----------------------------------------------------------
     @property
     def bottom(self) -> float:
-        return PAGE_H - self.st.margin_bottom
+        reserved = self.footnote_h if (self.doc.page_count == 1 and self.col == 0) else 0.0
+        return PAGE_H - self.st.margin_bottom - reserved
 
     def col_x(self) -> tuple[float, float]:
         x0 = self.st.margin_x + self.col * (self.st.col_w + self.st.gutter)
@@ -1798,7 +1810,7 @@ class _Layout:
             guard += 1
 
     def draw_caption(self, label: str, lines: list[str], x: float, y: float, width: float) -> float:
-        st, page = self.st, self.page
+        st = self.st
         size = st.caption_size
         lw = _Metrics.width(label + " ", st.bold_font, size)
         for i, line in enumerate(lines):
@@ -1940,8 +1952,7 @@ def _render_paper(paper: Paper, dry: bool = False) -> tuple[pymupdf.Document, fl
 
     # Title block (full width)
     lay.y = st.margin_top - 6
-    title = plan.title if st.name != "ieee" else plan.title
-    lay.centered(title, st.title_font if st.name != "ieee" else "tiro", st.title_size, st.title_size * 1.2)
+    lay.centered(plan.title, st.title_font, st.title_size, st.title_size * 1.2)
     lay.y += 8
     authors = ", ".join(f"{f} {l}" for f, l in plan.authors)
     lay.centered(authors, st.body_font, 11.0, 13.5)
@@ -1950,6 +1961,28 @@ def _render_paper(paper: Paper, dry: bool = False) -> tuple[pymupdf.Document, fl
     lay.centered(f"{plan.venue[0]} ({plan.venue[1]} {plan.year})", st.italic_font, 9.0, 11.0)
     lay.y += 14
     lay.page_top = lay.y
+
+    # Front-matter furniture that carries the year: an ACM/IEEE-style copyright footnote
+    # (two-column papers) or an arXiv stamp in the left margin (one-column preprints).
+    month = 1 + (plan.index * 5) % 12
+    day = 1 + (plan.index * 7) % 27
+    pdf_date = f"D:{plan.year}{month:02d}{day:02d}120000Z"
+    if st.ncols == 2:
+        notes = [f"{plan.venue[1]} '{plan.year % 100:02d}, {CITIES[plan.index % len(CITIES)]}.",
+                 f"Copyright {plan.year} held by the owner/author(s)."]
+        fsize = 7.0
+        lay.footnote_h = len(notes) * fsize * 1.25 + 10
+        fy = PAGE_H - st.margin_bottom - len(notes) * fsize * 1.25
+        lay.rule(st.margin_x, st.margin_x + 60, fy - 3, 0.4)
+        for k, note in enumerate(notes):
+            lay.text((st.margin_x, fy + fsize * 0.9 + k * fsize * 1.25), note, fontname=st.body_font, fontsize=fsize)
+    else:
+        stamp = (f"arXiv:{plan.year % 100:02d}{month:02d}.{(plan.index * 7919 + 1031) % 90000 + 10000:05d}v1 "
+                 f"[{ARXIV_CATEGORIES[plan.topic]}] {day} {MONTHS[month - 1]} {plan.year}")
+        if not lay.dry:
+            lay.commit()
+            lay.page.insert_text((34, 560), stamp, fontname="tiro", fontsize=18, rotate=90,
+                                 color=(0.5, 0.5, 0.5))
 
     # Abstract
     if st.ncols == 1:
@@ -2003,8 +2036,8 @@ def _render_paper(paper: Paper, dry: bool = False) -> tuple[pymupdf.Document, fl
         "keywords": ", ".join(ctx.terms[:5]),
         "creator": "figsearch demo generator",
         "producer": "figsearch demo generator",
-        "creationDate": FIXED_PDF_DATE,
-        "modDate": FIXED_PDF_DATE,
+        "creationDate": pdf_date,
+        "modDate": pdf_date,
     })
     return doc, waste
 

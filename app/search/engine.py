@@ -180,16 +180,27 @@ class SearchEngine:
                            self.captions[r], matched(r)))
         return out
 
+    # First stage of `similar` on big collections (see LexicalIndex.search_terms): candidates from
+    # the figure's 32 best terms (posting lists <= 200k entries in total), top 2000 rescored exactly
+    # with the whole text. Measured recall of the exact lexical top-100: 0.997 at 1M synthetic
+    # figures. Queries whose whole text has <= 200k postings (every query below ~40k figures) are
+    # exact. `similar(..., exact=True)` always scans everything.
+    similar_max_terms = 32
+    similar_max_postings = 200_000
+    similar_rescore = 2000
+
     def similar(self, figure_id: int, k: int = 10, w: float | None = None, method: str = "bm25",
-                candidates: int = 100, union_dense: int = 0,
-                max_query_terms: int | None = None) -> list[Hit]:
+                candidates: int = 100, union_dense: int = 0, exact: bool = False) -> list[Hit]:
         """Figures related to `figure_id` (excluded from the results); see module docstring."""
         w = self.w if w is None else float(w)
         row = self.row_of(figure_id)
         lex = self.lexical(method)
         q, qtf = lex.doc_terms(row)
-        rows, scores = lex.search_terms(q, qtf, k=max(candidates, k), exclude=row,
-                                        max_query_terms=max_query_terms)
+        rows, scores = lex.search_terms(
+            q, qtf, k=max(candidates, k), exclude=row,
+            max_query_terms=None if exact else self.similar_max_terms,
+            max_postings=None if exact else self.similar_max_postings,
+            rescore=max(self.similar_rescore, candidates, k))
         qvec = None
         if self.vectors is not None:
             qvec = self.vectors.vectors_for([row])[0]

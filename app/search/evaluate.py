@@ -20,6 +20,22 @@ from app.search.collection import Collection
 from app.search.engine import SearchEngine
 from app.search.text import analyze
 
+FIRST_STAGE_FILE = "first_stage.json"
+
+
+def store_first_stage(root: Path, method: str) -> None:
+    """The first stage the stored w was tuned for; `similar` uses it by default."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / FIRST_STAGE_FILE).write_text(json.dumps({"method": method}))
+
+
+def read_first_stage(root: Path, default: str = "tfidf") -> str:
+    try:
+        return json.loads((root / FIRST_STAGE_FILE).read_text())["method"]
+    except (FileNotFoundError, KeyError, ValueError):
+        return default
+
+
 W_GRID = [round(x * 0.1, 1) for x in range(11)]
 TOP = 100
 
@@ -236,7 +252,7 @@ def pair_accuracy(sim: Callable[[int, int], float], val_pairs, test_pairs) -> di
 
 
 # ----------------------------------------------------------------- the whole report
-def run_evaluation(data: EvalData, split: Split, seed: int = 0, first_stage: str = "bm25",
+def run_evaluation(data: EvalData, split: Split, seed: int = 0, first_stage: str = "tfidf",
                    n_pairs: int = 500) -> dict:
     """All methods on the test targets; w and thresholds from validation."""
     report: dict = {"n_figures": len(data.col.docs), "n_targets": len(split.test), "n_val_targets": len(split.val),
@@ -248,8 +264,9 @@ def run_evaluation(data: EvalData, split: Split, seed: int = 0, first_stage: str
     for name, emb in data.embeddings.items():
         suffix = "" if name == "minilm" else f"_{name}"
         per_method[f"embedding{suffix}"] = evaluate_ranker(data, dense_ranker(data, emb), split.test)
-        for stage in dict.fromkeys([first_stage, "tfidf"]):
-            key = f"rerank{suffix}" if stage == first_stage else f"rerank{suffix}_tfidf"
+        other = "bm25" if first_stage == "tfidf" else "tfidf"
+        for stage in (first_stage, other):
+            key = f"rerank{suffix}" if stage == first_stage else f"rerank{suffix}_{stage}"
             w, sweep = tune_w(data, stage, emb, split.val) if split.val else (0.5, {})
             report["w"][key], report["w_sweep"][key] = w, sweep
             per_method[key] = evaluate_ranker(data, rerank_ranker(data, stage, emb, w), split.test)
@@ -333,7 +350,7 @@ def _plots(report: dict, out: Path) -> None:
 
 
 def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, seed: int = 0,
-                      min_same: int = 5, min_citing: int = 5, first_stage: str = "bm25",
+                      min_same: int = 5, min_citing: int = 5, first_stage: str = "tfidf",
                       store_w: bool = True, progress: bool = True) -> dict:
     """`figsearch eval`: load the collection, embed (cached), evaluate, write the report and
     store the validation-tuned w for the product's re-ranker."""
@@ -364,4 +381,5 @@ def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, se
     write_report(report, out)
     if store_w and split.val and "rerank" in report["w"]:
         SearchEngine.store_w(index_root(settings), report["w"]["rerank"])
+        store_first_stage(index_root(settings), first_stage)
     return report

@@ -27,10 +27,17 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+try:  # scipy's C++ SMMP kernel (private but stable for a decade); public `@` is the fallback
+    from scipy.sparse._sparsetools import csr_matmat as _csr_matmat
+except ImportError:  # pragma: no cover
+    _csr_matmat = None
+
 METHODS = ("bm25", "tfidf")
 _PROBE_POSTINGS = 20_000   # postings scanned to get a first top-k threshold estimate
 _PROBE_DOCS = 300          # docs fully scored for that estimate (>= k)
 _CAND_CAP = 8_000          # above this many surviving candidates, scan the remaining terms too
+_SORT_MAX = 120_000        # below this many postings, accumulate by sorting instead of the C++ kernel
+_MAXSCORE_MIN = 200_000    # MaxScore only pays off when it can skip this many postings or more
 STATS: dict = {}           # last query's pruning statistics (diagnostics only)
 _SLACK = 1e-5              # relative safety margin on float32 bounds: pruning never drops a true hit
 
@@ -110,6 +117,7 @@ class LexicalIndex:
         self.col_max = np.zeros(0, np.float32)
         self.doc_norm = np.zeros(0, np.float64)    # tf.idf only: L2 norm of the doc vector
         self._nonneg = True
+        self._postings = None                      # scipy CSR view (terms x docs) of the columns
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -274,11 +282,17 @@ class LexicalIndex:
         n = float(np.sqrt((v * v).sum()))
         return v / n if n > 0 else v
 
-    def _prune(self, q, qtf, max_query_terms):
-        """The top `max_query_terms` terms by qtf*idf (Lucene MoreLikeThis' term selection)."""
-        if max_query_terms is None or len(q) <= max_query_terms:
+    def _prune(self, q, qtf, max_query_terms, max_postings=None):
+        """The best terms by qtf*idf (Lucene MoreLikeThis' term selection): at most
+        `max_query_terms`, and (if set) only while their posting lists total <= `max_postings`
+        (the first term is always kept)."""
+        if max_query_terms is None or len(q) <= max_query_terms and max_postings is None:
             return q, qtf
         keep = np.argsort(-(qtf * self.idf[q]), kind="stable")[:max_query_terms]
+        if max_postings is not None:
+            df = self.col_ptr[q[keep] + 1] - self.col_ptr[q[keep]]
+            n = max(1, int(np.searchsorted(np.cumsum(df), max_postings, side="right")))
+            keep = keep[:n]
         return q[keep], qtf[keep]
 
     def search(self, query_tokens: Iterable[str], k: int = 100, exclude: int | None = None,
@@ -296,12 +310,13 @@ class LexicalIndex:
         return self.search_terms(q, qtf, k=k, exclude=doc_index, max_query_terms=max_query_terms)
 
     def search_terms(self, q: np.ndarray, qtf: np.ndarray, k: int = 100, exclude: int | None = None,
-                     max_query_terms: int | None = None, rescore: int = 1000
-                     ) -> tuple[np.ndarray, np.ndarray]:
+                     max_query_terms: int | None = None, rescore: int = 1000,
+                     max_postings: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """`search` on (unique term ids, query counts).
 
         With `max_query_terms` set and a longer query, candidates are the top-`rescore` docs for
-        the query reduced to its `max_query_terms` best terms (by qtf*idf), and those candidates are
+        the query reduced to its `max_query_terms` best terms (by qtf*idf; optionally also capped by
+        their total posting-list length `max_postings`), and those candidates are
         then scored *exactly* with the full query. Returned scores are always exact full-query
         scores; the approximation is only that a doc outside the reduced query's top-`rescore` can
         be missed (bench.py measures the recall of the exact top-k).
@@ -310,8 +325,10 @@ class LexicalIndex:
         if k <= 0 or len(q) == 0 or self.n_docs == 0:
             return empty
         q, qtf = np.asarray(q, np.int64), np.asarray(qtf, np.float64)
-        if max_query_terms is not None and len(q) > max_query_terms:
-            qp, qtfp = self._prune(q, qtf, max_query_terms)
+        total = int((self.col_ptr[q + 1] - self.col_ptr[q]).sum()) if max_postings is not None else 0
+        if max_query_terms is not None and (
+                len(q) > max_query_terms or (max_postings is not None and total > max_postings)):
+            qp, qtfp = self._prune(q, qtf, max_query_terms, max_postings)
             cand, _ = self.search_terms(qp, qtfp, k=max(k, rescore), exclude=exclude)
             full = self.score_docs(q, self._query_weights(q, qtf), cand)
             keep = full > 0
@@ -324,26 +341,65 @@ class LexicalIndex:
         if not self._nonneg:
             return self._brute(q, qw, k, exclude, positive_only=False)
         df = self.col_ptr[q + 1] - self.col_ptr[q]
-        if int(df.sum()) <= _PROBE_POSTINGS:
+        if int(df.sum()) <= _MAXSCORE_MIN or k > 200:
             return self._brute(q, qw, k, exclude)
         return self._maxscore(q, qw, k, exclude)
 
+    def _accumulate(self, q: np.ndarray, qw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Term-at-a-time accumulation over the postings of terms q (weights qw), in C++.
+
+        A 1 x V sparse query row times the V x N postings matrix (scipy's SMMP kernel: a dense
+        accumulator plus a list of touched docs): ~4x faster than a numpy gather + bincount and no
+        N-sized output. Returns (touched doc indices, float32 scores), unordered.
+        """
+        import scipy.sparse as sp
+
+        df = self.col_ptr[q + 1] - self.col_ptr[q]
+        if int(df.sum()) <= _SORT_MAX:
+            # few postings: merging the sorted lists by a sort beats the kernel's N-sized
+            # scratch arrays and cache misses at 1M docs
+            pos, owner = _gather_rows(self.col_ptr, q)
+            docs = self.col_docs[pos]
+            w = self.col_w[pos] * np.asarray(qw, dtype=np.float32)[owner]
+            if len(docs) == 0:
+                return np.zeros(0, np.int64), np.zeros(0, np.float32)
+            o = np.argsort(docs)
+            docs, w = docs[o], w[o]
+            starts = np.flatnonzero(np.r_[True, docs[1:] != docs[:-1]])
+            return docs[starts].astype(np.int64), np.add.reduceat(w, starts)
+        if self._postings is None:
+            V = len(self.col_ptr) - 1
+            idx = np.int32 if int(self.col_ptr[-1]) < 2**31 - 1 else np.int64
+            self._postings = sp.csr_matrix(
+                (self.col_w, np.asarray(self.col_docs, dtype=idx), np.asarray(self.col_ptr, dtype=idx)),
+                shape=(V, self.n_docs), copy=False)
+        post = self._postings
+        idx = post.indices.dtype
+        qi = np.asarray(q, dtype=idx)
+        qd = np.asarray(qw, dtype=np.float32)
+        if _csr_matmat is not None:
+            # direct kernel call: the output can't exceed the postings count, which saves scipy's
+            # separate sizing pass (and its N-sized scratch array)
+            bound = int(df.sum())
+            indptr = np.zeros(2, dtype=idx)
+            indices = np.empty(bound, dtype=idx)
+            data = np.empty(bound, dtype=np.float32)
+            _csr_matmat(1, self.n_docs, np.array([0, len(q)], dtype=idx), qi, qd,
+                        post.indptr, post.indices, post.data, indptr, indices, data)
+            n = int(indptr[1])
+            return indices[:n].astype(np.int64), data[:n]
+        row = sp.csr_matrix((qd, qi, np.array([0, len(q)], dtype=idx)), shape=(1, post.shape[0]),
+                            copy=False)
+        out = row @ post
+        return out.indices.astype(np.int64), out.data
+
     # exact, scans every posting of every query term
     def _brute(self, q, qw, k, exclude, positive_only=True):
-        pos, owner = _gather_rows(self.col_ptr, q)
-        docs = self.col_docs[pos]
-        contrib = self.col_w[pos] * qw[owner]
-        if len(docs) * 16 < self.n_docs:
-            udocs, inv = np.unique(docs, return_inverse=True)
-            scores = np.bincount(inv, weights=contrib, minlength=len(udocs))
-        else:
-            acc = np.bincount(docs, weights=contrib, minlength=self.n_docs)
-            udocs = np.flatnonzero(acc)
-            scores = acc[udocs]
+        docs, scores = self._accumulate(q, qw)
         keep = scores > 0 if positive_only else scores != 0
         if exclude is not None:
-            keep &= udocs != exclude
-        return _topk(udocs[keep].astype(np.int64), scores[keep], k)
+            keep &= docs != exclude
+        return _topk(docs[keep], scores[keep].astype(np.float64), k)
 
     def score_docs(self, q: np.ndarray, qw: np.ndarray, docs: np.ndarray) -> np.ndarray:
         """Exact scores of chosen docs for a query given as (term ids, *query weights*), via CSR."""
@@ -384,42 +440,32 @@ class LexicalIndex:
         limit = theta * (1.0 - _SLACK)
         n_ess = int(np.searchsorted(-tail, -limit, side="right")) if theta > 0 else len(q)
         n_ess = max(n_ess, 1)
-        ub_rest = float(tail[n_ess]) if n_ess < len(q) else 0.0
-        pos, owner = _gather_rows(self.col_ptr, q[:n_ess])
-        acc = np.bincount(self.col_docs[pos], weights=self.col_w[pos] * qw[owner],
-                          minlength=self.n_docs)
-        del pos, owner
-        if exclude is not None:
-            acc[exclude] = 0.0
+        STATS.update(n_terms=len(q), n_probe=n_probe, n_ess=n_ess, theta0=theta,
+                     ess_postings=int(df[:n_ess].sum()), all_postings=int(df.sum()))
         if n_ess == len(q):
-            docs = np.flatnonzero(acc > 0)
-            return _topk(docs, acc[docs], k)
+            return self._brute(q, qw, k, exclude)
+        ub_rest = float(tail[n_ess])
+        docs, part = self._accumulate(q[:n_ess], qw[:n_ess])
+        if exclude is not None:
+            part[docs == exclude] = 0
 
         def candidates(th):
             cut = th * (1.0 - _SLACK) - ub_rest * (1.0 + _SLACK)
-            return np.flatnonzero(acc >= cut) if cut > 0 else np.flatnonzero(acc > 0)
+            return docs[part >= cut] if cut > 0 else docs[part > 0]
 
         cand = candidates(theta)
-        STATS.update(n_terms=len(q), n_probe=n_probe, n_ess=n_ess, theta0=theta,
-                     ess_postings=int(df[:n_ess].sum()), all_postings=int(df.sum()), cand0=len(cand))
+        STATS["cand0"] = len(cand)
         if len(cand) > _CAND_CAP:
             # 3) sharpen theta with the best partial scores, then retry
-            top = _topk(cand, acc[cand], min(len(cand), 4 * k))[0]
+            keep = part > 0
+            top = _topk(docs[keep], part[keep].astype(np.float64), min(int(keep.sum()), 4 * k))[0]
             s = self.score_docs(q, qw, top)
             theta = max(theta, self._kth(np.r_[scored, s], np.r_[scored_docs, top], k))
             cand = candidates(theta)
-        STATS.update(n_terms=len(q), n_probe=n_probe, n_ess=n_ess, theta0=theta,
-                     ess_postings=int(df[:n_ess].sum()), all_postings=int(df.sum()), cand0=len(cand))
+            STATS["cand1"] = len(cand)
         if len(cand) > _CAND_CAP:
-            # bounds too loose for this query: scan the rest as well (still exact)
-            pos, owner = _gather_rows(self.col_ptr, q[n_ess:])
-            acc += np.bincount(self.col_docs[pos], weights=self.col_w[pos] * qw[n_ess:][owner],
-                               minlength=self.n_docs)
-            del pos, owner
-            if exclude is not None:
-                acc[exclude] = 0.0
-            docs = np.flatnonzero(acc > 0)
-            return _topk(docs, acc[docs], k)
+            # bounds too loose for this query: scan everything (still exact)
+            return self._brute(q, qw, k, exclude)
         s = self.score_docs(q, qw, cand)
         keep = s > 0
         return _topk(cand[keep], s[keep], k)
@@ -435,19 +481,16 @@ class LexicalIndex:
         return float(np.partition(s, len(s) - k)[len(s) - k])
 
     def _probe(self, q, qw, n_probe, k, exclude):
-        pos, owner = _gather_rows(self.col_ptr, q[:n_probe])
-        docs = self.col_docs[pos]
-        udocs, inv = np.unique(docs, return_inverse=True)
-        partial = np.bincount(inv, weights=self.col_w[pos] * qw[:n_probe][owner], minlength=len(udocs))
-        if exclude is not None:
-            partial[udocs == exclude] = 0.0
+        docs, partial = self._accumulate(q[:n_probe], qw[:n_probe])
         keep = partial > 0
-        udocs, partial = udocs[keep].astype(np.int64), partial[keep]
+        if exclude is not None:
+            keep &= docs != exclude
+        docs, partial = docs[keep], partial[keep].astype(np.float64)
         n_keep = max(_PROBE_DOCS, 3 * k)
-        if len(udocs) > n_keep:
-            udocs, partial = _topk(udocs, partial, n_keep)
-        full = self.score_docs(q, qw, udocs)
-        return self._kth(full, udocs, k), udocs, full
+        if len(docs) > n_keep:
+            docs, partial = _topk(docs, partial, n_keep)
+        full = self.score_docs(q, qw, docs)
+        return self._kth(full, docs, k), docs, full
 
     def matched_terms(self, query_tokens: Iterable[str], doc_index: int) -> list[str]:
         """Query terms (analysed form, query order, unique) that occur in the document."""

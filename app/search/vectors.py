@@ -136,7 +136,8 @@ class VectorIndex:
 
     def vectors_for(self, ids) -> np.ndarray:
         """Exact (stored-precision) unit vectors for ids, as float32 (n, dim)."""
-        return self._vecs[self._rows_for(ids)].astype(np.float32)
+        rows = self._rows_for(ids)          # consolidates pending adds first
+        return self._vecs[rows].astype(np.float32)
 
     # --------------------------------------------------------------- index
     def effective_kind(self, n: int | None = None) -> str:

@@ -1,0 +1,57 @@
+"""Dependency aliases: `SessionDep`, `SettingsDep`, `HolderDep`, `EngineDep`, `AdminDep`.
+
+Everything per app lives on `app.state` (settings, session factory, engine holder, job runner,
+metrics), so several apps (tests) can live in one process.
+"""
+from __future__ import annotations
+
+import secrets
+from typing import Annotated, Iterator
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.orm import Session
+
+from app.api.engine_holder import EngineHolder
+from app.search.engine import SearchEngine
+from app.settings import Settings
+
+
+def get_settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def get_db(request: Request) -> Iterator[Session]:
+    with request.app.state.session_factory() as s:
+        yield s
+
+
+def get_holder(request: Request) -> EngineHolder:
+    return request.app.state.engine_holder
+
+
+def get_engine(request: Request) -> SearchEngine | None:
+    """The current engine, or None when there is no index (routes answer with empty results)."""
+    return request.app.state.engine_holder.get()
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+SessionDep = Annotated[Session, Depends(get_db)]
+HolderDep = Annotated[EngineHolder, Depends(get_holder)]
+EngineDep = Annotated[SearchEngine | None, Depends(get_engine)]
+
+_bearer = HTTPBearer(auto_error=False, description="The admin token (FIGSEARCH_ADMIN_TOKEN).")
+
+
+def require_admin(request: Request,
+                  creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> None:
+    """401 without a bearer token, 403 with a wrong one (constant-time comparison)."""
+    if creds is None or not creds.credentials:
+        raise HTTPException(401, "admin endpoints need an 'Authorization: Bearer <token>' header",
+                            headers={"WWW-Authenticate": "Bearer"})
+    expected = request.app.state.settings.admin_token
+    if not secrets.compare_digest(creds.credentials.encode(), expected.encode()):
+        raise HTTPException(403, "wrong admin token")
+
+
+AdminDep = Depends(require_admin)

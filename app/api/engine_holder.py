@@ -1,0 +1,195 @@
+"""The API's view of the search index: the current SearchEngine, swapped in when a new version
+is published, and the query encoder (loaded once, off the request path).
+
+- `get()` is cheap: at most every `poll_s` seconds it reads the CURRENT pointer
+  (`current_version`, one small file); when it changed, the new version is loaded in a background
+  thread while requests keep using the old engine. Only the very first load (no engine at all yet)
+  happens on the request path, and normally the startup warm-up has done it already.
+- No index yet: `get()` returns None and `reason` says why; the routes answer with empty results.
+- The encoder is MiniLM (`default_encoder`), wrapped in an LRU cache of query embeddings; it is
+  loaded in the background at startup (`warm_encoder`) and until it is ready, free-text search is
+  lexical only (`encoder_ready`), so no request waits for the model.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from app.search.engine import SearchEngine, current_version
+
+log = logging.getLogger(__name__)
+
+Encoder = Callable[[list[str]], np.ndarray]
+
+
+class CachedEncoder:
+    """Encoder wrapper with an LRU cache for single-text calls (the query path)."""
+
+    def __init__(self, encoder: Encoder, size: int = 2048):
+        self.encoder, self.size = encoder, size
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        if len(texts) != 1 or self.size <= 0:
+            return self.encoder(texts)
+        key = texts[0]
+        with self._lock:
+            vec = self._cache.get(key)
+            if vec is not None:
+                self._cache.move_to_end(key)
+                self.hits += 1
+                return vec[None, :]
+        vec = np.asarray(self.encoder([key]), dtype=np.float32)[0]
+        vec.setflags(write=False)
+        with self._lock:
+            self.misses += 1
+            self._cache[key] = vec
+            while len(self._cache) > self.size:
+                self._cache.popitem(last=False)
+        return vec[None, :]
+
+
+class EngineHolder:
+    def __init__(self, index_root: Path, *, poll_s: float = 2.0, gpu: str = "auto",
+                 encoder_factory: Callable[[], Encoder] | None = None, cache_size: int = 2048):
+        self.root = Path(index_root)
+        self.poll_s = poll_s
+        self.gpu = gpu
+        self._encoder_factory = encoder_factory
+        self._encoder: CachedEncoder | None = None
+        self._encoder_ready = threading.Event()
+        self._encoder_error: str | None = None
+        self._encoder_started = False
+        self.cache_size = cache_size
+        self._engine: SearchEngine | None = None
+        self._version: str | None = None
+        self._checked = float("-inf")
+        self._lock = threading.Lock()  # guards loading state
+        self._loading: str | None = None  # version being loaded in the background
+        self._sync_lock = threading.Lock()  # one synchronous (first) load at a time
+        self._failed: str | None = None  # version that failed to load (not retried by polling)
+        self.reason: str | None = "index not loaded yet"
+        self.load_error: str | None = None
+
+    # ------------------------------------------------------------ encoder
+    @property
+    def dense_enabled(self) -> bool:
+        return self._encoder_factory is not None
+
+    def start_encoder(self, background: bool = True) -> None:
+        """Load the encoder once (in a thread by default)."""
+        if self._encoder_factory is None or self._encoder_started:
+            return
+        self._encoder_started = True
+
+        def load() -> None:
+            try:
+                enc = self._encoder_factory()
+                enc(["warm up"])  # loads the weights and the tokenizer
+                self._encoder = CachedEncoder(enc, self.cache_size)
+                eng = self._engine
+                if eng is not None:
+                    eng.encoder = self._encoder
+            except Exception as exc:  # model missing: stay lexical-only, say why in /readyz
+                log.exception("query encoder failed to load; search stays lexical only")
+                self._encoder_error = f"{type(exc).__name__}: {exc}"
+            finally:
+                self._encoder_ready.set()
+
+        if background:
+            threading.Thread(target=load, name="figsearch-encoder", daemon=True).start()
+        else:
+            load()
+
+    @property
+    def encoder_ready(self) -> bool:
+        return self._encoder is not None
+
+    def wait_encoder(self, timeout: float | None = None) -> bool:
+        self.start_encoder()
+        self._encoder_ready.wait(timeout)
+        return self.encoder_ready
+
+    @property
+    def encoder_state(self) -> str:
+        if self._encoder_factory is None:
+            return "disabled"
+        if self._encoder is not None:
+            return "ready"
+        if self._encoder_error:
+            return f"failed: {self._encoder_error}"
+        return "loading" if self._encoder_started else "not loaded"
+
+    @property
+    def encoder(self) -> CachedEncoder | None:
+        return self._encoder
+
+    # ------------------------------------------------------------- engine
+    def _load(self, version: str) -> None:
+        t0 = time.perf_counter()
+        try:
+            eng = SearchEngine.load(self.root / version, encoder=self._encoder, gpu=self.gpu)
+            # a learned fusion weight is stored next to the versions
+            from app.search.engine import read_w
+
+            w = read_w(self.root)
+            if w is not None:
+                eng.w = w
+        except Exception as exc:
+            log.exception("cannot load index version %s", version)
+            with self._lock:
+                self.load_error = f"cannot load index version {version}: {type(exc).__name__}: {exc}"
+                self._loading, self._failed = None, version
+                if self._engine is None:
+                    self.reason = self.load_error
+            return
+        with self._lock:
+            self._engine, self._version = eng, version
+            self.reason, self.load_error, self._loading = None, None, None
+        log.info("search index %s loaded (%d figures) in %.2f s", version, len(eng), time.perf_counter() - t0)
+
+    def refresh(self, block: bool = False) -> None:
+        """Check the CURRENT pointer now; load a new version (in the background unless `block`
+        or no engine is loaded yet, in which case concurrent callers wait for the one load)."""
+        self._checked = time.monotonic()
+        version = current_version(self.root)
+        if version is None:
+            if self._engine is None:
+                self.reason = ("no search index yet: ingest papers (admin upload or `figsearch ingest`) "
+                               "or run `figsearch index`")
+            return
+        if version == self._version or (version == self._failed and not block):
+            return
+        if block or self._engine is None:
+            with self._sync_lock:
+                if version != self._version:
+                    self._load(version)
+            return
+        with self._lock:
+            if version == self._loading:
+                return
+            self._loading = version
+        threading.Thread(target=self._load, args=(version,), name="figsearch-index-load",
+                         daemon=True).start()
+
+    def get(self) -> SearchEngine | None:
+        if time.monotonic() - self._checked >= self.poll_s:
+            self.refresh()
+        return self._engine
+
+    @property
+    def version(self) -> str | None:
+        return self._version
+
+    @property
+    def engine(self) -> SearchEngine | None:
+        """The loaded engine without polling."""
+        return self._engine

@@ -1,0 +1,64 @@
+"""Errors as RFC 9457 problem details: application/problem+json with type, title, status, detail."""
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.settings import Settings
+
+log = logging.getLogger(__name__)
+MEDIA_TYPE = "application/problem+json"
+
+
+def problem_response(status: int, detail: str, headers: dict | None = None, errors: list | None = None,
+                     title: str | None = None) -> JSONResponse:
+    try:
+        default_title = HTTPStatus(status).phrase
+    except ValueError:
+        default_title = "Error"
+    body = {"type": "about:blank", "title": title or default_title, "status": status, "detail": detail}
+    if errors is not None:
+        body["errors"] = errors
+    return JSONResponse(body, status_code=status, media_type=MEDIA_TYPE, headers=headers)
+
+
+def check_limit(name: str, value: int, settings: Settings) -> None:
+    """Page sizes are bounded by settings.max_page_size (a 422 like other parameter errors)."""
+    if value > settings.max_page_size:
+        raise HTTPException(422, f"{name} must be at most {settings.max_page_size} (got {value})")
+
+
+def _loc(err: dict) -> str:
+    loc = [str(x) for x in err.get("loc", ()) if x not in ("query", "path", "body", "header", "form")]
+    return ".".join(loc) or "request"
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(StarletteHTTPException)
+    async def http_problem(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        return problem_response(exc.status_code, detail, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_problem(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+                  for e in exc.errors()]
+        detail = "; ".join(f"{_loc(e)}: {e['msg']}" for e in errors[:5]) or "invalid request"
+        return problem_response(422, detail, errors=errors)
+
+    @app.exception_handler(Exception)
+    async def server_problem(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return problem_response(500, f"internal error ({type(exc).__name__}); see the server log")
+
+
+def responses(*codes: int) -> dict:
+    """OpenAPI `responses=` entries documenting problem details for these status codes."""
+    from app.api.schemas import Problem
+
+    return {c: {"model": Problem, "description": HTTPStatus(c).phrase} for c in codes}

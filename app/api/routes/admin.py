@@ -1,0 +1,186 @@
+"""Admin: upload collections (202 + job id), job progress, delete a paper, refresh the index.
+
+Every route needs `Authorization: Bearer <FIGSEARCH_ADMIN_TOKEN>` (401 without, 403 wrong).
+"""
+from __future__ import annotations
+
+import logging
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, File, Form, HTTPException, Query, Request, UploadFile
+from fastapi.concurrency import run_in_threadpool
+from sqlalchemy import select
+from sqlalchemy.orm import selectinload
+
+from app.api import schemas
+from app.api.deps import AdminDep, SessionDep, SettingsDep
+from app.api.jobs import display_name, prepare_job_with_id, safe_filename, uploads_dir
+from app.api.problems import responses
+from app.db.schema import Figure, Job, Paper, new_job_id
+from app.ingest.extract import figure_dir_for
+from app.ingest.sources import SourceError
+from app.settings import Settings
+
+log = logging.getLogger(__name__)
+router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[AdminDep], responses=responses(401, 403))
+
+_ALIASES = {"application/x-zip-compressed": "application/zip", "application/x-zip": "application/zip",
+            "multipart/x-zip": "application/zip", "application/x-pdf": "application/pdf",
+            "application/acrobat": "application/pdf"}
+_BY_EXTENSION = {".pdf": "application/pdf", ".zip": "application/zip"}
+
+
+def upload_type(f: UploadFile) -> str:
+    """The declared content type, normalised; browsers send octet-stream for unknown types, so
+    then the extension decides."""
+    ctype = (f.content_type or "").split(";")[0].strip().lower()
+    ctype = _ALIASES.get(ctype, ctype)
+    if ctype in ("", "application/octet-stream", "binary/octet-stream"):
+        ctype = _BY_EXTENSION.get(Path(f.filename or "").suffix.lower(), ctype or "unknown")
+    return ctype
+
+
+def _save_uploads(files: list[UploadFile], dest: Path, limit: int) -> list[Path]:
+    dest.mkdir(parents=True, exist_ok=True)
+    out, total = [], 0
+    for i, f in enumerate(files):
+        slot = dest / f"{i:03d}"
+        slot.mkdir()
+        target = slot / safe_filename(f.filename or "", f"upload-{i}.pdf")
+        f.file.seek(0)
+        with open(target, "wb") as fh:
+            while chunk := f.file.read(1 << 20):
+                total += len(chunk)
+                if total > limit:
+                    raise HTTPException(413, f"upload larger than the {limit / 1024 / 1024:g} MB limit")
+                fh.write(chunk)
+        out.append(target)
+    return out
+
+
+def _job_out(settings: Settings, job: Job, with_files: bool) -> schemas.JobOut:
+    counts = Counter(f.status for f in job.files)
+    files = None
+    if with_files:
+        files = [schemas.JobFileOut(name=display_name(settings, job.id, f.name), status=f.status,
+                                    paper_id=f.paper_id, n_figures=f.n_figures, error=f.error)
+                 for f in job.files]
+    return schemas.JobOut(job_id=job.id, kind=job.kind, status=job.status, done=job.done, total=job.total,
+                          error=job.error or "", counts=dict(counts), created_at=job.created_at,
+                          started_at=job.started_at, finished_at=job.finished_at, files=files)
+
+
+@router.post("/collections", status_code=202, response_model=schemas.JobAccepted,
+             responses=responses(403, 413, 415, 422))
+async def upload_collection(
+        request: Request, settings: SettingsDep,
+        files: Annotated[list[UploadFile] | None, File(description="PDF files and/or zip archives of PDFs.")] = None,
+        path: Annotated[str, Form(description="A folder, PDF or zip on the server (needs "
+                                              "FIGSEARCH_ALLOW_SERVER_PATHS=true).")] = ""):
+    """Start an ingest job for uploaded PDFs/zips (or a server-side path when enabled). Returns 202
+    with the job id; follow progress at `status_url`."""
+    files = [f for f in (files or []) if f.filename or f.size]
+    path = path.strip()
+    if not files and not path:
+        raise HTTPException(422, "send PDF or zip files in the multipart field 'files'"
+                                 + (" or a server path in 'path'" if settings.allow_server_paths else ""))
+    if path and not settings.allow_server_paths:
+        raise HTTPException(403, "server-side paths are disabled (set FIGSEARCH_ALLOW_SERVER_PATHS=true)")
+    for f in files:
+        ctype = upload_type(f)
+        if ctype not in settings.upload_types:
+            raise HTTPException(415, f"{f.filename!r}: unsupported type {ctype!r}; accepted: "
+                                     f"{', '.join(settings.upload_types)}")
+    limit = int(settings.max_upload_mb * 1024 * 1024)
+    declared = sum(f.size or 0 for f in files)
+    if declared > limit:
+        raise HTTPException(413, f"upload too large ({declared / 1e6:.1f} MB > {settings.max_upload_mb:g} MB limit)")
+
+    job_id = new_job_id()
+    dest = uploads_dir(settings, job_id) if files else None
+    try:
+        paths: list[str | Path] = []
+        if files:
+            paths += await run_in_threadpool(_save_uploads, files, dest, limit)
+        if path:
+            paths.append(Path(path))
+        await run_in_threadpool(prepare_job_with_id, settings, paths, job_id)
+    except SourceError as exc:
+        if dest is not None:
+            shutil.rmtree(dest, ignore_errors=True)
+        raise HTTPException(422, str(exc))
+    except BaseException:
+        if dest is not None:
+            shutil.rmtree(dest, ignore_errors=True)
+        raise
+    request.app.state.job_runner.submit_ingest(job_id, dest)
+    with request.app.state.session_factory() as s:
+        total = s.get(Job, job_id).total
+    return schemas.JobAccepted(job_id=job_id, status="queued", total=total,
+                               status_url=f"/api/v1/admin/jobs/{job_id}")
+
+
+@router.get("/jobs", response_model=schemas.JobList)
+def list_jobs(db: SessionDep, settings: SettingsDep, limit: Annotated[int, Query(ge=1, le=100)] = 20):
+    """The most recent jobs (without per-file results)."""
+    jobs = db.scalars(select(Job).options(selectinload(Job.files)).order_by(Job.created_at.desc()).limit(limit)).all()
+    return schemas.JobList(items=[_job_out(settings, j, False) for j in jobs])
+
+
+@router.get("/jobs/{job_id}", response_model=schemas.JobOut, responses=responses(404))
+def get_job(job_id: str, db: SessionDep, settings: SettingsDep):
+    """Progress of a job: files done/total and each file's status, paper and error."""
+    job = db.get(Job, job_id, options=[selectinload(Job.files)])
+    if job is None:
+        raise HTTPException(404, f"job {job_id} not found")
+    return _job_out(settings, job, True)
+
+
+def _remove_files(settings: Settings, paper: Paper, figures: list[Figure]) -> None:
+    root = settings.data_dir.resolve()
+    dirs = set()
+    for f in figures:
+        for rel in (f.image_path, f.thumbnail_path):
+            if not rel:
+                continue
+            p = (root / rel).resolve()
+            if p.is_relative_to(settings.figures_dir.resolve()):
+                p.unlink(missing_ok=True)
+                dirs.add(p.parent)
+    if paper.sha256:
+        d = (root / figure_dir_for(paper.sha256)).resolve()
+        if d.is_relative_to(settings.figures_dir.resolve()) and d != settings.figures_dir.resolve():
+            shutil.rmtree(d, ignore_errors=True)
+    for d in dirs:
+        try:
+            d.rmdir()
+        except OSError:
+            pass
+
+
+@router.delete("/papers/{paper_id}", response_model=schemas.Deleted, responses=responses(404))
+def delete_paper(paper_id: int, request: Request, db: SessionDep, settings: SettingsDep):
+    """Delete a paper, its figures, mentions, citation links and crop files; the search index is
+    refreshed in the background (until then its figures are left out of results)."""
+    paper = db.get(Paper, paper_id, options=[selectinload(Paper.figures)])
+    if paper is None:
+        raise HTTPException(404, f"paper {paper_id} not found")
+    figures = list(paper.figures)
+    db.delete(paper)
+    db.commit()
+    _remove_files(settings, paper, figures)
+    request.app.state.job_runner.submit_reindex()
+    n = sum(1 for f in figures if f.kind == "figure")
+    return schemas.Deleted(paper_id=paper_id, deleted_figures=n,
+                           detail="deleted; the search index is being refreshed")
+
+
+@router.post("/reindex", status_code=202, response_model=schemas.Accepted)
+def reindex(request: Request):
+    """Rebuild the search index from the database in the background (after pending jobs);
+    the service switches to the new version when it is published."""
+    request.app.state.job_runner.submit_reindex()
+    return schemas.Accepted(status="accepted", detail="index refresh queued")

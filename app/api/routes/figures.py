@@ -1,0 +1,103 @@
+"""Figures: browse, one figure with its mentions, its image and thumbnail, similar figures."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query
+from fastapi.responses import FileResponse
+from sqlalchemy import func, select
+from sqlalchemy.orm import selectinload
+
+from app.api import schemas
+from app.api.deps import EngineDep, HolderDep, SessionDep, SettingsDep
+from app.api.problems import check_limit, responses
+from app.api.serialize import CARD_COLUMNS, card_from_row, figure_card, paper_ref, scored_items
+from app.db.schema import Figure, Paper, PaperStatus
+
+router = APIRouter(tags=["figures"])
+
+
+@router.get("/figures", response_model=schemas.FigurePage, responses=responses(422))
+def list_figures(db: SessionDep, settings: SettingsDep,
+                 offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+                 limit: Annotated[int, Query(ge=1, le=1000)] = 24,
+                 paper_id: int | None = None,
+                 kind: Annotated[str, Query(pattern="^(figure|table|all)$")] = "figure"):
+    """Browse figures, newest first (the search page shows these before a query is typed)."""
+    check_limit("limit", limit, settings)
+    stmt = select(*CARD_COLUMNS).join(Paper, Paper.id == Figure.paper_id).where(Paper.status == PaperStatus.OK)
+    if kind != "all":
+        stmt = stmt.where(Figure.kind == kind)
+    if paper_id is not None:
+        stmt = stmt.where(Figure.paper_id == paper_id)
+    total = db.scalar(select(func.count()).select_from(stmt.subquery()))
+    rows = db.execute(stmt.order_by(Figure.id.desc()).offset(offset).limit(limit)).all()
+    return schemas.FigurePage(total=total, offset=offset, limit=limit,
+                              items=[card_from_row(r) for r in rows])
+
+
+def _figure_or_404(db, figure_id: int, **kw) -> Figure:
+    f = db.get(Figure, figure_id, **kw)
+    if f is None:
+        raise HTTPException(404, f"figure {figure_id} not found")
+    return f
+
+
+@router.get("/figures/{figure_id}", response_model=schemas.FigureDetail, responses=responses(404, 422))
+def get_figure(figure_id: int, db: SessionDep, holder: HolderDep):
+    """A figure with its caption, the sentences that mention it and its paper."""
+    f = _figure_or_404(db, figure_id, options=[selectinload(Figure.mentions)])
+    paper = db.get(Paper, f.paper_id)
+    engine = holder.get()
+    return schemas.FigureDetail(
+        **figure_card(f, paper), bbox=list(f.bbox or []),
+        mentions=[schemas.Mention(sentence=m.sentence, before=m.before, after=m.after) for m in f.mentions],
+        paper=paper_ref(paper), in_index=engine is not None and figure_id in engine)
+
+
+def _file(db, settings, figure_id: int, attr: str) -> FileResponse:
+    f = _figure_or_404(db, figure_id)
+    rel = getattr(f, attr)
+    path = (settings.data_dir / rel).resolve() if rel else None
+    if path is None or not path.is_relative_to(settings.data_dir) or not path.is_file():
+        raise HTTPException(404, f"the image file of figure {figure_id} is missing")
+    return FileResponse(path, media_type="image/png", headers={"Cache-Control": "public, max-age=3600"})
+
+
+IMAGE_RESPONSES = {200: {"content": {"image/png": {}}, "description": "PNG image"}, **responses(404, 422)}
+
+
+@router.get("/figures/{figure_id}/image", response_class=FileResponse, responses=IMAGE_RESPONSES)
+def figure_image(figure_id: int, db: SessionDep, settings: SettingsDep):
+    """The figure crop (PNG) at the extraction resolution."""
+    return _file(db, settings, figure_id, "image_path")
+
+
+@router.get("/figures/{figure_id}/thumbnail", response_class=FileResponse, responses=IMAGE_RESPONSES)
+def figure_thumbnail(figure_id: int, db: SessionDep, settings: SettingsDep):
+    """A small PNG thumbnail of the figure."""
+    return _file(db, settings, figure_id, "thumbnail_path")
+
+
+@router.get("/figures/{figure_id}/similar", response_model=schemas.SimilarResponse, responses=responses(404, 422))
+def similar_figures(figure_id: int, db: SessionDep, settings: SettingsDep, engine: EngineDep, holder: HolderDep,
+                    k: Annotated[int, Query(ge=1, le=1000)] = 12):
+    """Recommendations for a figure: lexical candidates re-ranked with embeddings, with the score
+    breakdown (lexical vs embedding) and the matched terms that explain each result."""
+    check_limit("k", k, settings)
+    if engine is None:
+        if db.get(Figure, figure_id) is None:
+            raise HTTPException(404, f"figure {figure_id} not found")
+        return schemas.SimilarResponse(mode="figure", figure_id=figure_id, k=k, items=[],
+                                       message=holder.reason or "no search index")
+    if figure_id not in engine:
+        f = _figure_or_404(db, figure_id)
+        why = ("tables are not indexed for recommendations" if f.kind != "figure"
+               else "the figure is not in the search index yet (it is added at the next index refresh)")
+        return schemas.SimilarResponse(mode="figure", figure_id=figure_id, k=k, items=[],
+                                       index_version=engine.version, message=why)
+    hits = engine.similar(figure_id, k=k)
+    source_caption = engine.captions[engine.row_of(figure_id)]
+    return schemas.SimilarResponse(mode="figure", figure_id=figure_id, k=k,
+                                   items=scored_items(db, hits, query_text=source_caption),
+                                   index_version=engine.version)

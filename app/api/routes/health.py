@@ -1,0 +1,63 @@
+"""Liveness, readiness, Prometheus metrics and what the server can do."""
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, PlainTextResponse
+from sqlalchemy import text
+
+from app.api import schemas
+from app.api.deps import HolderDep, SettingsDep
+from app.api.routes.search import IMAGE_QUERIES_MESSAGE
+
+router = APIRouter(tags=["service"])
+info_router = APIRouter(tags=["service"])
+
+
+@router.get("/healthz", response_model=schemas.Health)
+def healthz():
+    """The process is up (no dependency checked)."""
+    return schemas.Health(status="ok")
+
+
+@router.get("/readyz", response_model=schemas.Ready, responses={503: {"model": schemas.Ready}})
+def readyz(request: Request, holder: HolderDep):
+    """Ready when the database answers and the index is loaded or absent for a stated reason
+    (an empty collection is ready, and says so). 503 when the database is unreachable or the
+    index exists but cannot be loaded."""
+    ok = True
+    try:
+        with request.app.state.session_factory() as s:
+            s.execute(text("SELECT 1"))
+        db_state = "ok"
+    except Exception as exc:
+        ok, db_state = False, f"unreachable: {type(exc).__name__}: {exc}"[:300]
+    engine = holder.get()
+    if engine is not None:
+        index = schemas.IndexState(loaded=True, version=engine.version, n_figures=len(engine),
+                                   has_vectors=engine.vectors is not None)
+    else:
+        index = schemas.IndexState(loaded=False, reason=holder.reason)
+        if holder.load_error:
+            ok = False
+    body = schemas.Ready(status="ready" if ok else "not ready", database=db_state, index=index,
+                         encoder=holder.encoder_state)
+    return JSONResponse(body.model_dump(), status_code=200 if ok else 503)
+
+
+@router.get("/metrics", response_class=PlainTextResponse,
+            responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format"}})
+def metrics(request: Request):
+    """Prometheus metrics: request latency per route, ingest files by status, index size."""
+    return PlainTextResponse(request.app.state.metrics.render(),
+                             media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+@info_router.get("/info", response_model=schemas.Info)
+def info(request: Request, settings: SettingsDep):
+    """Capabilities and limits of this server (the frontend adapts to them)."""
+    return schemas.Info(version=request.app.version, image_queries=False,
+                        image_queries_message=IMAGE_QUERIES_MESSAGE, rerank=settings.search_rerank,
+                        max_page_size=settings.max_page_size, max_upload_mb=settings.max_upload_mb,
+                        max_image_mb=settings.max_image_mb, upload_types=settings.upload_types,
+                        image_types=settings.image_types, allow_server_paths=settings.allow_server_paths,
+                        distributed=settings.distributed)

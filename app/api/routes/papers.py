@@ -1,0 +1,64 @@
+"""Papers: the list, and one paper with its figures and its citation links in the collection."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query
+from sqlalchemy import func, select
+from sqlalchemy.orm import selectinload
+
+from app.api import schemas
+from app.api.deps import SessionDep, SettingsDep
+from app.api.problems import check_limit, responses
+from app.api.serialize import figure_card, paper_ref
+from app.db.schema import Citation, Figure, Paper
+
+router = APIRouter(tags=["papers"])
+
+
+def _summary(p: Paper, n_figures: int) -> dict:
+    return dict(paper_id=p.id, title=p.title or p.source or f"paper {p.id}", authors=p.authors or "",
+                year=p.year, status=p.status, source=p.source or "", n_figures=n_figures)
+
+
+@router.get("/papers", response_model=schemas.PaperPage, responses=responses(422))
+def list_papers(db: SessionDep, settings: SettingsDep,
+                offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+                limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+                status: Annotated[str | None, Query(pattern="^(ok|no_text|failed|duplicate)$")] = None):
+    """Papers of the collection by id, with their number of figures."""
+    check_limit("limit", limit, settings)
+    base = select(Paper)
+    if status:
+        base = base.where(Paper.status == status)
+    total = db.scalar(select(func.count()).select_from(base.subquery()))
+    papers = db.scalars(base.order_by(Paper.id).offset(offset).limit(limit)).all()
+    counts = dict(db.execute(select(Figure.paper_id, func.count(Figure.id))
+                             .where(Figure.paper_id.in_([p.id for p in papers]), Figure.kind == "figure")
+                             .group_by(Figure.paper_id)).all()) if papers else {}
+    return schemas.PaperPage(total=total, offset=offset, limit=limit,
+                             items=[_summary(p, counts.get(p.id, 0)) for p in papers])
+
+
+def figure_order(f: Figure) -> tuple:
+    """Figures before tables; by central-figure rank where the model has scored them, then number."""
+    return (f.kind != "figure", f.central_rank if f.central_rank is not None else 10**9, f.number)
+
+
+@router.get("/papers/{paper_id}", response_model=schemas.PaperDetail, responses=responses(404, 422))
+def get_paper(paper_id: int, db: SessionDep):
+    """A paper with its figures (central figure first) and the papers of the collection it cites
+    and that cite it."""
+    p = db.get(Paper, paper_id, options=[selectinload(Paper.figures)])
+    if p is None:
+        raise HTTPException(404, f"paper {paper_id} not found")
+    cites = db.scalars(select(Paper).join(Citation, Citation.cited_paper_id == Paper.id)
+                       .where(Citation.citing_paper_id == paper_id).order_by(Paper.year, Paper.id)).unique().all()
+    cited_by = db.scalars(select(Paper).join(Citation, Citation.citing_paper_id == Paper.id)
+                          .where(Citation.cited_paper_id == paper_id).order_by(Paper.year, Paper.id)).unique().all()
+    figs = sorted(p.figures, key=figure_order)
+    return schemas.PaperDetail(
+        **_summary(p, sum(1 for f in figs if f.kind == "figure")), abstract=p.abstract or "",
+        n_pages=p.n_pages or 0, error=p.error or "", duplicate_of=p.duplicate_of_id,
+        figures=[figure_card(f, p) for f in figs],
+        cites=[paper_ref(c) for c in cites], cited_by=[paper_ref(c) for c in cited_by])

@@ -1,0 +1,95 @@
+"""Free-text search and search by an uploaded figure."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, File, Form, HTTPException, Query, UploadFile
+from fastapi.concurrency import run_in_threadpool
+from sqlalchemy.orm import Session
+
+from app.api import schemas
+from app.api.deps import EngineDep, HolderDep, SessionDep, SettingsDep
+from app.api.engine_holder import EngineHolder
+from app.api.problems import check_limit, responses
+from app.api.serialize import scored_items
+from app.search.engine import SearchEngine
+from app.settings import Settings
+
+router = APIRouter(tags=["search"])
+
+IMAGE_QUERIES_MESSAGE = ("image queries are not supported yet: add the figure's caption to search by its "
+                         "text (image models are coming)")
+
+
+def run_search(db: Session, settings: Settings, engine: SearchEngine | None, holder: EngineHolder,
+               q: str, k: int, offset: int, rerank: bool | None) -> schemas.SearchResponse:
+    if engine is None:
+        return schemas.SearchResponse(query=q, k=k, offset=offset, items=[], has_more=False, reranked=False,
+                                      message=holder.reason or "no search index")
+    want = settings.search_rerank if rerank is None else (rerank and holder.dense_enabled)
+    if want:
+        holder.start_encoder()  # first use without the startup warm-up: load in the background
+    use = want and holder.encoder_ready and engine.vectors is not None
+    if use and engine.encoder is None:
+        engine.encoder = holder.encoder
+    hits = engine.search(q, k=k + 1, offset=offset, rerank=use)
+    has_more = len(hits) > k
+    items = scored_items(db, hits[:k], offset, query_text=q)
+    msg = None
+    if not items and offset == 0:
+        msg = "no figure matches these words"
+    return schemas.SearchResponse(query=q, k=k, offset=offset, items=items, has_more=has_more,
+                                  reranked=use, index_version=engine.version, message=msg)
+
+
+@router.get("/search", response_model=schemas.SearchResponse, responses=responses(422))
+def search(db: SessionDep, settings: SettingsDep, engine: EngineDep, holder: HolderDep,
+           q: Annotated[str, Query(min_length=1, max_length=500, description="Keywords.")],
+           k: Annotated[int, Query(ge=1, le=1000, description="Results per page.")] = 20,
+           offset: Annotated[int, Query(ge=0, le=1000, description="Results to skip.")] = 0,
+           rerank: Annotated[bool | None, Query(description="Dense re-ranking (default: server setting).")] = None):
+    """Figures for a keyword query: BM25 over captions and mention sentences, re-ranked with
+    MiniLM embeddings when enabled. Each result has the score breakdown and matched terms."""
+    check_limit("k", k, settings)
+    if not q.strip():
+        raise HTTPException(422, "q must contain at least one word")
+    return run_search(db, settings, engine, holder, q.strip(), k, offset, rerank)
+
+
+def _sniff_image(head: bytes) -> str | None:
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if head.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    return None
+
+
+@router.post("/search/by-image", response_model=schemas.SimilarResponse,
+             responses=responses(413, 415, 422, 501))
+async def search_by_image(
+        db: SessionDep, settings: SettingsDep, engine: EngineDep, holder: HolderDep,
+        image: Annotated[UploadFile, File(description="A PNG or JPEG figure.")],
+        caption: Annotated[str, Form(max_length=5000, description="The figure's caption (optional).")] = "",
+        k: Annotated[int, Query(ge=1, le=1000)] = 12):
+    """Similar figures for an uploaded figure. Image models are not available yet: with a caption
+    the caption is searched as text (`mode: "caption"`); without one the answer is 501."""
+    check_limit("k", k, settings)
+    ctype = (image.content_type or "").split(";")[0].strip().lower()
+    if ctype not in settings.image_types:
+        raise HTTPException(415, f"unsupported image type {ctype or 'unknown'!r}; "
+                                 f"accepted: {', '.join(settings.image_types)}")
+    limit = int(settings.max_image_mb * 1024 * 1024)
+    if image.size is not None and image.size > limit:
+        raise HTTPException(413, f"image too large ({image.size / 1e6:.1f} MB > {settings.max_image_mb:g} MB)")
+    head = await image.read(16)
+    sniffed = _sniff_image(head)
+    if sniffed is None or sniffed not in settings.image_types:
+        raise HTTPException(415, "the file is not a PNG or JPEG image")
+    text = " ".join(caption.split())
+    if not text:
+        raise HTTPException(501, IMAGE_QUERIES_MESSAGE)
+    res = await run_in_threadpool(run_search, db, settings, engine, holder, text, k, 0, None)
+    return schemas.SimilarResponse(mode="caption", query=text, k=k, items=res.items,
+                                   index_version=res.index_version,
+                                   message=res.message or "searched by the caption text (image models are not "
+                                                          "available yet)")

@@ -1,0 +1,203 @@
+"""Response models of the REST API (one per shape, so the OpenAPI document at /docs is complete)."""
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details (served as application/problem+json)."""
+
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str = ""
+    errors: list[dict] | None = Field(None, description="Validation errors (422 only).")
+
+
+# ---------------------------------------------------------------- figures
+class PaperRef(BaseModel):
+    paper_id: int
+    title: str
+    year: int | None = None
+
+
+class FigureSummary(BaseModel):
+    figure_id: int
+    paper_id: int
+    kind: str = Field(description="figure or table")
+    label: str = Field(description='As printed, e.g. "Figure 3".')
+    number: int
+    caption: str
+    page: int
+    width: int = 0
+    height: int = 0
+    image_url: str
+    thumbnail_url: str
+    central_score: float | None = None
+    central_rank: int | None = Field(None, description="1 = the paper's central figure (when the model has run).")
+    paper_title: str = ""
+    paper_year: int | None = None
+
+
+class FigurePage(BaseModel):
+    total: int
+    offset: int
+    limit: int
+    items: list[FigureSummary]
+
+
+class Mention(BaseModel):
+    sentence: str
+    before: str = ""
+    after: str = ""
+
+
+class FigureDetail(FigureSummary):
+    bbox: list[float] = Field(default_factory=list, description="Region on the page in PDF points.")
+    mentions: list[Mention] = Field(default_factory=list)
+    paper: PaperRef
+    in_index: bool = Field(description="Whether the figure is in the current search index.")
+
+
+# ---------------------------------------------------------------- search
+class ScoredFigure(FigureSummary):
+    rank: int = Field(description="1-based position in the full result list.")
+    score: float = Field(description="Final score (lexical and embedding scores fused).")
+    lexical_score: float = Field(description="BM25 score of the first stage.")
+    embedding_score: float | None = Field(None, description="Cosine of the MiniLM embeddings (None = lexical only).")
+    matched_terms: list[str] = Field(default_factory=list, description="Query terms found in the figure text.")
+
+
+class SearchResponse(BaseModel):
+    query: str
+    k: int
+    offset: int
+    items: list[ScoredFigure]
+    has_more: bool = Field(description="More results exist after this page.")
+    reranked: bool = Field(description="Whether dense re-ranking was applied.")
+    index_version: str | None = None
+    message: str | None = Field(None, description="Why the list is empty, when it is for a reason other than no match.")
+
+
+class SimilarResponse(BaseModel):
+    mode: Literal["figure", "caption", "image"] = Field(
+        description="figure: neighbours of a collection figure; caption: text search on the uploaded "
+                    "figure's caption (image models are not available yet); image: by image content.")
+    figure_id: int | None = None
+    query: str | None = Field(None, description="The caption used as the query (mode caption).")
+    k: int
+    items: list[ScoredFigure]
+    index_version: str | None = None
+    message: str | None = None
+
+
+# ---------------------------------------------------------------- papers
+class PaperSummary(BaseModel):
+    paper_id: int
+    title: str
+    authors: str = ""
+    year: int | None = None
+    status: str
+    source: str = ""
+    n_figures: int = 0
+
+
+class PaperPage(BaseModel):
+    total: int
+    offset: int
+    limit: int
+    items: list[PaperSummary]
+
+
+class PaperDetail(PaperSummary):
+    abstract: str = ""
+    n_pages: int = 0
+    error: str = ""
+    duplicate_of: int | None = None
+    figures: list[FigureSummary] = Field(description="Ordered by central-figure rank, then number; tables last.")
+    cites: list[PaperRef] = Field(description="Papers of the collection this paper cites.")
+    cited_by: list[PaperRef] = Field(description="Papers of the collection citing this paper.")
+
+
+# ---------------------------------------------------------------- admin
+class JobAccepted(BaseModel):
+    job_id: str
+    status: str
+    total: int
+    status_url: str
+
+
+class JobFileOut(BaseModel):
+    name: str
+    status: str = Field(description="pending, ok, no_text, duplicate or failed")
+    paper_id: int | None = None
+    n_figures: int = 0
+    error: str = ""
+
+
+class JobOut(BaseModel):
+    job_id: str
+    kind: str
+    status: str = Field(description="queued, running, done or failed")
+    done: int
+    total: int
+    error: str = ""
+    counts: dict[str, int] = Field(default_factory=dict, description="Files per status.")
+    created_at: dt.datetime | None = None
+    started_at: dt.datetime | None = None
+    finished_at: dt.datetime | None = None
+    files: list[JobFileOut] | None = None
+
+
+class JobList(BaseModel):
+    items: list[JobOut]
+
+
+class Accepted(BaseModel):
+    status: str
+    detail: str = ""
+
+
+class Deleted(BaseModel):
+    paper_id: int
+    deleted_figures: int
+    detail: str
+
+
+# ---------------------------------------------------------------- service
+class Health(BaseModel):
+    status: str
+
+
+class IndexState(BaseModel):
+    loaded: bool
+    version: str | None = None
+    n_figures: int = 0
+    has_vectors: bool = False
+    reason: str | None = None
+
+
+class Ready(BaseModel):
+    status: Literal["ready", "not ready"]
+    database: str
+    index: IndexState
+    encoder: str
+
+
+class Info(BaseModel):
+    """What this server can do (the frontend adapts to it)."""
+
+    version: str
+    image_queries: bool
+    image_queries_message: str
+    rerank: bool
+    max_page_size: int
+    max_upload_mb: float
+    max_image_mb: float
+    upload_types: list[str]
+    image_types: list[str]
+    allow_server_paths: bool
+    distributed: bool

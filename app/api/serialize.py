@@ -1,0 +1,86 @@
+"""Database rows and search hits -> response models."""
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.api import schemas
+from app.db.schema import Figure, Paper
+from app.search.engine import Hit
+from app.search.text import analyze
+
+_WORD_RE = re.compile(r"[^\W_]+")
+
+API = "/api/v1"
+
+# columns needed for a figure card (Core select: no ORM objects on the hot path)
+CARD_COLUMNS = (Figure.id, Figure.paper_id, Figure.kind, Figure.label, Figure.number, Figure.caption,
+                Figure.page, Figure.width, Figure.height, Figure.central_score, Figure.central_rank,
+                Paper.title, Paper.year)
+
+
+def urls(figure_id: int) -> dict:
+    return {"image_url": f"{API}/figures/{figure_id}/image",
+            "thumbnail_url": f"{API}/figures/{figure_id}/thumbnail"}
+
+
+def card_from_row(r) -> dict:
+    (fid, pid, kind, label, number, caption, page, width, height, cscore, crank, title, year) = r
+    return dict(figure_id=fid, paper_id=pid, kind=kind, label=label, number=number, caption=caption,
+                page=page, width=width or 0, height=height or 0, central_score=cscore, central_rank=crank,
+                paper_title=title or "", paper_year=year, **urls(fid))
+
+
+def figure_card(f: Figure, paper: Paper | None = None) -> dict:
+    return dict(figure_id=f.id, paper_id=f.paper_id, kind=f.kind, label=f.label, number=f.number,
+                caption=f.caption, page=f.page, width=f.width or 0, height=f.height or 0,
+                central_score=f.central_score, central_rank=f.central_rank,
+                paper_title=(paper.title if paper else "") or "", paper_year=paper.year if paper else None,
+                **urls(f.id))
+
+
+def cards_for(db: Session, figure_ids: list[int]) -> dict[int, dict]:
+    if not figure_ids:
+        return {}
+    rows = db.execute(select(*CARD_COLUMNS).join(Paper, Paper.id == Figure.paper_id)
+                      .where(Figure.id.in_(figure_ids))).all()
+    return {r[0]: card_from_row(r) for r in rows}
+
+
+def display_terms(stems: list[str], *texts: str) -> list[str]:
+    """Matched terms are stems ("accuraci"); show a word of the texts with that stem instead
+    ("accuracy"), the shortest such word, or the stem when none is found."""
+    if not stems:
+        return []
+    want = set(stems)
+    best: dict[str, str] = {}
+    for text in texts:
+        for word in _WORD_RE.findall((text or "").lower()):
+            st = analyze(word)
+            if len(st) == 1 and st[0] in want:
+                cur = best.get(st[0])
+                if cur is None or len(word) < len(cur):
+                    best[st[0]] = word
+    return [best.get(s, s) for s in stems]
+
+
+def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str = "") -> list[schemas.ScoredFigure]:
+    """Hits in order, joined with their database rows; hits whose figure was deleted since the
+    index was built are dropped (the next index version will not have them)."""
+    cards = cards_for(db, [h.figure_id for h in hits])
+    out = []
+    for i, h in enumerate(hits):
+        card = cards.get(h.figure_id)
+        if card is None:
+            continue
+        out.append(schemas.ScoredFigure(
+            **card, rank=offset + i + 1, score=round(h.score, 6), lexical_score=round(h.lexical_score, 6),
+            embedding_score=None if h.embedding_score is None else round(h.embedding_score, 6),
+            matched_terms=display_terms(list(h.matched_terms), query_text, h.caption)))
+    return out
+
+
+def paper_ref(p: Paper) -> schemas.PaperRef:
+    return schemas.PaperRef(paper_id=p.id, title=p.title or p.source or f"paper {p.id}", year=p.year)

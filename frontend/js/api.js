@@ -1,0 +1,40 @@
+// Thin client for /api/v1: JSON in, JSON out, errors as ApiError carrying the problem detail.
+export const API = '/api/v1';
+
+export class ApiError extends Error {
+  constructor(status, detail, body) {
+    super(detail || `HTTP ${status}`);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+export async function api(path, { method = 'GET', body, token, signal } = {}) {
+  const headers = { Accept: 'application/json' };
+  if (token) headers.Authorization = `Bearer ${token}`;
+  let payload = body;
+  if (body && !(body instanceof FormData)) {
+    headers['Content-Type'] = 'application/json';
+    payload = JSON.stringify(body);
+  }
+  let res;
+  try {
+    res = await fetch(path.startsWith('/') ? path : `${API}/${path}`, { method, headers, body: payload, signal });
+  } catch (err) {
+    if (err.name === 'AbortError') throw err;
+    throw new ApiError(0, 'cannot reach the server; check your connection and try again');
+  }
+  const type = res.headers.get('content-type') || '';
+  const data = type.includes('json') ? await res.json().catch(() => null) : null;
+  if (!res.ok) {
+    throw new ApiError(res.status, (data && (data.detail || data.title)) || `HTTP ${res.status}`, data);
+  }
+  return data;
+}
+
+let infoPromise = null;
+// Server capabilities and limits (cached for the page's life).
+export function serverInfo() {
+  if (!infoPromise) infoPromise = api('info').catch((e) => { infoPromise = null; throw e; });
+  return infoPromise;
+}

@@ -1,0 +1,69 @@
+// Hash router: #/ (search or browse), #/figure/ID, #/paper/ID, #/papers, #/upload, #/admin.
+import { h, notice, clear } from './ui.js';
+import { renderSearch } from './views/search.js';
+import { renderFigure } from './views/figure.js';
+import { renderPaper, renderPapers } from './views/paper.js';
+import { renderUpload } from './views/upload.js';
+import { renderAdmin } from './views/admin.js';
+
+const view = document.getElementById('view');
+const qInput = document.getElementById('q');
+let current = null; // AbortController of the view on screen
+
+const routes = [
+  [/^\/?$/, 'search', (m, p) => renderSearch(view, p, ctx())],
+  [/^\/figure\/(\d+)$/, 'search', (m) => renderFigure(view, Number(m[1]), ctx())],
+  [/^\/paper\/(\d+)$/, 'papers', (m) => renderPaper(view, Number(m[1]), ctx())],
+  [/^\/papers$/, 'papers', (m, p) => renderPapers(view, p, ctx())],
+  [/^\/upload$/, 'upload', () => renderUpload(view, ctx())],
+  [/^\/admin$/, 'admin', () => renderAdmin(view, ctx())],
+];
+
+function ctx() { return { signal: current.signal }; }
+
+function parseHash() {
+  const raw = location.hash.replace(/^#/, '') || '/';
+  const [path, query = ''] = raw.split('?');
+  return { path, params: new URLSearchParams(query) };
+}
+
+async function route() {
+  if (current) current.abort();
+  current = new AbortController();
+  const { path, params } = parseHash();
+  const found = routes.find(([re]) => re.test(path));
+  if (path === '/' || path === '') qInput.value = params.get('q') || '';
+  document.querySelectorAll('[data-nav]').forEach((a) => {
+    if (found && a.dataset.nav === found[1]) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
+  });
+  clear(view);
+  if (!found) {
+    view.append(notice('There is no such page.', 'warn'), h('p', {}, h('a', { href: '#/' }, 'Go to the figures')));
+    return;
+  }
+  try {
+    await found[2](path.match(found[0]), params);
+  } catch (err) {
+    if (err && err.name === 'AbortError') return;
+    clear(view);
+    view.append(notice(err && err.message ? err.message : 'Something went wrong.', 'error'));
+  }
+  if (!params.get('q')) window.scrollTo(0, 0);
+}
+
+document.getElementById('search-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const q = qInput.value.trim();
+  location.hash = q ? `#/?q=${encodeURIComponent(q)}` : '#/';
+});
+
+// "/" focuses the search box (unless typing somewhere); Escape leaves it.
+document.addEventListener('keydown', (e) => {
+  const t = e.target;
+  const typing = t instanceof HTMLInputElement || t instanceof HTMLTextAreaElement || t.isContentEditable;
+  if (e.key === '/' && !typing && !e.ctrlKey && !e.metaKey) { e.preventDefault(); qInput.focus(); qInput.select(); }
+  else if (e.key === 'Escape' && t === qInput) qInput.blur();
+});
+
+window.addEventListener('hashchange', route);
+route();

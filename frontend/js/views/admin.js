@@ -1,0 +1,215 @@
+// Admin: token login (sessionStorage), upload PDFs/zips, progress per job, index refresh, delete.
+import { api, serverInfo, ApiError } from '../api.js';
+import { h, notice, empty, setTitle, dropZone, mb, loading } from '../ui.js';
+
+const KEY = 'figsearch.adminToken';
+const POLL_MS = 1000;
+
+export async function renderAdmin(root, ctx) {
+  setTitle('Admin');
+  const token = sessionStorage.getItem(KEY);
+  if (!token) return renderLogin(root, ctx);
+  try {
+    await api('admin/jobs?limit=1', { token, signal: ctx.signal });
+  } catch (err) {
+    if (err instanceof ApiError && (err.status === 401 || err.status === 403)) {
+      sessionStorage.removeItem(KEY);
+      return renderLogin(root, ctx, 'Your session token is no longer valid. Sign in again.');
+    }
+    throw err;
+  }
+  return renderDashboard(root, token, ctx);
+}
+
+function renderLogin(root, ctx, message) {
+  root.replaceChildren();
+  const input = h('input', { type: 'password', id: 'admin-token', autocomplete: 'current-password', required: true, placeholder: 'Admin token' });
+  const msg = h('div', {}, message ? notice(message, 'warn') : null);
+  const btn = h('button', { class: 'btn btn-primary', type: 'submit', id: 'login' }, 'Sign in');
+  const form = h('form', { class: 'panel', style: 'max-width:440px' },
+    h('h1', {}, 'Admin sign-in'),
+    h('p', { class: 'muted small' }, 'The token is the server\'s FIGSEARCH_ADMIN_TOKEN. It is kept in this tab only.'),
+    h('label', { class: 'field', for: 'admin-token' }, 'Token'), input,
+    h('div', { class: 'row', style: 'margin-top:12px' }, btn), msg);
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const t = input.value.trim();
+    if (!t) return;
+    btn.disabled = true;
+    msg.replaceChildren(loading('Checking…'));
+    try {
+      await api('admin/jobs?limit=1', { token: t, signal: ctx.signal });
+      sessionStorage.setItem(KEY, t);
+      root.replaceChildren();
+      await renderDashboard(root, t, ctx);
+    } catch (err) {
+      if (err.name === 'AbortError') return;
+      msg.replaceChildren(notice(err.status === 403 ? 'Wrong token.' : err.message, 'error'));
+      btn.disabled = false;
+      input.select();
+    }
+  });
+  root.append(form);
+  input.focus();
+}
+
+async function renderDashboard(root, token, { signal }) {
+  const info = await serverInfo();
+  const timers = new Set();
+  signal.addEventListener('abort', () => { timers.forEach(clearTimeout); timers.clear(); });
+  let chosen = [];
+
+  // ---- upload
+  const fileList = h('div', { class: 'filelist', id: 'chosen-files' });
+  const uploadMsg = h('div', {});
+  const uploadBtn = h('button', { class: 'btn btn-primary', type: 'submit', id: 'upload-submit', disabled: true }, 'Upload and ingest');
+  const { zone, input } = dropZone({
+    id: 'pdf-files', multiple: true, accept: '.pdf,.zip,application/pdf,application/zip',
+    label: 'Drop PDFs or a zip of PDFs here, or click to choose',
+    hint: `up to ${info.max_upload_mb} MB per upload`,
+    onFiles: (files) => {
+      chosen = [...files];
+      const total = chosen.reduce((s, f) => s + f.size, 0);
+      fileList.textContent = `${chosen.length} file${chosen.length === 1 ? '' : 's'} (${mb(total)}): ${chosen.map((f) => f.name).join(', ')}`;
+      uploadBtn.disabled = chosen.length === 0;
+      uploadMsg.replaceChildren();
+      if (total > info.max_upload_mb * 1024 * 1024) {
+        uploadMsg.append(notice(`That is more than the ${info.max_upload_mb} MB limit per upload; upload in parts.`, 'error'));
+        uploadBtn.disabled = true;
+      }
+    },
+  });
+  const uploadForm = h('form', { class: 'panel', id: 'upload-pdfs' }, h('h3', {}, 'Add papers'), zone, fileList,
+    h('div', { class: 'row', style: 'margin-top:12px' }, uploadBtn), uploadMsg);
+  uploadForm.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    if (!chosen.length) return;
+    const body = new FormData();
+    chosen.forEach((f) => body.append('files', f, f.name));
+    uploadBtn.disabled = true;
+    uploadMsg.replaceChildren(loading('Uploading…'));
+    try {
+      const r = await api('admin/collections', { method: 'POST', body, token, signal });
+      uploadMsg.replaceChildren(notice(`Upload received: job ${r.job_id.slice(0, 8)} with ${r.total} file${r.total === 1 ? '' : 's'}.`, 'ok'));
+      chosen = []; input.value = ''; fileList.textContent = '';
+      addJob({ job_id: r.job_id, status: r.status, done: 0, total: r.total }, true);
+    } catch (err) {
+      if (err.name === 'AbortError') return;
+      uploadMsg.replaceChildren(notice(err.message, 'error'));
+      uploadBtn.disabled = false;
+    }
+  });
+
+  // ---- index & delete
+  const idxMsg = h('div', {});
+  const idxState = h('p', { class: 'muted small', id: 'index-state' });
+  async function showIndex() {
+    try {
+      const r = await fetch('/readyz', { signal }).then((x) => x.json());
+      idxState.textContent = r.index.loaded
+        ? `Index ${r.index.version}: ${r.index.n_figures} figures${r.index.has_vectors ? ', with embeddings' : ''}.`
+        : (r.index.reason || 'No index.');
+    } catch (err) { if (err.name !== 'AbortError') idxState.textContent = 'Index state unavailable.'; }
+  }
+  const reindexBtn = h('button', { class: 'btn', type: 'button', id: 'reindex' }, 'Rebuild search index');
+  reindexBtn.addEventListener('click', async () => {
+    reindexBtn.disabled = true;
+    try {
+      await api('admin/reindex', { method: 'POST', token, signal });
+      idxMsg.replaceChildren(notice('Index refresh queued; the new version is used as soon as it is built.', 'ok'));
+      const t = setTimeout(showIndex, 4000); timers.add(t);
+    } catch (err) { if (err.name !== 'AbortError') idxMsg.replaceChildren(notice(err.message, 'error')); }
+    finally { reindexBtn.disabled = false; }
+  });
+  const delInput = h('input', { type: 'number', min: '1', id: 'delete-id', placeholder: 'Paper id', 'aria-label': 'Paper id to delete' });
+  const delMsg = h('div', {});
+  const delBtn = h('button', { class: 'btn btn-danger', type: 'submit' }, 'Delete paper');
+  const delForm = h('form', { class: 'row', style: 'margin-top:8px' }, delInput, delBtn);
+  delForm.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const id = Number(delInput.value);
+    if (!id) return;
+    if (!window.confirm(`Delete paper ${id}, its figures and files? This cannot be undone.`)) return;
+    try {
+      const r = await api(`admin/papers/${id}`, { method: 'DELETE', token, signal });
+      delMsg.replaceChildren(notice(`Paper ${id} deleted (${r.deleted_figures} figures); the index is being refreshed.`, 'ok'));
+      delInput.value = '';
+    } catch (err) { if (err.name !== 'AbortError') delMsg.replaceChildren(notice(err.message, 'error')); }
+  });
+  const signOut = h('button', { class: 'btn', type: 'button', id: 'sign-out' }, 'Sign out');
+  signOut.addEventListener('click', () => { sessionStorage.removeItem(KEY); renderLogin(root, { signal }); });
+
+  const tools = h('div', { class: 'panel' }, h('h3', {}, 'Search index'), idxState, reindexBtn, idxMsg,
+    h('h3', { style: 'margin-top:18px' }, 'Remove a paper'), h('p', { class: 'muted small' }, 'The id is in the paper\'s address (#/paper/ID).'), delForm, delMsg);
+
+  // ---- jobs
+  const jobsBox = h('div', { id: 'jobs' });
+  const jobsPanel = h('div', { class: 'panel' }, h('h3', {}, 'Ingest jobs'), jobsBox);
+  const jobEls = new Map();
+
+  function jobView(j) {
+    const pct = j.total ? Math.round((100 * j.done) / j.total) : (j.status === 'done' ? 100 : 0);
+    const state = j.status === 'failed' ? 'failed' : j.status === 'done' ? 'done' : '';
+    const counts = Object.entries(j.counts || {}).map(([k, v]) => `${v} ${k.replace('_', ' ')}`).join(', ');
+    const el = h('div', { class: 'job', dataset: { jobId: j.job_id, status: j.status } },
+      h('div', { class: 'job-head' },
+        h('strong', {}, `Job ${j.job_id.slice(0, 8)}`),
+        h('span', {}, h('span', { class: `badge ${j.status}` }, j.status), ' ', h('span', { class: 'muted small' }, `${j.done} / ${j.total} files`))),
+      h('div', { class: `progress ${state}`, role: 'progressbar', 'aria-valuemin': '0', 'aria-valuemax': String(j.total), 'aria-valuenow': String(j.done), 'aria-label': 'Job progress' },
+        h('span', { style: `width:${pct}%` })),
+      counts ? h('div', { class: 'muted small' }, counts) : null,
+      j.error ? notice(j.error, 'error') : null);
+    if (j.files && j.files.length) {
+      el.append(h('div', { class: 'table-wrap' }, h('table', { class: 'files' },
+        h('thead', {}, h('tr', {}, h('th', {}, 'File'), h('th', {}, 'Result'), h('th', {}, 'Figures'), h('th', {}, ''))),
+        h('tbody', {}, j.files.map((f) => h('tr', {},
+          h('td', { class: 'name' }, f.name),
+          h('td', {}, h('span', { class: `badge ${f.status}` }, f.status.replace('_', ' '))),
+          h('td', {}, f.status === 'pending' ? '…' : String(f.n_figures)),
+          f.error ? h('td', { class: 'err' }, f.error)
+            : h('td', {}, f.paper_id && f.status !== 'pending' ? h('a', { href: `#/paper/${f.paper_id}`, class: 'paper-result' }, 'open paper →') : '')))))));
+    }
+    return el;
+  }
+
+  function addJob(j, top = false) {
+    const el = jobView(j);
+    const old = jobEls.get(j.job_id);
+    if (old) old.replaceWith(el);
+    else if (top) jobsBox.prepend(el);
+    else jobsBox.append(el);
+    jobEls.set(j.job_id, el);
+    jobsBox.querySelector('.empty')?.remove();
+    if (j.status === 'queued' || j.status === 'running' || !j.files) poll(j.job_id);
+  }
+
+  function poll(id) {
+    const t = setTimeout(async () => {
+      timers.delete(t);
+      try {
+        const before = jobEls.get(id)?.dataset.status;
+        const j = await api(`admin/jobs/${id}`, { token, signal });
+        addJob(j);
+        const finished = j.status === 'done' || j.status === 'failed';
+        if (finished && (before === 'queued' || before === 'running')) {
+          const t2 = setTimeout(showIndex, 2500); timers.add(t2);
+        }
+      } catch (err) {
+        if (err.name === 'AbortError') return;
+        const el = jobEls.get(id);
+        if (el) el.append(notice(`Cannot get the job's progress: ${err.message}`, 'error'));
+      }
+    }, POLL_MS);
+    timers.add(t);
+  }
+
+  root.replaceChildren(
+    h('div', { class: 'bar' }, h('h1', {}, 'Admin'), h('span', { style: 'margin-left:auto' }, signOut)),
+    h('div', { class: 'two-col' }, h('div', {}, uploadForm, tools), jobsPanel));
+  showIndex();
+  jobsBox.append(loading('Loading jobs…'));
+  const recent = await api('admin/jobs?limit=10', { token, signal });
+  jobsBox.replaceChildren();
+  if (!recent.items.length) jobsBox.append(empty('No jobs yet.', 'Uploads appear here with their progress.'));
+  for (const j of recent.items) addJob(j); // finished jobs are fetched once for their per-file results
+}

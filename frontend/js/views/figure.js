@@ -1,0 +1,55 @@
+// Figure page: the large figure, caption, mentions, its paper, and similar figures with a "why".
+import { api } from '../api.js';
+import { h, loading, notice, empty, figureCard, whyBlock, gridKeys, setTitle, captionBody } from '../ui.js';
+
+export async function renderFigure(root, id, { signal }) {
+  root.append(loading());
+  const f = await api(`figures/${id}`, { signal });
+  setTitle(`${f.label} · ${f.paper.title}`);
+  root.replaceChildren();
+
+  const back = history.length > 1
+    ? h('a', { href: '#/', onclick: (e) => { e.preventDefault(); history.back(); } }, '← Back')
+    : h('a', { href: '#/' }, '← All figures');
+  const central = f.central_rank === 1 ? h('span', { class: 'badge central', title: 'The central figure of its paper' }, '★ central figure') : null;
+
+  const img = h('img', { src: f.image_url, alt: `${f.label}: ${captionBody(f).slice(0, 200)}`, id: 'figure-image' });
+  img.addEventListener('error', () => img.replaceWith(empty('The image file is missing.', '')), { once: true });
+  const main = h('a', { class: 'figure-main', href: f.image_url, target: '_blank', rel: 'noopener', title: 'Open the full-size image' }, img);
+
+  const mentions = f.mentions.length
+    ? h('ul', { class: 'mentions' }, f.mentions.map((m) => h('li', {},
+        m.before ? h('span', { class: 'ctx' }, m.before + ' ') : null, m.sentence, m.after ? h('span', { class: 'ctx' }, ' ' + m.after) : null)))
+    : h('p', { class: 'muted' }, 'The text of the paper does not refer to this figure.');
+
+  const side = h('div', {},
+    h('div', { class: 'panel' },
+      h('h1', {}, f.label || `Figure ${f.number}`, ' ', central),
+      h('p', { class: 'caption', id: 'figure-caption' }, captionBody(f)),
+      h('div', { class: 'meta' },
+        h('span', {}, `page ${f.page}`),
+        f.width && f.height ? h('span', {}, `${f.width}×${f.height} px`) : null,
+        h('a', { href: f.image_url, target: '_blank', rel: 'noopener' }, 'full size')),
+      h('h3', { style: 'margin-top:14px' }, 'From the paper'),
+      h('p', {}, h('a', { href: `#/paper/${f.paper.paper_id}`, id: 'paper-link' }, f.paper.title), f.paper.year ? h('span', { class: 'muted' }, ` (${f.paper.year})`) : null)),
+    h('div', { class: 'panel' }, h('h3', {}, `Mentioned in the text (${f.mentions.length})`), mentions));
+
+  const simHead = h('h2', { id: 'similar-title' }, 'Similar figures');
+  const simStatus = h('div', {}, loading('Finding similar figures…'));
+  const simGrid = h('div', { class: 'grid', id: 'similar' });
+  gridKeys(simGrid);
+
+  root.append(h('div', { class: 'crumbs' }, back),
+    h('div', { class: 'figure-layout' }, main, side),
+    simHead, simStatus, simGrid);
+
+  const sim = await api(`figures/${id}/similar?k=12`, { signal });
+  simStatus.replaceChildren();
+  if (!sim.items.length) {
+    simStatus.append(empty('No similar figures.', sim.message || 'Nothing in the collection is related to this figure yet.'));
+    return;
+  }
+  const maxLex = Math.max(...sim.items.map((x) => x.lexical_score), 0);
+  simHead.append(h('span', { class: 'muted small' }, ' · why each result: shared terms, keyword (lexical) and meaning (embedding) scores'));
+  for (const hit of sim.items) simGrid.append(figureCard(hit, { extra: whyBlock(hit, maxLex) }));
+}

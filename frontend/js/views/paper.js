@@ -1,0 +1,64 @@
+// Paper page (figures by central rank, cited and citing papers) and the paper list.
+import { api } from '../api.js';
+import { h, loading, empty, figureCard, gridKeys, setTitle } from '../ui.js';
+
+function paperList(items, none) {
+  if (!items.length) return h('p', { class: 'muted' }, none);
+  return h('ul', {}, items.map((p) => h('li', {}, h('a', { href: `#/paper/${p.paper_id}` }, p.title), p.year ? h('span', { class: 'muted' }, ` (${p.year})`) : null)));
+}
+
+export async function renderPaper(root, id, { signal }) {
+  root.append(loading());
+  const p = await api(`papers/${id}`, { signal });
+  setTitle(p.title);
+  root.replaceChildren();
+  const figs = p.figures.filter((f) => f.kind === 'figure');
+  const tables = p.figures.filter((f) => f.kind !== 'figure');
+  const status = p.status !== 'ok' ? h('span', { class: `badge ${p.status}` }, p.status.replace('_', ' ')) : null;
+
+  const grid = h('div', { class: 'grid', id: 'paper-figures' });
+  gridKeys(grid);
+  for (const f of figs) grid.append(figureCard(f, { showPaper: false }));
+
+  root.append(
+    h('div', { class: 'crumbs' }, h('a', { href: '#/papers' }, '← All papers')),
+    h('div', { class: 'panel paper-head' },
+      h('h1', { id: 'paper-title' }, p.title, ' ', status),
+      p.authors ? h('p', { class: 'authors' }, p.authors) : null,
+      h('div', { class: 'meta' }, p.year ? h('span', {}, String(p.year)) : null, p.n_pages ? h('span', {}, `${p.n_pages} pages`) : null,
+        h('span', {}, `${figs.length} figure${figs.length === 1 ? '' : 's'}`), tables.length ? h('span', {}, `${tables.length} table${tables.length === 1 ? '' : 's'}`) : null,
+        p.source ? h('span', { title: 'Source file' }, p.source) : null),
+      p.error ? h('p', { class: 'muted small' }, p.error) : null,
+      p.abstract ? h('p', { class: 'abstract' }, p.abstract) : null),
+    h('h2', {}, 'Figures', h('span', { class: 'muted small' }, figs.some((f) => f.central_rank) ? ' · central figure first' : ' · in order of appearance')),
+    figs.length ? grid : empty('No figures were found in this paper.', ''),
+    tables.length ? h('h2', {}, 'Tables') : null,
+    tables.length ? (() => { const g = h('div', { class: 'grid' }); tables.forEach((t) => g.append(figureCard(t, { showPaper: false }))); gridKeys(g); return g; })() : null,
+    h('div', { class: 'links', style: 'margin-top:18px' },
+      h('div', { class: 'panel', id: 'cites' }, h('h3', {}, `Cites (${p.cites.length} in the collection)`), paperList(p.cites, 'No cited paper is in the collection.')),
+      h('div', { class: 'panel', id: 'cited-by' }, h('h3', {}, `Cited by (${p.cited_by.length} in the collection)`), paperList(p.cited_by, 'No paper of the collection cites it.'))));
+}
+
+const PAGE = 50;
+
+export async function renderPapers(root, params, { signal }) {
+  setTitle('Papers');
+  const offset = Math.max(0, Number(params.get('offset')) || 0);
+  root.append(loading());
+  const r = await api(`papers?offset=${offset}&limit=${PAGE}`, { signal });
+  root.replaceChildren();
+  root.append(h('div', { class: 'bar' }, h('h1', {}, 'Papers'), h('span', { class: 'muted small' }, `${r.total} in the collection`)));
+  if (!r.items.length) {
+    root.append(empty('No papers yet.', h('span', {}, 'An administrator can add papers on the ', h('a', { href: '#/admin' }, 'Admin page'), '.')));
+    return;
+  }
+  root.append(h('div', { class: 'panel' }, h('ul', { class: 'list', id: 'paper-list' }, r.items.map((p) => h('li', {},
+    h('a', { href: `#/paper/${p.paper_id}` }, p.title),
+    p.status !== 'ok' ? h('span', {}, ' ', h('span', { class: `badge ${p.status}` }, p.status.replace('_', ' '))) : null,
+    h('div', { class: 'sub' }, [p.authors, p.year, `${p.n_figures} figure${p.n_figures === 1 ? '' : 's'}`].filter(Boolean).join(' · ')))))));
+  if (r.total > PAGE) {
+    const prev = offset > 0 ? h('a', { class: 'btn', href: `#/papers?offset=${Math.max(0, offset - PAGE)}` }, '← Previous') : null;
+    const next = offset + PAGE < r.total ? h('a', { class: 'btn', href: `#/papers?offset=${offset + PAGE}` }, 'Next →') : null;
+    root.append(h('div', { class: 'pager' }, prev, h('span', { class: 'muted small' }, `${offset + 1}–${Math.min(r.total, offset + PAGE)} of ${r.total}`), next));
+  }
+}

@@ -1,0 +1,79 @@
+// Search by an uploaded figure image (+ optional caption). Image models are not there yet: the
+// server says so (/api/v1/info), and a caption is searched as text.
+import { api, serverInfo } from '../api.js';
+import { h, notice, empty, figureCard, whyBlock, gridKeys, setTitle, dropZone, mb, loading } from '../ui.js';
+
+export async function renderUpload(root, { signal }) {
+  setTitle('Search by image');
+  const info = await serverInfo();
+  let file = null;
+  let previewUrl = null;
+
+  const msg = h('div', { id: 'upload-message' });
+  const preview = h('div', { class: 'preview', hidden: true });
+  const caption = h('textarea', { id: 'caption', placeholder: 'e.g. Figure 2: Accuracy of our method and the baselines as the training set grows', 'aria-describedby': 'caption-help' });
+  const submit = h('button', { class: 'btn btn-primary', type: 'submit', id: 'find-similar' }, 'Find similar figures');
+  const grid = h('div', { class: 'grid', id: 'image-results' });
+  const resultsHead = h('h2', { hidden: true }, 'Similar figures');
+  gridKeys(grid);
+
+  const { zone } = dropZone({
+    id: 'image-file', accept: info.image_types.join(','), label: 'Drop a figure image here, or click to choose one',
+    hint: `PNG or JPEG, up to ${info.max_image_mb} MB`,
+    onFiles: (files) => {
+      const f = files[0];
+      msg.replaceChildren();
+      if (!info.image_types.includes(f.type)) { msg.append(notice(`${f.name} is not a PNG or JPEG image.`, 'error')); return; }
+      if (f.size > info.max_image_mb * 1024 * 1024) { msg.append(notice(`${f.name} is too large (${mb(f.size)}; the limit is ${info.max_image_mb} MB).`, 'error')); return; }
+      file = f;
+      if (previewUrl) URL.revokeObjectURL(previewUrl);
+      previewUrl = URL.createObjectURL(f);
+      preview.replaceChildren(h('img', { src: previewUrl, alt: 'The chosen figure' }), h('div', {}, h('strong', {}, f.name), h('div', { class: 'muted small' }, mb(f.size))));
+      preview.hidden = false;
+    },
+  });
+
+  const form = h('form', { class: 'panel', id: 'upload-form' },
+    zone, preview,
+    h('label', { class: 'field', for: 'caption' }, 'Caption (optional)'),
+    caption,
+    h('p', { class: 'muted small', id: 'caption-help' }, info.image_queries
+      ? 'With a caption, text and image are both used.'
+      : 'Searching by the picture itself is not available yet; with a caption, figures are found by its text.'),
+    h('div', { class: 'row', style: 'margin-top:10px' }, submit));
+
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    msg.replaceChildren();
+    grid.replaceChildren();
+    resultsHead.hidden = true;
+    if (!file) { msg.append(notice('Choose a figure image first.', 'warn')); return; }
+    const text = caption.value.trim();
+    if (!info.image_queries && !text) {
+      // the server would answer 501: say it here without a failing request
+      msg.append(notice(info.image_queries_message.charAt(0).toUpperCase() + info.image_queries_message.slice(1) + '.', 'warn'));
+      return;
+    }
+    const body = new FormData();
+    body.append('image', file);
+    if (text) body.append('caption', text);
+    submit.disabled = true;
+    msg.append(loading('Searching…'));
+    try {
+      const r = await api('search/by-image?k=12', { method: 'POST', body, signal });
+      msg.replaceChildren();
+      if (r.mode === 'caption') msg.append(notice('Image search is not available yet, so these figures match your caption text.'));
+      if (!r.items.length) { msg.append(empty('No similar figures found.', r.message || '')); return; }
+      resultsHead.hidden = false;
+      const maxLex = Math.max(...r.items.map((x) => x.lexical_score), 0);
+      for (const hit of r.items) grid.append(figureCard(hit, { extra: whyBlock(hit, maxLex) }));
+    } catch (err) {
+      if (err.name === 'AbortError') return;
+      msg.replaceChildren(notice(err.message, err.status === 501 ? 'warn' : 'error'));
+    } finally {
+      submit.disabled = false;
+    }
+  });
+
+  root.append(h('div', { class: 'bar' }, h('h1', {}, 'Search by figure image')), form, msg, resultsHead, grid);
+}

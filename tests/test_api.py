@@ -1,0 +1,517 @@
+"""REST API tests (FastAPI TestClient) over a small generated collection: every endpoint, with
+its error cases (problem details, 401/403, 404, 413, 415, 422, 501, pagination bounds)."""
+from __future__ import annotations
+
+import io
+import shutil
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.api.main import PlaceholderTokenError, create_app
+from app.settings import PLACEHOLDER_TOKEN, Settings
+
+TOKEN = "test-admin-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+PROBLEM = "application/problem+json"
+
+_SAMPLE: dict[str, Path] = {}
+
+
+def build_sample_data(root: Path) -> Path:
+    """A data dir with 4 generated papers, ingested and indexed with MiniLM (built once per
+    session; callers copy it before writing). Also used by the browser test."""
+    if "data" in _SAMPLE and _SAMPLE["data"].exists():
+        return _SAMPLE["data"]
+    from app.demo.generate import generate_collection
+    from app.ingest.pipeline import prepare_job, run_job_embedded, summarise
+
+    pdfs = generate_collection(root / "pdfs", n_papers=4, seed=2)
+    settings = Settings(data_dir=root / "data", database_url="", broker_url="", auto_index=True)
+    job = prepare_job([root / "pdfs"], settings)
+    run_job_embedded(settings, job, workers=2)
+    assert summarise(settings, job).counts["ok"] == len(pdfs)
+    _SAMPLE["data"] = settings.data_dir
+    return settings.data_dir
+
+
+def extra_pdf(root: Path) -> Path:
+    """One more generated paper (not in the sample collection), for upload tests."""
+    if "extra" not in _SAMPLE:
+        from app.demo.generate import generate_collection
+
+        _SAMPLE["extra"] = generate_collection(root / "extra", n_papers=1, seed=7)[0]
+    return _SAMPLE["extra"]
+
+
+def copy_data(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def make_client(data_dir: Path, **overrides) -> TestClient:
+    settings = Settings(data_dir=data_dir, database_url="", broker_url="", admin_token=TOKEN, **overrides)
+    return TestClient(create_app(settings))
+
+
+def wait_ready(client: TestClient, encoder: bool = True) -> None:
+    holder = client.app.state.engine_holder
+    holder.refresh(block=True)
+    if encoder:
+        assert holder.wait_encoder(120), holder.encoder_state
+
+
+def assert_problem(r, status: int, *words: str) -> dict:
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"].startswith(PROBLEM)
+    body = r.json()
+    assert body["status"] == status and body["title"] and body["detail"]
+    for w in words:
+        assert w.lower() in body["detail"].lower(), body["detail"]
+    return body
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory) -> Path:
+    return build_sample_data(tmp_path_factory.mktemp("api-sample"))
+
+
+@pytest.fixture(scope="module")
+def client(sample, tmp_path_factory):
+    """Read-only client over a copy of the sample collection."""
+    data = copy_data(sample, tmp_path_factory.mktemp("api-ro") / "data")
+    with make_client(data) as c:
+        wait_ready(c)
+        yield c
+
+
+@pytest.fixture(scope="module")
+def ids(client) -> dict:
+    papers = client.get("/api/v1/papers").json()["items"]
+    figs = client.get("/api/v1/figures?limit=100").json()["items"]
+    return {"papers": [p["paper_id"] for p in papers], "figures": [f["figure_id"] for f in figs]}
+
+
+# ------------------------------------------------------------------ service endpoints
+def test_healthz_readyz_info(client):
+    assert client.get("/healthz").json() == {"status": "ok"}
+    r = client.get("/readyz").json()
+    assert r["status"] == "ready" and r["database"] == "ok"
+    assert r["index"]["loaded"] and r["index"]["n_figures"] == 18 and r["index"]["has_vectors"]
+    assert r["encoder"] == "ready"
+    info = client.get("/api/v1/info").json()
+    assert info["image_queries"] is False and "not supported" in info["image_queries_message"]
+    assert info["max_page_size"] == 100 and "application/pdf" in info["upload_types"]
+
+
+def test_metrics(client, ids):
+    client.get("/api/v1/search?q=accuracy")
+    client.get(f"/api/v1/figures/{ids['figures'][0]}/similar")
+    r = client.get("/metrics")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
+    text = r.text
+    assert '# TYPE figsearch_http_request_duration_seconds histogram' in text
+    assert 'figsearch_http_request_duration_seconds_bucket{method="GET",route="/api/v1/search",le="0.05"}' in text
+    assert 'route="/api/v1/figures/{figure_id}/similar"' in text
+    assert 'figsearch_http_requests_total{method="GET",route="/api/v1/search",status="200"}' in text
+    assert 'figsearch_ingest_files{status="ok"} 4' in text
+    assert "figsearch_index_figures 18" in text
+    assert 'figsearch_papers{status="ok"} 4' in text
+
+
+def test_openapi_and_docs(client):
+    spec = client.get("/api/v1/openapi.json").json()
+    paths = set(spec["paths"])
+    for p in ["/api/v1/search", "/api/v1/search/by-image", "/api/v1/figures/{figure_id}",
+              "/api/v1/figures/{figure_id}/image", "/api/v1/figures/{figure_id}/thumbnail",
+              "/api/v1/figures/{figure_id}/similar", "/api/v1/papers", "/api/v1/papers/{paper_id}",
+              "/api/v1/admin/collections", "/api/v1/admin/jobs/{job_id}", "/api/v1/admin/papers/{paper_id}",
+              "/api/v1/admin/reindex", "/healthz", "/readyz", "/metrics"]:
+        assert p in paths, p
+    assert "ScoredFigure" in spec["components"]["schemas"] and "Problem" in spec["components"]["schemas"]
+    assert client.get("/docs").status_code == 200
+
+
+def test_unknown_api_path_is_problem(client):
+    assert_problem(client.get("/api/v1/nope"), 404, "no such endpoint")
+
+
+def test_frontend_served(client):
+    r = client.get("/")
+    assert r.status_code == 200 and "figsearch" in r.text and "/js/app.js" in r.text
+    assert client.get("/js/app.js").status_code == 200
+    assert client.get("/css/style.css").status_code == 200
+
+
+# ------------------------------------------------------------------ search
+def test_search_results_and_breakdown(client):
+    r = client.get("/api/v1/search", params={"q": "top-1 accuracy", "k": 5})
+    assert r.status_code == 200
+    body = r.json()
+    assert body["reranked"] is True and body["index_version"] and len(body["items"]) == 5
+    first = body["items"][0]
+    for key in ("figure_id", "paper_id", "caption", "paper_title", "paper_year", "thumbnail_url", "image_url",
+                "score", "lexical_score", "embedding_score", "matched_terms", "rank"):
+        assert key in first
+    assert first["rank"] == 1 and "accuracy" in first["matched_terms"]  # surface word, not the stem
+    assert first["thumbnail_url"] == f"/api/v1/figures/{first['figure_id']}/thumbnail"
+    assert [h["score"] for h in body["items"]] == sorted((h["score"] for h in body["items"]), reverse=True)
+
+
+def test_search_pagination(client):
+    a = client.get("/api/v1/search", params={"q": "accuracy", "k": 3, "offset": 0}).json()
+    b = client.get("/api/v1/search", params={"q": "accuracy", "k": 3, "offset": 3}).json()
+    both = client.get("/api/v1/search", params={"q": "accuracy", "k": 6}).json()
+    assert a["has_more"] is True
+    assert [h["figure_id"] for h in a["items"] + b["items"]] == [h["figure_id"] for h in both["items"]]
+    assert [h["rank"] for h in b["items"]] == [4, 5, 6]
+    end = client.get("/api/v1/search", params={"q": "accuracy", "k": 100}).json()
+    assert end["has_more"] is False
+
+
+def test_search_lexical_only_and_no_match(client):
+    r = client.get("/api/v1/search", params={"q": "heatmap", "rerank": "false"}).json()
+    assert r["reranked"] is False and r["items"] and all(h["embedding_score"] is None for h in r["items"])
+    # nothing lexical: dense fallback still answers (nearest in meaning), never a 500
+    r = client.get("/api/v1/search", params={"q": "zzqx"}).json()
+    assert isinstance(r["items"], list)
+    r = client.get("/api/v1/search", params={"q": "zzqx", "rerank": "false"}).json()
+    assert r["items"] == [] and r["message"]
+
+
+@pytest.mark.parametrize("params,word", [
+    ({}, "q"), ({"q": ""}, "q"), ({"q": "   "}, "q"), ({"q": "x", "k": 0}, "k"),
+    ({"q": "x", "k": 101}, "at most 100"), ({"q": "x", "k": "ten"}, "k"),
+    ({"q": "x", "offset": -1}, "offset"), ({"q": "x", "offset": 5000}, "offset"), ({"q": "x" * 600}, "q"),
+])
+def test_search_bad_params(client, params, word):
+    assert_problem(client.get("/api/v1/search", params=params), 422, word)
+
+
+# ------------------------------------------------------------------ figures
+def test_list_figures(client):
+    r = client.get("/api/v1/figures", params={"limit": 5}).json()
+    assert r["total"] == 18 and len(r["items"]) == 5
+    r2 = client.get("/api/v1/figures", params={"limit": 5, "offset": 15}).json()
+    assert len(r2["items"]) == 3
+    tables = client.get("/api/v1/figures", params={"kind": "table"}).json()
+    assert tables["total"] >= 1 and all(f["kind"] == "table" for f in tables["items"])
+    assert_problem(client.get("/api/v1/figures", params={"limit": 0}), 422, "limit")
+    assert_problem(client.get("/api/v1/figures", params={"limit": 500}), 422, "at most 100")
+    assert_problem(client.get("/api/v1/figures", params={"kind": "video"}), 422, "kind")
+
+
+def test_get_figure(client, ids):
+    fid = ids["figures"][-1]
+    f = client.get(f"/api/v1/figures/{fid}").json()
+    assert f["figure_id"] == fid and f["caption"] and f["paper"]["title"] and f["in_index"] is True
+    assert f["mentions"] and f["mentions"][0]["sentence"]
+    assert len(f["bbox"]) == 4
+    assert_problem(client.get("/api/v1/figures/999999"), 404, "not found")
+    assert_problem(client.get("/api/v1/figures/abc"), 422, "figure_id")
+
+
+def test_figure_image_and_thumbnail(client, ids):
+    fid = ids["figures"][0]
+    for kind in ("image", "thumbnail"):
+        r = client.get(f"/api/v1/figures/{fid}/{kind}")
+        assert r.status_code == 200 and r.headers["content-type"] == "image/png"
+        assert r.content.startswith(b"\x89PNG") and "max-age" in r.headers["cache-control"]
+        assert_problem(client.get(f"/api/v1/figures/999999/{kind}"), 404)
+    big = client.get(f"/api/v1/figures/{fid}/image").content
+    small = client.get(f"/api/v1/figures/{fid}/thumbnail").content
+    assert len(small) < len(big)
+
+
+def test_similar(client, ids):
+    fid = ids["figures"][-1]
+    r = client.get(f"/api/v1/figures/{fid}/similar", params={"k": 5}).json()
+    assert r["mode"] == "figure" and r["figure_id"] == fid and len(r["items"]) == 5
+    assert fid not in [h["figure_id"] for h in r["items"]]
+    hit = r["items"][0]
+    assert hit["lexical_score"] > 0 and hit["embedding_score"] is not None and hit["matched_terms"]
+    assert_problem(client.get("/api/v1/figures/999999/similar"), 404, "not found")
+    assert_problem(client.get(f"/api/v1/figures/{fid}/similar", params={"k": 0}), 422)
+    assert_problem(client.get(f"/api/v1/figures/{fid}/similar", params={"k": 1001}), 422)
+
+
+def test_similar_of_table_explains(client):
+    table = client.get("/api/v1/figures", params={"kind": "table"}).json()["items"][0]
+    r = client.get(f"/api/v1/figures/{table['figure_id']}/similar").json()
+    assert r["items"] == [] and "tables" in r["message"]
+
+
+# ------------------------------------------------------------------ search by image
+def _png(size=(8, 8)) -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", size, "white").save(buf, "PNG")
+    return buf.getvalue()
+
+
+def test_by_image_without_caption_is_501(client):
+    r = client.post("/api/v1/search/by-image", files={"image": ("f.png", _png(), "image/png")})
+    assert_problem(r, 501, "image queries are not supported yet")
+
+
+def test_by_image_with_caption_searches_text(client):
+    r = client.post("/api/v1/search/by-image", files={"image": ("f.png", _png(), "image/png")},
+                    data={"caption": "Heatmap of attention maps"}, params={"k": 4})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["mode"] == "caption" and body["query"] == "Heatmap of attention maps" and len(body["items"]) == 4
+    same_shape = client.get("/api/v1/figures/1/similar").json()
+    assert set(body) == set(same_shape)
+    assert "heatmap" in body["items"][0]["caption"].lower()
+
+
+def test_by_image_errors(client):
+    r = client.post("/api/v1/search/by-image", files={"image": ("f.txt", b"hello", "text/plain")})
+    assert_problem(r, 415, "unsupported image type")
+    r = client.post("/api/v1/search/by-image", files={"image": ("f.png", b"not really a png", "image/png")},
+                    data={"caption": "x"})
+    assert_problem(r, 415, "not a png or jpeg")
+    assert_problem(client.post("/api/v1/search/by-image", data={"caption": "x"}), 422, "image")
+    r = client.post("/api/v1/search/by-image", files={"image": ("f.png", _png(), "image/png")},
+                    data={"caption": "x"}, params={"k": 500})
+    assert_problem(r, 422, "at most")
+
+
+def test_by_image_too_large(sample, tmp_path):
+    data = copy_data(sample, tmp_path / "data")
+    with make_client(data, max_image_mb=0.05, warm_encoder=False, search_rerank=False) as c:
+        big = _png((1200, 1200)) + b"\0" * 200_000  # beyond the limit, under the framing margin
+        r = c.post("/api/v1/search/by-image", files={"image": ("f.png", big, "image/png")}, data={"caption": "x"})
+        assert_problem(r, 413, "too large")
+        huge = b"\x89PNG\r\n\x1a\n" + b"\0" * (2 << 20)  # beyond limit + margin: refused by Content-Length
+        r = c.post("/api/v1/search/by-image", files={"image": ("f.png", huge, "image/png")})
+        assert_problem(r, 413, "too large")
+
+
+# ------------------------------------------------------------------ papers
+def test_list_papers(client):
+    r = client.get("/api/v1/papers").json()
+    assert r["total"] == 4 and len(r["items"]) == 4
+    assert all(p["status"] == "ok" and p["title"] and p["n_figures"] > 0 for p in r["items"])
+    page = client.get("/api/v1/papers", params={"limit": 2, "offset": 2}).json()
+    assert [p["paper_id"] for p in page["items"]] == [p["paper_id"] for p in r["items"][2:]]
+    assert client.get("/api/v1/papers", params={"offset": 100}).json()["items"] == []
+    assert client.get("/api/v1/papers", params={"status": "failed"}).json()["total"] == 0
+    assert_problem(client.get("/api/v1/papers", params={"limit": 0}), 422, "limit")
+    assert_problem(client.get("/api/v1/papers", params={"limit": 101}), 422, "at most 100")
+    assert_problem(client.get("/api/v1/papers", params={"offset": -3}), 422, "offset")
+    assert_problem(client.get("/api/v1/papers", params={"status": "weird"}), 422, "status")
+
+
+def test_get_paper_with_figures_and_citations(client, ids):
+    details = [client.get(f"/api/v1/papers/{pid}").json() for pid in ids["papers"]]
+    for d in details:
+        kinds = [f["kind"] for f in d["figures"]]
+        assert kinds == sorted(kinds, key=lambda k: k != "figure")  # figures before tables
+        nums = [f["number"] for f in d["figures"] if f["kind"] == "figure"]
+        assert nums == sorted(nums)  # no central ranks yet: in order of appearance
+        assert d["abstract"] and d["authors"]
+    # citation links are symmetric across the two lists
+    cites = {(d["paper_id"], c["paper_id"]) for d in details for c in d["cites"]}
+    cited_by = {(c["paper_id"], d["paper_id"]) for d in details for c in d["cited_by"]}
+    assert cites and cites == cited_by
+    assert_problem(client.get("/api/v1/papers/424242"), 404, "not found")
+    assert_problem(client.get("/api/v1/papers/x"), 422)
+
+
+# ------------------------------------------------------------------ admin: auth and validation
+@pytest.mark.parametrize("method,path", [
+    ("post", "/api/v1/admin/collections"), ("get", "/api/v1/admin/jobs"), ("get", "/api/v1/admin/jobs/abc"),
+    ("delete", "/api/v1/admin/papers/1"), ("post", "/api/v1/admin/reindex"),
+])
+def test_admin_auth(client, method, path):
+    r = getattr(client, method)(path)
+    assert_problem(r, 401, "bearer")
+    assert r.headers["www-authenticate"] == "Bearer"
+    r = getattr(client, method)(path, headers={"Authorization": "Bearer wrong"})
+    assert_problem(r, 403, "wrong admin token")
+    r = getattr(client, method)(path, headers={"Authorization": f"Basic {TOKEN}"})
+    assert r.status_code == 401
+
+
+def test_admin_upload_validation(client):
+    url = "/api/v1/admin/collections"
+    assert_problem(client.post(url, headers=AUTH), 422, "files")
+    r = client.post(url, headers=AUTH, files={"files": ("notes.txt", b"hello", "text/plain")})
+    assert_problem(r, 415, "notes.txt")
+    r = client.post(url, headers=AUTH, files={"files": ("x.png", _png(), "image/png")})
+    assert_problem(r, 415, "image/png")
+    r = client.post(url, headers=AUTH, data={"path": "/etc"})
+    assert_problem(r, 403, "server-side paths are disabled")
+    assert_problem(client.get("/api/v1/admin/jobs/doesnotexist", headers=AUTH), 404, "not found")
+    assert_problem(client.delete("/api/v1/admin/papers/424242", headers=AUTH), 404, "not found")
+    assert client.get("/api/v1/admin/jobs", headers=AUTH).json()["items"][0]["status"] == "done"
+
+
+def test_admin_upload_too_large(sample, tmp_path):
+    data = copy_data(sample, tmp_path / "data")
+    with make_client(data, max_upload_mb=0.5, warm_encoder=False) as c:
+        body = b"%PDF-1.4\n" + b"0" * (700 * 1024)  # over the limit, under limit + framing margin
+        r = c.post("/api/v1/admin/collections", headers=AUTH, files={"files": ("big.pdf", body, "application/pdf")})
+        assert_problem(r, 413, "too large")
+        body = b"%PDF-1.4\n" + b"0" * (2 << 20)  # refused from the Content-Length header
+        r = c.post("/api/v1/admin/collections", headers=AUTH, files={"files": ("big.pdf", body, "application/pdf")})
+        assert_problem(r, 413, "too large")
+        assert not any((data / "uploads").glob("*/*")) if (data / "uploads").exists() else True
+
+
+def test_server_path_ingest_when_enabled(sample, tmp_path):
+    data = copy_data(sample, tmp_path / "data")
+    with make_client(data, allow_server_paths=True, warm_encoder=False, auto_index=False) as c:
+        r = c.post("/api/v1/admin/collections", headers=AUTH, data={"path": str(tmp_path / "missing")})
+        assert_problem(r, 422, "no such file")
+        empty = tmp_path / "empty"
+        empty.mkdir()
+        r = c.post("/api/v1/admin/collections", headers=AUTH, data={"path": str(empty)})
+        assert r.status_code == 202 and r.json()["total"] == 0
+
+
+def wait_job(c: TestClient, job_id: str, timeout: float = 120) -> dict:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        j = c.get(f"/api/v1/admin/jobs/{job_id}", headers=AUTH).json()
+        if j["status"] in ("done", "failed"):
+            return j
+        time.sleep(0.3)
+    raise AssertionError(f"job {job_id} did not finish: {j}")
+
+
+def wait_index(c: TestClient, pred, timeout: float = 120) -> None:
+    deadline = time.time() + timeout
+    holder = c.app.state.engine_holder
+    while time.time() < deadline:
+        holder.refresh(block=True)
+        if holder.engine is not None and pred(holder.engine):
+            return
+        time.sleep(0.3)
+    raise AssertionError("the index did not change")
+
+
+# ------------------------------------------------------------------ admin: the write path
+@pytest.fixture(scope="module")
+def admin_client(sample, tmp_path_factory):
+    data = copy_data(sample, tmp_path_factory.mktemp("api-rw") / "data")
+    with make_client(data) as c:
+        wait_ready(c)
+        yield c
+
+
+def test_upload_pdf_job_and_search(admin_client, tmp_path_factory):
+    c = admin_client
+    pdf = extra_pdf(tmp_path_factory.mktemp("extra"))
+    zbuf = io.BytesIO()
+    with zipfile.ZipFile(zbuf, "w") as z:
+        z.writestr("bundle/broken.pdf", b"this is not a pdf")
+        z.writestr("readme.txt", b"ignored")
+    files = [("files", (pdf.name, pdf.read_bytes(), "application/pdf")),
+             ("files", ("bundle.zip", zbuf.getvalue(), "application/x-zip-compressed"))]
+    r = c.post("/api/v1/admin/collections", headers=AUTH, files=files)
+    assert r.status_code == 202, r.text
+    acc = r.json()
+    assert acc["total"] == 2 and acc["status_url"] == f"/api/v1/admin/jobs/{acc['job_id']}"
+    job = wait_job(c, acc["job_id"])
+    assert job["status"] == "done" and job["done"] == job["total"] == 2
+    by_name = {f["name"]: f for f in job["files"]}
+    assert by_name[pdf.name]["status"] == "ok" and by_name[pdf.name]["n_figures"] > 0
+    broken = by_name["bundle.zip:bundle/broken.pdf"]
+    assert broken["status"] == "failed" and "not a PDF" in broken["error"]
+    assert job["counts"] == {"ok": 1, "failed": 1}
+    settings = c.app.state.settings
+    assert not (settings.data_dir / "uploads" / acc["job_id"]).exists()  # uploads cleaned up
+    pid = by_name[pdf.name]["paper_id"]
+    paper = c.get(f"/api/v1/papers/{pid}").json()
+    new_ids = {f["figure_id"] for f in paper["figures"] if f["kind"] == "figure"}
+    wait_index(c, lambda e: all(fid in e for fid in new_ids))
+    title_words = paper["figures"][0]["caption"]
+    hits = c.get("/api/v1/search", params={"q": title_words, "k": 5}).json()["items"]
+    assert hits and hits[0]["figure_id"] in new_ids
+    listed = c.get("/api/v1/admin/jobs", headers=AUTH).json()["items"]
+    assert listed[0]["job_id"] == acc["job_id"] and listed[0]["files"] is None
+
+    # the same file again: reported as a duplicate, not ingested twice
+    r = c.post("/api/v1/admin/collections", headers=AUTH, files=[("files", (pdf.name, pdf.read_bytes(), "application/pdf"))])
+    job2 = wait_job(c, r.json()["job_id"])
+    assert job2["files"][0]["status"] == "duplicate"
+
+
+def test_delete_paper_and_reindex(admin_client):
+    c = admin_client
+    settings = c.app.state.settings
+    paper = c.get("/api/v1/papers").json()["items"][0]
+    detail = c.get(f"/api/v1/papers/{paper['paper_id']}").json()
+    fids = [f["figure_id"] for f in detail["figures"]]
+    image_files = [settings.data_dir / p for p in _image_paths(settings, fids)]
+    assert image_files and all(p.exists() for p in image_files)
+    r = c.delete(f"/api/v1/admin/papers/{paper['paper_id']}", headers=AUTH)
+    assert r.status_code == 200 and r.json()["deleted_figures"] == paper["n_figures"]
+    assert_problem(c.get(f"/api/v1/papers/{paper['paper_id']}"), 404)
+    assert_problem(c.get(f"/api/v1/figures/{fids[0]}"), 404)
+    assert not any(p.exists() for p in image_files)
+    # until the refresh lands, results leave the deleted figures out; afterwards the index has none
+    hits = c.get("/api/v1/search", params={"q": "figure accuracy", "k": 50}).json()["items"]
+    assert not set(fids) & {h["figure_id"] for h in hits}
+    wait_index(c, lambda e: not any(fid in e for fid in fids))
+    cited = [p for p in c.get("/api/v1/papers").json()["items"]]
+    for p in cited:
+        d = c.get(f"/api/v1/papers/{p['paper_id']}").json()
+        assert paper["paper_id"] not in [x["paper_id"] for x in d["cites"] + d["cited_by"]]
+    assert_problem(c.delete(f"/api/v1/admin/papers/{paper['paper_id']}", headers=AUTH), 404)
+    r = c.post("/api/v1/admin/reindex", headers=AUTH)
+    assert r.status_code == 202 and r.json()["status"] == "accepted"
+
+
+def _image_paths(settings, fids):
+    from sqlalchemy import select
+
+    from app.db.schema import Figure
+    from app.db.session import session_scope
+
+    with session_scope(settings.db_url) as s:
+        rows = s.execute(select(Figure.image_path, Figure.thumbnail_path).where(Figure.id.in_(fids))).all()
+    return [p for r in rows for p in r if p]
+
+
+# ------------------------------------------------------------------ configuration
+def test_no_index_yet(tmp_path):
+    with make_client(tmp_path / "empty", warm_encoder=False) as c:
+        r = c.get("/api/v1/search", params={"q": "anything"})
+        assert r.status_code == 200
+        body = r.json()
+        assert body["items"] == [] and "no search index yet" in body["message"]
+        ready = c.get("/readyz")
+        assert ready.status_code == 200 and ready.json()["index"]["loaded"] is False
+        assert "no search index" in ready.json()["index"]["reason"]
+        assert_problem(c.get("/api/v1/figures/1/similar"), 404)
+        assert c.get("/api/v1/figures").json()["total"] == 0
+        r = c.post("/api/v1/search/by-image", files={"image": ("f.png", _png(), "image/png")}, data={"caption": "x"})
+        assert r.status_code == 200 and r.json()["items"] == []
+
+
+def test_distributed_mode_refuses_placeholder_token(tmp_path):
+    s = Settings(data_dir=tmp_path / "d", database_url="", broker_url="redis://127.0.0.1:6379/0")
+    assert s.admin_token == PLACEHOLDER_TOKEN
+    with pytest.raises(PlaceholderTokenError, match="FIGSEARCH_ADMIN_TOKEN"):
+        create_app(s)
+    create_app(Settings(data_dir=tmp_path / "d", database_url="", broker_url="redis://127.0.0.1:6379/0",
+                        admin_token="a-real-secret"))
+
+
+def test_cors(tmp_path):
+    with make_client(tmp_path / "cors", cors_origins=["https://example.org"], warm_encoder=False) as c:
+        r = c.options("/api/v1/papers", headers={"Origin": "https://example.org",
+                                                 "Access-Control-Request-Method": "GET"})
+        assert r.headers.get("access-control-allow-origin") == "https://example.org"
+        r = c.get("/api/v1/papers", headers={"Origin": "https://evil.example"})
+        assert "access-control-allow-origin" not in r.headers
+    with make_client(tmp_path / "nocors", warm_encoder=False) as c:
+        r = c.get("/api/v1/papers", headers={"Origin": "https://example.org"})
+        assert "access-control-allow-origin" not in r.headers

@@ -1,0 +1,133 @@
+"""Engine: first stage + re-ranking semantics, hits, versioned persistence."""
+import numpy as np
+import pytest
+
+from app.search.engine import FigureDoc, SearchEngine, current_version
+from app.search.text import analyze
+
+TEXTS = [
+    "Click-through rate prediction with factorization machines on the Criteo dataset",
+    "CTR prediction AUC of factorization machines and deep networks on Criteo",
+    "Deep factorization machine architecture for click-through rate prediction",
+    "Multi-task learning with mixture of experts gates for recommendation",
+    "Mixture of experts: gate weights across tasks in multi-task recommendation",
+    "Training loss of the mixture of experts model",
+    "Image classification accuracy of convolutional networks on ImageNet",
+    "Click-through rate of the baseline model over time",
+]
+
+
+def docs():
+    return [FigureDoc(figure_id=100 + i, paper_id=10 + i // 3, caption=f"Figure {i}: {t[:20]}", text=t)
+            for i, t in enumerate(TEXTS)]
+
+
+def emb(seed=0, dim=16):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((len(TEXTS), dim)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+class FakeEncoder:
+    """Deterministic query 'embedding': the normalised sum of the doc vectors sharing a word."""
+
+    def __init__(self, e):
+        self.e, self.calls = e, 0
+
+    def __call__(self, texts):
+        self.calls += 1
+        q = set(analyze(texts[0]))
+        v = sum(self.e[i] for i, t in enumerate(TEXTS) if q & set(analyze(t))) + 1e-3
+        return np.asarray(v, dtype=np.float32)[None, :]
+
+
+@pytest.fixture()
+def engine():
+    e = emb()
+    return SearchEngine.build(docs(), embeddings=e, encoder=FakeEncoder(e), vector_kind="flat", gpu="off")
+
+
+def test_similar_excludes_target_and_w1_is_lexical(engine):
+    hits = engine.similar(100, k=7, w=1.0)
+    assert 100 not in [h.figure_id for h in hits]
+    lex_rows, lex_scores = engine.lexical().search_doc(engine.row_of(100), k=7)
+    assert [h.figure_id for h in hits] == [100 + r for r in lex_rows.tolist()]
+    assert [h.lexical_score for h in hits] == pytest.approx(lex_scores.tolist())
+    assert hits[0].figure_id in (101, 102, 107)
+
+
+def test_similar_w0_is_cosine_order_among_candidates(engine):
+    e = emb()
+    hits = engine.similar(100, k=10, w=0.0)
+    cand = set(engine.lexical().search_doc(0, k=100)[0].tolist())
+    assert {h.figure_id - 100 for h in hits} == cand
+    cos = [float(e[h.figure_id - 100] @ e[0]) for h in hits]
+    assert cos == sorted(cos, reverse=True)
+    assert [h.embedding_score for h in hits] == pytest.approx(cos, abs=2e-3)
+    assert [h.score for h in hits] == pytest.approx(cos, abs=2e-3)
+
+
+def test_hits_carry_fields_and_matched_terms(engine):
+    hits = engine.similar(100, k=3, w=0.5)
+    h = hits[0]
+    assert h.paper_id == 10 + (h.figure_id - 100) // 3
+    assert h.caption.startswith(f"Figure {h.figure_id - 100}:")
+    assert h.matched_terms and set(h.matched_terms) <= set(analyze(TEXTS[0]))
+    res = engine.search("factorization machines criteo", k=3, rerank=False)
+    assert res[0].figure_id in (100, 101)
+    assert set(res[0].matched_terms) == {"factor", "machin", "criteo"}
+    assert res[0].embedding_score is None
+
+
+def test_search_rerank_offset_and_default_w(engine):
+    enc = engine.encoder
+    full = engine.search("mixture of experts recommendation", k=5)
+    assert enc.calls == 1 and all(h.embedding_score is not None for h in full)
+    assert {h.figure_id for h in full[:3]} == {103, 104, 105}
+    page2 = engine.search("mixture of experts recommendation", k=2, offset=2)
+    assert [h.figure_id for h in page2] == [h.figure_id for h in full[2:4]]
+    assert engine.w == 0.5
+    lex_only = engine.search("mixture of experts recommendation", k=5, w=1.0)
+    assert [h.figure_id for h in lex_only] == [h.figure_id for h in engine.search(
+        "mixture of experts recommendation", k=5, rerank=False)]
+    assert engine.search("zzzz qqqq", k=3, rerank=False) == []
+
+
+def test_lexical_only_engine_and_tfidf():
+    eng = SearchEngine.build(docs())
+    hits = eng.similar(103, k=3)
+    assert hits and all(h.embedding_score is None for h in hits)
+    assert hits[0].score == hits[0].lexical_score
+    t = eng.similar(103, k=3, method="tfidf")
+    assert t[0].figure_id in (104, 105) and 0 < t[0].score <= 1.0
+    with pytest.raises(KeyError):
+        eng.similar(999)
+
+
+def test_union_dense_adds_neighbours(engine):
+    hits = engine.similar(106, k=8, union_dense=7, w=0.0)
+    assert 106 not in [h.figure_id for h in hits]
+    assert len(hits) == 7          # every other figure: lexical candidates + dense neighbours
+
+
+def test_save_load_current_and_version_switch(tmp_path, engine):
+    root = tmp_path / "index"
+    assert current_version(root) is None
+    v1 = engine.save(root)
+    assert current_version(root) == v1
+    a = SearchEngine.load_current(root, encoder=engine.encoder)
+    assert a.version == v1
+    assert [h.figure_id for h in a.similar(100, k=5)] == [h.figure_id for h in engine.similar(100, k=5)]
+    assert [h.score for h in a.search("criteo", k=3)] == pytest.approx(
+        [h.score for h in engine.search("criteo", k=3)], abs=1e-6)
+    # a new build becomes CURRENT atomically; the old object keeps working
+    smaller = SearchEngine.build(docs()[:5])
+    v2 = smaller.save(root)
+    assert v2 != v1 and current_version(root) == v2
+    b = SearchEngine.load(root)
+    assert len(b) == 5 and b.version == v2 and len(a) == 8
+    SearchEngine.store_w(root, 0.7)
+    assert SearchEngine.load_current(root).w == 0.7
+    for _ in range(3):
+        smaller.save(root, keep=2)
+    assert len([p for p in root.iterdir() if p.is_dir()]) == 2

@@ -1,0 +1,85 @@
+"""Vector index: ANN kinds, exact vector store, persistence, GPU selection."""
+import numpy as np
+import pytest
+
+from app.search.vectors import VectorIndex, gpu_available
+
+
+def _data(n=4000, dim=32, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, dim)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_flat_is_exact_and_ids_are_ours():
+    x = _data(500)
+    ids = np.arange(500) * 7 + 1000
+    vi = VectorIndex(32, kind="flat", gpu="off")
+    vi.add(ids[:200], x[:200])
+    vi.add(ids[200:], x[200:] * 3.0)           # add() normalises
+    got, sc = vi.search(x[:5], 3)
+    assert got[:, 0].tolist() == ids[:5].tolist()
+    np.testing.assert_allclose(sc[:, 0], 1.0, atol=1e-3)       # float16 store: ~1e-4 error
+    np.testing.assert_allclose(vi.vectors_for(ids[[3, 250]]), x[[3, 250]], atol=2e-3)  # float16 store
+    with pytest.raises(KeyError):
+        vi.vectors_for([5])
+
+
+def test_hnsw_recall_vs_flat():
+    x = _data(4000)
+    q = _data(50, seed=1)
+    flat = VectorIndex(32, kind="flat", gpu="off")
+    hnsw = VectorIndex(32, kind="hnsw", gpu="off")
+    for v in (flat, hnsw):
+        v.add(np.arange(4000), x)
+    f, _ = flat.search(q, 10)
+    h, _ = hnsw.search(q, 10)
+    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(f.tolist(), h.tolist())])
+    assert recall >= 0.9, recall
+
+
+def test_ivf_and_auto_kind():
+    x = _data(3000)
+    ivf = VectorIndex(32, kind="ivf", gpu="off", nlist=16, nprobe=16)
+    ivf.add(np.arange(3000), x)
+    got, _ = ivf.search(x[:10], 1)
+    assert got[:, 0].tolist() == list(range(10))   # nprobe = nlist: exhaustive
+    auto = VectorIndex(32)
+    auto.add(np.arange(100), x[:100])
+    auto.build()
+    assert auto._built_kind == "flat" and auto.effective_kind(10**6) == "ivf"
+
+
+def test_save_load(tmp_path):
+    x = _data(1000)
+    for kind in ("flat", "hnsw"):
+        vi = VectorIndex(32, kind=kind, gpu="off")
+        vi.add(np.arange(1000) + 5, x)
+        a, sa = vi.search(x[:20], 5)
+        vi.save(tmp_path / kind)
+        back = VectorIndex.load(tmp_path / kind, gpu="off")
+        b, sb = back.search(x[:20], 5)
+        assert a.tolist() == b.tolist()
+        np.testing.assert_allclose(sa, sb, atol=1e-6)
+        np.testing.assert_array_equal(back.vectors_for([5, 6]), vi.vectors_for([5, 6]))
+
+
+def test_gpu_selection():
+    if gpu_available():
+        pytest.skip("a GPU is visible: the CPU-only checks below do not apply")
+    with pytest.raises(RuntimeError, match="gpu='on'"):
+        VectorIndex(32, gpu="on")
+    vi = VectorIndex(32, gpu="auto")
+    assert vi.use_gpu is False
+    assert VectorIndex(32, gpu="off").use_gpu is False
+    with pytest.raises(ValueError):
+        VectorIndex(32, gpu="maybe")
+
+
+def test_empty_and_padding():
+    vi = VectorIndex(8, kind="flat", gpu="off")
+    ids, sc = vi.search(np.ones((1, 8)), 3)
+    assert ids.tolist() == [[-1, -1, -1]]
+    vi.add([1, 2], np.eye(8)[:2])
+    ids, _ = vi.search(np.eye(8)[:1], 4)
+    assert ids[0, :2].tolist() == [1, 2] and ids[0, 2:].tolist() == [-1, -1]
