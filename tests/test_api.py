@@ -426,7 +426,13 @@ def test_upload_pdf_job_and_search(admin_client, tmp_path_factory):
     assert broken["status"] == "failed" and "not a PDF" in broken["error"]
     assert job["counts"] == {"ok": 1, "failed": 1}
     settings = c.app.state.settings
-    assert not (settings.data_dir / "uploads" / acc["job_id"]).exists()  # uploads cleaned up
+    # the job is "done" when its last file is stored; linking, index refresh and the clean-up of
+    # the uploaded files follow in the background
+    up = settings.data_dir / "uploads" / acc["job_id"]
+    deadline = time.time() + 120
+    while up.exists() and time.time() < deadline:
+        time.sleep(0.2)
+    assert not up.exists()
     pid = by_name[pdf.name]["paper_id"]
     paper = c.get(f"/api/v1/papers/{pid}").json()
     new_ids = {f["figure_id"] for f in paper["figures"] if f["kind"] == "figure"}

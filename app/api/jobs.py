@@ -44,11 +44,7 @@ def prepare_job_with_id(settings: Settings, paths: list[str | Path], job_id: str
     """`pipeline.prepare_job` with a job id chosen by the caller, so the upload folder
     (data_dir/uploads/<job id>) is named after the job before the job exists.
     Raises SourceError for a missing path."""
-    staging = pipeline.staging_dir(settings, job_id)
-    files = expand_inputs(paths, settings, staging)
-    if settings.distributed:
-        files = copy_to_shared(files, staging)
-    return pipeline.create_job(settings, files, job_id=job_id)
+    return pipeline.prepare_job(paths, settings, job_id=job_id)
 
 
 def display_name(settings: Settings, job_id: str, name: str) -> str:

@@ -168,9 +168,12 @@ def create_app(settings: Settings | None = None, *,
 
     problems.install(app)
     app.include_router(health.router)
+    registry.add_routes(health.router.routes)
     app.include_router(health.info_router, prefix=API_PREFIX)
+    registry.add_routes(health.info_router.routes, API_PREFIX)
     for r in (search.router, figures.router, papers.router, admin.router):
         app.include_router(r, prefix=API_PREFIX)
+        registry.add_routes(r.routes, API_PREFIX)
 
     @app.api_route(API_PREFIX + "/{rest:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
                    include_in_schema=False)

@@ -100,6 +100,12 @@ class Registry:
         self.requests = Counter("figsearch_http_requests_total", "HTTP requests by route and status.",
                                 ("method", "route", "status"))
         self.gauges: list[Gauge] = []
+        self.templates: dict = {}  # endpoint function -> full route template
+
+    def add_routes(self, routes, prefix: str = "") -> None:
+        for r in routes:
+            if getattr(r, "endpoint", None) is not None and getattr(r, "name", "") != "api_not_found":
+                self.templates[r.endpoint] = prefix + r.path
 
     def gauge(self, name: str, help: str, collect: Callable[[], list[tuple[dict, float]]]) -> None:
         self.gauges.append(Gauge(name, help, collect))
@@ -116,7 +122,11 @@ class Registry:
         return "\n".join(lines) + "\n"
 
 
-def route_label(scope: dict) -> str:
+def route_label(scope: dict, templates: dict | None = None) -> str:
+    """The route template ("/api/v1/figures/{figure_id}"), never the raw path (bounded labels)."""
+    endpoint = scope.get("endpoint")
+    if templates and endpoint in templates:
+        return templates[endpoint]
     route = scope.get("route")
     path = getattr(route, "path", None)
     if path and getattr(route, "name", "") != "api_not_found":
@@ -147,7 +157,7 @@ class MetricsMiddleware:
         try:
             await self.app(scope, receive, send_wrapper)
         finally:
-            route = route_label(scope)
+            route = route_label(scope, self.registry.templates)
             method = scope.get("method", "")
             self.registry.latency.observe(time.perf_counter() - t0, method, route)
             self.registry.requests.inc(method, route, str(status["code"]))

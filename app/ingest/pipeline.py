@@ -170,8 +170,12 @@ def run_job_embedded(settings: Settings, job_id: str, workers: int = 2,
     files = pending_files(settings, job_id)
     mark_running(settings, job_id)
     limits = limits_from(settings)
+    import multiprocessing
+
+    # spawn, not fork: the caller may be a server with torch and threads loaded
     with ProcessPool(max_workers=max(1, workers), max_tasks=25, initializer=_limit_memory,
-                     initargs=(settings.worker_memory_mb,)) as pool:
+                     initargs=(settings.worker_memory_mb,),
+                     context=multiprocessing.get_context("spawn")) as pool:
         futures = [(jf_id, name, pool.schedule(_extract_guarded, args=(path, name, str(settings.data_dir), limits),
                                                 timeout=settings.file_timeout_s))
                    for jf_id, name, path in files]
@@ -213,12 +217,13 @@ def summarise(settings: Settings, job_id: str) -> JobSummary:
     return summary
 
 
-def prepare_job(paths: list[str | Path], settings: Settings) -> str:
-    """Expand the inputs and record the job (raises SourceError on a missing path)."""
+def prepare_job(paths: list[str | Path], settings: Settings, job_id: str | None = None) -> str:
+    """Expand the inputs and record the job (raises SourceError on a missing path).
+    `job_id` lets a caller name its upload folder after the job before the job exists."""
     from app.db.schema import new_job_id
 
     settings.ensure_dirs()
-    job_id = new_job_id()
+    job_id = job_id or new_job_id()
     staging = staging_dir(settings, job_id)
     files = expand_inputs(paths, settings, staging)
     if settings.distributed:

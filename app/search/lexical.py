@@ -288,11 +288,20 @@ class LexicalIndex:
         (the first term is always kept)."""
         if max_query_terms is None or len(q) <= max_query_terms and max_postings is None:
             return q, qtf
-        keep = np.argsort(-(qtf * self.idf[q]), kind="stable")[:max_query_terms]
-        if max_postings is not None:
-            df = self.col_ptr[q[keep] + 1] - self.col_ptr[q[keep]]
-            n = max(1, int(np.searchsorted(np.cumsum(df), max_postings, side="right")))
-            keep = keep[:n]
+        order = np.argsort(-(qtf * self.idf[q]), kind="stable")
+        if max_postings is None:
+            keep = order[:max_query_terms]
+        else:
+            # greedy: a term whose list would overflow the budget is skipped, not a stop signal
+            df = (self.col_ptr[q[order] + 1] - self.col_ptr[q[order]]).tolist()
+            keep, used = [], 0
+            for i, d in zip(order.tolist(), df):
+                if not keep or used + d <= max_postings:
+                    keep.append(i)
+                    used += d
+                    if len(keep) == max_query_terms:
+                        break
+            keep = np.asarray(keep, dtype=np.int64)
         return q[keep], qtf[keep]
 
     def search(self, query_tokens: Iterable[str], k: int = 100, exclude: int | None = None,

@@ -49,6 +49,11 @@ STOP_WORDS: frozenset[str] = frozenset(
     will with within without won won't would wouldn wouldn't yet you you'd you'll you're you've your
     yours yourself yourselves
     """.split()
+) | frozenset(
+    # Words of the reference itself ("as Figure 3 shows", "see Fig. 2(a)"): every figure text has
+    # them because mention sentences are part of it, so they carry no topic and only clutter the
+    # "matched terms" explanation.
+    "fig figs figure figures tab table tables eq eqs equation sec section shown show shows".split()
 )
 
 _TOKEN_RE = re.compile(r"[^\W_]+")

@@ -103,9 +103,21 @@ async function renderDashboard(root, token, { signal }) {
   // ---- index & delete
   const idxMsg = h('div', {});
   const idxState = h('p', { class: 'muted small', id: 'index-state' });
+  let indexVersion = null;
+  // after a job or a refresh: poll until a new index version is published (at most ~2 min)
+  function watchIndex(tries = 60) {
+    const before = indexVersion;
+    const t = setTimeout(async () => {
+      timers.delete(t);
+      await showIndex();
+      if (indexVersion === before && tries > 1) watchIndex(tries - 1);
+    }, 2000);
+    timers.add(t);
+  }
   async function showIndex() {
     try {
       const r = await fetch('/readyz', { signal }).then((x) => x.json());
+      indexVersion = r.index.version;
       idxState.textContent = r.index.loaded
         ? `Index ${r.index.version}: ${r.index.n_figures} figures${r.index.has_vectors ? ', with embeddings' : ''}.`
         : (r.index.reason || 'No index.');
@@ -117,7 +129,7 @@ async function renderDashboard(root, token, { signal }) {
     try {
       await api('admin/reindex', { method: 'POST', token, signal });
       idxMsg.replaceChildren(notice('Index refresh queued; the new version is used as soon as it is built.', 'ok'));
-      const t = setTimeout(showIndex, 4000); timers.add(t);
+      watchIndex();
     } catch (err) { if (err.name !== 'AbortError') idxMsg.replaceChildren(notice(err.message, 'error')); }
     finally { reindexBtn.disabled = false; }
   });
@@ -134,6 +146,7 @@ async function renderDashboard(root, token, { signal }) {
       const r = await api(`admin/papers/${id}`, { method: 'DELETE', token, signal });
       delMsg.replaceChildren(notice(`Paper ${id} deleted (${r.deleted_figures} figures); the index is being refreshed.`, 'ok'));
       delInput.value = '';
+      watchIndex();
     } catch (err) { if (err.name !== 'AbortError') delMsg.replaceChildren(notice(err.message, 'error')); }
   });
   const signOut = h('button', { class: 'btn', type: 'button', id: 'sign-out' }, 'Sign out');
@@ -191,9 +204,7 @@ async function renderDashboard(root, token, { signal }) {
         const j = await api(`admin/jobs/${id}`, { token, signal });
         addJob(j);
         const finished = j.status === 'done' || j.status === 'failed';
-        if (finished && (before === 'queued' || before === 'running')) {
-          const t2 = setTimeout(showIndex, 2500); timers.add(t2);
-        }
+        if (finished && (before === 'queued' || before === 'running')) watchIndex();
       } catch (err) {
         if (err.name === 'AbortError') return;
         const el = jobEls.get(id);
@@ -207,9 +218,11 @@ async function renderDashboard(root, token, { signal }) {
     h('div', { class: 'bar' }, h('h1', {}, 'Admin'), h('span', { style: 'margin-left:auto' }, signOut)),
     h('div', { class: 'two-col' }, h('div', {}, uploadForm, tools), jobsPanel));
   showIndex();
-  jobsBox.append(loading('Loading jobs…'));
+  const wait = loading('Loading jobs…');
+  jobsBox.append(wait);
   const recent = await api('admin/jobs?limit=10', { token, signal });
-  jobsBox.replaceChildren();
-  if (!recent.items.length) jobsBox.append(empty('No jobs yet.', 'Uploads appear here with their progress.'));
-  for (const j of recent.items) addJob(j); // finished jobs are fetched once for their per-file results
+  wait.remove();
+  // finished jobs are fetched once for their per-file results; a job uploaded meanwhile stays on top
+  for (const j of recent.items) if (!jobEls.has(j.job_id)) addJob(j);
+  if (!jobEls.size) jobsBox.append(empty('No jobs yet.', 'Uploads appear here with their progress.'));
 }

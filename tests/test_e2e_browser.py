@@ -1,0 +1,246 @@
+"""End to end in a real headless Chromium (Debian `chromium` package, Playwright with
+executable_path): search, open a figure, see recommendations, upload a figure image, log in as
+admin, upload a PDF, watch the job finish, find its figures. Screenshots go to
+artifacts/screenshots/; browser console errors fail the test."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.test_api import build_sample_data, extra_pdf
+
+CHROMIUM = Path("/usr/bin/chromium")
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = ROOT / "artifacts" / "screenshots"
+TOKEN = "e2e-admin-token"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(),
+                       reason="needs the Debian chromium package (/usr/bin/chromium): apt-get install -y chromium"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("e2e")
+    data = root / "data"
+    shutil.copytree(build_sample_data(tmp_path_factory.mktemp("e2e-sample")), data)
+    port = _free_port()
+    env = {**os.environ, "FIGSEARCH_DATA_DIR": str(data), "FIGSEARCH_ADMIN_TOKEN": TOKEN,
+           "FIGSEARCH_BROKER_URL": "", "FIGSEARCH_DATABASE_URL": ""}
+    log = open(root / "server.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "app.api.main:create_app", "--factory",
+                             "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 90
+        while True:
+            try:
+                r = httpx.get(f"{base}/readyz", timeout=2).json()
+                if r["index"]["loaded"] and r["encoder"] == "ready":
+                    break
+            except (httpx.HTTPError, ValueError):
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError("server did not become ready:\n" + (root / "server.log").read_text()[-3000:])
+            time.sleep(0.3)
+        yield {"base": base, "root": root, "data": data}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    pw_api = pytest.importorskip("playwright.sync_api")
+    with pw_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                               args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        yield b
+        b.close()
+
+
+class Console:
+    """Console errors and uncaught page errors of one page."""
+
+    def __init__(self, page):
+        self.errors: list[str] = []
+        page.on("console", lambda m: self.errors.append(f"console: {m.text} @ {m.location}") if m.type == "error" else None)
+        page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+        page.on("requestfailed", lambda r: self.errors.append(f"requestfailed: {r.url} {r.failure}")
+                if "/api/" in r.url else None)
+
+
+def shot(page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def test_user_journey(server, browser, tmp_path_factory):
+    base = server["base"]
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.set_default_timeout(20_000)
+    console = Console(page)
+
+    # --- search
+    page.goto(base + "/")
+    page.wait_for_selector("#results .card")
+    assert page.locator("#results .card").count() == 18
+    shot(page, "01-home")
+    page.keyboard.press("/")
+    assert page.evaluate("document.activeElement.id") == "q"
+    page.keyboard.type("top-1 accuracy")
+    page.keyboard.press("Enter")
+    page.wait_for_function("location.hash.includes('q=top-1')")
+    page.wait_for_selector("#results .card")
+    assert "Figures for" in page.inner_text("h1")
+    first = page.locator("#results .card").first
+    first_caption = first.locator(".cap").inner_text()
+    assert "accuracy" in first_caption.lower()
+    shot(page, "02-search")
+
+    # keyboard: arrows move between cards, Enter opens one
+    first.focus()
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate("document.activeElement.dataset.figureId") == \
+        page.locator("#results .card").nth(1).get_attribute("data-figure-id")
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("Enter")
+
+    # --- figure page with recommendations and their "why"
+    page.wait_for_selector("#figure-caption")
+    assert page.locator("#figure-caption").inner_text().strip() in first_caption.strip() or \
+        first_caption.strip().startswith(page.locator("#figure-caption").inner_text().strip()[:40])
+    page.wait_for_selector("#similar .card .why")
+    assert page.locator("#similar .card").count() >= 5
+    why = page.locator("#similar .card .why").first.inner_text()
+    assert "lexical" in why and "embedding" in why and "matched" in why
+    assert page.evaluate("document.getElementById('figure-image').naturalWidth") > 0
+    shot(page, "03-figure")
+
+    # --- its paper: figures, cited and citing papers
+    page.click("#paper-link")
+    page.wait_for_selector("#paper-figures .card")
+    assert page.locator("#cites").is_visible() and page.locator("#cited-by").is_visible()
+    shot(page, "04-paper")
+    page.click("a[data-nav=papers]")
+    page.wait_for_selector("#paper-list li")
+    assert page.locator("#paper-list li").count() == 4
+
+    # --- search by an uploaded figure image
+    sample_png = tmp_path_factory.mktemp("img") / "figure.png"
+    r = httpx.get(f"{base}/api/v1/figures/1/image")
+    sample_png.write_bytes(r.content)
+    page.click("a[data-nav=upload]")
+    page.wait_for_selector("#upload-form")
+    page.set_input_files("#image-file", str(sample_png))
+    page.wait_for_selector(".preview img")
+    page.click("#find-similar")
+    page.wait_for_selector("#upload-message .notice")
+    assert "not supported yet" in page.inner_text("#upload-message")
+    page.fill("#caption", "Overview of the architecture from the input image to the detection head")
+    page.click("#find-similar")
+    page.wait_for_selector("#image-results .card")
+    assert "caption" in page.inner_text("#upload-message")
+    shot(page, "05-upload")
+
+    # --- admin: sign in, upload a PDF, watch the job
+    page.click("a[data-nav=admin]")
+    page.wait_for_selector("#admin-token")
+    page.fill("#admin-token", TOKEN)
+    page.click("#login")
+    page.wait_for_selector("#upload-pdfs")
+    pdf = extra_pdf(tmp_path_factory.mktemp("e2e-extra"))
+    page.set_input_files("#pdf-files", str(pdf))
+    assert pdf.name in page.inner_text("#chosen-files")
+    page.click("#upload-submit")
+    page.wait_for_selector("#upload-pdfs .notice.ok")
+    assert "Upload received" in page.inner_text("#upload-pdfs .notice.ok")
+    page.wait_for_selector("#jobs .job:first-child[data-status=done] .files", timeout=120_000)
+    job = page.locator("#jobs .job").first
+    assert "1 / 1 files" in job.inner_text()
+    row = job.locator(".files tbody tr").first
+    assert pdf.name in row.inner_text() and "ok" in row.inner_text()
+    # the admin page follows the index refresh that the job triggers (18 sample figures before)
+    page.wait_for_function("/ \\d+ figures/.test(document.getElementById('index-state').textContent) && "
+                           "!document.getElementById('index-state').textContent.includes(': 18 figures')",
+                           timeout=90_000)
+    shot(page, "06-admin")
+
+    # --- find its figures: the paper page, then by search once the index has them
+    row.locator("a.paper-result").click()
+    page.wait_for_selector("#paper-figures .card")
+    new_ids = [int(x) for x in page.eval_on_selector_all("#paper-figures .card", "els => els.map(e => e.dataset.figureId)")]
+    title = page.inner_text("#paper-title")
+    caption = page.locator("#paper-figures .card .cap").first.inner_text()
+    shot(page, "07-new-paper")
+    found = False
+    deadline = time.time() + 90
+    while time.time() < deadline and not found:
+        page.fill("#q", caption[:80])
+        page.press("#q", "Enter")
+        page.wait_for_selector("#results .card, #view .empty")
+        ids = [int(x) for x in page.eval_on_selector_all("#results .card", "els => els.map(e => e.dataset.figureId)")]
+        found = bool(ids) and ids[0] in new_ids
+        if not found:
+            page.goto(base + "/#/")  # the index refresh runs in the background
+            time.sleep(1)
+    assert found, f"figures of {title!r} not found by search"
+    shot(page, "08-search-new-paper")
+
+    assert console.errors == [], console.errors
+
+
+def test_phone_layout(server, browser):
+    base = server["base"]
+    ctx = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True,
+                              has_touch=True)
+    page = ctx.new_page()
+    page.set_default_timeout(20_000)
+    console = Console(page)
+    for route, ready, name in [("#/", "#results .card", "phone-home"),
+                               ("#/?q=heatmap", "#results .card", "phone-search"),
+                               ("#/figure/1", "#similar .card", "phone-figure"),
+                               ("#/paper/1", "#paper-figures .card", "phone-paper"),
+                               ("#/upload", "#upload-form", "phone-upload"),
+                               ("#/admin", "#admin-token", "phone-admin")]:
+        page.goto(f"{base}/{route}")
+        page.wait_for_selector(ready)
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"{route}: horizontal overflow of {overflow}px"
+        shot(page, name)
+    # unknown pages and missing figures say so instead of breaking
+    page.goto(f"{base}/#/nowhere")
+    page.wait_for_selector(".notice")
+    ctx.close()
+    assert console.errors == [], console.errors
+
+
+def test_missing_figure_page_shows_message(server, browser):
+    page = browser.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{server['base']}/#/figure/999999")
+    page.wait_for_selector(".notice.error")
+    assert "not found" in page.inner_text(".notice.error")
+    assert errors == []
