@@ -21,6 +21,8 @@ class Settings(BaseSettings):
     database_url: str = Field("", description="SQLAlchemy URL; empty = SQLite file in the data dir.")
     broker_url: str = Field("", description="Celery broker URL; empty = run tasks in-process.")
     result_backend: str = Field("", description="Celery result backend; empty = same as the broker.")
+    broker_visibility_timeout_s: int = Field(
+        3600, ge=1, description="Redis: a task not acknowledged within this time (its worker died) is redelivered.")
 
     # ingestion limits: a bad file must never stall or sink a batch
     max_pages: int = Field(300, ge=1, description="PDFs with more pages are refused.")

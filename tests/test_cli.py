@@ -15,6 +15,7 @@ FIGSEARCH = [sys.executable, "-m", "app.cli"]
 
 def run(args, env_extra=None, check=True, timeout=300):
     env = {k: v for k, v in os.environ.items() if not k.startswith("FIGSEARCH_")}
+    env["FIGSEARCH_AUTO_INDEX"] = "false"  # ingestion contract only; the search test indexes itself
     env.update(env_extra or {})
     r = subprocess.run(FIGSEARCH + args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     if check:
@@ -54,3 +55,26 @@ def test_json_summary_and_usage_errors(demo_pdfs, tmp_path):
     assert missing.returncode != 0 and "no such file" in missing.stderr
     assert run(["ingest"], check=False).returncode != 0
     assert run(["papers", "--data-dir", str(data), "--format", "xml"], check=False).returncode != 0
+
+
+def test_index_search_similar_contract(demo_pdfs, tmp_path):
+    data = tmp_path / "data"
+    run(["ingest", str(demo_pdfs[0].parent), "--data-dir", str(data)])
+    assert "no search index" in run(["search", "plot", "--data-dir", str(data)], check=False).stderr
+    out = run(["index", "--data-dir", str(data)]).stdout
+    assert "figures" in out and "newly embedded" in out
+    figs = [json.loads(l) for l in run(["figures", "--data-dir", str(data), "--kind", "figure"]).stdout.splitlines()]
+    target = figs[0]
+    word = max((w.strip(".,:;()") for w in target["caption"].split()), key=len)
+    hits = json.loads(run(["search", word, "--k", "5", "--data-dir", str(data), "--json"]).stdout)
+    assert hits and len(hits) <= 5
+    keys = {"figure_id", "paper_id", "score", "lexical_score", "embedding_score", "caption"}
+    assert all(keys <= set(h) for h in hits)
+    assert any(word.lower() in h["caption"].lower() for h in hits)
+    sims = json.loads(run(["similar", str(target["figure_id"]), "--k", "7", "--data-dir", str(data), "--json"]).stdout)
+    assert len(sims) == 7 and all(keys <= set(h) for h in sims)
+    assert target["figure_id"] not in {h["figure_id"] for h in sims}
+    assert all(h["embedding_score"] is not None for h in sims)  # dense re-ranking is on by default
+    scores = [h["score"] for h in sims]
+    assert scores == sorted(scores, reverse=True)
+    assert run(["similar", "999999", "--data-dir", str(data), "--json"], check=False).returncode != 0

@@ -19,51 +19,51 @@ def ingest(paths, settings) -> pipeline.JobSummary:
     return pipeline.summarise(settings, job_id)
 
 
-def test_generated_collection_is_ingested_with_figures_mentions_and_citations(demo_pdfs, settings):
-    summary = ingest([demo_pdfs[0].parent], settings)
+def test_generated_collection_is_ingested_with_figures_mentions_and_citations(demo_pdfs, fast_settings):
+    summary = ingest([demo_pdfs[0].parent], fast_settings)
     assert summary.counts["ok"] == len(demo_pdfs), summary.failures
     assert summary.n_figures >= 3 * len(demo_pdfs)
-    with session_scope(settings.db_url) as s:
+    with session_scope(fast_settings.db_url) as s:
         papers = s.scalars(select(Paper)).all()
         assert all(p.title and p.abstract for p in papers)
         figs = s.scalars(select(Figure).where(Figure.kind == "figure")).all()
         assert all(f.caption and f.image_path for f in figs)
-        assert all((settings.data_dir / f.image_path).stat().st_size > 500 for f in figs)
-        assert all((settings.data_dir / f.thumbnail_path).exists() for f in figs)
+        assert all((fast_settings.data_dir / f.image_path).stat().st_size > 500 for f in figs)
+        assert all((fast_settings.data_dir / f.thumbnail_path).exists() for f in figs)
         n_mentions = s.scalar(select(func.count(Mention.id)))
         assert n_mentions >= len(figs)  # generated papers mention every figure
         assert s.scalar(select(func.count(Citation.id))) > 0  # they cite each other by title
         job = s.scalars(select(Job)).one()
         assert (job.status, job.done, job.total) == ("done", len(demo_pdfs), len(demo_pdfs))
-    assert not (settings.data_dir / "incoming" / job.id).exists()  # staging cleaned up
+    assert not (fast_settings.data_dir / "incoming" / job.id).exists()  # staging cleaned up
 
 
-def test_same_file_twice_is_one_paper_and_same_title_is_flagged(demo_pdfs, settings, tmp_path):
+def test_same_file_twice_is_one_paper_and_same_title_is_flagged(demo_pdfs, fast_settings, tmp_path):
     import pymupdf
 
-    ingest([demo_pdfs[0]], settings)
-    again = ingest([demo_pdfs[0]], settings)
+    ingest([demo_pdfs[0]], fast_settings)
+    again = ingest([demo_pdfs[0]], fast_settings)
     assert again.counts["duplicate"] == 1
     # same paper, different bytes: re-saved with other metadata
     doc = pymupdf.open(demo_pdfs[0])
     doc.set_metadata({"producer": "another tool", "title": ""})
     other = tmp_path / "renamed copy.pdf"
     doc.save(other, garbage=3)
-    third = ingest([other], settings)
+    third = ingest([other], fast_settings)
     assert third.counts["duplicate"] == 1
-    with session_scope(settings.db_url) as s:
+    with session_scope(fast_settings.db_url) as s:
         rows = s.scalars(select(Paper).order_by(Paper.id)).all()
         assert len(rows) == 2
         assert rows[1].status == "duplicate" and rows[1].duplicate_of_id == rows[0].id
         assert s.scalar(select(func.count(Figure.id)).where(Figure.paper_id == rows[1].id)) == 0
 
 
-def test_citation_links_are_reevaluated_when_cited_paper_arrives_later(demo_pdfs, settings):
-    ingest(demo_pdfs[1:], settings)  # papers citing others first...
-    with session_scope(settings.db_url) as s:
+def test_citation_links_are_reevaluated_when_cited_paper_arrives_later(demo_pdfs, fast_settings):
+    ingest(demo_pdfs[1:], fast_settings)  # papers citing others first...
+    with session_scope(fast_settings.db_url) as s:
         before = s.scalar(select(func.count(Citation.id)))
-    ingest([demo_pdfs[0]], settings)  # ...then the rest arrive
-    with session_scope(settings.db_url) as s:
+    ingest([demo_pdfs[0]], fast_settings)  # ...then the rest arrive
+    with session_scope(fast_settings.db_url) as s:
         first = s.scalar(select(Paper.id).where(Paper.source == demo_pdfs[0].name))
         incoming = s.scalar(select(func.count(Citation.id)).where(Citation.cited_paper_id == first))
         outgoing = s.scalar(select(func.count(Citation.id)).where(Citation.citing_paper_id == first))
@@ -71,7 +71,7 @@ def test_citation_links_are_reevaluated_when_cited_paper_arrives_later(demo_pdfs
     assert incoming + outgoing > 0
 
 
-def test_bad_inputs_get_clear_statuses_and_good_files_survive(demo_pdfs, settings, tmp_path):
+def test_bad_inputs_get_clear_statuses_and_good_files_survive(demo_pdfs, fast_settings, tmp_path):
     folder = tmp_path / "batch"
     folder.mkdir()
     good = folder / "good.pdf"
@@ -88,7 +88,7 @@ def test_bad_inputs_get_clear_statuses_and_good_files_survive(demo_pdfs, setting
     odd = badfiles.odd_name(folder, demo_pdfs[4])
     trav = badfiles.zip_with_traversal(tmp_path, demo_pdfs[5])
     bomb = badfiles.zip_bomb(tmp_path)
-    summary = ingest([folder, trav, bomb], settings)
+    summary = ingest([folder, trav, bomb], fast_settings)
     failures = dict(summary.failures)
     reasons = {Path(n.split(":")[-1]).name: e for n, e in failures.items()}
     assert "0 bytes" in reasons["empty.pdf"]
@@ -101,7 +101,7 @@ def test_bad_inputs_get_clear_statuses_and_good_files_survive(demo_pdfs, setting
     assert "zip bomb" in reasons["bomb.pdf"]
     assert summary.counts["ok"] == 3 + truncated_ok  # good.pdf, the odd name, ok/inside.pdf from the zip
     assert summary.counts["no_text"] == 1
-    with session_scope(settings.db_url) as s:
+    with session_scope(fast_settings.db_url) as s:
         sources = {p.source: p for p in s.scalars(select(Paper))}
         assert odd.name in sources and sources[odd.name].status == "ok"
         assert sources[scanned.name].has_text_layer is False
@@ -114,24 +114,24 @@ def test_bad_inputs_get_clear_statuses_and_good_files_survive(demo_pdfs, setting
     assert not list(tmp_path.parent.glob("escaped*.pdf"))
 
 
-def test_file_timeout_is_reported_not_fatal(demo_pdfs, settings, monkeypatch):
-    settings.file_timeout_s = 0.01
-    summary = ingest([demo_pdfs[0]], settings)
+def test_file_timeout_is_reported_not_fatal(demo_pdfs, fast_settings, monkeypatch):
+    fast_settings.file_timeout_s = 0.01
+    summary = ingest([demo_pdfs[0]], fast_settings)
     assert summary.counts["failed"] == 1
     assert "timed out" in summary.failures[0][1]
 
 
-def test_missing_path_is_a_usage_error(settings, tmp_path):
+def test_missing_path_is_a_usage_error(fast_settings, tmp_path):
     from app.ingest.sources import SourceError
 
     with pytest.raises(SourceError):
-        pipeline.prepare_job([tmp_path / "nope.pdf"], settings)
+        pipeline.prepare_job([tmp_path / "nope.pdf"], fast_settings)
 
 
-def test_real_papers(real_papers, settings):
-    summary = ingest(real_papers, settings)
+def test_real_papers(real_papers, fast_settings):
+    summary = ingest(real_papers, fast_settings)
     assert summary.counts["ok"] == len(real_papers), summary.failures
-    with session_scope(settings.db_url) as s:
+    with session_scope(fast_settings.db_url) as s:
         for p in s.scalars(select(Paper)):
             assert len(p.title) > 10 and len(p.abstract) > 200
             assert len(p.references) >= 10

@@ -22,7 +22,9 @@ def make_celery(settings: Settings | None = None) -> Celery:
         task_soft_time_limit=settings.file_timeout_s,
         task_time_limit=settings.file_timeout_s + 30,
         broker_connection_retry_on_startup=True,
-        broker_transport_options={"visibility_timeout": int(settings.file_timeout_s * 4 + 60)},
+        # a worker killed mid-task never acknowledges it: Redis hands it out again after this
+        broker_transport_options={"visibility_timeout": settings.broker_visibility_timeout_s},
+        worker_cancel_long_running_tasks_on_connection_loss=False,
         result_expires=3600,
         task_serializer="json",
         accept_content=["json"],

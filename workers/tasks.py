@@ -55,3 +55,11 @@ def ingest_collection(job_id: str, cfg: dict | None = None) -> dict:
     for jf_id, _name, _path in files:
         ingest_pdf.delay(jf_id, cfg)
     return {"job_id": job_id, "queued": len(files)}
+
+
+@app.task(name="figsearch.score_central")
+def score_central(paper_ids: list[int] | None = None, cfg: dict | None = None) -> dict:
+    """Central-figure scores and per-paper ranks for the figures of these papers (None = all)."""
+    from app.central.scoring import score_papers
+
+    return score_papers(_settings(cfg), paper_ids)

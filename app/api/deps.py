@@ -8,7 +8,7 @@ from __future__ import annotations
 import secrets
 from typing import Annotated, Iterator
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, HTTPException, Path, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
@@ -55,3 +55,9 @@ def require_admin(request: Request,
 
 
 AdminDep = Depends(require_admin)
+
+
+# Database ids are 32-bit on SQLite and PostgreSQL: bound them so a huge id is a 422, not a 500.
+FigureId = Annotated[int, Path(ge=1, le=2**31 - 1, description="Figure id.")]
+PaperId = Annotated[int, Path(ge=1, le=2**31 - 1, description="Paper id.")]
+OptionalPaperId = Annotated[int | None, Query(ge=1, le=2**31 - 1, description="Only this paper's figures.")]

@@ -25,6 +25,7 @@ from app.api.routes import admin, figures, health, papers, search
 from app.db.schema import Figure, Job, JobFile, Paper
 from app.db.session import session_factory
 from app.search.indexing import index_root
+from app.ingest import pipeline
 from app.settings import PLACEHOLDER_TOKEN, Settings
 
 log = logging.getLogger(__name__)
@@ -154,6 +155,12 @@ def create_app(settings: Settings | None = None, *,
                          daemon=True).start()
         if settings.warm_encoder:
             holder.start_encoder()
+        if not settings.distributed:  # embedded jobs run in this process: resume interrupted ones
+            from app.api.jobs import uploads_dir
+
+            for job_id in pipeline.unfinished_jobs(settings):
+                log.info("resuming interrupted ingest job %s", job_id)
+                runner.submit_ingest(job_id, uploads_dir(settings, job_id))
         yield
         runner.shutdown()
 

@@ -41,12 +41,12 @@ class TrainConfig:
     max_steps: int | None = None
     batch_size: int = 16  # queries per step (each with 1 positive + `negatives` negatives)
     negatives: int = 3
-    lr: float = 3e-5
-    head_lr: float = 1e-3
+    lr: float = 1e-4
+    head_lr: float = 2e-3
     weight_decay: float = 0.01
     warmup: float = 0.1
-    max_length: int = 128
-    freeze_layers: int = 2
+    max_length: int = 96
+    freeze_layers: int = 3
     dropout: float = 0.2
     grad_clip: float = 5.0
     val_frac: float = 0.2

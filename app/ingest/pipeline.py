@@ -70,6 +70,14 @@ def pending_files(settings: Settings, job_id: str) -> list[tuple[int, str, str]]
         return [tuple(r) for r in rows]
 
 
+def unfinished_jobs(settings: Settings) -> list[str]:
+    """Jobs that still have pending files (e.g. the embedded server was restarted mid-job)."""
+    with session_scope(settings.db_url) as s:
+        rows = s.execute(select(Job.id).where(Job.status.in_([JobStatus.QUEUED, JobStatus.RUNNING]))
+                         .order_by(Job.created_at)).scalars().all()
+        return list(rows)
+
+
 def mark_running(settings: Settings, job_id: str) -> None:
     with session_scope(settings.db_url) as s:
         s.execute(update(Job).where(Job.id == job_id, Job.status == JobStatus.QUEUED)

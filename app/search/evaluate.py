@@ -351,9 +351,17 @@ def _plots(report: dict, out: Path) -> None:
 
 def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, seed: int = 0,
                       min_same: int = 5, min_citing: int = 5, first_stage: str = "tfidf",
-                      store_w: bool = True, progress: bool = True) -> dict:
+                      store_w: bool = True, progress: bool = True, learned: bool = True,
+                      ablation: bool = False, variants: list[str] | None = None, folds: int = 3) -> dict:
     """`figsearch eval`: load the collection, embed (cached), evaluate, write the report and
-    store the validation-tuned w for the product's re-ranker."""
+    store the validation-tuned w for the product's re-ranker.
+
+    Rows `embedding`/`rerank` are the default learned model (app.learn, issue 4), evaluated honestly
+    by cross-fitting: the target papers (test + validation) are split into `folds` folds and each
+    target is embedded by a model trained with its fold's papers excluded from every training pair
+    (models cached under data_dir/models/.eval). MiniLM rows are `embedding_minilm`/`rerank_minilm`.
+    `ablation=True` adds the variants of app.learn.ablation (or `variants`). `learned=False` gives
+    the MiniLM-only report (rows as before, unsuffixed)."""
     from app.db.session import session_scope
     from app.search.collection import load_collection
     from app.search.indexing import default_text_encoder, embed_docs, index_root
@@ -367,7 +375,7 @@ def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, se
     emb, _ = embed_docs(col.docs, index_root(settings), encoder, name, progress=progress)
     emb = l2_normalize(emb)
     engine = SearchEngine.build(col.docs, embeddings=None)
-    data = EvalData(col, engine, {name: emb})
+    data = EvalData(col, engine, {"minilm": emb})  # the MiniLM embedding: unsuffixed rows
     shas = None
     if target_papers is not None:
         shas = {l.strip().lower() for l in Path(target_papers).read_text().splitlines() if l.strip()}
@@ -378,8 +386,25 @@ def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, se
     report = run_evaluation(data, split, seed=seed, first_stage=first_stage)
     report.update(seed=seed, min_same=min_same, min_citing=min_citing,
                   target_papers=str(target_papers) if target_papers else None)
+    w_key = "rerank"
+    if learned:
+        from app.learn.ablation import VARIANTS, evaluate_learned, order_methods
+        from app.learn.registry import current_model_dir
+
+        for d in (report["methods"], report["w"], report["w_sweep"]):
+            for k in [k for k in d if k in ("embedding", "rerank") or k.startswith("rerank_")]:
+                d[k.replace("embedding", "embedding_minilm").replace("rerank", "rerank_minilm", 1)] = d.pop(k)
+        if ablation and variants is None:
+            variants = list(VARIANTS) + ["fcc_ce", "fcc_pearson"]
+        evaluate_learned(settings, data, split, report, seed=seed, first_stage=first_stage,
+                         variants=variants if ablation or variants else [], folds=folds, progress=progress)
+        from app.learn.ablation import order_methods
+
+        order_methods(report)
+        # the w stored for the product must match the vectors the index holds
+        w_key = "rerank" if current_model_dir(settings.data_dir) is not None else "rerank_minilm"
     write_report(report, out)
-    if store_w and split.val and "rerank" in report["w"]:
-        SearchEngine.store_w(index_root(settings), report["w"]["rerank"])
+    if store_w and split.val and w_key in report["w"]:
+        SearchEngine.store_w(index_root(settings), report["w"][w_key])
         store_first_stage(index_root(settings), first_stage)
     return report

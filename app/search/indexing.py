@@ -93,10 +93,15 @@ def embed_docs(docs: list[FigureDoc], root: Path, encoder: Encoder, encoder_name
     return np.stack([cache.vectors[d.figure_id] for d in docs]).astype(np.float32), len(todo)
 
 
+FIGURE_TEXT_TOKENS = 128  # the seed feeds models the first 100 words (caption first)
+
+
 def default_text_encoder() -> tuple[Encoder, str]:
+    """MiniLM over figure texts truncated to 128 word pieces: ~3x faster than 256 on CPU."""
     from app.search.encoder import default_encoder
 
-    return default_encoder(), "minilm"
+    enc = default_encoder()
+    return (lambda texts: enc.encode(texts, max_length=FIGURE_TEXT_TOKENS)), "minilm128"
 
 
 def build_index(settings: Settings, encoder: Encoder | None = None, encoder_name: str | None = None,

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
 from app.api import schemas
-from app.api.deps import AdminDep, SessionDep, SettingsDep
+from app.api.deps import AdminDep, PaperId, SessionDep, SettingsDep
 from app.api.jobs import display_name, prepare_job_with_id, safe_filename, uploads_dir
 from app.api.problems import responses
 from app.db.schema import Figure, Job, Paper, new_job_id
@@ -162,7 +162,7 @@ def _remove_files(settings: Settings, paper: Paper, figures: list[Figure]) -> No
 
 
 @router.delete("/papers/{paper_id}", response_model=schemas.Deleted, responses=responses(404))
-def delete_paper(paper_id: int, request: Request, db: SessionDep, settings: SettingsDep):
+def delete_paper(paper_id: PaperId, request: Request, db: SessionDep, settings: SettingsDep):
     """Delete a paper, its figures, mentions, citation links and crop files; the search index is
     refreshed in the background (until then its figures are left out of results)."""
     paper = db.get(Paper, paper_id, options=[selectinload(Paper.figures)])

@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
 
 from app.api import schemas
-from app.api.deps import EngineDep, HolderDep, SessionDep, SettingsDep
+from app.api.deps import EngineDep, FigureId, HolderDep, OptionalPaperId, SessionDep, SettingsDep
 from app.api.problems import check_limit, responses
 from app.api.serialize import CARD_COLUMNS, card_from_row, figure_card, paper_ref, scored_items
 from app.db.schema import Figure, Paper, PaperStatus
@@ -21,7 +21,7 @@ router = APIRouter(tags=["figures"])
 def list_figures(db: SessionDep, settings: SettingsDep,
                  offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
                  limit: Annotated[int, Query(ge=1, le=1000)] = 24,
-                 paper_id: int | None = None,
+                 paper_id: OptionalPaperId = None,
                  kind: Annotated[str, Query(pattern="^(figure|table|all)$")] = "figure"):
     """Browse figures, newest first (the search page shows these before a query is typed)."""
     check_limit("limit", limit, settings)
@@ -44,7 +44,7 @@ def _figure_or_404(db, figure_id: int, **kw) -> Figure:
 
 
 @router.get("/figures/{figure_id}", response_model=schemas.FigureDetail, responses=responses(404, 422))
-def get_figure(figure_id: int, db: SessionDep, holder: HolderDep):
+def get_figure(figure_id: FigureId, db: SessionDep, holder: HolderDep):
     """A figure with its caption, the sentences that mention it and its paper."""
     f = _figure_or_404(db, figure_id, options=[selectinload(Figure.mentions)])
     paper = db.get(Paper, f.paper_id)
@@ -68,19 +68,19 @@ IMAGE_RESPONSES = {200: {"content": {"image/png": {}}, "description": "PNG image
 
 
 @router.get("/figures/{figure_id}/image", response_class=FileResponse, responses=IMAGE_RESPONSES)
-def figure_image(figure_id: int, db: SessionDep, settings: SettingsDep):
+def figure_image(figure_id: FigureId, db: SessionDep, settings: SettingsDep):
     """The figure crop (PNG) at the extraction resolution."""
     return _file(db, settings, figure_id, "image_path")
 
 
 @router.get("/figures/{figure_id}/thumbnail", response_class=FileResponse, responses=IMAGE_RESPONSES)
-def figure_thumbnail(figure_id: int, db: SessionDep, settings: SettingsDep):
+def figure_thumbnail(figure_id: FigureId, db: SessionDep, settings: SettingsDep):
     """A small PNG thumbnail of the figure."""
     return _file(db, settings, figure_id, "thumbnail_path")
 
 
 @router.get("/figures/{figure_id}/similar", response_model=schemas.SimilarResponse, responses=responses(404, 422))
-def similar_figures(figure_id: int, db: SessionDep, settings: SettingsDep, engine: EngineDep, holder: HolderDep,
+def similar_figures(figure_id: FigureId, db: SessionDep, settings: SettingsDep, engine: EngineDep, holder: HolderDep,
                     k: Annotated[int, Query(ge=1, le=1000)] = 12):
     """Recommendations for a figure: lexical candidates re-ranked with embeddings, with the score
     breakdown (lexical vs embedding) and the matched terms that explain each result."""

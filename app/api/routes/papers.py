@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
 
 from app.api import schemas
-from app.api.deps import SessionDep, SettingsDep
+from app.api.deps import PaperId, SessionDep, SettingsDep
 from app.api.problems import check_limit, responses
 from app.api.serialize import figure_card, paper_ref
 from app.db.schema import Citation, Figure, Paper
@@ -46,7 +46,7 @@ def figure_order(f: Figure) -> tuple:
 
 
 @router.get("/papers/{paper_id}", response_model=schemas.PaperDetail, responses=responses(404, 422))
-def get_paper(paper_id: int, db: SessionDep):
+def get_paper(paper_id: PaperId, db: SessionDep):
     """A paper with its figures (central figure first) and the papers of the collection it cites
     and that cite it."""
     p = db.get(Paper, paper_id, options=[selectinload(Paper.figures)])

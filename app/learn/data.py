@@ -1,0 +1,167 @@
+"""One view of a data dir for training and embedding: the figures (caption + mention text, as the
+search engine sees them), their papers and citation links, and cached input features.
+
+Feature caches (under data_dir/models/.cache, rebuilt incrementally):
+  * MiniLM sentence vectors: the search index's own cache (index/embeddings-minilm128.npz), so the
+    frozen transformer runs once per figure text for indexing and training alike;
+  * images: uint8 (n, 3, S, S) keyed by figure id + image file size/mtime.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from app.learn.images import DEFAULT_SIZE, STATS_DIM, image_stats, load_image, thumbnails
+from app.search.collection import Collection
+from app.search.engine import FigureDoc
+
+
+def cache_dir(data_dir: Path) -> Path:
+    d = Path(data_dir) / "models" / ".cache"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+@dataclass
+class LearnData:
+    data_dir: Path
+    docs: list[FigureDoc]
+    image_paths: list[str]
+    sha_of_paper: dict[int, str]
+    neighbours: dict[int, set[int]]
+    paper_of: np.ndarray = field(init=False)
+    _text: np.ndarray | None = None
+    _images: dict[int, np.ndarray] = field(default_factory=dict)
+    _stats: np.ndarray | None = None
+
+    def __post_init__(self):
+        self.paper_of = np.array([d.paper_id for d in self.docs], dtype=np.int64)
+
+    def __len__(self):
+        return len(self.docs)
+
+    @property
+    def texts(self) -> list[str]:
+        return [d.text for d in self.docs]
+
+    @property
+    def captions(self) -> list[str]:
+        return [d.caption for d in self.docs]
+
+    def data_hash(self, exclude_papers=()) -> str:
+        """Hash of what training sees: figure ids, texts, papers, links, excluded papers."""
+        h = hashlib.sha256()
+        for d, p in zip(self.docs, self.image_paths):
+            h.update(f"{d.figure_id}|{d.paper_id}|{p}|".encode())
+            h.update(d.text.encode("utf-8", "replace"))
+        for a in sorted(self.neighbours):
+            h.update(f"{a}:{sorted(self.neighbours[a])}".encode())
+        h.update(",".join(sorted(map(str, exclude_papers))).encode())
+        return h.hexdigest()[:16]
+
+    # -------------------------------------------------------------- features
+    def minilm(self, progress: bool = False) -> np.ndarray:
+        if self._text is None:
+            from app.search.indexing import default_text_encoder, embed_docs
+
+            enc, name = default_text_encoder()
+            self._text, _ = embed_docs(self.docs, Path(self.data_dir) / "index", enc, name, progress=progress)
+        return self._text
+
+    def images(self, size: int = DEFAULT_SIZE, progress: bool = False) -> np.ndarray:
+        if size in self._images:
+            return self._images[size]
+        path = cache_dir(self.data_dir) / f"images-{size}.npz"
+        have: dict[tuple[int, str], np.ndarray] = {}
+        if path.exists():
+            z = np.load(path, allow_pickle=False)
+            have = {(int(i), str(k)): a for i, k, a in zip(z["ids"], z["keys"], z["images"])}
+        keys, out, changed = [], np.zeros((len(self.docs), 3, size, size), np.uint8), False
+        from tqdm import tqdm
+
+        for i, (d, p) in enumerate(tqdm(list(zip(self.docs, self.image_paths)), desc=f"images {size}px",
+                                        unit="fig", disable=not progress)):
+            full = self.resolve(p)
+            try:
+                st = os.stat(full)
+                key = f"{p}|{st.st_size}|{int(st.st_mtime)}"
+            except OSError:
+                key = f"{p}|missing"
+            keys.append(key)
+            a = have.get((d.figure_id, key))
+            if a is None:
+                a, changed = load_image(full, size), True
+            out[i] = a
+        if changed or len(have) != len(self.docs):
+            tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
+            np.savez(tmp, ids=np.array([d.figure_id for d in self.docs], np.int64), keys=np.array(keys), images=out)
+            tmp.replace(path)
+        self._images[size] = out
+        return out
+
+    def stats(self, progress: bool = False) -> np.ndarray:
+        """Global style statistics (images.image_stats) per figure, cached like the images."""
+        if self._stats is not None:
+            return self._stats
+        path = cache_dir(self.data_dir) / "image-stats.npz"
+        have = {}
+        if path.exists():
+            z = np.load(path, allow_pickle=False)
+            if z["stats"].shape[1:] == (STATS_DIM,):
+                have = {(int(i), str(k)): a for i, k, a in zip(z["ids"], z["keys"], z["stats"])}
+        keys, out, changed = [], np.zeros((len(self.docs), STATS_DIM), np.float32), False
+        for i, (d, p) in enumerate(zip(self.docs, self.image_paths)):
+            key = self._file_key(p)
+            keys.append(key)
+            a = have.get((d.figure_id, key))
+            if a is None:
+                a, changed = image_stats(self.resolve(p)), True
+            out[i] = a
+        if changed or len(have) != len(self.docs):
+            tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
+            np.savez(tmp, ids=np.array([d.figure_id for d in self.docs], np.int64), keys=np.array(keys), stats=out)
+            tmp.replace(path)
+        self._stats = out
+        return out
+
+    def _file_key(self, p: str) -> str:
+        try:
+            st = os.stat(self.resolve(p))
+            return f"{p}|{st.st_size}|{int(st.st_mtime)}"
+        except OSError:
+            return f"{p}|missing"
+
+    def thumbs(self, size: int = DEFAULT_SIZE) -> np.ndarray:
+        return thumbnails(self.images(size))
+
+    def resolve(self, image_path: str) -> Path:
+        p = Path(image_path)
+        return p if p.is_absolute() else Path(self.data_dir) / p
+
+    def rows_of_papers(self, shas: set[str]) -> set[int]:
+        """Paper ids of the given sha256s."""
+        return {p for p, s in self.sha_of_paper.items() if s and s.lower() in shas}
+
+
+def load_learn_data(settings, kinds: tuple[str, ...] = ("figure",)) -> LearnData:
+    from sqlalchemy import select
+
+    from app.db.schema import Figure
+    from app.db.session import session_scope
+    from app.search.collection import load_collection
+
+    with session_scope(settings.db_url) as s:
+        col: Collection = load_collection(s, kinds)
+        paths = dict(s.execute(select(Figure.id, Figure.image_path)).all())
+    return LearnData(settings.data_dir, col.docs, [paths.get(d.figure_id) or "" for d in col.docs],
+                     dict(col.sha_of_paper), {k: set(v) for k, v in col.neighbours.items()})
+
+
+def read_sha_file(path: Path | None) -> set[str]:
+    if path is None:
+        return set()
+    return {l.strip().lower() for l in Path(path).read_text().splitlines() if l.strip() and not l.startswith("#")}

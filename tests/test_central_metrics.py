@@ -1,0 +1,86 @@
+"""Central figure: ranking metrics, text clean-up and the combination fit on hand examples."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from app.central.baselines import Tfidf, pick_first_scores
+from app.central.data import Segmenter, clean_caption, mask_refs, split_papers
+from app.central.evaluate import (acc_at_k, average_precision, gold_metrics, ndcg, random_expectation, rank_by,
+                                  reciprocal_rank)
+
+
+def test_rank_by_ties_keep_figure_order():
+    assert rank_by([1, 2, 3], [0.5, 0.9, 0.5]) == [2, 1, 3]
+    assert rank_by([3, 1, 2], [0.0, 0.0, 0.0]) == [1, 2, 3]
+
+
+def test_acc_mrr_map_by_hand():
+    ranking, gold = [2, 1, 3, 4], [1, 3]
+    assert acc_at_k(ranking, gold, 1) == 0.0
+    assert acc_at_k(ranking, gold, 2) == 1.0
+    assert reciprocal_rank(ranking, gold) == pytest.approx(1 / 2)
+    # relevant at ranks 2 and 3: (1/2 + 2/3) / 2
+    assert average_precision(ranking, gold) == pytest.approx((1 / 2 + 2 / 3) / 2)
+    assert average_precision([1, 3, 2], gold) == pytest.approx(1.0)
+    assert reciprocal_rank([4, 5], gold) == 0.0
+
+
+def test_ndcg_by_hand():
+    gold = [3, 1, 2]  # gains 3, 2, 1
+    assert ndcg([3, 1, 2, 4], gold) == pytest.approx(1.0)
+    dcg = 2 / math.log2(2) + 3 / math.log2(3) + 1 / math.log2(4)
+    idcg = 3 / math.log2(2) + 2 / math.log2(3) + 1 / math.log2(4)
+    assert ndcg([1, 3, 2], gold) == pytest.approx(dcg / idcg)
+    m = gold_metrics([1, 3, 2, 4], gold)
+    assert set(m) == {"acc@1", "acc@3", "map", "mrr", "ndcg"}
+    assert m["acc@1"] == 0.0 and m["acc@3"] == 1.0 and m["mrr"] == 1.0
+
+
+def test_random_expectation():
+    r = random_expectation(4)
+    assert r["acc@1"] == pytest.approx(0.25)
+    assert r["mrr"] == pytest.approx((1 + 1 / 2 + 1 / 3 + 1 / 4) / 4)
+
+
+def test_pick_first_and_tfidf():
+    assert rank_by([2, 1, 5], pick_first_scores([2, 1, 5])) == [1, 2, 5]
+    tf = Tfidf.fit(["neural network architecture", "training loss curves", "ctr prediction model"])
+    s = tf.scores("the architecture of our neural network", ["Training loss curves.", "Network architecture."])
+    assert s[1] > s[0] and s[0] == 0.0
+
+
+def test_mask_refs_and_clean_caption():
+    assert mask_refs("as shown in Figure 3(b) and Fig. 4") == "as shown in figure and figure"
+    assert mask_refs("Figs. 2 and 3 compare; Table 1 lists") == "figure compare; table lists"
+    assert "3" not in mask_refs("see Figure3 for details")
+    assert clean_caption("Figure 3: The architecture of DeepFM.") == "The architecture of DeepFM."
+    assert clean_caption("Fig. 12. Results") == "Results"
+    seg = Segmenter.from_texts(["the neural network model with dropout is a simple model"])
+    assert clean_caption("Figure1:DropoutNeuralNetModel.Left:a net", seg).startswith("Dropout Neural Net Model. Left:")
+
+
+def test_split_papers_is_seeded_and_disjoint():
+    shas = [f"{i:064x}" for i in range(50)]
+    tr, va = split_papers(shas, 0.2, seed=0)
+    assert len(va) == 10 and not set(tr) & set(va) and set(tr) | set(va) == set(shas)
+    assert split_papers(shas, 0.2, seed=0) == (tr, va)
+    assert split_papers(shas, 0.2, seed=1)[1] != va
+    # adding a paper does not move the others
+    tr2, va2 = split_papers(shas + ["f" * 64], 0.2, seed=0)
+    assert set(va) - set(va2) == set() or len(set(va) ^ set(va2)) <= 2
+
+
+def test_fit_weights_moves_towards_the_signal():
+    from app.central.scoring import DEFAULT_WEIGHTS, FEATURES, fit_weights
+
+    rng = np.random.default_rng(0)
+    items = []
+    for _ in range(20):  # gold = the figure with the highest "area" feature
+        X = rng.normal(size=(5, len(FEATURES)))
+        best = int(np.argmax(X[:, FEATURES.index("area")]))
+        items.append((X, [1, 2, 3, 4, 5], [best + 1]))
+    w = fit_weights(items, DEFAULT_WEIGHTS, l2=0.01)
+    assert w["area"] > DEFAULT_WEIGHTS["area"] + 0.5

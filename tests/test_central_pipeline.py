@@ -1,0 +1,160 @@
+"""Central figure on a tiny in-memory-built SQLite collection: pairs, a tiny training run,
+save/load, score_papers, eval-central report."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.settings import Settings
+
+TOPICS = [
+    ("attention network", "The architecture of the attention network with gated experts.",
+     "Training loss curves on the click dataset.", "AUC for different embedding sizes."),
+    ("graph embedding", "Overview of the graph embedding framework and random walks.",
+     "Runtime of the sampler on large graphs.", "t-SNE visualisation of node vectors."),
+    ("bidding agent", "Illustration of the bidding agent and the auction pipeline.",
+     "Revenue under different budget constraints.", "Win rate versus bid price."),
+    ("multi-task tower", "The multi-task tower model with shared bottom layers.",
+     "Gain of each task on synthetic data.", "Expert utilisation of the gates."),
+    ("feature crossing", "The feature crossing search procedure of the system.",
+     "Accuracy of crossing methods on tabular data.", "Time cost of the search versus features."),
+]
+
+
+def make_collection(settings: Settings) -> list[int]:
+    from app.db.schema import Figure, Mention, Paper
+    from app.db.session import session_scope
+
+    settings.ensure_dirs()
+    ids = []
+    with session_scope(settings.db_url) as s:
+        for i, (topic, c1, c2, c3) in enumerate(TOPICS):
+            p = Paper(sha256=f"{i:064x}", title=f"A {topic} paper", status="ok", n_pages=8,
+                      abstract=f"We propose a new {topic} for recommendation. The {topic} learns fast. "
+                               f"Experiments on two datasets show large gains.")
+            for n, cap, page in ((1, c1, 2), (2, c2, 5), (3, c3, 6)):
+                f = Figure(kind="figure", number=n, label=f"Figure {n}", caption=f"Figure {n}: {cap}", page=page,
+                           bbox=[50, 50, 300, 250 - 40 * n], width=400, height=300)
+                words = cap.lower().rstrip(".")
+                f.mentions = [Mention(sentence=f"Figure {n} shows {words}.", before="We now describe it.",
+                                      after="This is important.", position=10 * n)]
+                p.figures.append(f)
+            p.figures.append(Figure(kind="table", number=1, label="Table 1", caption="Table 1: Results.", page=6))
+            s.add(p)
+            s.flush()
+            ids.append(p.id)
+    return ids
+
+
+@pytest.fixture()
+def tiny(tmp_path):
+    settings = Settings(data_dir=tmp_path / "data", broker_url="", database_url="")
+    ids = make_collection(settings)
+    return settings, ids
+
+
+def test_queries_and_triplets(tiny):
+    import random
+
+    from app.central.data import build_queries, load_papers, sample_triplets
+
+    settings, _ = tiny
+    papers = load_papers(settings.db_url)
+    assert len(papers) == 5 and all(len(p.figures) == 3 for p in papers)  # tables excluded
+    assert papers[0].figures[0].text.startswith("The architecture")  # label stripped
+    qs = build_queries(papers)
+    assert len(qs) == 15
+    q = qs[0]
+    assert q.target == 1 and q.candidates == [1, 2, 3]
+    assert "1" not in q.sentence and "figure" in q.sentence  # reference masked
+    assert len(q.context) == 3 and q.sentence in q.context
+    trips = sample_triplets(qs, papers, random.Random(0), negatives=3)
+    t = trips[0]
+    assert t.positive == papers[0].figures[0].text
+    assert len(t.negatives) == 2 and t.positive not in t.negatives
+    assert t.sentence in q.context
+
+
+def test_co_mentioned_figures_are_not_negatives():
+    from app.central.data import FigureInfo, MentionInfo, PaperInfo, build_queries
+
+    p = PaperInfo(id=1, sha256="a" * 64, figures=[FigureInfo(id=i, number=i, caption=f"c{i}", text=f"c{i}")
+                                                   for i in (1, 2, 3)],
+                  mentions=[MentionInfo(number=1, sentence="Figures 1 and 2 show it.", position=3),
+                            MentionInfo(number=2, sentence="Figures 1 and 2 show it.", position=3)])
+    qs = build_queries([p])
+    assert [(q.target, q.candidates) for q in qs] == [(1, [1, 3]), (2, [2, 3])]
+
+
+def test_fallback_scoring_without_model(tiny):
+    from app.central.scoring import score_papers
+    from app.db.schema import Figure
+    from app.db.session import session_scope
+
+    settings, ids = tiny
+    r = score_papers(settings)
+    assert r == {"papers": 5, "figures": 15, "model": False}
+    with session_scope(settings.db_url) as s:
+        for pid in ids:
+            figs = s.query(Figure).filter_by(paper_id=pid).all()
+            ranks = sorted(f.central_rank for f in figs if f.kind == "figure")
+            assert ranks == [1, 2, 3]
+            assert all(f.central_rank is None for f in figs if f.kind == "table")
+            best = [f for f in figs if f.central_rank == 1][0]
+            assert best.number == 1  # the architecture figure, first, with the abstract's words
+
+
+def test_tiny_training_save_load_score_and_eval(tiny, tmp_path):
+    from typer.testing import CliRunner
+    import typer
+
+    from app.central.cli import register
+    from app.central.scoring import CentralScorer, score_papers
+    from app.central.train import TrainConfig, model_dir, train_central
+    from models.central import CentralCrossEncoder, load_meta
+
+    settings, ids = tiny
+    cfg = TrainConfig(epochs=1, max_steps=2, batch_size=4, max_length=32, val_frac=0.2, seed=0)
+    meta = train_central(settings, cfg, progress=False)
+    d = model_dir(settings)
+    assert meta["steps"] == 2 and len(meta["val_papers"]) == 1
+    saved = load_meta(d)
+    assert saved["data_hash"] == meta["data_hash"] and saved["config"]["max_length"] == 32
+    assert "val_selfsup" in saved["metrics"]
+
+    scorer = CentralScorer.from_settings(settings)  # loads the saved model (CentralCrossEncoder.load)
+    assert scorer.uses_model and isinstance(scorer.model, CentralCrossEncoder)
+    assert scorer.model.max_length == 32 and scorer.model.meta["data_hash"] == meta["data_hash"]
+    m = scorer.model
+    s1 = m.score(["an attention network"], ["The architecture of the attention network."])
+    s2 = m.score(["an attention network"], ["The architecture of the attention network."])
+    assert len(s1) == 1 and s1 == s2  # eval mode: deterministic
+    r = score_papers(settings, paper_ids=ids[:2], scorer=scorer)
+    assert r["figures"] == 6 and r["model"] is True
+
+    # eval-central through the CLI registration
+    app = typer.Typer()
+    register(app)
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps({"sha256": f"{i:064x}", "central": [1, 2]}) + "\n" for i in range(5)))
+    out = tmp_path / "report"
+    res = CliRunner().invoke(app, ["eval-central", "--data-dir", str(settings.data_dir), "--gold", str(gold),
+                                   "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    rep = json.loads((out / "report.json").read_text())
+    methods = {"random", "pick_first", "tfidf", "model", "combined"}
+    assert methods <= set(rep["selfsup"]) and methods <= set(rep["gold"])
+    for m_ in methods:
+        assert set(rep["selfsup"][m_]) == {"acc@1", "mrr"}
+        assert {"acc@1", "acc@3", "map", "mrr", "ndcg"} <= set(rep["gold"][m_])
+    assert rep["gold"]["pick_first"]["acc@1"] == 1.0
+    assert (out / "report.md").read_text().startswith("# Central-figure evaluation")
+
+
+def test_celery_task_runs_eagerly(tiny):
+    from workers.tasks import score_central, task_config
+
+    settings, ids = tiny
+    r = score_central.delay(ids[:1], task_config(settings)).get()
+    assert r["figures"] == 3
