@@ -41,18 +41,31 @@ def stop(proc):
 
 
 def test_ingest_through_redis_and_workers(demo_pdfs, redis_url, pg_url, tmp_path):
+    from tests import badfiles
+
     data = tmp_path / "data"
     env = _env(redis_url, pg_url, data)
+    env["FIGSEARCH_AUTO_INDEX"] = "false"
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    bad_files = [badfiles.zero_byte(bad), badfiles.html_named_pdf(bad), badfiles.encrypted(bad),
+                 badfiles.zip_with_traversal(bad, demo_pdfs[0])]
     worker = start_worker(env)
     try:
-        r = subprocess.run([sys.executable, "-m", "app.cli", "ingest", str(demo_pdfs[0].parent), "--json"],
-                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        r = subprocess.run([sys.executable, "-m", "app.cli", "ingest", str(demo_pdfs[0].parent), *map(str, bad_files),
+                            "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr
         summary = json.loads(r.stdout.strip().splitlines()[-1])
         assert summary["ok"] == len(demo_pdfs), summary
+        # bad files end with clear reasons; the zip's good member is a duplicate of demo_pdfs[0]
+        reasons = " | ".join(f["error"] for f in summary["failures"])
+        for expected in ("0 bytes", "HTML", "encrypted", "unsafe path"):
+            assert expected in reasons, reasons
+        assert summary["duplicate"] == 1
+        assert not (tmp_path / "escaped.pdf").exists()
         papers = subprocess.run([sys.executable, "-m", "app.cli", "papers", "--format", "jsonl"], cwd=ROOT, env=env,
                                 capture_output=True, text=True, timeout=60).stdout.splitlines()
-        rows = [json.loads(l) for l in papers]
+        rows = [json.loads(l) for l in papers if json.loads(l)["status"] == "ok"]
         assert len(rows) == len(demo_pdfs)
         assert sum(len(p["cites"]) for p in rows) > 0  # links re-evaluated after the batch
         assert (data / "figures").is_dir() and any((data / "figures").rglob("*.png"))

@@ -19,6 +19,7 @@ def make_celery(settings: Settings | None = None) -> Celery:
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
         worker_max_tasks_per_child=50,  # bounded memory over thousands of ingests
+        worker_max_memory_per_child=settings.worker_memory_mb * 1024 // 2 or None,  # KiB; replaced after the task
         task_soft_time_limit=settings.file_timeout_s,
         task_time_limit=settings.file_timeout_s + 30,
         broker_connection_retry_on_startup=True,

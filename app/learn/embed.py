@@ -163,12 +163,32 @@ class TextQueryEncoder:
     encode = __call__
 
 
-def text_query_encoder(data_dir: Path, name: str | None = None):
-    """The query encoder matching the CURRENT index: the learned model's text path when a trained
-    model exists, else MiniLM (what `app.api.main` / the CLI should pass as the engine encoder)."""
-    from app.learn.registry import DEFAULT_MODEL, load_current
+def index_model(data_dir: Path):
+    """The learned model whose vectors the CURRENT search index holds (index/dense.json), or None
+    when the index holds MiniLM vectors."""
+    from app.learn.registry import load_dir, models_root
+    from app.search.indexing import read_dense_info
 
-    loaded = load_current(Path(data_dir), name or DEFAULT_MODEL)
+    info = read_dense_info(Path(data_dir) / "index")
+    if info.get("kind") != "learned":
+        return None
+    path = models_root(data_dir) / info["model"] / info["model_version"]
+    if not path.is_dir():
+        return None
+    key = str(path)
+    if key not in _INDEX_MODELS:
+        _INDEX_MODELS[key] = load_dir(path, info["model"], info["model_version"])
+    return _INDEX_MODELS[key]
+
+
+_INDEX_MODELS: dict = {}
+
+
+def text_query_encoder(data_dir: Path):
+    """The free-text query encoder matching the CURRENT index: the learned model's text path when
+    the index holds learned vectors, else MiniLM. `app.api.main` and the CLI's `_engine` should
+    pass this (not `default_encoder()`) as the engine's encoder."""
+    loaded = index_model(Path(data_dir))
     if loaded is None or loaded.config.text is None:
         from app.search.encoder import default_encoder
 

@@ -104,20 +104,74 @@ def default_text_encoder() -> tuple[Encoder, str]:
     return (lambda texts: enc.encode(texts, max_length=FIGURE_TEXT_TOKENS)), "minilm128"
 
 
+DENSE_FILE = "dense.json"
+
+
+def learned_embeddings(settings: Settings, docs: list[FigureDoc], progress: bool = False):
+    """(fused vectors aligned with docs, n newly embedded, info) from the CURRENT trained default
+    model (app.learn), or None when no model is trained / learned embeddings are switched off.
+    Only figures the model has not embedded yet are run through it (the store is per version)."""
+    if not getattr(settings, "learned_embeddings", True):
+        return None
+    from app.learn.registry import DEFAULT_MODEL, load_current
+
+    name = getattr(settings, "learned_model", "") or DEFAULT_MODEL
+    try:
+        loaded = load_current(settings.data_dir, name)
+    except Exception:  # a broken model must not break indexing: fall back to MiniLM
+        log.exception("trained model %s could not be loaded; indexing with MiniLM", name)
+        return None
+    if loaded is None or loaded.config.kind != "fusion":
+        return None
+    from app.learn.data import load_learn_data
+    from app.learn.embed import refresh_store
+
+    data = load_learn_data(settings)
+    store, n_new = refresh_store(loaded, data, progress=progress)
+    vecs = store.lookup([d.figure_id for d in docs])["fused"]
+    return vecs, n_new, {"kind": "learned", "model": name, "model_version": loaded.version,
+                         "dim": int(vecs.shape[1]) if vecs.ndim == 2 else 0}
+
+
+def read_dense_info(root: Path) -> dict:
+    """What the dense vectors of the CURRENT index are: {"kind": "minilm"} or the learned model."""
+    import json
+
+    try:
+        return json.loads((Path(root) / DENSE_FILE).read_text())
+    except (FileNotFoundError, ValueError):
+        return {"kind": "minilm"}
+
+
 def build_index(settings: Settings, encoder: Encoder | None = None, encoder_name: str | None = None,
                 dense: bool = True, progress: bool = False) -> IndexReport:
-    """Rebuild the lexical index and refresh embeddings; write and publish a new version."""
+    """Rebuild the lexical index and refresh embeddings; write and publish a new version.
+
+    Dense vectors: the trained default model's fused figure embeddings when one exists (text +
+    image, app.learn), else MiniLM text embeddings; an explicit `encoder` always wins."""
+    import json
+
     t0 = time.perf_counter()
     with session_scope(settings.db_url) as s:
         col = load_collection(s)
     root = index_root(settings)
     emb, n_new = None, 0
+    info = {"kind": "minilm"}
     if dense and col.docs:
-        if encoder is None:
-            encoder, encoder_name = default_text_encoder()
-        emb, n_new = embed_docs(col.docs, root, encoder, encoder_name or "custom", progress=progress)
+        learned = learned_embeddings(settings, col.docs, progress) if encoder is None else None
+        if learned is not None:
+            emb, n_new, info = learned
+        else:
+            if encoder is None:
+                encoder, encoder_name = default_text_encoder()
+            emb, n_new = embed_docs(col.docs, root, encoder, encoder_name or "custom", progress=progress)
+            info = {"kind": encoder_name or "custom"}
     w = read_w(root)
     engine = SearchEngine.build(col.docs, embeddings=emb, w=0.5 if w is None else w,
                                 vector_kind=settings.vector_index, gpu=settings.faiss_gpu)
     version = engine.save(root)
+    info["index_version"] = version
+    tmp = root / f".{DENSE_FILE}.tmp"
+    tmp.write_text(json.dumps(info))
+    tmp.replace(root / DENSE_FILE)
     return IndexReport(version, len(col.docs), n_new, time.perf_counter() - t0)
