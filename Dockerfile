@@ -4,6 +4,8 @@
 ARG BASE=python:3.11-slim
 FROM ${BASE}
 ARG FAISS=faiss-cpu
+# CPU wheels of torch by default; a CUDA image sets TORCH_INDEX=https://download.pytorch.org/whl/cu124
+ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
 ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 FIGSEARCH_DATA_DIR=/data
 RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-pip python3-venv \
     && rm -rf /var/lib/apt/lists/* \
@@ -15,7 +17,10 @@ COPY workers ./workers
 COPY models ./models
 COPY migrations ./migrations
 COPY frontend ./frontend
-RUN python -m pip install --upgrade pip && python -m pip install -e . && (python -m pip install ${FAISS} || true)
+RUN python -m pip install --upgrade pip \
+    && python -m pip install torch==2.13.0 --index-url ${TORCH_INDEX} \
+    && python -m pip install -e . \
+    && if [ "${FAISS}" != "faiss-cpu" ]; then python -m pip uninstall -y faiss-cpu && python -m pip install ${FAISS}; fi
 RUN useradd --create-home figsearch && mkdir -p /data && chown figsearch /data
 USER figsearch
 VOLUME ["/data"]

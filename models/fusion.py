@@ -21,7 +21,7 @@ class FusionModel(SavableModule):
     def __init__(self, text_kind: str | None = "minilm", image: bool = True, dim: int = 64,
                  branch_dim: int = 50, vocab_size: int = 1002, text_in: int = 384, in_ch: int = 3,
                  modality_dropout: float = 0.2, dropout: float = 0.5, image_kind: str = "style",
-                 stats_dim: int = 76):
+                 stats_dim: int = 76, paper: bool = False, paper_in: int = 384):
         self._remember(locals())
         if text_kind is None and not image:
             raise ValueError("a fusion model needs text or image")
@@ -44,7 +44,9 @@ class FusionModel(SavableModule):
         else:
             raise ValueError(f"unknown image_kind {image_kind!r}")
         self.image_kind = image_kind
-        n_in = branch_dim * ((self.text is not None) + (self.image is not None))
+        # paper context (optional): the frozen MiniLM vector of the figure's paper title + abstract
+        self.paper = MiniLMHead(in_dim=paper_in, out_dim=branch_dim, dropout=dropout) if paper else None
+        n_in = branch_dim * ((self.text is not None) + (self.image is not None) + (self.paper is not None))
         self.bn = nn.BatchNorm1d(n_in)
         self.fuse = nn.Linear(n_in, dim)
         self.branch_dim, self.dim = branch_dim, dim
@@ -54,24 +56,24 @@ class FusionModel(SavableModule):
         return self.image(image, stats) if self.image_kind == "style" else self.image(image)
 
     def forward(self, text: torch.Tensor | None = None, image: torch.Tensor | None = None,
-                stats: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
-        n = (text if text is not None else image).shape[0]
+                stats: torch.Tensor | None = None, paper: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        n = next(x for x in (text, image, paper) if x is not None).shape[0]
         dev = self.fuse.weight.device
         parts, out = [], {}
-        for name, branch, x in (("text", self.text, text), ("image", self.image, image)):
+        for name, branch, x in (("text", self.text, text), ("image", self.image, image), ("paper", self.paper, paper)):
             if branch is None:
                 continue
             if x is None:
                 parts.append(torch.zeros(n, self.branch_dim, device=dev))
                 continue
-            f = branch(x) if name == "text" else self.encode_image(x, stats)
+            f = self.encode_image(x, stats) if name == "image" else branch(x)
             out[name] = F.normalize(f, dim=-1)
             parts.append(f)
-        if self.training and len(parts) == 2 and self.hparams["modality_dropout"] > 0:
+        if self.training and len(parts) >= 2 and self.hparams["modality_dropout"] > 0:
             p = self.hparams["modality_dropout"]
-            r = torch.rand(n, device=dev)
-            drop_t = (r < p).float().unsqueeze(1)              # text dropped
-            drop_i = ((r >= p) & (r < 2 * p)).float().unsqueeze(1)  # image dropped
-            parts = [parts[0] * (1 - drop_t), parts[1] * (1 - drop_i)]
+            drop = torch.rand(n, len(parts), device=dev) < p
+            all_dropped = drop.all(dim=1)
+            drop[all_dropped, 0] = False                       # never drop every modality
+            parts = [x * (~drop[:, j]).float().unsqueeze(1) for j, x in enumerate(parts)]
         out["fused"] = F.normalize(self.fuse(self.bn(torch.cat(parts, dim=1))), dim=-1)
         return out

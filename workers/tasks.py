@@ -63,3 +63,52 @@ def score_central(paper_ids: list[int] | None = None, cfg: dict | None = None) -
     from app.central.scoring import score_papers
 
     return score_papers(_settings(cfg), paper_ids)
+
+
+# ------------------------------------------------------------------ learned embeddings (issue 4)
+# Thin shells around app.learn.jobs; embedded mode calls the same functions in-process (index
+# builds after ingestion embed new figures with the trained model through app.search.indexing).
+@app.task(name="figsearch.embed_new_figures")
+def embed_new_figures(cfg: dict | None = None) -> dict:
+    """Embed figures the current trained model has not embedded yet (batched)."""
+    from app.learn import jobs
+
+    return jobs.embed_new_figures(_settings(cfg))
+
+
+@app.task(name="figsearch.refresh_index")
+def refresh_index(cfg: dict | None = None) -> dict:
+    """Rebuild the search index (learned vectors when a model exists) as a new version."""
+    from app.learn import jobs
+
+    return jobs.refresh_index(_settings(cfg))
+
+
+@app.task(name="figsearch.reembed_all")
+def reembed_all(cfg: dict | None = None) -> dict:
+    """After a new model version: embed everything with it, publish a new index version (the old
+    one serves until CURRENT switches; the API swaps engines on `current_version` change)."""
+    from app.learn import jobs
+
+    return jobs.reembed_all(_settings(cfg))
+
+
+@app.task(name="figsearch.train_model", soft_time_limit=3600)
+def train_model(model: str = "fused", exclude_sha256: list[str] | None = None, cfg: dict | None = None) -> dict:
+    """Train and publish a model, then re-embed and re-index (default model)."""
+    from app.learn.ablation import config_for
+    from app.learn.data import load_learn_data
+    from app.learn.registry import DEFAULT_MODEL, publish
+    from app.learn.train import train
+
+    settings = _settings(cfg)
+    data = load_learn_data(settings)
+    shas = {s.lower() for s in exclude_sha256 or []}
+    excluded = data.rows_of_papers(shas)
+    res = train(data, config_for(model), excluded, progress=False)
+    version = publish(res, settings.data_dir, model, {"data_hash": data.data_hash(excluded),
+                                                      "excluded_sha256": sorted(shas)})
+    out = {"model": model, "version": version, "metrics": res.metrics}
+    if model == DEFAULT_MODEL:
+        out["index"] = reembed_all(cfg)
+    return out

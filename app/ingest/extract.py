@@ -110,7 +110,8 @@ def extract_pdf(path: str | Path, data_dir: str | Path, limits: Limits | None = 
     rel = figure_dir_for(sha)
     out_dir = data_dir / rel
     try:
-        paper = parse_pdf(doc, max_pages=limits.max_pages)
+        page_dicts: list = []
+        paper = parse_pdf(doc, max_pages=limits.max_pages, page_dicts=page_dicts)
         result.paper = paper
         if not paper.has_text_layer:
             result.status = "no_text"
@@ -118,7 +119,8 @@ def extract_pdf(path: str | Path, data_dir: str | Path, limits: Limits | None = 
             return result
         shutil.rmtree(out_dir, ignore_errors=True)  # a retry must not leave stale crops
         result.figures = extract_figures(doc, out_dir, rel, dpi=limits.dpi,
-                                         thumb_px=limits.thumb_px, max_pages=limits.max_pages)
+                                         thumb_px=limits.thumb_px, max_pages=limits.max_pages,
+                                         page_dicts=page_dicts)
         result.mentions = find_mentions(paper.sentences)
         if doc.is_repaired:
             result.error = "damaged PDF (truncated or corrupt), repaired by the parser: content may be incomplete"

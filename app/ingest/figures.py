@@ -122,9 +122,20 @@ def _page_lines(pdict: dict) -> list[_Line]:
                 ys0 = min(s["bbox"][1] for s in g)
                 xs1 = max(s["bbox"][2] for s in g)
                 ys1 = max(s["bbox"][3] for s in g)
-                text = "".join(s["text"] for s in g)
+                text = _join_spans(g)
                 size = round(max(g, key=lambda s: len(s["text"]))["size"], 1)
                 out.append(_Line(xs0, ys0, xs1, ys1, text.strip(), size, g, bi, li, horizontal))
+    return out
+
+
+def _join_spans(spans: list[dict]) -> str:
+    """Concatenate spans, adding the space some PDFs omit between word-per-span runs."""
+    out = spans[0]["text"]
+    for prev, s in zip(spans, spans[1:]):
+        gap = s["bbox"][0] - prev["bbox"][2]
+        if gap > 0.15 * prev["size"] and not out.endswith(" ") and not s["text"].startswith(" "):
+            out += " "
+        out += s["text"]
     return out
 
 
@@ -229,6 +240,8 @@ def _caption_from_line(line: _Line, lines: list[_Line], st: _DocStats) -> Captio
     word, rest = m.group("word"), m.group("rest")
     kind = "table" if word.lower().startswith("tab") else "figure"
     rest_s = rest.lstrip()
+    if rest_s[:1] in ("),;]"):
+        return None  # "(see Fig. 3), ..." wrapped onto a new line: a reference
     delim = rest_s[:1] in _DELIMS and rest_s[:1] != "" and not rest_s[:2].startswith((".,", ".)"))
     label_alone = rest_s in ("", ":", ".", "|") or rest_s[:1] in ":|" and len(rest_s) <= 2
     label_spans, rest_spans = _label_split(line, m.end("num"))
@@ -247,7 +260,7 @@ def _caption_from_line(line: _Line, lines: list[_Line], st: _DocStats) -> Captio
     if pred is not None and pred.block == line.block and abs(pred.size - line.size) < 0.3:
         # continuation of a paragraph unless the previous line clearly ended a sentence
         ended = pred.text.rstrip().endswith((".", ":", "!", "?")) or (pred.x1 - pred.x0) < 0.7 * (line.x1 - line.x0)
-        block_start = ended and (style_diff or line.idx == 0)
+        block_start = ended and (style_diff or line.idx == 0 or rest_s[:1] in ":|")
     smaller = line.size < st.body_size - 0.4
     lowercase_verb = bool(re.match(r"\s*[a-z]", rest)) and not delim
     strong = delim or style_diff or label_alone or (smaller and block_start and not lowercase_verb)
@@ -624,7 +637,7 @@ def _render(page: pymupdf.Page, dl, rect, out_dir: pathlib.Path, rel_prefix: str
         pix = pymupdf.Pixmap(pymupdf.csRGB, pix)
     img_name, thumb_name = f"{stem}.png", f"{stem}.thumb.png"
     im = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
-    im.save(out_dir / img_name, compress_level=3)
+    im.save(out_dir / img_name, compress_level=1)
     im.thumbnail((thumb_px, thumb_px), Image.BILINEAR, reducing_gap=2.0)
     im.save(out_dir / thumb_name, compress_level=3)
     prefix = rel_prefix.rstrip("/")
@@ -632,14 +645,17 @@ def _render(page: pymupdf.Page, dl, rect, out_dir: pathlib.Path, rel_prefix: str
 
 
 def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: str, dpi: int = 150,
-                    thumb_px: int = 256, max_pages: int | None = None) -> list[ExtractedFigure]:
+                    thumb_px: int = 256, max_pages: int | None = None,
+                    page_dicts: list[dict | None] | None = None) -> list[ExtractedFigure]:
     """Find captioned figures and tables, render their crops, one result per (kind, number)."""
     out_dir = pathlib.Path(out_dir)
     n = len(doc) if max_pages is None else min(len(doc), max_pages)
     pages_lines: list[list[_Line]] = []
     for i in range(n):
         try:
-            pdict = doc[i].get_text("dict", flags=_TEXT_FLAGS)
+            pdict = page_dicts[i] if page_dicts is not None and i < len(page_dicts) else None
+            if pdict is None:
+                pdict = doc[i].get_text("dict", flags=_TEXT_FLAGS)
             pages_lines.append(_page_lines(pdict))
         except Exception:  # noqa: BLE001 - one broken page must not lose the others
             log.warning("text extraction failed on page %d", i + 1, exc_info=True)
@@ -669,6 +685,7 @@ def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: 
             best[key] = cand
     if not best:
         return []
+    _split_overlaps(doc, list(best.values()), pages_lines, st)
     out_dir.mkdir(parents=True, exist_ok=True)
     results = []
     dl_page, dl = -1, None
@@ -682,12 +699,77 @@ def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: 
     return results
 
 
+def _largest_gap(intervals: list[tuple[float, float]], lo: float, hi: float) -> float:
+    """Middle of the widest stretch of [lo, hi] that no interval covers (midpoint if none)."""
+    best, best_w, y = (lo + hi) / 2, 0.0, lo
+    for a, b in sorted(intervals):
+        if a > y and min(a, hi) - y > best_w:
+            best, best_w = (y + min(a, hi)) / 2, min(a, hi) - y
+        y = max(y, b)
+        if y >= hi:
+            break
+    if hi - y > best_w:
+        best = (y + hi) / 2
+    return best
+
+
+def _split_overlaps(doc, cands: list[_Cand], pages_lines: list[list[_Line]], st: _DocStats) -> None:
+    """Two regions of one page that overlap (e.g. a table right above a figure: the table grows
+    down into the plot, the figure up into the table) are cut apart at the widest whitespace gap
+    between them; the one whose caption is higher keeps the upper part."""
+    by_page: dict[int, list[_Cand]] = {}
+    for c in cands:
+        if c.region is not None:
+            by_page.setdefault(c.page, []).append(c)
+    for page_no, group in by_page.items():
+        if len(group) < 2:
+            continue
+        graphics = None
+        for i in range(len(group)):
+            for j in range(i + 1, len(group)):
+                a, b = group[i], group[j]
+                ra, rb = a.region, b.region
+                if _overlap_1d(ra[0], ra[2], rb[0], rb[2]) <= 5 or _overlap_1d(ra[1], ra[3], rb[1], rb[3]) <= 2:
+                    continue
+                if graphics is None:
+                    graphics = _graphics(doc[page_no], st)
+                items = [ln.rect for ln in pages_lines[page_no]] + [tuple(g) for g in graphics]
+                side_by_side = _overlap_1d(a.cap.bbox[1], a.cap.bbox[3], b.cap.bbox[1], b.cap.bbox[3]) > 0
+                if side_by_side:  # captions on one row: cut at the widest vertical gutter
+                    left, right = (a, b) if a.cap.bbox[0] <= b.cap.bbox[0] else (b, a)
+                    # the gutter lies between the two captions' centres
+                    lo = max(min(ra[0], rb[0]), (left.cap.bbox[0] + left.cap.bbox[2]) / 2)
+                    hi = min(max(ra[2], rb[2]), (right.cap.bbox[0] + right.cap.bbox[2]) / 2)
+                    y0, y1 = max(ra[1], rb[1]), min(ra[3], rb[3])
+                    spans = [(r[0], r[2]) for r in items if _overlap_1d(r[1], r[3], y0, y1) > 0 and r[2] > lo and r[0] < hi]
+                    cut = _largest_gap(spans, lo, hi)
+                    lr_, rr_ = left.region, right.region
+                    if lr_[0] < cut < rr_[2]:
+                        left.region = (lr_[0], lr_[1], min(lr_[2], cut), lr_[3])
+                        right.region = (max(rr_[0], cut), rr_[1], rr_[2], rr_[3])
+                    continue
+                upper, lower = (a, b) if a.cap.bbox[1] <= b.cap.bbox[1] else (b, a)
+                lo = max(min(ra[1], rb[1]), (upper.cap.bbox[1] + upper.cap.bbox[3]) / 2)
+                hi = min(max(ra[3], rb[3]), (lower.cap.bbox[1] + lower.cap.bbox[3]) / 2)
+                if hi <= lo:
+                    continue
+                x0, x1 = max(ra[0], rb[0]), min(ra[2], rb[2])
+                spans = [(r[1], r[3]) for r in items if _overlap_1d(r[0], r[2], x0, x1) > 0 and r[3] > lo and r[1] < hi]
+                cut = _largest_gap(spans, lo, hi)
+                ur, lr = upper.region, lower.region
+                if ur[1] < cut and lr[3] > cut:
+                    upper.region = (ur[0], ur[1], ur[2], min(ur[3], cut))
+                    lower.region = (lr[0], max(lr[1], cut), lr[2], lr[3])
+
+
 def _emit(page: pymupdf.Page, dl, c: _Cand, out_dir: pathlib.Path, rel_prefix: str, dpi: int, thumb_px: int) -> ExtractedFigure:
     """Render one candidate and build its record."""
     cap = c.cap
     crop = c.region if c.region is not None else cap.bbox
     stem = f"{'fig' if cap.kind == 'figure' else 'tab'}-{cap.number}"
-    img, thumb, w, h = _render(page, dl, crop, out_dir, rel_prefix, stem, dpi, thumb_px)
+    # tables are text: searched by their caption, shown small; render them cheaper than figures
+    img, thumb, w, h = _render(page, dl, crop, out_dir, rel_prefix, stem,
+                               dpi if cap.kind == "figure" else min(dpi, 110), thumb_px)
     full = _union([crop, cap.bbox])
     label = f"{'Figure' if cap.kind == 'figure' else 'Table'} {cap.number}"
     return ExtractedFigure(

@@ -85,10 +85,16 @@ def _clean(text: str) -> str:
     return text
 
 
-def _extract_page(page, pno: int) -> tuple[list[_Block], list[str]]:
+def page_dict(page) -> dict:
+    """The one text extraction per page; figures.py reuses it (it is the costly call)."""
+    return page.get_text("dict", flags=_TEXT_FLAGS)
+
+
+def _extract_page(page, pno: int, d: dict | None = None) -> tuple[list[_Block], list[str]]:
     """Horizontal text blocks of one page (lines on a common baseline merged)
     plus the text of rotated lines (e.g. the arXiv stamp)."""
-    d = page.get_text("dict", flags=_TEXT_FLAGS)
+    if d is None:
+        d = page_dict(page)
     blocks: list[_Block] = []
     rotated: list[str] = []
     for b in d.get("blocks", ()):
@@ -678,8 +684,10 @@ def _looks_real_meta_title(t: str) -> bool:
     return len(t) >= 10 and len(t.split()) >= 2 and not _BAD_META_TITLE_RE.search(t)
 
 
-def parse_pdf(doc: "fitz.Document", max_pages: int | None = None) -> ParsedPaper:
-    """Parse an opened PyMuPDF document (the caller owns and closes it)."""
+def parse_pdf(doc: "fitz.Document", max_pages: int | None = None,
+              page_dicts: list[dict | None] | None = None) -> ParsedPaper:
+    """Parse an opened PyMuPDF document (the caller owns and closes it). `page_dicts`, when
+    given, is filled with each page's text dict so figure extraction need not redo it."""
     n_pages = doc.page_count
     todo = n_pages if max_pages is None else min(n_pages, max_pages)
     paper = ParsedPaper(n_pages=n_pages)
@@ -693,10 +701,15 @@ def parse_pdf(doc: "fitz.Document", max_pages: int | None = None) -> ParsedPaper
     for pno in range(todo):
         try:
             page = doc[pno]
-            blocks, rot = _extract_page(page, pno)
+            d = page_dict(page)
+            if page_dicts is not None:
+                page_dicts.append(d)
+            blocks, rot = _extract_page(page, pno, d)
             r = page.rect
         except Exception:  # a broken page should not kill the whole paper
             blocks, rot, r = [], [], pymupdf.Rect(0, 0, 612, 792)
+            if page_dicts is not None and len(page_dicts) == pno:
+                page_dicts.append(None)
         pages.append(blocks)
         heights.append(r.height or 792.0)
         widths.append(r.width or 612.0)

@@ -30,6 +30,7 @@ DEFAULT_CONFIG = TrainConfig()
 # name -> config overrides (seed-000 and seed-001/003 variants); the default is "fused"
 VARIANTS: dict[str, dict] = {
     "fused": {},
+    "fused_paper": {"paper": True},
     "lstm_cnn": {"text": "lstm"},
     "bilstm_cnn": {"text": "bilstm"},
     "minilm_text": {"image": False},

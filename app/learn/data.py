@@ -37,6 +37,8 @@ class LearnData:
     _text: np.ndarray | None = None
     _images: dict[int, np.ndarray] = field(default_factory=dict)
     _stats: np.ndarray | None = None
+    paper_text: dict[int, str] = field(default_factory=dict)
+    _paper: np.ndarray | None = None
 
     def __post_init__(self):
         self.paper_of = np.array([d.paper_id for d in self.docs], dtype=np.int64)
@@ -58,6 +60,7 @@ class LearnData:
         for d, p in zip(self.docs, self.image_paths):
             h.update(f"{d.figure_id}|{d.paper_id}|{p}|".encode())
             h.update(d.text.encode("utf-8", "replace"))
+            h.update(self.paper_text.get(d.paper_id, "").encode("utf-8", "replace"))
         for a in sorted(self.neighbours):
             h.update(f"{a}:{sorted(self.neighbours[a])}".encode())
         h.update(",".join(sorted(map(str, exclude_papers))).encode())
@@ -102,6 +105,24 @@ class LearnData:
             tmp.replace(path)
         self._images[size] = out
         return out
+
+    def paper_minilm(self, progress: bool = False) -> np.ndarray:
+        """Per figure: the frozen MiniLM vector of its paper's title + abstract (paper context)."""
+        if self._paper is not None:
+            return self._paper
+        from app.search.engine import FigureDoc as _Doc
+        from app.search.indexing import embed_docs
+
+        papers = sorted(set(self.paper_of.tolist()))
+        pdocs = [_Doc(p, p, "", self.paper_text.get(p, "")) for p in papers]
+        from app.search.encoder import default_encoder
+
+        enc = default_encoder()
+        vecs, _ = embed_docs(pdocs, cache_dir(self.data_dir), lambda t: enc.encode(t, max_length=256),
+                             "paper-minilm256", progress=progress)
+        pos = {p: i for i, p in enumerate(papers)}
+        self._paper = vecs[[pos[int(p)] for p in self.paper_of.tolist()]] if len(papers) else np.zeros((0, 384), np.float32)
+        return self._paper
 
     def stats(self, progress: bool = False) -> np.ndarray:
         """Global style statistics (images.image_stats) per figure, cached like the images."""
@@ -150,15 +171,17 @@ class LearnData:
 def load_learn_data(settings, kinds: tuple[str, ...] = ("figure",)) -> LearnData:
     from sqlalchemy import select
 
-    from app.db.schema import Figure
+    from app.db.schema import Figure, Paper
     from app.db.session import session_scope
     from app.search.collection import load_collection
 
     with session_scope(settings.db_url) as s:
         col: Collection = load_collection(s, kinds)
         paths = dict(s.execute(select(Figure.id, Figure.image_path)).all())
+        ptext = {pid: ". ".join(x for x in (t or "", a or "") if x)
+                 for pid, t, a in s.execute(select(Paper.id, Paper.title, Paper.abstract))}
     return LearnData(settings.data_dir, col.docs, [paths.get(d.figure_id) or "" for d in col.docs],
-                     dict(col.sha_of_paper), {k: set(v) for k, v in col.neighbours.items()})
+                     dict(col.sha_of_paper), {k: set(v) for k, v in col.neighbours.items()}, paper_text=ptext)
 
 
 def read_sha_file(path: Path | None) -> set[str]:

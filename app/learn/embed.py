@@ -39,6 +39,7 @@ def embed_rows(loaded, data: LearnData, rows=None, batch: int = 128) -> dict[str
     rows = np.arange(len(data)) if rows is None else np.asarray(rows, np.int64)
     images = data.images(cfg.image_size) if cfg.image else None
     stats = data.stats() if cfg.image and getattr(cfg, "image_kind", "simple") == "style" else None
+    papers = data.paper_minilm() if getattr(cfg, "paper", False) else None
     outs: dict[str, list] = {}
     model.eval()
     with torch.inference_mode():
@@ -47,7 +48,8 @@ def embed_rows(loaded, data: LearnData, rows=None, batch: int = 128) -> dict[str
             t = _text_input(loaded, data, r)
             im = torch.from_numpy(images[r]).float().div_(255.0) if images is not None else None
             st = torch.from_numpy(stats[r]) if stats is not None else None
-            for k, v in model(t, im, st).items():
+            pp = torch.from_numpy(papers[r]) if papers is not None else None
+            for k, v in model(t, im, st, pp).items():
                 outs.setdefault(k, []).append(v.numpy())
     dim = getattr(model, "dim", 64)
     return {k: (np.concatenate(v).astype(np.float32) if v else np.zeros((0, dim), np.float32))
@@ -62,7 +64,9 @@ def _row_keys(data: LearnData) -> list[str]:
             ik = f"{st.st_size}|{int(st.st_mtime)}"
         except OSError:
             ik = "missing"
-        keys.append(hashlib.blake2b(f"{d.text}\x00{p}\x00{ik}".encode("utf-8", "replace"), digest_size=8).hexdigest())
+        pt = data.paper_text.get(d.paper_id, "")
+        keys.append(hashlib.blake2b(f"{d.text}\x00{p}\x00{ik}\x00{pt}".encode("utf-8", "replace"),
+                                    digest_size=8).hexdigest())
     return keys
 
 
@@ -184,13 +188,44 @@ def index_model(data_dir: Path):
 _INDEX_MODELS: dict = {}
 
 
-def text_query_encoder(data_dir: Path):
-    """The free-text query encoder matching the CURRENT index: the learned model's text path when
-    the index holds learned vectors, else MiniLM. `app.api.main` and the CLI's `_engine` should
-    pass this (not `default_encoder()`) as the engine's encoder."""
-    loaded = index_model(Path(data_dir))
-    if loaded is None or loaded.config.text is None:
-        from app.search.encoder import default_encoder
+class IndexQueryEncoder:
+    """Free-text query encoder that follows the CURRENT index: MiniLM while the index holds MiniLM
+    vectors, the learned model's text path once it holds learned ones (index/dense.json, checked at
+    most every `poll_s` seconds). Callable like the MiniLM encoder: texts -> (n, dim) unit vectors."""
 
-        return default_encoder()
-    return TextQueryEncoder(loaded)
+    def __init__(self, data_dir: Path, poll_s: float = 2.0):
+        self.data_dir = Path(data_dir)
+        self.poll_s = poll_s
+        self._checked = float("-inf")
+        self._enc = None
+        self._lock = threading.Lock()
+
+    def current(self):
+        import time
+
+        now = time.monotonic()
+        with self._lock:
+            if self._enc is None or now - self._checked >= self.poll_s:
+                self._checked = now
+                loaded = index_model(self.data_dir)
+                if loaded is None or loaded.config.text is None:
+                    from app.search.encoder import default_encoder
+
+                    enc = default_encoder()
+                else:
+                    enc = self._enc if isinstance(self._enc, TextQueryEncoder) and self._enc.loaded is loaded \
+                        else TextQueryEncoder(loaded)
+                self._enc = enc
+            return self._enc
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        return self.current()(texts)
+
+    encode = __call__
+
+
+def text_query_encoder(data_dir: Path):
+    """The free-text query encoder matching the CURRENT index (see IndexQueryEncoder).
+    `app.api.main` and the CLI's `_engine` should pass this (not `default_encoder()`) as the
+    engine's encoder."""
+    return IndexQueryEncoder(Path(data_dir))

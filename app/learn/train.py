@@ -35,6 +35,7 @@ class TrainConfig:
     image: bool = True
     image_kind: str = "style"        # style (default) | simple (the seed's CNN)
     ssim_filter: bool = False        # seed-000 SSIM filter on the image-branch pairs
+    paper: bool = False              # paper-context branch (MiniLM of the paper's title + abstract)
     loss: str = "mse"                # mse | ce | triplet (fusion); ce | pearson (fcc)
     dim: int = 64
     image_size: int = 128
@@ -128,8 +129,10 @@ def train_fusion(data: LearnData, cfg: TrainConfig, exclude_papers: set[int] = f
 
     thumbs = SSIMStats(data.thumbs(cfg.image_size)) if cfg.image and cfg.ssim_filter else None
     stats = torch.from_numpy(data.stats()) if cfg.image and cfg.image_kind == "style" else None
+    paper_all = torch.from_numpy(data.paper_minilm()) if cfg.paper else None
     model = FusionModel(text_kind=cfg.text, image=cfg.image, dim=cfg.dim,
-                        vocab_size=len(vocab) if vocab else 1002, image_kind=cfg.image_kind).to(dev)
+                        vocab_size=len(vocab) if vocab else 1002, image_kind=cfg.image_kind,
+                        paper=cfg.paper).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     total = cfg.epochs * cfg.steps_per_epoch
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=total, pct_start=0.15)
@@ -139,7 +142,8 @@ def train_fusion(data: LearnData, cfg: TrainConfig, exclude_papers: set[int] = f
         t = text_all[rows].to(dev) if text_all is not None else None
         im = images[rows].to(dev).float().div_(255.0) if images is not None else None
         st = stats[rows].to(dev) if stats is not None else None
-        return t, im, st
+        pp = paper_all[rows].to(dev) if paper_all is not None else None
+        return t, im, st, pp
 
     def embed_rows(rows):
         model.eval()

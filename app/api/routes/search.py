@@ -17,8 +17,8 @@ from app.settings import Settings
 
 router = APIRouter(tags=["search"])
 
-IMAGE_QUERIES_MESSAGE = ("image queries are not supported yet: add the figure's caption to search by its "
-                         "text (image models are coming)")
+IMAGE_QUERIES_MESSAGE = ("image queries are not supported yet on this collection: train a figure model "
+                         "(`figsearch train`) for image-only queries, or add the figure's caption to search by its text")
 
 
 def run_search(db: Session, settings: Settings, engine: SearchEngine | None, holder: EngineHolder,
@@ -71,8 +71,10 @@ async def search_by_image(
         image: Annotated[UploadFile, File(description="A PNG or JPEG figure.")],
         caption: Annotated[str, Form(max_length=5000, description="The figure's caption (optional).")] = "",
         k: Annotated[int, Query(ge=1, le=1000)] = 12):
-    """Similar figures for an uploaded figure. Image models are not available yet: with a caption
-    the caption is searched as text (`mode: "caption"`); without one the answer is 501."""
+    """Similar figures for an uploaded figure. With a caption, the caption is searched as text
+    (`mode: "caption"`). Without one, the trained image branch (figure style/content, app.learn)
+    ranks the collection's figures by image similarity (`mode: "image"`); when no model with an
+    image branch has been trained (`figsearch train`) the answer is 501."""
     check_limit("k", k, settings)
     ctype = (image.content_type or "").split(";")[0].strip().lower()
     if ctype not in settings.image_types:
@@ -87,9 +89,22 @@ async def search_by_image(
         raise HTTPException(415, "the file is not a PNG or JPEG image")
     text = " ".join(caption.split())
     if not text:
-        raise HTTPException(501, IMAGE_QUERIES_MESSAGE)
+        from app.learn.image_search import image_model, search_by_image as image_hits
+
+        loaded = await run_in_threadpool(image_model, settings.data_dir, settings.learned_model or "fused")
+        if loaded is None:
+            raise HTTPException(501, IMAGE_QUERIES_MESSAGE)
+        body = head + await image.read(limit + 1 - len(head))
+        if len(body) > limit:
+            raise HTTPException(413, f"image too large (> {settings.max_image_mb:g} MB)")
+        if engine is None:
+            return schemas.SimilarResponse(mode="image", k=k, items=[], index_version=None,
+                                           message=holder.reason or "no search index")
+        hits = await run_in_threadpool(image_hits, loaded, engine, body, k)
+        items = scored_items(db, hits, 0)
+        return schemas.SimilarResponse(mode="image", k=k, items=items, index_version=engine.version,
+                                       message=None if items else "no figure to compare with yet")
     res = await run_in_threadpool(run_search, db, settings, engine, holder, text, k, 0, None)
     return schemas.SimilarResponse(mode="caption", query=text, k=k, items=res.items,
                                    index_version=res.index_version,
-                                   message=res.message or "searched by the caption text (image models are not "
-                                                          "available yet)")
+                                   message=res.message or "searched by the caption text")
