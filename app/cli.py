@@ -355,6 +355,21 @@ def serve(data_dir: Optional[Path] = DataDir,
     uvicorn.run("app.api.main:create_app", factory=True, host=host, port=port, log_level="info")
 
 
+def _register_subcommands() -> None:
+    """Commands that live with their subsystems (central figures, learned models)."""
+    from app.central.cli import register as register_central
+
+    register_central(cli)
+    try:
+        from app.learn.cli import register as register_learn
+    except ImportError:  # the learned-model package is optional at import time
+        return
+    register_learn(cli)
+
+
+_register_subcommands()
+
+
 def main() -> None:
     cli()
 

@@ -141,9 +141,24 @@ def finish_job(settings: Settings, job_id: str) -> None:
 
     with session_scope(settings.db_url) as s:
         relink_all(s)
+        new_papers = [pid for (pid,) in s.execute(select(JobFile.paper_id).where(
+            JobFile.job_id == job_id, JobFile.status == "ok", JobFile.paper_id.is_not(None)))]
     shutil.rmtree(staging_dir(settings, job_id), ignore_errors=True)
     if settings.auto_index:
+        score_central(settings, new_papers)
         refresh_index(settings)
+
+
+def score_central(settings: Settings, paper_ids: list[int]) -> None:
+    """Central-figure scores for new papers; a failure is logged and never loses the ingest."""
+    if not paper_ids:
+        return
+    try:
+        from app.central.scoring import score_papers
+
+        score_papers(settings, paper_ids)
+    except Exception:
+        log.exception("central-figure scoring failed for papers %s", paper_ids[:10])
 
 
 def refresh_index(settings: Settings) -> None:

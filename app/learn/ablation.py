@@ -29,13 +29,13 @@ DEFAULT_CONFIG = TrainConfig()
 
 # name -> config overrides (seed-000 and seed-001/003 variants); the default is "fused"
 VARIANTS: dict[str, dict] = {
-    "fused": {},
-    "fused_paper": {"paper": True},
-    "lstm_cnn": {"text": "lstm"},
-    "bilstm_cnn": {"text": "bilstm"},
-    "minilm_text": {"image": False},
-    "style_image": {"text": None},
-    "lstm_seedcnn": {"text": "lstm", "image_kind": "simple", "image_size": 96},
+    "fused": {},                                   # text + style image + paper context (default)
+    "fused_nopaper": {"paper": False},             # text + style image only
+    "lstm_cnn": {"text": "lstm", "paper": False},
+    "bilstm_cnn": {"text": "bilstm", "paper": False},
+    "minilm_text": {"image": False, "paper": False},
+    "style_image": {"text": None, "paper": False},
+    "lstm_seedcnn": {"text": "lstm", "image_kind": "simple", "image_size": 96, "paper": False},
     "fused_ssim": {"ssim_filter": True},
     "fused_ce": {"loss": "ce"},
     "fused_triplet": {"loss": "triplet"},
@@ -229,7 +229,12 @@ def evaluate_learned(settings, data, split, report: dict, seed: int = 0, first_s
     names = [default] + [v for v in (variants or []) if v != default]
     for name in names:
         cfg = config_for(name, base)
-        embs, info = crossfit(ldata, eval_fids, targets, data.paper_of, cfg, k=folds, seed=seed, progress=progress)
+        try:
+            embs, info = crossfit(ldata, eval_fids, targets, data.paper_of, cfg, k=folds, seed=seed,
+                                  progress=progress)
+        except ValueError as exc:  # e.g. a collection too small to train on without the target papers
+            report["learned"][name] = {"skipped": str(exc)}
+            continue
         suffix = "" if name == default else f"_{name}"
         if cfg.kind == "fcc":
             per_method[f"image_only{suffix}"] = evaluate_ranker(data, fold_dense_ranker(data, embs["image"]),
@@ -277,3 +282,36 @@ def order_methods(report: dict) -> None:
     img = [k for k in m if k.startswith("image_only") and k != "image_only_random"] + (
         ["image_only_random"] if "image_only_random" in m else [])
     report["methods"] = {k: m[k] for k in head + rest + img}
+
+
+def learned_section(report: dict) -> str:
+    """Markdown appended to report.md: p@3 significance, image-only vs random, training info."""
+    m = report["methods"]
+    lines = ["", "## Learned embeddings (issue 4)", "",
+             report.get("honesty", ""), "",
+             "| method | p@3 | p-value p@3 vs tf.idf | p@5 | p-value p@5 vs tf.idf | Same p@3 | Citing p@3 |",
+             "|---|---|---|---|---|---|---|"]
+    for name, r in m.items():
+        lines.append(f"| {name} | {r['p@3']:.3f} | {r.get('p_value_p@3_vs_tfidf', float('nan')):.3g} | {r['p@5']:.3f} | "
+                     f"{r['p_value_vs_tfidf']:.3g} | {r.get('same_p@3', float('nan')):.3f} | "
+                     f"{r.get('citing_p@3', float('nan')):.3f} |")
+    if "tfidf" in m and "rerank" in m:
+        t, r = m["tfidf"], m["rerank"]
+        lines += ["", f"Default learned re-ranker vs tf.idf: p@5 {r['p@5']:.3f} vs {t['p@5']:.3f} "
+                      f"({100 * (r['p@5'] / t['p@5'] - 1):+.1f}% relative, paired t-test p = {r['p_value_vs_tfidf']:.2g}); "
+                      f"p@3 {r['p@3']:.3f} vs {t['p@3']:.3f} ({100 * (r['p@3'] / t['p@3'] - 1):+.1f}%, "
+                      f"p = {r['p_value_p@3_vs_tfidf']:.2g})."]
+    img = {k: v for k, v in m.items() if k.startswith("image_only") and k != "image_only_random"}
+    if img:
+        exp = report.get("image_only_random_expected_p@5", float("nan"))
+        lines += ["", "Image-only queries (the target figure's pixels, no text) ranked against the whole collection:"]
+        for k, v in img.items():
+            lines.append(f"- {k}: p@5 {v['p@5']:.3f} (Same {v['same_p@5']:.3f}, Citing {v['citing_p@5']:.3f}) vs random "
+                         f"{m.get('image_only_random', {}).get('p@5', float('nan')):.3f} (expected {exp:.3f}); "
+                         f"paired t-test vs random p = {v.get('p_value_vs_random', float('nan')):.2g}")
+    for name, info in report.get("learned", {}).items():
+        lines.append(f"- model {name}: folds {info.get('folds')}, train seconds per fold {info.get('train_seconds')}, "
+                     f"validation pair accuracy per fold {[round(x, 3) if x == x else x for x in info.get('val_acc', []) if x is not None]}"
+                     + (f", caption->figure recall@10 {info['caption_to_figure_r@10']:.3f}"
+                        if "caption_to_figure_r@10" in info else ""))
+    return "\n".join(lines) + "\n"

@@ -35,12 +35,12 @@ class TrainConfig:
     image: bool = True
     image_kind: str = "style"        # style (default) | simple (the seed's CNN)
     ssim_filter: bool = False        # seed-000 SSIM filter on the image-branch pairs
-    paper: bool = False              # paper-context branch (MiniLM of the paper's title + abstract)
+    paper: bool = True               # paper-context branch (MiniLM of the paper's title + abstract)
     loss: str = "mse"                # mse | ce | triplet (fusion); ce | pearson (fcc)
     dim: int = 64
     image_size: int = 128
-    epochs: int = 6
-    steps_per_epoch: int = 40
+    epochs: int = 4
+    steps_per_epoch: int = 30
     batch_papers: int = 12
     per_paper: int = 4
     lr: float = 3e-3

@@ -398,12 +398,15 @@ def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, se
             variants = list(VARIANTS) + ["fcc_ce", "fcc_pearson"]
         evaluate_learned(settings, data, split, report, seed=seed, first_stage=first_stage,
                          variants=variants if ablation or variants else [], folds=folds, progress=progress)
-        from app.learn.ablation import order_methods
-
         order_methods(report)
         # the w stored for the product must match the vectors the index holds
         w_key = "rerank" if current_model_dir(settings.data_dir) is not None else "rerank_minilm"
     write_report(report, out)
+    if learned:
+        from app.learn.ablation import learned_section
+
+        with open(out / "report.md", "a") as f:
+            f.write(learned_section(report))
     if store_w and split.val and w_key in report["w"]:
         SearchEngine.store_w(index_root(settings), report["w"][w_key])
         store_first_stage(index_root(settings), first_stage)
