@@ -203,9 +203,9 @@ def _engine(settings: Settings, with_encoder: bool):
     root = index_root(settings)
     encoder = None
     if with_encoder and settings.dense:
-        from app.search.encoder import default_encoder
+        from app.learn.embed import text_query_encoder  # MiniLM, or the trained model's text branch
 
-        encoder = default_encoder()
+        encoder = text_query_encoder(settings.data_dir)
     try:
         return SearchEngine.load_current(root, encoder=encoder, gpu=settings.faiss_gpu)
     except FileNotFoundError:
@@ -275,14 +275,21 @@ def eval_cmd(data_dir: Optional[Path] = DataDir,
                                                            help="sha256 per line: test targets only from these papers."),
              seed: int = typer.Option(0, "--seed"), min_same: int = typer.Option(5, "--min-same"),
              min_citing: int = typer.Option(5, "--min-citing"),
-             first_stage: str = typer.Option("tfidf", "--first-stage", help="tfidf (the seed's) or bm25.")) -> None:
+             first_stage: str = typer.Option("tfidf", "--first-stage", help="tfidf (the seed's) or bm25."),
+             learned: bool = typer.Option(False, "--learned/--no-learned",
+                                          help="Add the learned default model's rows (cross-fitted training, minutes)."),
+             ablation: bool = typer.Option(False, "--ablation", help="Add a row per learned-model variant (implies --learned)."),
+             variants: Optional[str] = typer.Option(None, "--variants", help="Comma-separated variants for --ablation."),
+             folds: int = typer.Option(3, "--folds", min=2, help="Cross-fitting folds of the target papers.")) -> None:
     """Seed-000 evaluation: p@3/p@5 (Same, Citing), MAP, t-tests, pair accuracy; report + plots."""
     from app.search.evaluate import evaluate_data_dir
 
     settings = _settings(data_dir)
     try:
         report = evaluate_data_dir(settings, out, target_papers, seed=seed, min_same=min_same,
-                                   min_citing=min_citing, first_stage=first_stage)
+                                   min_citing=min_citing, first_stage=first_stage,
+                                   learned=learned or ablation or bool(variants), ablation=ablation,
+                                   variants=variants.split(",") if variants else None, folds=folds)
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1)

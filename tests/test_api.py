@@ -312,8 +312,8 @@ def test_get_paper_with_figures_and_citations(client, ids):
     for d in details:
         kinds = [f["kind"] for f in d["figures"]]
         assert kinds == sorted(kinds, key=lambda k: k != "figure")  # figures before tables
-        nums = [f["number"] for f in d["figures"] if f["kind"] == "figure"]
-        assert nums == sorted(nums)  # no central ranks yet: in order of appearance
+        ranks = [f["central_rank"] for f in d["figures"] if f["kind"] == "figure"]
+        assert ranks == sorted(ranks) and ranks[0] == 1  # scored after ingest: central figure first
         assert d["abstract"] and d["authors"]
     # citation links are symmetric across the two lists
     cites = {(d["paper_id"], c["paper_id"]) for d in details for c in d["cites"]}

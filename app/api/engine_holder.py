@@ -37,6 +37,11 @@ class CachedEncoder:
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
+    def clear(self) -> None:
+        """A new index version may hold other vectors (e.g. a trained model): forget old queries."""
+        with self._lock:
+            self._cache.clear()
+
     def __call__(self, texts: list[str]) -> np.ndarray:
         if len(texts) != 1 or self.size <= 0:
             return self.encoder(texts)
@@ -154,6 +159,8 @@ class EngineHolder:
         with self._lock:
             self._engine, self._version = eng, version
             self.reason, self.load_error, self._loading = None, None, None
+        if isinstance(self._encoder, CachedEncoder):
+            self._encoder.clear()
         log.info("search index %s loaded (%d figures) in %.2f s", version, len(eng), time.perf_counter() - t0)
 
     def refresh(self, block: bool = False) -> None:

@@ -82,9 +82,9 @@ def _default_encoder_factory(settings: Settings) -> Callable[[], Callable] | Non
         return None
 
     def factory():
-        from app.search.encoder import default_encoder
+        from app.learn.embed import text_query_encoder  # follows the vectors the index holds
 
-        return default_encoder()
+        return text_query_encoder(settings.data_dir)
 
     return factory
 

@@ -15,7 +15,8 @@ def register(cli: typer.Typer) -> None:
     @cli.command()
     def train(data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Data directory."),
               model: str = typer.Option("fused", "--model",
-                                        help="Model name (variant): fused (default), lstm_cnn, bilstm_cnn, "
+                                        help="Model name (variant): fused (default: MiniLM text + style CNN + paper context), "
+                                             "fused_nopaper, lstm_cnn, bilstm_cnn, "
                                              "minilm_text, style_image, lstm_seedcnn, fused_ce, fused_triplet, "
                                              "fused_ssim, fcc_ce, fcc_pearson."),
               exclude_papers: Optional[Path] = typer.Option(None, "--exclude-papers", exists=True, dir_okay=False,

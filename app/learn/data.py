@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from app.learn.images import DEFAULT_SIZE, STATS_DIM, image_stats, load_image, thumbnails
+from app.learn.images import DEFAULT_SIZE, STATS_DIM, figure_inputs, image_stats, thumbnails
 from app.search.collection import Collection
 from app.search.engine import FigureDoc
 
@@ -37,6 +37,7 @@ class LearnData:
     _text: np.ndarray | None = None
     _images: dict[int, np.ndarray] = field(default_factory=dict)
     _stats: np.ndarray | None = None
+    _fresh_stats: dict = field(default_factory=dict)
     paper_text: dict[int, str] = field(default_factory=dict)
     _paper: np.ndarray | None = None
 
@@ -96,8 +97,9 @@ class LearnData:
                 key = f"{p}|missing"
             keys.append(key)
             a = have.get((d.figure_id, key))
-            if a is None:
-                a, changed = load_image(full, size), True
+            if a is None:  # decode once for both the pixels and the style statistics
+                (a, st), changed = figure_inputs(full, size), True
+                self._fresh_stats[(d.figure_id, key.replace(f"|{size}px", ""))] = st
             out[i] = a
         if changed or len(have) != len(self.docs):
             tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
@@ -140,7 +142,10 @@ class LearnData:
             keys.append(key)
             a = have.get((d.figure_id, key))
             if a is None:
-                a, changed = image_stats(self.resolve(p)), True
+                a = self._fresh_stats.get((d.figure_id, key))
+                if a is None:
+                    a = image_stats(self.resolve(p))
+                changed = True
             out[i] = a
         if changed or len(have) != len(self.docs):
             tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")

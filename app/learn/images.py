@@ -17,8 +17,18 @@ DEFAULT_SIZE = 64
 THUMB = 32
 
 
+def _shrink(img: Image.Image, side: int) -> Image.Image:
+    """Downscale (keeping the aspect ratio) before any full-resolution colour work."""
+    if max(img.size) > side:
+        if img.mode not in ("RGB", "RGBA", "L", "LA"):
+            img = img.convert("RGBA")
+        img = img.copy()
+        img.thumbnail((side, side), Image.BILINEAR)
+    return img
+
+
 def to_square(img: Image.Image, size: int) -> Image.Image:
-    img = img.convert("RGBA")
+    img = _shrink(img, 2 * size).convert("RGBA")
     bg = Image.new("RGBA", img.size, (255, 255, 255, 255))
     img = Image.alpha_composite(bg, img).convert("RGB")
     w, h = img.size
@@ -42,6 +52,14 @@ def open_image(source: str | Path | bytes | Image.Image) -> Image.Image | None:
         return None
 
 
+def figure_inputs(source, size: int = DEFAULT_SIZE) -> tuple[np.ndarray, np.ndarray]:
+    """(load_image, image_stats) of one figure, decoding the file once."""
+    img = open_image(source)
+    if img is None:
+        return np.full((3, size, size), 255, np.uint8), np.zeros(STATS_DIM, np.float32)
+    return load_image(img, size), image_stats(img)
+
+
 def load_image(source: str | Path | bytes | Image.Image, size: int = DEFAULT_SIZE) -> np.ndarray:
     """uint8 (3, size, size); a missing/unreadable file gives a white image."""
     img = open_image(source)
@@ -61,9 +79,8 @@ def image_stats(source) -> np.ndarray:
     out = np.zeros(STATS_DIM, np.float32)
     if img is None:
         return out
-    img = to_rgb(img)
     w, h = img.size
-    img.thumbnail((256, 256))
+    img = to_rgb(_shrink(img, 256))
     a = np.asarray(img, dtype=np.int32).reshape(-1, 3)
     ink = a.min(axis=1) < 235
     if ink.any():

@@ -351,7 +351,7 @@ def _plots(report: dict, out: Path) -> None:
 
 def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, seed: int = 0,
                       min_same: int = 5, min_citing: int = 5, first_stage: str = "tfidf",
-                      store_w: bool = True, progress: bool = True, learned: bool = True,
+                      store_w: bool = True, progress: bool = True, learned: bool = False,
                       ablation: bool = False, variants: list[str] | None = None, folds: int = 3) -> dict:
     """`figsearch eval`: load the collection, embed (cached), evaluate, write the report and
     store the validation-tuned w for the product's re-ranker.
@@ -360,8 +360,8 @@ def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, se
     by cross-fitting: the target papers (test + validation) are split into `folds` folds and each
     target is embedded by a model trained with its fold's papers excluded from every training pair
     (models cached under data_dir/models/.eval). MiniLM rows are `embedding_minilm`/`rerank_minilm`.
-    `ablation=True` adds the variants of app.learn.ablation (or `variants`). `learned=False` gives
-    the MiniLM-only report (rows as before, unsuffixed)."""
+    `ablation=True` adds the variants of app.learn.ablation (or `variants`). `learned=False` (the
+    default: cheap, figure text only, the seed's headline protocol) gives the MiniLM-only report."""
     from app.db.session import session_scope
     from app.search.collection import load_collection
     from app.search.indexing import default_text_encoder, embed_docs, index_root
@@ -401,6 +401,11 @@ def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, se
         order_methods(report)
         # the w stored for the product must match the vectors the index holds
         w_key = "rerank" if current_model_dir(settings.data_dir) is not None else "rerank_minilm"
+    elif store_w:
+        from app.learn.registry import current_model_dir
+
+        if current_model_dir(settings.data_dir) is not None:
+            store_w = False  # the index holds learned vectors: a MiniLM-tuned w would not fit them
     write_report(report, out)
     if learned:
         from app.learn.ablation import learned_section

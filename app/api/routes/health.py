@@ -55,7 +55,13 @@ def metrics(request: Request):
 @info_router.get("/info", response_model=schemas.Info)
 def info(request: Request, settings: SettingsDep):
     """Capabilities and limits of this server (the frontend adapts to them)."""
-    return schemas.Info(version=request.app.version, image_queries=False,
+    try:
+        from app.learn.registry import current_model_dir  # one small file read, no model load
+
+        image_ok = settings.learned_embeddings and current_model_dir(settings.data_dir) is not None
+    except Exception:  # a broken model must not break /info
+        image_ok = False
+    return schemas.Info(version=request.app.version, image_queries=bool(image_ok),
                         image_queries_message=IMAGE_QUERIES_MESSAGE, rerank=settings.search_rerank,
                         max_page_size=settings.max_page_size, max_upload_mb=settings.max_upload_mb,
                         max_image_mb=settings.max_image_mb, upload_types=settings.upload_types,
