@@ -286,7 +286,7 @@ def eval_cmd(data_dir: Optional[Path] = DataDir,
 
     settings = _settings(data_dir)
     try:
-        report = evaluate_data_dir(settings, out, target_papers, seed=seed, min_same=min_same,
+        evaluate_data_dir(settings, out, target_papers, seed=seed, min_same=min_same,
                                    min_citing=min_citing, first_stage=first_stage,
                                    learned=learned or ablation or bool(variants), ablation=ablation,
                                    variants=variants.split(",") if variants else None, folds=folds)

@@ -11,7 +11,6 @@ the normalised vision features in both cases.
 """
 from __future__ import annotations
 
-import torch
 import torch.nn.functional as F
 from torch import nn
 

@@ -20,7 +20,6 @@ from sqlalchemy import update
 from app.db.schema import Job, JobStatus
 from app.db.session import session_scope
 from app.ingest import pipeline
-from app.ingest.sources import copy_to_shared, expand_inputs
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
