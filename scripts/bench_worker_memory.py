@@ -5,7 +5,8 @@ extraction, so every ingest does the whole parsing work).
     python scripts/bench_worker_memory.py ../shared/corpus/recsys --n 1000 \
         [--pg postgresql+psycopg://postgres@127.0.0.1:5432/postgres] [--redis redis://127.0.0.1:6379/9]
 
-Prints one JSON object: ingests, seconds, rss_start_mb, rss_max_mb, rss_end_mb, growth_mb.
+Prints one JSON object: ingests, seconds, rss_start_mb, rss_max_mb, rss_end_mb, growth_mb (whole
+worker tree: parent + children), and the same for the largest single process.
 """
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def tree_rss_mb(pid: int) -> float:
-    """RSS of a process and all its descendants, from /proc."""
+def tree_rss_mb(pid: int, largest: bool = False) -> float:
+    """RSS of a process and all its descendants (or of the largest one), from /proc."""
     children: dict[int, list[int]] = {}
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
@@ -34,17 +35,18 @@ def tree_rss_mb(pid: int) -> float:
                 children.setdefault(ppid, []).append(int(d.name))
             except (OSError, IndexError, ValueError):
                 pass
-    total, stack = 0, [pid]
+    total, biggest, stack = 0, 0, [pid]
     while stack:
         p = stack.pop()
         try:
             for line in Path(f"/proc/{p}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
+                    kb = int(line.split()[1])
+                    total, biggest = total + kb, max(biggest, kb)
         except OSError:
             continue
         stack += children.get(p, [])
-    return total / 1024
+    return (biggest if largest else total) / 1024
 
 
 def main() -> None:
@@ -81,11 +83,12 @@ def main() -> None:
                                "--concurrency", str(args.concurrency), "--without-gossip", "--without-mingle"],
                               cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               start_new_session=True)
-    samples = []
+    samples, per_process = [], []
     t0 = time.time()
     try:
         time.sleep(5)
         rss_start = tree_rss_mb(worker.pid)
+        proc_start = tree_rss_mb(worker.pid, largest=True)
         done = 0
         while done < args.n:
             batch = [pdfs[(done + i) % len(pdfs)] for i in range(min(len(pdfs), args.n - done))]
@@ -94,6 +97,7 @@ def main() -> None:
             while pipeline.job_progress(settings, job_id)[0] != "done":
                 time.sleep(2)
                 samples.append(tree_rss_mb(worker.pid))
+                per_process.append(tree_rss_mb(worker.pid, largest=True))
             done += len(batch)
             print(f"{done}/{args.n} ingests, worker tree RSS {samples[-1]:.0f} MB", file=sys.stderr)
         rss_end = tree_rss_mb(worker.pid)
@@ -105,7 +109,10 @@ def main() -> None:
         shutil.rmtree(data, ignore_errors=True)
     print(json.dumps({"ingests": args.n, "seconds": round(time.time() - t0, 1), "concurrency": args.concurrency,
                       "rss_start_mb": round(rss_start, 1), "rss_max_mb": round(max(samples), 1),
-                      "rss_end_mb": round(rss_end, 1), "growth_mb": round(max(samples) - rss_start, 1)}))
+                      "rss_end_mb": round(rss_end, 1), "growth_mb": round(max(samples) - rss_start, 1),
+                      "largest_process_start_mb": round(proc_start, 1),
+                      "largest_process_max_mb": round(max(per_process), 1),
+                      "largest_process_growth_mb": round(max(per_process) - proc_start, 1)}))
 
 
 if __name__ == "__main__":
