@@ -142,24 +142,10 @@ def fold_dense_ranker(data, fe: FoldEmbeddings):
 
 
 def fold_rerank_ranker(data, method: str, fe: FoldEmbeddings, w: float):
-    from app.search.engine import minmax
-    from app.search.evaluate import TOP
+    """The evaluation's re-ranker, each target embedded by its own fold's model."""
+    from app.search.evaluate import rerank_ranker
 
-    lex = data.engine.lexical(method)
-    cache = getattr(data, f"_cache_{method}", {})
-    setattr(data, f"_cache_{method}", cache)
-
-    def rank(t: int) -> np.ndarray:
-        if t not in cache:
-            q, qtf = lex.doc_terms(t)
-            cache[t] = lex.search_terms(q, qtf, k=TOP, exclude=t)
-        rows, scores = cache[t]
-        if len(rows) == 0:
-            return rows
-        emb = fe.for_target(t)
-        final = w * minmax(scores) + (1 - w) * (emb[rows] @ emb[t])
-        return rows[np.lexsort((np.arange(len(rows)), -final))]
-    return rank
+    return rerank_ranker(data, method, fe.for_target, w)
 
 
 def random_ranker(data, seed: int = 0):

@@ -145,9 +145,14 @@ def dense_ranker(data: EvalData, emb: np.ndarray) -> Ranker:
     return rank
 
 
-def rerank_ranker(data: EvalData, method: str, emb: np.ndarray, w: float) -> Ranker:
-    """First stage top-100 by `method`, re-ranked by w * minmax(lexical) + (1 - w) * cosine."""
+def rerank_ranker(data: EvalData, method: str, emb: np.ndarray | Callable[[int], np.ndarray], w: float) -> Ranker:
+    """First stage top-100 by `method`, re-ranked by w * minmax(lexical) + (1 - w) * cosine.
+
+    `emb` is the (n_docs, dim) matrix, or a function giving the matrix to use for one target
+    (cross-fitted models: each target is embedded by the model that never saw its paper)."""
     from app.search.engine import minmax
+
+    emb_for = emb if callable(emb) else (lambda _t: emb)
 
     lex = data.engine.lexical(method)
     cache: dict[int, tuple[np.ndarray, np.ndarray]] = getattr(data, f"_cache_{method}", {})
@@ -160,7 +165,8 @@ def rerank_ranker(data: EvalData, method: str, emb: np.ndarray, w: float) -> Ran
         rows, scores = cache[t]
         if len(rows) == 0:
             return rows
-        final = w * minmax(scores) + (1 - w) * (emb[rows] @ emb[t])
+        e = emb_for(t)
+        final = w * minmax(scores) + (1 - w) * (e[rows] @ e[t])
         order = np.lexsort((np.arange(len(rows)), -final))
         return rows[order]
     return rank
