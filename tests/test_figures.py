@@ -86,3 +86,49 @@ def test_real_paper(tmp_path, rel, mentioned):
         out = tmp_path / "out" / Path(f.image_path).name
         assert out.stat().st_size > 0 and f.width > 0 and f.height > 0
         assert (tmp_path / "out" / Path(f.thumbnail_path).name).stat().st_size > 0
+
+
+def test_margin_watermark_does_not_join_a_figure(tmp_path):
+    """A publisher watermark in the top margin (white box + glyphs drawn as paths) and the title
+    block under it stay out of the first figure's crop (was: CVPR open-access papers)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.draw_rect(pymupdf.Rect(48, 6, 564, 58), color=None, fill=(1, 1, 1))  # invisible white box
+    page.draw_rect(pymupdf.Rect(132, 20, 480, 41), color=None, fill=(0, 0, 0))  # watermark "text"
+    page.insert_textbox(pymupdf.Rect(72, 90, 540, 120), "A Title Of The Paper", fontsize=16, align=1)
+    page.draw_rect(pymupdf.Rect(330, 200, 540, 330), color=(0, 0, 0), width=1)
+    page.draw_line((340, 320), (530, 210), color=(1, 0, 0), width=1.5)
+    page.insert_textbox(pymupdf.Rect(320, 340, 545, 370), "Figure 1: Training error of two networks.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(72, 200, 290, 700), BODY, fontsize=10)
+    pdf = tmp_path / "wm.pdf"
+    doc.save(pdf)
+    figs = [f for f in extract_figures(pymupdf.open(pdf), tmp_path / "out", "f") if f.kind == "figure"]
+    assert [f.number for f in figs] == [1]
+    x0, y0, x1, y1 = figs[0].bbox
+    assert y0 >= 190 and x0 >= 300 and y1 <= 372
+
+
+def test_row_pieces_join_into_one_caption_line():
+    """PyMuPDF may report "Fig." "2." "Feasible" ... of one justified row as separate lines."""
+    from app.ingest.figures import _Line, _merge_row_pieces
+
+    def piece(x0, x1, text, size=9.0, idx=0):
+        return _Line(x0, 262, x1, 270, text, size, [{"text": text, "size": size, "bbox": (x0, 262, x1, 270),
+                                                     "font": "Times", "flags": 0}], 7, idx)
+
+    merged = _merge_row_pieces([piece(315, 328, "Fig.", 8.0), piece(338, 344, "2.", 8.0, 1),
+                                piece(352, 383, "Feasible", idx=2), piece(394, 456, "welfare-revenue", idx=3),
+                                piece(520, 560, "far", idx=4)])
+    assert [m.text for m in merged] == ["Fig. 2. Feasible welfare-revenue", "far"]
+    assert CAPTION_RE.match(merged[0].text) and merged[0].size == 9.0
+
+
+def test_label_on_its_own_line_keeps_its_caption(tmp_path):
+    pdf = CORPUS / "03_Ad_Strategy" / "Auction" / "2013 (Microsoft) Ranking and Tradeoffs in Sponsored Search Auctions.pdf"
+    if not pdf.is_file():
+        pdf = next((p for p in CORPUS.rglob("*Tradeoffs in Sponsored Search*")), None) if CORPUS.is_dir() else None
+    if pdf is None or not pdf.is_file():
+        pytest.skip("shared corpus not present")
+    figs = [f for f in extract_figures(pymupdf.open(pdf), tmp_path / "out", "f") if f.kind == "figure"]
+    assert sorted(f.number for f in figs) == list(range(1, 10))
+    assert all(len(f.caption.split()) >= 6 for f in figs), [f.caption for f in figs]

@@ -27,11 +27,11 @@ def _settings(data_dir: Optional[Path]):
 
 def train_central_cmd(
         data_dir: Optional[Path] = DataDir,
-        epochs: int = typer.Option(4, "--epochs", min=1),
+        epochs: int = typer.Option(8, "--epochs", min=1),
         max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, help="Stop after this many steps."),
         exclude_papers: Optional[Path] = typer.Option(None, "--exclude-papers", exists=True, dir_okay=False,
                                                       help="sha256 per line (or gold JSON lines): never train on these."),
-        max_length: int = typer.Option(96, "--max-length", min=16, max=512),
+        max_length: int = typer.Option(64, "--max-length", min=16, max=512),
         batch_size: int = typer.Option(16, "--batch-size", min=1),
         time_budget: float = typer.Option(25.0, "--time-budget-min", min=0.1, help="Wall-clock limit in minutes."),
         seed: int = typer.Option(0, "--seed"),

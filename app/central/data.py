@@ -307,7 +307,8 @@ def sample_triplets(queries: Sequence[Query], papers: Sequence[PaperInfo], rng: 
     out = []
     for q in queries:
         c = caps[q.paper_sha]
-        sent = rng.choice(q.context) if q.context else q.sentence
+        # half the time the mentioning sentence itself, else any sentence of the paragraph proxy
+        sent = rng.choice(q.context) if q.context and rng.random() >= 0.5 else q.sentence
         others = [k for k in q.candidates if k != q.target]
         negs = rng.sample(others, min(negatives, len(others)))
         out.append(Triplet(sentence=sent, positive=c[q.target], negatives=[c[k] for k in negs]))

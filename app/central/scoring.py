@@ -252,7 +252,7 @@ class CentralScorer:
             if sents:
                 pairs_s = [s for s in sents for _ in caps]
                 pairs_c = [c for _ in sents for c in caps]
-                sc = np.asarray(self.model.score(pairs_s, pairs_c, batch_size=len(pairs_s)))
+                sc = np.asarray(self.model.score(pairs_s, pairs_c))
                 out["model"] = sc.reshape(len(sents), len(caps)).sum(axis=0).tolist()
         return out
 

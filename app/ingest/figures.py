@@ -34,7 +34,7 @@ __all__ = ["CAPTION_RE", "Caption", "extract_figures", "find_captions"]
 
 # Label at the start of a line. ``rest`` is whatever follows the number.
 CAPTION_RE = re.compile(
-    r"^\s*(?P<word>Figure|Fig\.?|FIGURE|FIG\.?|Table|TABLE|Tab\.|TAB\.)"
+    r"^\s*(?P<word>Figures?|Fig\.?|FIGURES?|FIG\.?|Table|TABLE|Tab\.|TAB\.)"
     r"\s*(?P<num>\d{1,3})(?![\d.]\d)(?P<rest>.*)$",
     re.S,
 )
@@ -125,6 +125,25 @@ def _page_lines(pdict: dict) -> list[_Line]:
                 text = _join_spans(g)
                 size = round(max(g, key=lambda s: len(s["text"]))["size"], 1)
                 out.append(_Line(xs0, ys0, xs1, ys1, text.strip(), size, g, bi, li, horizontal))
+    return _merge_row_pieces(out)
+
+
+def _merge_row_pieces(lines: list[_Line]) -> list[_Line]:
+    """Join pieces of one visual row that PyMuPDF reports as separate lines of a block (justified
+    text with wide word gaps, a bold "Fig. 1." label before its caption text) when the gap is one
+    that would have joined two spans of a line (<= 1.5 x font size)."""
+    out: list[_Line] = []
+    for ln in lines:
+        prev = out[-1] if out else None
+        if (prev is not None and prev.block == ln.block and prev.horizontal and ln.horizontal
+                and abs(prev.y0 - ln.y0) < 1.5 and abs(prev.y1 - ln.y1) < 1.5
+                and 0 <= ln.x0 - prev.x1 <= 1.5 * max(prev.size, ln.size, 4.0)):
+            spans = prev.spans + ln.spans
+            out[-1] = _Line(prev.x0, min(prev.y0, ln.y0), ln.x1, max(prev.y1, ln.y1),
+                            _join_spans(spans).strip(), round(max(spans, key=lambda s: len(s["text"]))["size"], 1),
+                            spans, prev.block, prev.idx, True)
+        else:
+            out.append(ln)
     return out
 
 
@@ -256,11 +275,15 @@ def _caption_from_line(line: _Line, lines: list[_Line], st: _DocStats) -> Captio
     block_start = pred is None or line.idx == 0 and not (
         abs(pred.size - line.size) < 0.3 and len(pred.text) > 30 and not pred.text.rstrip().endswith((".", ":"))
         and pred.block == line.block
-    )
+    ) or abs(pred.size - line.size) >= 0.6  # a font-size change (a graphic's label above) starts a new block
     if pred is not None and pred.block == line.block and abs(pred.size - line.size) < 0.3:
         # continuation of a paragraph unless the previous line clearly ended a sentence
         ended = pred.text.rstrip().endswith((".", ":", "!", "?")) or (pred.x1 - pred.x0) < 0.7 * (line.x1 - line.x0)
         block_start = ended and (style_diff or line.idx == 0 or rest_s[:1] in ":|")
+    elif pred is not None and pred.block != line.block and not block_start:
+        # the line above belongs to another block (a sub-caption "(a) ..." beside "(b) ..."):
+        # a finished sentence there and a "Figure 3:" label here start a caption
+        block_start = pred.text.rstrip().endswith((".", ":", "!", "?")) and (style_diff or rest_s[:1] in ":|")
     smaller = line.size < st.body_size - 0.4
     lowercase_verb = bool(re.match(r"\s*[a-z]", rest)) and not delim
     strong = delim or style_diff or label_alone or (smaller and block_start and not lowercase_verb)
@@ -406,7 +429,7 @@ def _graphics(page: pymupdf.Page, st: _DocStats) -> np.ndarray:
         paths = paths[:: len(paths) // _MAX_DRAWINGS + 1]
     for p in paths:
         r = p.get("rect")
-        if r is not None:
+        if r is not None and not _invisible(p):
             rects.append(tuple(r))
     if not rects:
         return np.zeros((0, 4))
@@ -420,7 +443,19 @@ def _graphics(page: pymupdf.Page, st: _DocStats) -> np.ndarray:
     keep &= ~((w * h) > 0.6 * W * H)  # page backgrounds / borders
     keep &= ~((h < 3) & (w > 0.5 * W) & ((a[:, 1] < 0.09 * H) | (a[:, 3] > 0.91 * H)))  # header/footer rules
     keep &= ~((w < 3) & (h > 0.6 * H))  # column separators
+    keep &= ~((a[:, 3] < _MARGIN * H) | (a[:, 1] > (1 - _MARGIN) * H))  # wholly in the top/bottom margin:
+    # running heads, publisher watermarks and logos ("This CVPR paper is the Open Access version ...")
     return a[keep]
+
+
+_MARGIN = 0.065  # of the page height; a US-letter page's 72-pt margin is 0.09
+
+
+def _invisible(path: dict) -> bool:
+    """A white fill without a stroke: paints nothing on a white page (watermark and text-box
+    backgrounds), so it must not join a figure region."""
+    fill = path.get("fill")
+    return path.get("type") == "f" and fill is not None and len(fill) >= 3 and min(fill[:3]) >= 0.99
 
 
 def _overlap_1d(a0, a1, b0, b1) -> float:
@@ -491,8 +526,10 @@ def _search(cap: Caption, direction: str, lines: list[_Line], caps: list[Caption
         inside_y = (g[:, 1] >= ry0 - 1) & (g[:, 3] <= ry1 + 1)
         sel = inside_y & (ix > 0) & (ix >= 0.5 * np.minimum(w, sx1 - sx0))
     cap_ids = {id(l2) for c in caps for l2 in c.lines}
-    text_pool = [ln for ln in lines if not ln.body and ln.horizontal and id(ln) not in cap_ids
-                 and ln.y0 >= ry0 - 1 and ln.y1 <= ry1 + 1]
+    # rotated text (y-axis titles and tick labels) belongs to the graphic too, unless it is long
+    # enough to be a margin stamp ("arXiv:... [cs.LG]")
+    text_pool = [ln for ln in lines if not ln.body and id(ln) not in cap_ids and ln.y0 >= ry0 - 1
+                 and ln.y1 <= ry1 + 1 and (ln.horizontal or ln.y1 - ln.y0 <= 0.25 * H)]
     has_g = bool(sel.any())
     if has_g:
         u = list(_union(g[sel]))
@@ -506,7 +543,7 @@ def _search(cap: Caption, direction: str, lines: list[_Line], caps: list[Caption
             u = list(_union(g[sel]))
         u = _grow_text(u, text_pool, st, ry0, ry1)
     elif use_text:
-        u = _text_region(text_pool, cap, up, st)
+        u = _text_region([ln for ln in text_pool if ln.horizontal], cap, up, st)
         if u is None:
             return _Region(None, float("inf"), False)
     else:

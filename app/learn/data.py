@@ -5,6 +5,11 @@ Feature caches (under data_dir/models/.cache, rebuilt incrementally):
   * MiniLM sentence vectors: the search index's own cache (index/embeddings-minilm128.npz), so the
     frozen transformer runs once per figure text for indexing and training alike;
   * images: uint8 (n, 3, S, S) keyed by figure id + image file size/mtime.
+
+Pixels come from the figure's thumbnail (longest side `thumbnail_px`, 256 by default) when it is
+at least PIXEL_MIN_SIDE pixels, else from the full crop: the models see at most 128 px and the
+style statistics are computed after shrinking to 256 px anyway, and decoding a 256-px PNG instead
+of a 150-dpi crop is what makes embedding new figures fast (scripts/bench_embed.py).
 """
 from __future__ import annotations
 
@@ -40,6 +45,8 @@ class LearnData:
     _fresh_stats: dict = field(default_factory=dict)
     paper_text: dict[int, str] = field(default_factory=dict)
     _paper: np.ndarray | None = None
+    thumb_paths: list[str] = field(default_factory=list)  # aligned with docs; "" = none
+    _pixel_paths: list[str] | None = None
 
     def __post_init__(self):
         self.paper_of = np.array([d.paper_id for d in self.docs], dtype=np.int64)
@@ -87,7 +94,7 @@ class LearnData:
         keys, out, changed = [], np.zeros((len(self.docs), 3, size, size), np.uint8), False
         from tqdm import tqdm
 
-        for i, (d, p) in enumerate(tqdm(list(zip(self.docs, self.image_paths)), desc=f"images {size}px",
+        for i, (d, p) in enumerate(tqdm(list(zip(self.docs, self.pixel_paths())), desc=f"images {size}px",
                                         unit="fig", disable=not progress)):
             full = self.resolve(p)
             try:
@@ -137,7 +144,7 @@ class LearnData:
             if z["stats"].shape[1:] == (STATS_DIM,):
                 have = {(int(i), str(k)): a for i, k, a in zip(z["ids"], z["keys"], z["stats"])}
         keys, out, changed = [], np.zeros((len(self.docs), STATS_DIM), np.float32), False
-        for i, (d, p) in enumerate(zip(self.docs, self.image_paths)):
+        for i, (d, p) in enumerate(zip(self.docs, self.pixel_paths())):
             key = self._file_key(p)
             keys.append(key)
             a = have.get((d.figure_id, key))
@@ -153,6 +160,16 @@ class LearnData:
             tmp.replace(path)
         self._stats = out
         return out
+
+    def pixel_paths(self) -> list[str]:
+        """Per figure, the file its pixels are read from: the thumbnail when it is big enough."""
+        if self._pixel_paths is None:
+            out = []
+            for i, p in enumerate(self.image_paths):
+                t = self.thumb_paths[i] if i < len(self.thumb_paths) else ""
+                out.append(t if t and _thumb_ok(self.resolve(t), self.resolve(p)) else p)
+            self._pixel_paths = out
+        return self._pixel_paths
 
     def _file_key(self, p: str) -> str:
         try:
@@ -173,6 +190,27 @@ class LearnData:
         return {p for p, s in self.sha_of_paper.items() if s and s.lower() in shas}
 
 
+PIXEL_MIN_SIDE = 256
+
+
+def _side(path: Path) -> int:
+    """Longest side of an image file from its header (0 when unreadable)."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as im:
+            return max(im.size)
+    except Exception:
+        return 0
+
+
+def _thumb_ok(thumb: Path, crop: Path) -> bool:
+    """The thumbnail loses nothing the models use: its longest side is >= PIXEL_MIN_SIDE, or it is
+    as big as the crop itself (small crops are not shrunk)."""
+    t = _side(thumb)
+    return t >= PIXEL_MIN_SIDE or (t > 0 and t >= _side(crop))
+
+
 def load_learn_data(settings, kinds: tuple[str, ...] = ("figure",)) -> LearnData:
     from sqlalchemy import select
 
@@ -182,11 +220,14 @@ def load_learn_data(settings, kinds: tuple[str, ...] = ("figure",)) -> LearnData
 
     with session_scope(settings.db_url) as s:
         col: Collection = load_collection(s, kinds)
-        paths = dict(s.execute(select(Figure.id, Figure.image_path)).all())
+        rows = s.execute(select(Figure.id, Figure.image_path, Figure.thumbnail_path)).all()
+        paths = {i: p for i, p, _t in rows}
+        thumbs = {i: t for i, _p, t in rows}
         ptext = {pid: ". ".join(x for x in (t or "", a or "") if x)
                  for pid, t, a in s.execute(select(Paper.id, Paper.title, Paper.abstract))}
     return LearnData(settings.data_dir, col.docs, [paths.get(d.figure_id) or "" for d in col.docs],
-                     dict(col.sha_of_paper), {k: set(v) for k, v in col.neighbours.items()}, paper_text=ptext)
+                     dict(col.sha_of_paper), {k: set(v) for k, v in col.neighbours.items()}, paper_text=ptext,
+                     thumb_paths=[thumbs.get(d.figure_id) or "" for d in col.docs])
 
 
 def read_sha_file(path: Path | None) -> set[str]:
