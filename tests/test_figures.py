@@ -132,3 +132,50 @@ def test_label_on_its_own_line_keeps_its_caption(tmp_path):
     figs = [f for f in extract_figures(pymupdf.open(pdf), tmp_path / "out", "f") if f.kind == "figure"]
     assert sorted(f.number for f in figs) == list(range(1, 10))
     assert all(len(f.caption.split()) >= 6 for f in figs), [f.caption for f in figs]
+
+
+def _side_caption_page(path: Path) -> None:
+    """Nature-style page: a narrow caption at the top left, its figure beside it on the right (with
+    tick labels level with the caption's lines), a body paragraph under both, and a later line
+    that refers to a range of supplementary figures."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((50, 70), "Figure 2 Subthreshold field", fontsize=7.5, fontname="hebo")
+    cap_lines = ["entrainment. (a) Traces of one neuron for", "three stimulation regimes. (b) Amplitude",
+                 "and phase of the deflection for stimulation", "frequencies of 1-100 Hz. Shown for all",
+                 "neurons in Supplementary", "Figures 5, 7 and 9."]
+    for k, t in enumerate(cap_lines):
+        page.insert_text((50, 80 + 9.5 * k), t, fontsize=7.5)
+    page.draw_rect(pymupdf.Rect(230, 62, 560, 200), color=(0, 0, 0), width=1)
+    page.draw_line((240, 190), (550, 70), color=(1, 0, 0), width=1.5)
+    for k in range(5):  # tick labels level with the caption lines
+        page.insert_text((215, 75 + 25 * k), f"0.{k}", fontsize=6)
+    page.insert_textbox(pymupdf.Rect(50, 230, 300, 700), BODY, fontsize=9)
+    page.insert_textbox(pymupdf.Rect(310, 230, 560, 600), BODY, fontsize=9)
+    page.insert_text((310, 620), "Figures 11-13. The peak of the phase histogram is attributed", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(310, 630, 560, 720), BODY, fontsize=9)
+    doc.save(path)
+
+
+def test_side_caption_takes_the_graphic_beside_it(tmp_path):
+    pdf = tmp_path / "side.pdf"
+    _side_caption_page(pdf)
+    figs = [f for f in extract_figures(pymupdf.open(pdf), tmp_path / "out", "f") if f.kind == "figure"]
+    assert [f.number for f in figs] == [2]  # no "Figure 11" from the range reference
+    f = figs[0]
+    assert f.caption.rstrip().endswith("Figures 5, 7 and 9."), f.caption  # the caption's own lines, not the ticks
+    x0, y0, x1, y1 = f.bbox  # graphic + caption
+    assert x1 >= 559 and y0 <= 63 and y1 >= 199 and y1 < 230
+    assert f.width * 72 / 150 <= x1 - f.caption_bbox[2] + 6  # the crop is the graphic beside the caption
+
+
+def test_side_captioned_real_paper(tmp_path):
+    pdf = CORPUS.parent / "misc" / "f63cb20759fab2514802c3ef2a743c76bf9dc9f1.pdf"
+    if not pdf.is_file():
+        pytest.skip("shared corpus not present")
+    figs = [f for f in extract_figures(pymupdf.open(pdf), tmp_path / "out", "f") if f.kind == "figure"]
+    assert sorted(f.number for f in figs) == [1, 2, 3, 4]
+    for f in figs:  # the crop is the graphic beside the caption, not the caption itself
+        crop_w, crop_h = f.width * 72 / 150, f.height * 72 / 150
+        assert crop_w <= f.bbox[2] - f.caption_bbox[2] + 6, (f.number, crop_w, f.bbox, f.caption_bbox)
+        assert crop_w > 200 and crop_h > 150

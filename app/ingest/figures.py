@@ -39,6 +39,8 @@ CAPTION_RE = re.compile(
     re.S,
 )
 _DELIMS = ":.|-\u2013\u2014"
+# what follows the first number of a label that refers to several figures
+_RANGE_RE = re.compile(r"\s*(?:[-\u2013\u2014]\s*|,\s*|\s+(?:and|to|&)\s+)\(?[A-Za-z]?\d+(?![A-Za-z\d])")
 _TEXT_FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES
 _MAX_DRAWINGS = 30000  # beyond this a page is a huge vector plot; subsample
 
@@ -261,6 +263,8 @@ def _caption_from_line(line: _Line, lines: list[_Line], st: _DocStats) -> Captio
     rest_s = rest.lstrip()
     if rest_s[:1] in ("),;]"):
         return None  # "(see Fig. 3), ..." wrapped onto a new line: a reference
+    if _RANGE_RE.match(rest):
+        return None  # "Figures 11-13. ...", "Figs. 2 and 3": a reference to several figures
     delim = rest_s[:1] in _DELIMS and rest_s[:1] != "" and not rest_s[:2].startswith((".,", ".)"))
     label_alone = rest_s in ("", ":", ".", "|") or rest_s[:1] in ":|" and len(rest_s) <= 2
     label_spans, rest_spans = _label_split(line, m.end("num"))
@@ -309,32 +313,44 @@ def _extend_caption(cap: Caption, lines: list[_Line], st: _DocStats) -> None:
     if not first.horizontal:
         return
     x0, x1 = first.x0, first.x1
+    ranges = [(x0, x1)]
     if cap.label_alone or (x1 - x0) < 0.3 * (st.text_x1 - st.text_x0):
         lo, hi = _column_span(cap.bbox, st)
         x0, x1 = min(x0, lo), max(x1, hi)
+        ranges.append((x0, x1))  # a short first line: the text may go on wider (centred label)
     size = first.size
     style = _caption_font(first)
     cur = first
     used = {id(first)}
-    for _ in range(40):
-        nxt = None
+
+    def next_line(xa: float, xb: float) -> _Line | None:
+        best = None
         for o in lines:
             if id(o) in used or not o.horizontal or o.y0 < cur.y0 + 0.5 * size:
                 continue
             if o.y0 - cur.y1 > 0.55 * size:
                 continue
-            ov = min(o.x1, x1 + 0.5 * size) - max(o.x0, x0 - 0.5 * size)
+            ov = min(o.x1, xb + 0.5 * size) - max(o.x0, xa - 0.5 * size)
             if ov < 0.6 * (o.x1 - o.x0):
                 continue
-            if nxt is None or o.y0 < nxt.y0 or (abs(o.y0 - nxt.y0) < 1 and o.x0 < nxt.x0):
-                nxt = o
-        if nxt is None or abs(nxt.size - size) > 0.6 or CAPTION_RE.match(nxt.text):
+            if best is None or o.y0 < best.y0 or (abs(o.y0 - best.y0) < 1 and o.x0 < best.x0):
+                best = o
+        return best
+
+    for _ in range(40):
+        # under the caption's own lines first: a side-captioned figure's labels sit beside them
+        nxt, (ra, rb) = next(((n, r) for n, r in ((next_line(*r), r) for r in ranges) if n is not None),
+                             (None, ranges[0]))
+        if nxt is None or abs(nxt.size - size) > 0.6:
+            break
+        m = CAPTION_RE.match(nxt.text)
+        if m and not _RANGE_RE.match(m.group("rest")):
             break
         if nxt.block != cur.block and style is not None and _caption_font(nxt) != style and len(cap.lines) > 1:
             break
         # same row continuation (split cell) or next row
         row = [o for o in lines if id(o) not in used and o.horizontal and abs(o.y0 - nxt.y0) < 1.5
-               and min(o.x1, x1 + size) - max(o.x0, x0 - size) > 0]
+               and min(o.x1, rb + size) - max(o.x0, ra - size) > 0]
         row.sort(key=lambda o: o.x0)
         for o in row:
             used.add(id(o))
@@ -471,6 +487,7 @@ class _Region:
     gap: float
     has_graphics: bool
     area: float = 0.0
+    side: bool = False  # beside the caption (_search_side): no vote on the above/below convention
 
 
 def _obstacles(lines: list[_Line], caps: list[Caption], cap: Caption, graphics: np.ndarray) -> list[tuple]:
@@ -555,6 +572,56 @@ def _search(cap: Caption, direction: str, lines: list[_Line], caps: list[Caption
     return _Region(tuple(u), max(gap, 0.0), has_g, (u[2] - u[0]) * (u[3] - u[1]))
 
 
+def _search_side(cap: Caption, right: bool, lines: list[_Line], caps: list[Caption], graphics: np.ndarray,
+                 obstacles: list[tuple], st: _DocStats, page_rect) -> _Region:
+    """Collect a graphic beside a narrow caption (side captions: Nature and Science put the caption
+    in a narrow column at the figure's left). Only graphics that start level with the caption,
+    between the body paragraphs above and below, with no other caption in that band."""
+    none = _Region(None, float("inf"), False)
+    cx0, cy0, cx1, cy1 = cap.bbox
+    tx0, tx1 = min(st.text_x0, cx0), max(st.text_x1, cx1)
+    if len(graphics) == 0 or cx1 - cx0 > 0.5 * (tx1 - tx0) or sum(ln.body for ln in cap.lines) * 2 > len(cap.lines):
+        return none  # a column-wide caption, or body text that starts with "Figure 3 ..."
+    sx0, sx1 = (cx1, tx1) if right else (tx0, cx0)
+    if sx1 - sx0 < 0.25 * (tx1 - tx0):
+        return none
+    top, bot = 0.0, page_rect.height
+    for r in obstacles:
+        if _overlap_1d(r[0], r[2], sx0, sx1) < 0.25 * min(r[2] - r[0], sx1 - sx0):
+            continue
+        if r[3] <= cy0 + 2:
+            top = max(top, r[3])
+        elif r[1] >= cy0 - 2:
+            bot = min(bot, r[1])
+        else:
+            return none  # body text or another caption beside the caption's first line
+    for o in caps:
+        if o is not cap and _overlap_1d(o.bbox[0], o.bbox[2], sx0, sx1) > 0 and _overlap_1d(o.bbox[1], o.bbox[3], top, bot) > 0:
+            return none
+    g = graphics
+    vy = (g[:, 1] >= top - 1) & (g[:, 3] <= bot + 1)
+    side = (g[:, 0] >= sx0 - 2) if right else (g[:, 2] <= sx1 + 2)
+    level = (g[:, 1] <= cy1) & (g[:, 3] >= cy0 + st.body_size)
+    sel = vy & side & level
+    if not sel.any():
+        return none
+    u = list(_union(g[sel]))
+    for _ in range(6):  # grow through touching graphics (panels below the caption's end)
+        touch = vy & ~sel & (g[:, 0] <= u[2] + 3) & (g[:, 2] >= u[0] - 3) & (g[:, 1] <= u[3] + 3) & (g[:, 3] >= u[1] - 3)
+        if not touch.any():
+            break
+        sel |= touch
+        u = list(_union(g[sel]))
+    cap_ids = {id(l2) for c in caps for l2 in c.lines}
+    pool = [ln for ln in lines if not ln.body and id(ln) not in cap_ids and ln.y0 >= top - 1 and ln.y1 <= bot + 1
+            and (ln.x0 >= cx1 - 2 if right else ln.x1 <= cx0 + 2)]
+    u = _grow_text(u, pool, st, top, bot)
+    if u[2] - u[0] < 0.2 * (tx1 - tx0) or u[3] - u[1] < 3 * st.body_size:
+        return none
+    gap = (u[0] - cx1) if right else (cx0 - u[2])
+    return _Region(tuple(u), max(gap, 0.0), True, (u[2] - u[0]) * (u[3] - u[1]), side=True)
+
+
 def _grow_text(u: list, pool: list[_Line], st: _DocStats, ry0: float, ry1: float) -> list:
     """Add short text lines touching the graphic (ticks, legends, axis titles, sub-captions)."""
     px, py = 0.8 * st.body_size, 0.5 * st.body_size
@@ -604,7 +671,8 @@ class _Cand:
 
 
 def _analyse_page(page: pymupdf.Page, pdict: dict, lines: list[_Line], st: _DocStats) -> list[tuple[Caption, _Region, _Region]]:
-    """Captions of a page with their candidate regions above and below."""
+    """Captions of a page with their candidate regions above and below. A figure caption with no
+    graphic on either side gets the graphic beside it as its "below" region (side captions)."""
     caps = _captions_from_lines(lines, st)
     if not caps:
         return []
@@ -620,6 +688,13 @@ def _analyse_page(page: pymupdf.Page, pdict: dict, lines: list[_Line], st: _DocS
         use_text = True
         above = _search(cap, "above", lines, caps, graphics, obs, st, page.rect, use_text)
         below = _search(cap, "below", lines, caps, graphics, obs, st, page.rect, use_text)
+        if cap.kind == "figure" and not above.has_graphics and not below.has_graphics:
+            # side captions: the graphic beside the caption, when nothing lies above or below
+            for right in (True, False):
+                side = _search_side(cap, right, lines, caps, graphics, obs, st, page.rect)
+                if side.has_graphics:
+                    above, below = _Region(None, float("inf"), False), side
+                    break
         out.append((cap, above, below))
     return out
 
@@ -647,7 +722,7 @@ def _convention(analysed: list[tuple[Caption, _Region, _Region]], kind: str) -> 
     """True when this document places captions of ``kind`` below their content (graphic above)."""
     votes = Counter()
     for cap, a, b in analysed:
-        if cap.kind != kind:
+        if cap.kind != kind or a.side or b.side:
             continue
         ga = a.gap if (a.has_graphics or kind == "table") and a.rect is not None else float("inf")
         gb = b.gap if (b.has_graphics or kind == "table") and b.rect is not None else float("inf")
