@@ -3,6 +3,7 @@ its error cases (problem details, 401/403, 404, 413, 415, 422, 501, pagination b
 from __future__ import annotations
 
 import io
+import re
 import shutil
 import time
 import zipfile
@@ -233,6 +234,14 @@ def test_similar(client, ids):
     assert fid not in [h["figure_id"] for h in r["items"]]
     hit = r["items"][0]
     assert hit["lexical_score"] > 0 and hit["embedding_score"] is not None and hit["matched_terms"]
+    # matched terms are shown as words of the figure texts (caption or mention sentences), not stems
+    words = set()
+    for f in (fid, *[h["figure_id"] for h in r["items"]]):
+        d = client.get(f"/api/v1/figures/{f}").json()
+        text = " ".join([d["caption"]] + [" ".join(str(v) for v in m.values()) for m in d.get("mentions", [])])
+        words |= set(re.findall(r"[^\W_]+", text.lower()))
+    shown = [t for h in r["items"] for t in h["matched_terms"]]
+    assert shown and set(shown) <= words, set(shown) - words
     assert_problem(client.get("/api/v1/figures/999999/similar"), 404, "not found")
     assert_problem(client.get(f"/api/v1/figures/{fid}/similar", params={"k": 0}), 422)
     assert_problem(client.get(f"/api/v1/figures/{fid}/similar", params={"k": 1001}), 422)

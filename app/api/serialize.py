@@ -66,10 +66,26 @@ def display_terms(stems: list[str], *texts: str) -> list[str]:
     return [best.get(s, s) for s in stems]
 
 
+def mention_texts(db: Session, figure_ids: list[int]) -> dict[int, str]:
+    """The mention sentences (with their neighbours) of figures, joined per figure: the rest of the
+    figure text the lexical match ran on, so matched stems can be shown as the words they came from."""
+    from app.db.schema import Mention
+
+    out: dict[int, list[str]] = {}
+    if figure_ids:
+        rows = db.execute(select(Mention.figure_id, Mention.before, Mention.sentence, Mention.after)
+                          .where(Mention.figure_id.in_(figure_ids))).all()
+        for fid, *parts in rows:
+            out.setdefault(fid, []).extend(p for p in parts if p)
+    return {fid: " ".join(v) for fid, v in out.items()}
+
+
 def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str = "") -> list[schemas.ScoredFigure]:
     """Hits in order, joined with their database rows; hits whose figure was deleted since the
     index was built are dropped (the next index version will not have them)."""
     cards = cards_for(db, [h.figure_id for h in hits])
+    unmapped = [h.figure_id for h in hits if set(h.matched_terms) - set(analyze(f"{query_text} {h.caption}"))]
+    extra = mention_texts(db, unmapped)  # only for hits with a term outside both captions
     out = []
     for i, h in enumerate(hits):
         card = cards.get(h.figure_id)
@@ -78,7 +94,8 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
         out.append(schemas.ScoredFigure(
             **card, rank=offset + i + 1, score=round(h.score, 6), lexical_score=round(h.lexical_score, 6),
             embedding_score=None if h.embedding_score is None else round(h.embedding_score, 6),
-            matched_terms=display_terms(list(h.matched_terms), query_text, h.caption)))
+            matched_terms=display_terms(list(h.matched_terms), query_text, h.caption,
+                                                      extra.get(h.figure_id, ""))))
     return out
 
 

@@ -11,7 +11,7 @@ from sqlalchemy.orm import selectinload
 from app.api import schemas
 from app.api.deps import EngineDep, FigureId, HolderDep, OptionalPaperId, SessionDep, SettingsDep
 from app.api.problems import check_limit, responses
-from app.api.serialize import CARD_COLUMNS, card_from_row, figure_card, paper_ref, scored_items
+from app.api.serialize import CARD_COLUMNS, card_from_row, figure_card, mention_texts, paper_ref, scored_items
 from app.db.schema import Figure, Paper, PaperStatus
 
 router = APIRouter(tags=["figures"])
@@ -97,7 +97,7 @@ def similar_figures(figure_id: FigureId, db: SessionDep, settings: SettingsDep, 
         return schemas.SimilarResponse(mode="figure", figure_id=figure_id, k=k, items=[],
                                        index_version=engine.version, message=why)
     hits = engine.similar(figure_id, k=k)
-    source_caption = engine.captions[engine.row_of(figure_id)]
+    source_text = engine.captions[engine.row_of(figure_id)] + " " + mention_texts(db, [figure_id]).get(figure_id, "")
     return schemas.SimilarResponse(mode="figure", figure_id=figure_id, k=k,
-                                   items=scored_items(db, hits, query_text=source_caption),
+                                   items=scored_items(db, hits, query_text=source_text),
                                    index_version=engine.version)
