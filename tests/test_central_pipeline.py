@@ -165,3 +165,24 @@ def test_celery_task_runs_eagerly(tiny):
     settings, ids = tiny
     r = score_central.delay(ids[:1], task_config(settings)).get()
     assert r["figures"] == 3
+
+
+def test_table_mentions_are_extra_training_queries(tiny):
+    """kind="table" loads a paper's tables (captions + mentions) for the extra training queries."""
+    from app.central.data import build_queries, load_papers
+    from app.db.schema import Figure, Mention
+    from app.db.session import session_scope
+
+    settings, ids = tiny
+    with session_scope(settings.db_url) as s:
+        t = Figure(paper_id=ids[0], kind="table", number=2, label="Table 2", caption="Table 2: Ablation of the encoder.",
+                   page=7)
+        t.mentions = [Mention(sentence="Table 2 reports the ablation of the encoder.", position=99)]
+        s.add(t)
+    tables = {p.id: p for p in load_papers(settings.db_url, kind="table")}
+    assert [f.number for f in tables[ids[0]].figures] == [1, 2]
+    assert all(f.kind == "table" for p in tables.values() for f in p.figures)
+    q = build_queries([tables[ids[0]]])
+    assert [(x.target, x.candidates) for x in q] == [(2, [1, 2])]
+    figures = {p.id: p for p in load_papers(settings.db_url)}
+    assert [f.number for f in figures[ids[0]].figures] == [1, 2, 3]  # the default is still figures only

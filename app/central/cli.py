@@ -35,6 +35,8 @@ def train_central_cmd(
         batch_size: int = typer.Option(16, "--batch-size", min=1),
         time_budget: float = typer.Option(25.0, "--time-budget-min", min=0.1, help="Wall-clock limit in minutes."),
         seed: int = typer.Option(0, "--seed"),
+        tables: bool = typer.Option(True, "--tables/--no-tables",
+                                    help="Also train on sentences that mention tables (table captions as candidates)."),
         out: Optional[Path] = typer.Option(None, "--out", help="Model directory (default data_dir/models/central)."),
 ) -> None:
     """Fine-tune the central-figure cross-encoder on self-supervised (mention, caption) pairs."""
@@ -43,14 +45,15 @@ def train_central_cmd(
 
     settings = _settings(data_dir)
     cfg = TrainConfig(epochs=epochs, max_steps=max_steps, max_length=max_length, batch_size=batch_size,
-                      time_budget_s=time_budget * 60, seed=seed)
+                      time_budget_s=time_budget * 60, seed=seed, tables=tables)
     try:
         meta = train_central(settings, cfg, exclude=read_sha_list(exclude_papers), out_dir=out, progress=True)
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1)
     typer.echo(json.dumps({k: meta.get(k) for k in ("steps", "train_seconds", "stopped_early", "final_loss",
-                                                     "n_train_queries", "n_val_queries", "data_hash", "metrics")}))
+                                                     "n_train_queries", "n_val_queries", "dev_mrr_by_epoch", "kept_epoch",
+                                                     "data_hash", "metrics")}))
 
 
 def eval_central_cmd(

@@ -210,10 +210,12 @@ def abstract_sentences(abstract: str, max_sentences: int = 16) -> list[str]:
 
 
 def load_papers(db_url: str, paper_ids: Sequence[int] | None = None, segmenter: Segmenter | None | bool = True,
-                with_mentions: bool = True) -> list[PaperInfo]:
+                with_mentions: bool = True, kind: str = "figure") -> list[PaperInfo]:
     """Papers with status ok and their figures (kind "figure" only), ordered by paper id.
 
-    `segmenter=True` builds one from this collection's abstracts and mention sentences."""
+    `segmenter=True` builds one from this collection's abstracts and mention sentences.
+    `kind="table"` loads the tables instead (extra self-supervised training data: a sentence that
+    mentions "Table 3" is about table 3's caption just as well)."""
     from sqlalchemy.orm import selectinload
 
     from app.db.schema import Figure, Paper, PaperStatus
@@ -229,7 +231,7 @@ def load_papers(db_url: str, paper_ids: Sequence[int] | None = None, segmenter: 
             opts = opts.selectinload(Figure.mentions)
         for p in s.scalars(q.options(opts)):
             figs, ments = [], []
-            for f in sorted((f for f in p.figures if f.kind == "figure"), key=lambda f: f.number):
+            for f in sorted((f for f in p.figures if f.kind == kind), key=lambda f: f.number):
                 fm = list(f.mentions) if with_mentions else []
                 figs.append(FigureInfo(id=f.id, number=f.number, caption=f.caption or "", page=f.page or 1,
                                        bbox=list(f.bbox or []), width=f.width or 0, height=f.height or 0,

@@ -2,15 +2,21 @@
 
 Training choices (2 CPU cores, <= 30 min on the 135-paper shared corpus; documented deviations
 from the seed's "Adam 1e-6, batch 32, 1 epoch over 40k pairs"):
-  * data: one query per (mentioning sentence, figure) of the training papers (~700 here); every
+  * data: one query per (mentioning sentence, figure) of the training papers (~700 here), plus
+    one per (mentioning sentence, table) with the paper's table captions as the candidates (~330
+    more; `tables=False` / `--no-tables` to leave them out): the same self-supervised signal, and
+    with ~700 queries the cross-encoder had too little to learn from (with figures only, the dev
+    papers kept the untrained model, epoch 0; with tables they keep a fine-tuned epoch). Every
     epoch re-samples, per query, a sentence of the 3-sentence window (paragraph proxy, see data.py;
     the mentioning sentence itself half of the time) and `negatives`=3 other captions of the same
     paper. The positive pair is scored once and shared by its negatives: loss = mean over
     (query, negative) of max(0, 1 - s_pos + s_neg).
   * the model has two priors with learned scales (bi-encoder cosine, tf.idf cosine with the idf of
     the training papers; see models/central.py), both starting at 5.0, so training starts from a
-    sensible ranker and the cross-encoder learns a correction.
-  * AdamW 3e-5 for the encoder, 2e-3 for the fresh linear head and the prior scales, 10% linear
+    sensible ranker and the cross-encoder learns a correction. The scales stay fixed during
+    fine-tuning (`freeze_priors`): the ~1k queries are spent on the cross-encoder, and the ranking
+    at epoch 0 is a fixed, known blend of the two priors.
+  * AdamW 3e-5 for the encoder, 2e-3 for the fresh linear head (and the prior scales if not frozen), 10% linear
     warm-up then linear decay, weight decay 0.01, dropout 0.2 on [CLS], gradient-norm clip 5.0
     (seed).
   * max_length 64 tokens for sentence + caption (longest-first truncation: long captions lose
@@ -62,6 +68,8 @@ class TrainConfig:
     time_budget_s: float = 25 * 60
     threads: int | None = None
     prior: bool = True  # bi-encoder prior (models/central.py)
+    tables: bool = True  # also train on sentences that mention tables (table captions as candidates)
+    freeze_priors: bool = True  # keep the two prior scales at their initial value
 
 
 def model_dir(settings: Settings) -> Path:
@@ -101,6 +109,13 @@ def train_central(settings: Settings, cfg: TrainConfig | None = None, exclude: s
     fit_shas, dev_shas = split_papers(sorted(train_set), cfg.dev_frac, cfg.seed + 1) if cfg.dev_frac > 0 \
         else (sorted(train_set), [])
     train_q = build_queries(by_sha[s] for s in fit_shas)
+    if cfg.tables:  # tables of the same training papers, as separate "papers" (numbers overlap figures')
+        tpapers = load_papers(settings.db_url, kind="table")
+        for t in tpapers:
+            t.sha256 += "#tables"
+        fit_set = {s + "#tables" for s in fit_shas}
+        train_q += build_queries(t for t in tpapers if t.sha256 in fit_set)
+        papers = list(papers) + [t for t in tpapers if t.sha256 in fit_set]
     dev_q = build_queries(by_sha[s] for s in dev_shas)
     val_q = build_queries(by_sha[s] for s in val_shas)
     if not train_q:
@@ -114,7 +129,11 @@ def train_central(settings: Settings, cfg: TrainConfig | None = None, exclude: s
         from app.central.baselines import fit_tfidf_for_papers
 
         model.lexical = fit_tfidf_for_papers([by_sha[s] for s in sorted(train_set)])
-    head_params = list(model.head.parameters()) + ([model.prior_scale, model.lexical_scale] if model.use_prior else [])
+    if cfg.freeze_priors:
+        model.prior_scale.requires_grad_(False)
+        model.lexical_scale.requires_grad_(False)
+    head_params = list(model.head.parameters()) + ([model.prior_scale, model.lexical_scale]
+                                                   if model.use_prior and not cfg.freeze_priors else [])
     enc_params = [p for p in model.encoder.parameters() if p.requires_grad]
     opt = torch.optim.AdamW([{"params": enc_params, "lr": cfg.lr},
                              {"params": head_params, "lr": cfg.head_lr}], weight_decay=cfg.weight_decay)
