@@ -140,6 +140,19 @@ def test_tiny_training_save_load_score_and_eval(tiny, tmp_path):
     r = score_papers(settings, paper_ids=ids[:2], scorer=scorer)
     assert r["figures"] == 6 and r["model"] is True
 
+    # CPU precision: fp32 and int8 (dynamic quantisation, the default without AMX) score alike
+    import os
+    from unittest import mock
+
+    with mock.patch.dict(os.environ, {"FIGSEARCH_CENTRAL_PRECISION": "fp32"}):
+        m32 = CentralCrossEncoder.load(d)
+    with mock.patch.dict(os.environ, {"FIGSEARCH_CENTRAL_PRECISION": "int8"}):
+        m8 = CentralCrossEncoder.load(d)
+    assert m32.precision == "fp32" and m8.precision == "int8"
+    caps = ["The architecture of the attention network.", "Accuracy versus training time.", "A user interface."]
+    s32, s8 = m32.score(["an attention network"] * 3, caps), m8.score(["an attention network"] * 3, caps)
+    assert s8 != s32 and s8 == pytest.approx(s32, abs=0.25)
+
     # eval-central through the CLI registration
     app = typer.Typer()
     register(app)

@@ -25,13 +25,15 @@ DIM = 384
 
 
 def cpu_has_bf16() -> bool:
-    """Native bf16 matmul on this CPU (Linux /proc/cpuinfo flags)."""
+    """bf16 matmul faster than fp32 on this CPU: AMX tiles (Linux /proc/cpuinfo flags). With
+    AVX512-BF16 alone (no AMX) bf16 measured slower than fp32: MiniLM embedding 44-55 vs 57-66
+    texts/s, the central cross-encoder 0.73 vs 0.4-0.5 s per 80 pairs, on 2 cores."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
                 if line.startswith("flags"):
                     flags = set(line.split(":", 1)[1].split())
-                    return bool(flags & {"amx_bf16", "avx512_bf16"})
+                    return "amx_bf16" in flags
     except OSError:
         pass
     return False
