@@ -279,7 +279,7 @@ def load_meta(path: str | Path) -> dict | None:
 
 def cpu_precision() -> str:
     """How the cross-encoder runs on this CPU: "bf16" autocast where bf16 beats fp32 (AMX, see
-    app.search.encoder.cpu_has_bf16), else "int8" dynamic quantisation (see `quantize_int8`).
+    app.search.encoder.cpu_prefers_bf16), else "int8" dynamic quantisation (see `quantize_int8`).
     FIGSEARCH_CENTRAL_PRECISION=fp32|bf16|int8 overrides (FIGSEARCH_CENTRAL_FP32=1 = fp32)."""
     forced = os.environ.get("FIGSEARCH_CENTRAL_PRECISION", "").lower()
     if forced in ("fp32", "bf16", "int8"):
@@ -287,8 +287,8 @@ def cpu_precision() -> str:
     if os.environ.get("FIGSEARCH_CENTRAL_FP32"):
         return "fp32"
     try:
-        from app.search.encoder import cpu_has_bf16
+        from app.search.encoder import cpu_prefers_bf16
 
-        return "bf16" if cpu_has_bf16() else "int8"
+        return "bf16" if cpu_prefers_bf16() else "int8"
     except Exception:  # pragma: no cover
         return "fp32"

@@ -312,12 +312,10 @@ def _extend_caption(cap: Caption, lines: list[_Line], st: _DocStats) -> None:
     first = cap.lines[0]
     if not first.horizontal:
         return
-    x0, x1 = first.x0, first.x1
-    ranges = [(x0, x1)]
-    if cap.label_alone or (x1 - x0) < 0.3 * (st.text_x1 - st.text_x0):
+    ranges = [(first.x0, first.x1)]
+    if cap.label_alone or (first.x1 - first.x0) < 0.3 * (st.text_x1 - st.text_x0):
         lo, hi = _column_span(cap.bbox, st)
-        x0, x1 = min(x0, lo), max(x1, hi)
-        ranges.append((x0, x1))  # a short first line: the text may go on wider (centred label)
+        ranges.append((min(first.x0, lo), max(first.x1, hi)))  # a short first line: the text may go on wider
     size = first.size
     style = _caption_font(first)
     cur = first
@@ -549,15 +547,8 @@ def _search(cap: Caption, direction: str, lines: list[_Line], caps: list[Caption
                  and ln.y1 <= ry1 + 1 and (ln.horizontal or ln.y1 - ln.y0 <= 0.25 * H)]
     has_g = bool(sel.any())
     if has_g:
-        u = list(_union(g[sel]))
         # grow through touching graphics (wide figures with a narrow caption)
-        vy = (g[:, 1] >= ry0 - 1) & (g[:, 3] <= ry1 + 1)
-        for _ in range(6):
-            touch = vy & ~sel & (g[:, 0] <= u[2] + 3) & (g[:, 2] >= u[0] - 3) & (g[:, 1] <= u[3] + 3) & (g[:, 3] >= u[1] - 3)
-            if not touch.any():
-                break
-            sel |= touch
-            u = list(_union(g[sel]))
+        u = _grow_touching(g, sel, (g[:, 1] >= ry0 - 1) & (g[:, 3] <= ry1 + 1))
         u = _grow_text(u, text_pool, st, ry0, ry1)
     elif use_text:
         u = _text_region([ln for ln in text_pool if ln.horizontal], cap, up, st)
@@ -605,13 +596,7 @@ def _search_side(cap: Caption, right: bool, lines: list[_Line], caps: list[Capti
     sel = vy & side & level
     if not sel.any():
         return none
-    u = list(_union(g[sel]))
-    for _ in range(6):  # grow through touching graphics (panels below the caption's end)
-        touch = vy & ~sel & (g[:, 0] <= u[2] + 3) & (g[:, 2] >= u[0] - 3) & (g[:, 1] <= u[3] + 3) & (g[:, 3] >= u[1] - 3)
-        if not touch.any():
-            break
-        sel |= touch
-        u = list(_union(g[sel]))
+    u = _grow_touching(g, sel, vy)  # panels below the caption's end
     cap_ids = {id(l2) for c in caps for l2 in c.lines}
     pool = [ln for ln in lines if not ln.body and id(ln) not in cap_ids and ln.y0 >= top - 1 and ln.y1 <= bot + 1
             and (ln.x0 >= cx1 - 2 if right else ln.x1 <= cx0 + 2)]
@@ -620,6 +605,19 @@ def _search_side(cap: Caption, right: bool, lines: list[_Line], caps: list[Capti
         return none
     gap = (u[0] - cx1) if right else (cx0 - u[2])
     return _Region(tuple(u), max(gap, 0.0), True, (u[2] - u[0]) * (u[3] - u[1]), side=True)
+
+
+def _grow_touching(g: np.ndarray, sel: np.ndarray, within: np.ndarray, rounds: int = 6) -> list:
+    """Bounding box of the selected graphics grown through graphics (among `within`) that touch it."""
+    sel = sel.copy()
+    u = list(_union(g[sel]))
+    for _ in range(rounds):
+        touch = within & ~sel & (g[:, 0] <= u[2] + 3) & (g[:, 2] >= u[0] - 3) & (g[:, 1] <= u[3] + 3) & (g[:, 3] >= u[1] - 3)
+        if not touch.any():
+            break
+        sel |= touch
+        u = list(_union(g[sel]))
+    return u
 
 
 def _grow_text(u: list, pool: list[_Line], st: _DocStats, ry0: float, ry1: float) -> list:

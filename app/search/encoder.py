@@ -24,7 +24,7 @@ import numpy as np
 DIM = 384
 
 
-def cpu_has_bf16() -> bool:
+def cpu_prefers_bf16() -> bool:
     """bf16 matmul faster than fp32 on this CPU: AMX tiles (Linux /proc/cpuinfo flags). With
     AVX512-BF16 alone (no AMX) bf16 measured slower than fp32: MiniLM embedding 44-55 vs 57-66
     texts/s, the central cross-encoder 0.73 vs 0.4-0.5 s per 80 pairs, on 2 cores."""
@@ -83,7 +83,7 @@ class TextEncoder:
             model.eval().to(device)
             prec = self.precision
             if prec == "auto":
-                prec = "fp16" if device.startswith("cuda") else ("bf16" if cpu_has_bf16() else "fp32")
+                prec = "fp16" if device.startswith("cuda") else ("bf16" if cpu_prefers_bf16() else "fp32")
             if prec == "bf16":
                 model = model.to(torch.bfloat16)
             elif prec == "fp16":
