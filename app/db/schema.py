@@ -50,6 +50,11 @@ class Paper(Base):
     abstract: Mapped[str] = mapped_column(Text, default="")
     n_pages: Mapped[int] = mapped_column(Integer, default=0)
     has_text_layer: Mapped[bool] = mapped_column(Boolean, default=True)
+    # born_digital | scanned (page images only) | ocr_layer (an invisible OCR text layer)
+    source_kind: Mapped[str] = mapped_column(String(16), default="born_digital",
+                                             server_default="born_digital")
+    # figures found but not stored (render failed, over the pixel budget...): [{label, reason}]
+    dropped_figures: Mapped[list | None] = mapped_column(JSON, nullable=True, default=list)
     status: Mapped[str] = mapped_column(String(16), default=PaperStatus.OK, index=True)
     error: Mapped[str] = mapped_column(Text, default="")
     references: Mapped[list] = mapped_column(JSON, default=list)
@@ -81,6 +86,16 @@ class Figure(Base):
     height: Mapped[int] = mapped_column(Integer, default=0)
     central_score: Mapped[float | None] = mapped_column(Float, nullable=True)
     central_rank: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # dominant type from a fixed vocabulary (see app/figtypes) and [{type, score}], dominant first
+    figure_type: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
+    figure_types: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    # ok | text_only | tiny | page_number ...: a crop that is not a real graphic is never central
+    crop_quality: Mapped[str] = mapped_column(String(16), default="ok", server_default="ok")
+    # compound figures: [{label, bbox, caption_part}]
+    panels: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    # where the caption text came from: text_layer | ocr
+    text_source: Mapped[str] = mapped_column(String(16), default="text_layer",
+                                             server_default="text_layer")
 
     paper: Mapped[Paper] = relationship(back_populates="figures")
     mentions: Mapped[list["Mention"]] = relationship(
@@ -160,5 +175,7 @@ class JobFile(Base):
     n_figures: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str] = mapped_column(Text, default="")
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # how many times a worker took this file (a file that kills workers is failed after N)
+    deliveries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
     job: Mapped[Job] = relationship(back_populates="files")
