@@ -43,6 +43,7 @@ def ingest(paths: list[Path] = typer.Argument(..., help="PDF files, folders (rec
            data_dir: Optional[Path] = DataDir,
            json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON.")) -> None:
     """Ingest PDFs into the collection: papers, figures, captions, mentions, citation links."""
+    from app.dispatch import dispatcher_for
     from app.ingest import pipeline
     from app.ingest.sources import SourceError
 
@@ -62,14 +63,11 @@ def ingest(paths: list[Path] = typer.Argument(..., help="PDF files, folders (rec
         if outcome.status == "failed":
             bar.write(f"failed: {name}: {outcome.error}", file=sys.stderr)
 
-    if settings.distributed:
-        pipeline.submit_job(settings, job_id)
-        while status != "done":
-            time.sleep(0.5)
-            status, now_done, total = pipeline.job_progress(settings, job_id)
-            bar.update(now_done - bar.n)
-    else:
-        pipeline.run_job_embedded(settings, job_id, workers=settings.ingest_workers, on_file=on_file)
+    dispatcher_for(settings, on_file=on_file)(job_id)  # returns at once with Celery workers
+    while settings.distributed and status != "done":
+        time.sleep(0.5)
+        status, now_done, total = pipeline.job_progress(settings, job_id)
+        bar.update(now_done - bar.n)
     bar.close()
     elapsed = time.perf_counter() - t0
     s = pipeline.summarise(settings, job_id)

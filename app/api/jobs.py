@@ -2,7 +2,7 @@
 
 One worker thread per app, so jobs and refreshes run one at a time (two concurrent index builds
 would race on the embedding cache). In embedded mode the thread runs the job itself
-(`submit_job` -> `run_job_embedded`, a process pool); in distributed mode `submit_job` only
+(`run_job_embedded`, a process pool); in distributed mode the dispatcher (app/dispatch.py) only
 enqueues to Celery and returns at once.
 """
 from __future__ import annotations
@@ -19,6 +19,7 @@ from sqlalchemy import update
 
 from app.db.schema import Job, JobStatus
 from app.db.session import session_scope
+from app.dispatch import dispatcher_for
 from app.ingest import pipeline
 from app.settings import Settings
 
@@ -74,7 +75,7 @@ class JobRunner:
     def _ingest(self, job_id: str, upload_dir: Path | None) -> None:
         s = self.settings
         try:
-            pipeline.submit_job(s, job_id)
+            dispatcher_for(s)(job_id)
         except Exception as exc:
             log.exception("ingest job %s failed", job_id)
             mark_failed(s, job_id, f"{type(exc).__name__}: {exc}")

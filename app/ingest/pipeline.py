@@ -3,7 +3,8 @@
 The same two functions do the work in every mode: `extract_pdf` (pure, in a worker process)
 and `record_outcome` (one transaction: store the paper and mark the job file). Embedded mode
 runs extraction in a local process pool with per-file timeouts; distributed mode hands the
-job files to Celery workers (see workers/tasks.py).
+job files to Celery workers. Which of the two runs a job is chosen outside this package
+(app/dispatch.py), so the ingestion core never imports Celery.
 """
 from __future__ import annotations
 
@@ -252,16 +253,6 @@ def prepare_job(paths: list[str | Path], settings: Settings, job_id: str | None 
     if settings.distributed:
         files = copy_to_shared(files, staging)
     return create_job(settings, files, job_id=job_id)
-
-
-def submit_job(settings: Settings, job_id: str) -> None:
-    """Run the job here (embedded) or enqueue it for the workers (distributed)."""
-    if settings.distributed:
-        from workers.tasks import ingest_collection, task_config
-
-        ingest_collection.delay(job_id, task_config(settings))
-    else:
-        run_job_embedded(settings, job_id, workers=settings.ingest_workers)
 
 
 def job_progress(settings: Settings, job_id: str) -> tuple[str, int, int]:

@@ -1,0 +1,35 @@
+"""How an ingest job is run: in this process (embedded mode) or by Celery workers (distributed).
+
+The one place that composes the ingestion pipeline with a dispatcher. The ingestion core
+(app/ingest) never imports Celery or workers/; the CLI and the API ask `dispatcher_for` and call
+the result with a job id.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from app.ingest import pipeline
+from app.settings import Settings
+
+Dispatcher = Callable[[str], None]
+
+
+def in_process(settings: Settings, on_file: Callable | None = None) -> Dispatcher:
+    """Extract in a local process pool and store results here; returns when the job is done."""
+    def run(job_id: str) -> None:
+        pipeline.run_job_embedded(settings, job_id, workers=settings.ingest_workers, on_file=on_file)
+    return run
+
+
+def celery_workers(settings: Settings) -> Dispatcher:
+    """Enqueue the job for the Celery workers; returns at once (progress is in the job rows)."""
+    from workers.tasks import ingest_collection, task_config
+
+    def run(job_id: str) -> None:
+        ingest_collection.delay(job_id, task_config(settings))
+    return run
+
+
+def dispatcher_for(settings: Settings, on_file: Callable | None = None) -> Dispatcher:
+    """Celery workers in distributed mode, this process otherwise."""
+    return celery_workers(settings) if settings.distributed else in_process(settings, on_file)
