@@ -188,10 +188,14 @@ def relink(data_dir: Optional[Path] = DataDir) -> None:
 
 
 def _hits_json(hits) -> list[dict]:
+    from app.search.explain import reasons
+
     return [{"figure_id": h.figure_id, "paper_id": h.paper_id, "score": round(h.score, 6),
              "lexical_score": round(h.lexical_score, 6),
              "embedding_score": None if h.embedding_score is None else round(h.embedding_score, 6),
-             "caption": h.caption, "matched_terms": list(h.matched_terms)} for h in hits]
+             "caption": h.caption, "matched_terms": list(h.matched_terms),
+             "signals": {k: round(v, 6) for k, v in (h.signals or {}).items()},
+             "reasons": reasons(h.signals)} for h in hits]
 
 
 def _engine(settings: Settings, with_encoder: bool):
@@ -238,17 +242,23 @@ def similar(figure_id: int = typer.Argument(..., help="Query figure id."),
             json_out: bool = typer.Option(False, "--json"),
             w: Optional[float] = typer.Option(None, "--w", min=0.0, max=1.0, help="Lexical weight (default: learned)."),
             method: Optional[str] = typer.Option(None, "--method", help="First stage: bm25 or tfidf (default: the one w was tuned for)."),
-            union_dense: int = typer.Option(0, "--union-dense", help="Also consider this many FAISS neighbours.")) -> None:
-    """Figures most related to FIGURE_ID (itself excluded): first stage top 100, dense re-rank."""
+            union_dense: int = typer.Option(50, "--union-dense", help="Also consider this many FAISS neighbours."),
+            scope: str = typer.Option("other_papers", "--scope",
+                                      help="other_papers (related figures of other papers), same_paper, or all.")) -> None:
+    """Figures most related to FIGURE_ID (itself excluded) within SCOPE, with the signals behind
+    each score (figure text, picture, type, paper topic)."""
+    if scope not in ("other_papers", "same_paper", "all"):
+        typer.echo("error: --scope must be other_papers, same_paper or all", err=True)
+        raise typer.Exit(2)
     settings = _settings(data_dir)
     engine = _engine(settings, with_encoder=False)
     if method is None:
-        from app.search.evaluate import read_first_stage
+        from app.eval.recommendation import read_first_stage
         from app.search.indexing import index_root
 
         method = read_first_stage(index_root(settings))
     try:
-        hits = engine.similar(figure_id, k=k, w=w, method=method, union_dense=union_dense)
+        hits = engine.similar(figure_id, k=k, w=w, method=method, union_dense=union_dense, scope=scope)
     except KeyError:
         typer.echo(f"error: figure {figure_id} is not in the index", err=True)
         raise typer.Exit(1)
@@ -280,7 +290,7 @@ def eval_cmd(data_dir: Optional[Path] = DataDir,
              variants: Optional[str] = typer.Option(None, "--variants", help="Comma-separated variants for --ablation."),
              folds: int = typer.Option(3, "--folds", min=2, help="Cross-fitting folds of the target papers.")) -> None:
     """Seed-000 evaluation: p@3/p@5 (Same, Citing), MAP, t-tests, pair accuracy; report + plots."""
-    from app.search.evaluate import evaluate_data_dir
+    from app.eval.recommendation import evaluate_data_dir
 
     settings = _settings(data_dir)
     try:
@@ -299,7 +309,7 @@ def eval_cmd(data_dir: Optional[Path] = DataDir,
 def bench(figures: int = typer.Option(100_000, "--figures", min=100), queries: int = typer.Option(200, "--queries"),
           seed: int = typer.Option(0, "--seed"), json_out: bool = typer.Option(False, "--json")) -> None:
     """Synthetic-collection benchmark: index build time, peak RSS, similar/search latency, speed vs rank-bm25."""
-    from app.search.bench import run_bench
+    from app.eval.bench import run_bench
 
     result = run_bench(figures, queries=queries, seed=seed)
     if json_out:

@@ -77,4 +77,11 @@ def test_index_search_similar_contract(demo_pdfs, tmp_path):
     assert all(h["embedding_score"] is not None for h in sims)  # dense re-ranking is on by default
     scores = [h["score"] for h in sims]
     assert scores == sorted(scores, reverse=True)
+    assert target["paper_id"] not in {h["paper_id"] for h in sims}  # default scope: other papers
+    assert all("paper" in h["signals"] and isinstance(h["reasons"], list) for h in sims)
+    same = json.loads(run(["similar", str(target["figure_id"]), "--scope", "same_paper", "--data-dir", str(data),
+                           "--json"]).stdout)
+    assert same and {h["paper_id"] for h in same} == {target["paper_id"]}
+    assert run(["similar", str(target["figure_id"]), "--scope", "nope", "--data-dir", str(data)],
+               check=False).returncode == 2
     assert run(["similar", "999999", "--data-dir", str(data), "--json"], check=False).returncode != 0

@@ -37,7 +37,7 @@ class FakeEncoder:
     def __call__(self, texts):
         self.calls += 1
         q = set(analyze(texts[0]))
-        v = sum(self.e[i] for i, t in enumerate(TEXTS) if q & set(analyze(t))) + 1e-3
+        v = sum((self.e[i] for i, t in enumerate(TEXTS) if q & set(analyze(t))), np.full(self.e.shape[1], 1e-3))
         return np.asarray(v, dtype=np.float32)[None, :]
 
 
@@ -88,9 +88,21 @@ def test_search_rerank_offset_and_default_w(engine):
     assert [h.figure_id for h in page2] == [h.figure_id for h in full[2:4]]
     assert engine.w == 0.5
     lex_only = engine.search("mixture of experts recommendation", k=5, w=1.0)
-    assert [h.figure_id for h in lex_only] == [h.figure_id for h in engine.search(
-        "mixture of experts recommendation", k=5, rerank=False)]
+    lexical = [h.figure_id for h in engine.search("mixture of experts recommendation", k=5, rerank=False)]
+    # w = 1 keeps the lexical order; figures found only by meaning come after every word match
+    assert [h.figure_id for h in lex_only][:len(lexical)] == lexical
+    assert all(h.lexical_score == 0 for h in lex_only[len(lexical):])
     assert engine.search("zzzz qqqq", k=3, rerank=False) == []
+
+
+def test_search_without_a_real_match_returns_nothing(engine):
+    """Neither a word nor a close embedding: no results, instead of the nearest arbitrary figures."""
+    engine.dense_match_min = 2.0  # no cosine reaches it
+    try:
+        assert engine.search("zzzz qqqq", k=3) == []
+        assert engine.search("mixture of experts", k=3)  # word matches still count
+    finally:
+        engine.dense_match_min = SearchEngine.dense_match_min
 
 
 def test_lexical_only_engine_and_tfidf():
@@ -131,3 +143,44 @@ def test_save_load_current_and_version_switch(tmp_path, engine):
     for _ in range(3):
         smaller.save(root, keep=2)
     assert len([p for p in root.iterdir() if p.is_dir()]) == 2
+
+
+def test_scopes_split_other_papers_and_same_paper(engine):
+    own = {100, 101, 102}  # paper 10
+    other = engine.similar(100, k=20, scope="other_papers")
+    assert other and not own & {h.figure_id for h in other}
+    same = engine.similar(100, k=20, scope="same_paper")
+    assert {h.figure_id for h in same} == own - {100}
+    assert all(h.signals is not None and "lexical" in h.signals for h in other + same)
+    with pytest.raises(ValueError):
+        engine.similar(100, scope="everything")
+
+
+def test_paper_signals_and_persistence(tmp_path):
+    from app.search.papers import PaperIndex
+
+    d = docs()
+    pids = sorted({x.paper_id for x in d})
+    texts = {10: "click through rate prediction", 11: "mixture of experts multi task",
+             12: "click rate prediction with factorization", 13: "image segmentation"}
+    papers = PaperIndex.build(pids, None, [analyze(texts.get(p, "misc")) for p in pids],
+                              [analyze(" ".join(x.text for x in d if x.paper_id == p)) for p in pids])
+    eng = SearchEngine.build(d, papers=papers, figure_types=["line_chart", "heatmap"] * (len(d) // 2) + ["diagram"] * (len(d) % 2))
+    hits = eng.similar(100, k=20, scope="other_papers", weights={"lexical": 0.0, "paper_text": 1.0})
+    # paper 12 shares "click ... prediction" with paper 10: its figures come first
+    assert hits[0].paper_id == 12 and hits[0].signals["paper_text"] > 0
+    assert eng.type_of_row(eng.row_of(101)) == "heatmap"
+    eng.save(tmp_path)
+    back = SearchEngine.load(tmp_path)
+    assert back.papers is not None and back.type_names == eng.type_names
+    again = back.similar(100, k=20, scope="other_papers", weights={"lexical": 0.0, "paper_text": 1.0})
+    assert [h.figure_id for h in again] == [h.figure_id for h in hits]
+
+
+def test_search_finds_a_named_type_without_the_word(engine):
+    e = emb()
+    eng = SearchEngine.build(docs(), embeddings=e, encoder=FakeEncoder(e), vector_kind="flat", gpu="off",
+                             figure_types=["heatmap" if i == 4 else "line_chart" for i in range(len(TEXTS))])
+    eng.dense_match_min = 2.0  # only words or the named type count
+    hits = eng.search("zzzz", k=3, types=["heatmap"])
+    assert [h.figure_id for h in hits] == [104]

@@ -10,7 +10,7 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 import app.search.lexical as L
-from app.search.bench import collection_docs, synthetic_collection
+from app.eval.bench import collection_docs, synthetic_collection
 from app.search.lexical import LexicalIndex
 
 REL = 1e-4

@@ -96,7 +96,7 @@ def reembed_all(cfg: dict | None = None) -> dict:
 @app.task(name="figsearch.train_model", soft_time_limit=3600)
 def train_model(model: str = "fused", exclude_sha256: list[str] | None = None, cfg: dict | None = None) -> dict:
     """Train and publish a model, then re-embed and re-index (default model)."""
-    from app.learn.ablation import config_for
+    from app.learn.variants import config_for
     from app.learn.data import load_learn_data
     from app.learn.registry import DEFAULT_MODEL, publish
     from app.learn.train import train

@@ -68,7 +68,18 @@ class ScoredFigure(FigureSummary):
     score: float = Field(description="Final score (lexical and embedding scores fused).")
     lexical_score: float = Field(description="BM25 score of the first stage.")
     embedding_score: float | None = Field(None, description="Cosine of the MiniLM embeddings (None = lexical only).")
-    matched_terms: list[str] = Field(default_factory=list, description="Query terms found in the figure text.")
+    matched_terms: list[str] = Field(default_factory=list, description=(
+        "Informative terms shared with the query (rarest first; filler words of scientific prose removed)."))
+    reasons: list[str] = Field(default_factory=list, description=(
+        "Why a related figure was ranked high, in words: same figure type, similar picture, related "
+        "paper topic, similar description."))
+    snippet: Snippet | None = Field(None, description="The sentence that matched a text query best.")
+
+
+class Snippet(BaseModel):
+    text: str
+    source: Literal["caption", "body"] = Field(description="caption, or body text that mentions the figure.")
+    highlights: list[list[int]] = Field(default_factory=list, description="[start, end) character spans of matched words.")
 
 
 class SearchResponse(BaseModel):
@@ -89,6 +100,8 @@ class SimilarResponse(BaseModel):
     figure_id: int | None = None
     query: str | None = Field(None, description="The caption used as the query (mode caption).")
     k: int
+    scope: Literal["other_papers", "same_paper", "all"] | None = Field(
+        None, description="Which figures were ranked (mode figure).")
     items: list[ScoredFigure]
     index_version: str | None = None
     message: str | None = None

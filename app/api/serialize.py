@@ -8,7 +8,8 @@ from sqlalchemy.orm import Session
 
 from app.api import schemas
 from app.db.schema import Figure, Paper
-from app.search.engine import Hit
+from app.search.engine import Hit, SearchEngine
+from app.search.explain import best_sentence, idf_of, informative_terms, reasons
 from app.search.text import analyze
 
 _WORD_RE = re.compile(r"[^\W_]+")
@@ -80,22 +81,31 @@ def mention_texts(db: Session, figure_ids: list[int]) -> dict[int, str]:
     return {fid: " ".join(v) for fid, v in out.items()}
 
 
-def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str = "") -> list[schemas.ScoredFigure]:
+def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str = "",
+                 engine: SearchEngine | None = None, snippets: bool = False) -> list[schemas.ScoredFigure]:
     """Hits in order, joined with their database rows; hits whose figure was deleted since the
-    index was built are dropped (the next index version will not have them)."""
+    index was built are dropped (the next index version will not have them). Each item says why it
+    matched: informative shared terms, reasons in words and (text queries) the best sentence."""
     cards = cards_for(db, [h.figure_id for h in hits])
-    unmapped = [h.figure_id for h in hits if set(h.matched_terms) - set(analyze(f"{query_text} {h.caption}"))]
-    extra = mention_texts(db, unmapped)  # only for hits with a term outside both captions
+    idf = idf_of(engine.lexical()) if engine is not None else None
+    terms = {h.figure_id: informative_terms(list(h.matched_terms), idf) for h in hits}
+    wanted = [h.figure_id for h in hits if snippets or set(terms[h.figure_id]) - set(analyze(f"{query_text} {h.caption}"))]
+    extra = mention_texts(db, wanted)  # only for hits with a term outside both captions, or snippets
+    types = dict(db.execute(select(Figure.id, Figure.figure_type)
+                            .where(Figure.id.in_([h.figure_id for h in hits if h.signals]))).all()) if hits else {}
     out = []
     for i, h in enumerate(hits):
         card = cards.get(h.figure_id)
         if card is None:
             continue
+        snippet = None
+        if snippets and query_text:
+            snippet = best_sentence(query_text, h.caption, [extra.get(h.figure_id, "")], idf)
         out.append(schemas.ScoredFigure(
             **card, rank=offset + i + 1, score=round(h.score, 6), lexical_score=round(h.lexical_score, 6),
             embedding_score=None if h.embedding_score is None else round(h.embedding_score, 6),
-            matched_terms=display_terms(list(h.matched_terms), query_text, h.caption,
-                                                      extra.get(h.figure_id, ""))))
+            matched_terms=display_terms(terms[h.figure_id], query_text, h.caption, extra.get(h.figure_id, "")),
+            reasons=reasons(h.signals, types.get(h.figure_id)), snippet=snippet))
     return out
 
 

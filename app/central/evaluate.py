@@ -170,7 +170,7 @@ def _selfsup(scorer, papers, queries, seed: int) -> dict[str, dict[str, float]]:
 
 
 def _paired_p(a: list[float], b: list[float]) -> float:
-    from app.search.evaluate import paired_p
+    from app.eval.recommendation import paired_p
 
     return round(paired_p(a, b), 6)
 

@@ -31,7 +31,7 @@ def register(cli: typer.Typer) -> None:
               json_out: bool = typer.Option(False, "--json")) -> None:
         """Train a figure-embedding model on the collection (weak supervision: same paper 1, citing
         0.6, random 0) and publish it as data_dir/models/<model>/<version> (CURRENT pointer)."""
-        from app.learn.ablation import FCC_VARIANTS, VARIANTS, config_for
+        from app.learn.variants import FCC_VARIANTS, VARIANTS, config_for
         from app.learn.data import load_learn_data, read_sha_file
         from app.learn.registry import DEFAULT_MODEL, publish
         from app.learn.train import train as run_train
@@ -74,7 +74,7 @@ def register(cli: typer.Typer) -> None:
                       first_stage: str = typer.Option("tfidf", "--first-stage")) -> None:
         """`figsearch eval` plus a row per model variant (cross-fitted: targets' papers never train
         the model that ranks them); same report files."""
-        from app.search.evaluate import evaluate_data_dir
+        from app.eval.recommendation import evaluate_data_dir
         from app.settings import settings_for
 
         settings = settings_for(data_dir)

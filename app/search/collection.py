@@ -18,6 +18,9 @@ class Collection:
     docs: list[FigureDoc]
     sha_of_paper: dict[int, str] = field(default_factory=dict)
     neighbours: dict[int, set[int]] = field(default_factory=lambda: defaultdict(set))  # citing or cited
+    paper_text: dict[int, str] = field(default_factory=dict)  # title + abstract, per paper id
+    figure_type: dict[int, str | None] = field(default_factory=dict)  # per figure id
+    image_path: dict[int, str] = field(default_factory=dict)  # crop, relative to the data dir
 
     def paper_graph_related(self, a: int, b: int) -> bool:
         return b in self.neighbours.get(a, ())
@@ -28,11 +31,16 @@ def load_collection(session: Session, kinds: tuple[str, ...] = ("figure",)) -> C
     q = (select(Figure).join(Paper).where(Paper.status == PaperStatus.OK, Figure.kind.in_(kinds))
          .options(selectinload(Figure.mentions)).order_by(Figure.id))
     docs = []
+    col = Collection(docs)
     for f in session.scalars(q):
         contexts = [" ".join(x for x in (m.before, m.sentence, m.after) if x) for m in f.mentions]
         docs.append(FigureDoc(f.id, f.paper_id, f.caption, figure_text(f.caption, contexts)))
-    col = Collection(docs)
+        col.figure_type[f.id] = f.figure_type
+        col.image_path[f.id] = f.image_path
     col.sha_of_paper = dict(session.execute(select(Paper.id, Paper.sha256)).all())
+    for pid, title, abstract in session.execute(
+            select(Paper.id, Paper.title, Paper.abstract).where(Paper.status == PaperStatus.OK)):
+        col.paper_text[pid] = ". ".join(x for x in (title, abstract) if x)
     for a, b in session.execute(select(Citation.citing_paper_id, Citation.cited_paper_id)):
         col.neighbours[a].add(b)
         col.neighbours[b].add(a)

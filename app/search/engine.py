@@ -26,6 +26,7 @@ from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
+from .fusion import DEFAULT_WEIGHTS, SCOPES, fuse, minmax, order, read_all_weights, seed_weights
 from .lexical import LexicalIndex
 from .text import analyze
 
@@ -52,17 +53,7 @@ class Hit(NamedTuple):
     embedding_score: float | None
     caption: str
     matched_terms: list[str]
-
-
-def minmax(x: np.ndarray) -> np.ndarray:
-    """Scale to [0, 1] over the candidate set; a constant set maps to 1 (or 0 if all zero)."""
-    x = np.asarray(x, dtype=np.float64)
-    if len(x) == 0:
-        return x
-    lo, hi = float(x.min()), float(x.max())
-    if hi > lo:
-        return (x - lo) / (hi - lo)
-    return np.full(len(x), 1.0 if hi > 0 else 0.0)
+    signals: dict | None = None  # per-signal values behind `score` (see fusion.py)
 
 
 class _Captions:
@@ -91,7 +82,8 @@ class SearchEngine:
     """Query-time object. Rows 0..n-1 are internal; figure ids are the public keys."""
 
     def __init__(self, lexical: LexicalIndex, figure_ids, paper_ids, captions, vectors=None,
-                 encoder: Encoder | None = None, w: float = 0.5):
+                 encoder: Encoder | None = None, w: float = 0.5, papers=None, visual=None,
+                 types=None, type_names: Sequence[str] = ()):
         self.figure_ids = np.asarray(figure_ids, dtype=np.int64)
         self.paper_ids = np.asarray(paper_ids, dtype=np.int64)
         n = len(self.figure_ids)
@@ -101,26 +93,46 @@ class SearchEngine:
         self._lex: dict[str, LexicalIndex] = {lexical.method: lexical}
         self._primary = lexical.method
         self.vectors = vectors          # VectorIndex keyed by row, or None (lexical only)
+        self.papers = papers            # PaperIndex (paper-level relatedness), or None
+        self.visual = visual            # VectorIndex keyed by row (pixels), or None
+        self.type_names = list(type_names)
+        self.types = None if types is None else np.asarray(types, dtype=np.int16)  # -1 = unknown
+        if self.types is not None and len(self.types) != n:
+            raise ValueError("one figure type code per figure expected")
         self.encoder = encoder
         self.w = float(w)
+        self.fusion: dict[str, dict[str, float]] = {}  # scope -> stored weights (fusion.json)
         self.version: str | None = None
-        order = np.argsort(self.figure_ids, kind="stable")
-        self._sorted_fids, self._fid_order = self.figure_ids[order], order
+        by_fid = np.argsort(self.figure_ids, kind="stable")
+        self._sorted_fids, self._fid_order = self.figure_ids[by_fid], by_fid
         if n and (np.diff(self._sorted_fids) == 0).any():
             raise ValueError("duplicate figure ids")
+        by_paper = np.argsort(self.paper_ids, kind="stable")
+        self._paper_sorted, self._rows_by_paper = self.paper_ids[by_paper], by_paper
 
     # ----------------------------------------------------------------- build
     @classmethod
     def build(cls, docs: Sequence[FigureDoc], embeddings: np.ndarray | None = None,
               method: str = "bm25", encoder: Encoder | None = None, w: float = 0.5,
-              vector_kind: str = "auto", gpu: str = "auto") -> "SearchEngine":
-        """Analyse the figure texts and build the indexes. embeddings[i] belongs to docs[i]."""
+              vector_kind: str = "auto", gpu: str = "auto",
+              papers=None, visual_embeddings: np.ndarray | None = None,
+              figure_types: Sequence[str | None] | None = None) -> "SearchEngine":
+        """Analyse the figure texts and build the indexes. embeddings[i] and visual_embeddings[i]
+        belong to docs[i]; `papers` is a PaperIndex; figure_types[i] is a type name or None."""
         lexical = LexicalIndex.build([analyze(d.text) for d in docs], method=method)
-        vectors = None
+        vectors = visual = None
         if embeddings is not None:
             vectors = cls._make_vectors(embeddings, len(docs), vector_kind, gpu)
+        if visual_embeddings is not None:
+            visual = cls._make_vectors(visual_embeddings, len(docs), vector_kind, gpu)
+        types, names = None, []
+        if figure_types is not None and any(t for t in figure_types):
+            names = sorted({t for t in figure_types if t})
+            code = {t: i for i, t in enumerate(names)}
+            types = np.array([code.get(t, -1) if t else -1 for t in figure_types], dtype=np.int16)
         return cls(lexical, [d.figure_id for d in docs], [d.paper_id for d in docs],
-                   [d.caption for d in docs], vectors=vectors, encoder=encoder, w=w)
+                   [d.caption for d in docs], vectors=vectors, encoder=encoder, w=w,
+                   papers=papers, visual=visual, types=types, type_names=names)
 
     @staticmethod
     def _make_vectors(embeddings, n, kind="auto", gpu="auto"):
@@ -152,6 +164,16 @@ class SearchEngine:
             raise KeyError(f"figure {figure_id} is not in the index")
         return int(self._fid_order[i])
 
+    def rows_of_paper(self, paper_id: int) -> np.ndarray:
+        lo = int(np.searchsorted(self._paper_sorted, paper_id, side="left"))
+        hi = int(np.searchsorted(self._paper_sorted, paper_id, side="right"))
+        return self._rows_by_paper[lo:hi]
+
+    def type_of_row(self, row: int) -> str | None:
+        if self.types is None or self.types[row] < 0:
+            return None
+        return self.type_names[int(self.types[row])]
+
     def __contains__(self, figure_id: int) -> bool:
         try:
             self.row_of(figure_id)
@@ -161,87 +183,197 @@ class SearchEngine:
 
     # --------------------------------------------------------------- queries
     def _rerank(self, rows, lex_scores, qvec, w):
-        """Combined scores; returns (final, cosine or None)."""
+        """Seed fusion for text queries; returns (final, cosine or None)."""
         if qvec is None or self.vectors is None or len(rows) == 0:
             return np.asarray(lex_scores, dtype=np.float64), None
-        cos = self.vectors.vectors_for(rows) @ np.asarray(qvec, dtype=np.float32)
-        cos = cos.astype(np.float64)
-        return w * minmax(lex_scores) + (1.0 - w) * cos, cos
+        cos = (self.vectors.vectors_for(rows) @ np.asarray(qvec, dtype=np.float32)).astype(np.float64)
+        return fuse({"lexical": lex_scores, "text": cos}, seed_weights(w)), cos
 
-    def _hits(self, rows, final, lex, cos, k, offset, matched) -> list[Hit]:
+    def signals(self, row: int, rows: np.ndarray, lex_scores: np.ndarray) -> dict[str, np.ndarray | None]:
+        """Every signal of candidate `rows` relative to the figure at `row` (see fusion.py)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out: dict[str, np.ndarray | None] = {"lexical": np.asarray(lex_scores, dtype=np.float64)}
+        for name, vecs in (("text", self.vectors), ("visual", self.visual)):
+            out[name] = None
+            if vecs is not None and len(rows):
+                out[name] = (vecs.vectors_for(rows) @ vecs.vectors_for([row])[0]).astype(np.float64)
+        out["type"] = None
+        if self.types is not None and self.types[row] >= 0:
+            out["type"] = (self.types[rows] == self.types[row]).astype(np.float64)
+        if self.papers is not None and len(rows):
+            uniq, inv = np.unique(self.paper_ids[rows], return_inverse=True)
+            for name, v in self.papers.similarity(int(self.paper_ids[row]), uniq).items():
+                out[name] = v[inv]
+        return out
+
+    def _hits(self, rows, final, lex, cos, k, offset, matched, signals=None) -> list[Hit]:
         rows = np.asarray(rows, dtype=np.int64)
         # stable on the incoming (lexical) order: w=1 reproduces the lexical ranking exactly
-        order = np.lexsort((np.arange(len(rows)), -np.asarray(final)))[offset:offset + k]
+        ranked = order(final)[offset:offset + k]
         out = []
-        for i in order.tolist():
+        for i in ranked.tolist():
             r = int(rows[i])
+            sig = None
+            if signals is not None:
+                sig = {name: float(v[i]) for name, v in signals.items() if v is not None}
             out.append(Hit(int(self.figure_ids[r]), int(self.paper_ids[r]), float(final[i]),
                            float(lex[i]), None if cos is None else float(cos[i]),
-                           self.captions[r], matched(r)))
+                           self.captions[r], matched(r), sig))
         return out
+
+    def weights(self, scope: str, w: float | None = None) -> dict[str, float]:
+        """The fusion weights a scope ranks with: an explicit seed `w`, else those stored by the
+        evaluation (fusion.json), else for `all` the stored seed w, else the defaults."""
+        if w is not None:
+            return seed_weights(w)
+        if scope in self.fusion:
+            return dict(self.fusion[scope])
+        if scope == "all":
+            return seed_weights(self.w)
+        return dict(DEFAULT_WEIGHTS[scope])
+
+    def candidates(self, row: int, scope: str = "all", method: str = "bm25", candidates: int = 100,
+                   union_dense: int = 0, union_papers: int = 0, exact: bool = False):
+        """First stage of `similar`: (rows, exact lexical scores) of the candidates for `row`.
+
+        `all`: lexical top-`candidates` (plus `union_dense` nearest text embeddings);
+        `other_papers`: the same with the figure's own paper removed, plus the figures of the
+        `union_papers` papers nearest by title + abstract; `same_paper`: every other figure of it."""
+        if scope not in SCOPES:
+            raise ValueError(f"scope must be one of {SCOPES}")
+        lex = self.lexical(method)
+        q, qtf = lex.doc_terms(row)
+        own_paper = int(self.paper_ids[row])
+        if scope == "same_paper":
+            rows = self.rows_of_paper(own_paper)
+            rows = rows[rows != row]
+            return rows, lex.score_docs(q, lex.query_weights(q, qtf), rows)
+        n_own = len(self.rows_of_paper(own_paper)) if scope == "other_papers" else 0
+        rows, scores = lex.search_terms(
+            q, qtf, k=candidates + n_own, exclude=row,
+            max_query_terms=None if exact else self.similar_max_terms,
+            max_postings=None if exact else self.similar_max_postings,
+            rescore=max(self.similar_rescore, candidates + n_own))
+        if scope == "other_papers":
+            keep = self.paper_ids[rows] != own_paper
+            rows, scores = rows[keep][:candidates], scores[keep][:candidates]
+        extra = []
+        if self.vectors is not None and union_dense > 0:
+            ids, _ = self.vectors.search(self.vectors.vectors_for([row]), union_dense + 1 + n_own)
+            extra.append(ids[0][ids[0] >= 0])
+        if scope == "other_papers" and self.papers is not None and union_papers > 0:
+            for p in self.papers.related(own_paper, union_papers).tolist():
+                extra.append(self.rows_of_paper(p)[:self.rows_per_related_paper])
+        if extra:
+            more = np.unique(np.concatenate(extra))
+            more = more[(more != row) & ~np.isin(more, rows)]
+            if scope == "other_papers":
+                more = more[self.paper_ids[more] != own_paper]
+            if len(more):
+                rows = np.r_[rows, more]
+                scores = np.r_[scores, lex.score_docs(q, lex.query_weights(q, qtf), more)]
+        return rows, scores
 
     # First stage of `similar` on big collections (see LexicalIndex.search_terms): candidates from
     # the figure's 32 best terms (posting lists <= 200k entries in total), top 2000 rescored exactly
     # with the whole text. Measured (tie-aware) recall of the exact lexical top-100 at 1M synthetic
-    # figures: mean 0.999, worst of 300 targets 0.95. Queries whose whole text has <= 200k postings (every query below ~40k figures) are
-    # exact. `similar(..., exact=True)` always scans everything.
+    # figures: mean 0.999, worst of 300 targets 0.95. Queries whose whole text has <= 200k postings
+    # (every query below ~40k figures) are exact. `similar(..., exact=True)` always scans everything.
     similar_max_terms = 32
     similar_max_postings = 200_000
     similar_rescore = 2000
+    rows_per_related_paper = 20
+    union_papers_default = 20
+
+    def rank_rows(self, row: int, scope: str = "all", weights: dict[str, float] | None = None,
+                  w: float | None = None, method: str = "bm25", candidates: int = 100,
+                  union_dense: int = 0, union_papers: int | None = None, exact: bool = False):
+        """(candidate rows, lexical scores, signals, fused scores) for the figure at `row`: the one
+        ranking rule behind `similar` and the evaluation."""
+        if union_papers is None:
+            union_papers = self.union_papers_default
+        rows, scores = self.candidates(row, scope, method, candidates, union_dense, union_papers, exact)
+        sig = self.signals(row, rows, scores)
+        final = fuse(sig, weights if weights is not None else self.weights(scope, w))
+        return rows, scores, sig, final
 
     def similar(self, figure_id: int, k: int = 10, w: float | None = None, method: str = "bm25",
-                candidates: int = 100, union_dense: int = 0, exact: bool = False) -> list[Hit]:
-        """Figures related to `figure_id` (excluded from the results); see module docstring."""
-        w = self.w if w is None else float(w)
+                candidates: int = 100, union_dense: int = 0, exact: bool = False,
+                scope: str = "all", weights: dict[str, float] | None = None,
+                union_papers: int | None = None) -> list[Hit]:
+        """Figures related to `figure_id` (excluded from the results) within `scope`, ranked by
+        the fusion of their signals (fusion.py); each hit carries its signal values."""
         row = self.row_of(figure_id)
+        rows, scores, sig, final = self.rank_rows(row, scope, weights, w, method, max(candidates, k),
+                                                  union_dense, union_papers, exact)
         lex = self.lexical(method)
-        q, qtf = lex.doc_terms(row)
-        rows, scores = lex.search_terms(
-            q, qtf, k=max(candidates, k), exclude=row,
-            max_query_terms=None if exact else self.similar_max_terms,
-            max_postings=None if exact else self.similar_max_postings,
-            rescore=max(self.similar_rescore, candidates, k))
-        qvec = None
-        if self.vectors is not None:
-            qvec = self.vectors.vectors_for([row])[0]
-            if union_dense > 0:
-                ids, _ = self.vectors.search(qvec[None, :], union_dense + 1)
-                extra = ids[0][(ids[0] >= 0) & (ids[0] != row)]
-                extra = extra[~np.isin(extra, rows)]
-                if len(extra):
-                    extra_scores = lex.score_docs(q, lex.query_weights(q, qtf), extra)
-                    rows = np.r_[rows, extra]
-                    scores = np.r_[scores, extra_scores]
-        final, cos = self._rerank(rows, scores, qvec, w)
-        return self._hits(rows, final, scores, cos, k, 0, lambda r: lex.matched_term_ids(q, r))
+        q, _ = lex.doc_terms(row)
+        return self._hits(rows, final, scores, sig["text"], k, 0,
+                          lambda r: lex.matched_term_ids(q, r), signals=sig)
+
+    # Text queries: a figure found only by its embedding must be at least this close to count as
+    # a match (MiniLM cosine of query and figure text; nonsense queries stay below it).
+    dense_match_min = 0.3
+    query_type_weight = 1.0
 
     def search(self, query: str, k: int = 10, rerank: bool = True, w: float | None = None,
-               offset: int = 0, method: str = "bm25", candidates: int = 100) -> list[Hit]:
-        """Free-text search: lexical top-`candidates` (at least offset+k), optional dense re-rank.
+               offset: int = 0, method: str = "bm25", candidates: int = 100,
+               types: Sequence[str] = (), allowed_rows: np.ndarray | None = None,
+               union_dense: int = 100) -> list[Hit]:
+        """Free-text search by words and by meaning.
 
-        If nothing matches lexically and an encoder + vectors are available, falls back to the
-        dense nearest neighbours of the query embedding (lexical_score 0).
+        Candidates: the lexical top-`candidates`, united (when an encoder and vectors exist) with
+        the `union_dense` figures nearest to the query embedding that are at least
+        `dense_match_min` close, and with near figures of the figure `types` the query names.
+        Ranked by the fusion of lexical score, embedding cosine and type match; a query with no
+        real match returns nothing. `allowed_rows` (bool per row) restricts the results (filters).
         """
         w = self.w if w is None else float(w)
         lex = self.lexical(method)
         tokens = analyze(query)
-        rows, scores = lex.search(tokens, k=max(candidates, offset + k))
+        need = max(candidates, offset + k)
+        rows, scores = lex.search(tokens, k=need if allowed_rows is None else need * 10)
         use_dense = rerank and self.encoder is not None and self.vectors is not None
         qvec = None
+        type_codes = np.array([self.type_names.index(t) for t in types if t in self.type_names], dtype=np.int16)
         if use_dense:
             from .vectors import l2_normalize
 
             qvec = l2_normalize(self.encoder([query]))[0]
-            if len(rows) == 0:
-                ids, sims = self.vectors.search(qvec[None, :], offset + k)
-                keep = ids[0] >= 0
-                rows = ids[0][keep]
-                cos = sims[0][keep].astype(np.float64)
-                zeros = np.zeros(len(rows))
-                return self._hits(rows, cos, zeros, cos, k, offset, lambda r: [])
-        final, cos = self._rerank(rows, scores, qvec, w)
-        return self._hits(rows, final, scores, cos, k, offset,
-                          lambda r: lex.matched_terms(tokens, r))
+            pool = union_dense + (400 if len(type_codes) and self.types is not None else 0)
+            ids, sims = self.vectors.search(qvec[None, :], pool)
+            ids, sims = ids[0], sims[0]
+            ok = ids >= 0
+            near = ok & (sims >= self.dense_match_min)
+            near[union_dense:] = False
+            if len(type_codes) and self.types is not None:
+                near |= ok & np.isin(self.types[np.maximum(ids, 0)], type_codes)
+            more = ids[near]
+            more = more[~np.isin(more, rows)]
+            if len(more):
+                q, qtf = lex.query_vector(tokens)
+                rows = np.r_[rows, more]
+                scores = np.r_[scores, lex.score_docs(q, lex.query_weights(q, qtf), more)]
+        if allowed_rows is not None and len(rows):
+            keep = np.asarray(allowed_rows, dtype=bool)[rows]
+            rows, scores = rows[keep], scores[keep]
+        sig: dict[str, np.ndarray | None] = {"lexical": scores, "text": None, "type": None}
+        weights = seed_weights(w) if qvec is not None else {"lexical": 1.0}
+        if qvec is not None and len(rows):
+            cos = (self.vectors.vectors_for(rows) @ qvec).astype(np.float64)
+            sig["text"] = cos
+            # a lexical match, a close embedding, or the named type: anything else is not a match
+            keep = (scores > 0) | (cos >= self.dense_match_min)
+            if len(type_codes) and self.types is not None:
+                keep |= np.isin(self.types[rows], type_codes)
+            rows, scores, cos = rows[keep], scores[keep], cos[keep]
+            sig = {"lexical": scores, "text": cos, "type": None}
+        if len(type_codes) and self.types is not None and len(rows):
+            sig["type"] = np.isin(self.types[rows], type_codes).astype(np.float64)
+            weights = {**weights, "type": self.query_type_weight}
+        final = fuse(sig, weights)
+        return self._hits(rows, final, scores, sig["text"], k, offset,
+                          lambda r: lex.matched_terms(tokens, r), signals=sig)
 
     # ----------------------------------------------------------- persistence
     def save(self, index_root: str | Path, keep: int | None = 3) -> str:
@@ -273,14 +405,18 @@ class SearchEngine:
         d = Path(d)
         d.mkdir(parents=True, exist_ok=True)
         self._lex[self._primary].save(d / "lexical")
-        if self.vectors is not None:
-            self.vectors.save(d / "vectors")
+        for name in ("vectors", "papers", "visual"):
+            if getattr(self, name) is not None:
+                getattr(self, name).save(d / name)
+        if self.types is not None:
+            np.save(d / "types.npy", self.types)
         np.save(d / "figure_ids.npy", self.figure_ids)
         np.save(d / "paper_ids.npy", self.paper_ids)
         np.save(d / "captions_blob.npy", self.captions.blob)
         np.save(d / "captions_offsets.npy", self.captions.offsets)
         meta = dict(w=self.w, n=len(self), method=self._primary, has_vectors=self.vectors is not None,
-                    created=time.time(), format=1)
+                    has_papers=self.papers is not None, has_visual=self.visual is not None,
+                    type_names=self.type_names, created=time.time(), format=1)
         (d / "meta.json").write_text(json.dumps(meta))
 
     @classmethod
@@ -292,17 +428,22 @@ class SearchEngine:
             return cls.load_current(path, encoder=encoder, mmap=mmap, gpu=gpu)
         meta = json.loads((path / "meta.json").read_text())
         lexical = LexicalIndex.load(path / "lexical", mmap=mmap)
-        vectors = None
-        if meta.get("has_vectors"):
-            from .vectors import VectorIndex
+        from .papers import PaperIndex
+        from .vectors import VectorIndex
 
-            vectors = VectorIndex.load(path / "vectors", gpu=gpu, mmap=mmap)
+        loaded = {}
+        for name, flag in (("vectors", "has_vectors"), ("visual", "has_visual")):
+            loaded[name] = VectorIndex.load(path / name, gpu=gpu, mmap=mmap) if meta.get(flag) else None
+        loaded["papers"] = PaperIndex.load(path / "papers", gpu=gpu, mmap=mmap) if meta.get("has_papers") else None
+        types = np.load(path / "types.npy") if (path / "types.npy").exists() else None
         mm = "r" if mmap else None
         captions = _Captions(np.load(path / "captions_blob.npy", mmap_mode=mm),
                              np.load(path / "captions_offsets.npy"))
         eng = cls(lexical, np.load(path / "figure_ids.npy"), np.load(path / "paper_ids.npy"),
-                  captions, vectors=vectors, encoder=encoder, w=meta.get("w", 0.5))
+                  captions, encoder=encoder, w=meta.get("w", 0.5), types=types,
+                  type_names=meta.get("type_names", []), **loaded)
         eng.version = path.name
+        eng.fusion = stored_fusion(path.parent)
         return eng
 
     @classmethod
@@ -337,6 +478,15 @@ def current_version(index_root: str | Path) -> str | None:
     except FileNotFoundError:
         return None
     return v or None
+
+
+def stored_fusion(index_root: str | Path) -> dict[str, dict[str, float]]:
+    """Fusion weights the evaluation stored next to the versions, per scope."""
+    out = {}
+    for scope, entry in read_all_weights(index_root).items():
+        if scope in SCOPES and isinstance(entry, dict) and isinstance(entry.get("weights"), dict):
+            out[scope] = {k: float(v) for k, v in entry["weights"].items()}
+    return out
 
 
 def read_w(index_root: str | Path) -> float | None:

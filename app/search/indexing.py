@@ -18,8 +18,10 @@ from typing import Callable
 import numpy as np
 
 from app.db.session import session_scope
-from app.search.collection import load_collection
+from app.search.collection import Collection, load_collection
 from app.search.engine import FigureDoc, SearchEngine, read_w
+from app.search.papers import PaperIndex
+from app.search.text import analyze
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -94,6 +96,7 @@ def embed_docs(docs: list[FigureDoc], root: Path, encoder: Encoder, encoder_name
 
 
 FIGURE_TEXT_TOKENS = 128  # the seed feeds models the first 100 words (caption first)
+PAPER_TEXT_TOKENS = 256  # title + the start of the abstract
 
 
 def default_text_encoder() -> tuple[Encoder, str]:
@@ -102,6 +105,35 @@ def default_text_encoder() -> tuple[Encoder, str]:
 
     enc = default_encoder()
     return (lambda texts: enc.encode(texts, max_length=FIGURE_TEXT_TOKENS)), "minilm128"
+
+
+def paper_index(col: Collection, root: Path, encoder: Encoder | None = None,
+                encoder_name: str | None = None, progress: bool = False) -> PaperIndex | None:
+    """Paper-level views of the papers that have figures in `col` (papers.py): title + abstract by
+    MiniLM (or the given encoder; cached like figure embeddings) and by tf.idf, and all figure
+    texts of the paper by tf.idf."""
+    pids = sorted({d.paper_id for d in col.docs})
+    if not pids:
+        return None
+    if encoder is None:
+        from app.search.encoder import default_encoder
+
+        enc = default_encoder()
+        encoder = lambda texts: enc.encode(texts, max_length=PAPER_TEXT_TOKENS)  # noqa: E731
+        encoder_name = f"minilm{PAPER_TEXT_TOKENS}"
+    texts = [col.paper_text.get(p, "") or " " for p in pids]
+    pseudo = [FigureDoc(p, p, "", t) for p, t in zip(pids, texts)]
+    vecs, _ = embed_docs(pseudo, root, encoder, f"paper-{encoder_name or 'custom'}", progress=progress)
+    figure_texts: dict[int, list[str]] = {p: [] for p in pids}
+    for d in col.docs:
+        figure_texts[d.paper_id].append(d.text)
+    return PaperIndex.build(pids, vecs, [analyze(t) for t in texts],
+                            [analyze(" ".join(figure_texts[p])) for p in pids])
+
+
+def visual_embeddings(settings: Settings, col: Collection, progress: bool = False) -> np.ndarray | None:
+    """Visual vectors of the figures' crops aligned with col.docs, or None without a visual encoder."""
+    return None
 
 
 DENSE_FILE = "dense.json"
@@ -157,7 +189,9 @@ def build_index(settings: Settings, encoder: Encoder | None = None, encoder_name
     root = index_root(settings)
     emb, n_new = None, 0
     info = {"kind": "minilm"}
+    papers = None
     if dense and col.docs:
+        papers = paper_index(col, root, encoder, encoder_name, progress)
         learned = learned_embeddings(settings, col.docs, progress) if encoder is None else None
         if learned is not None:
             emb, n_new, info = learned
@@ -168,7 +202,9 @@ def build_index(settings: Settings, encoder: Encoder | None = None, encoder_name
             info = {"kind": encoder_name or "custom"}
     w = read_w(root)
     engine = SearchEngine.build(col.docs, embeddings=emb, w=0.5 if w is None else w,
-                                vector_kind=settings.vector_index, gpu=settings.faiss_gpu)
+                                vector_kind=settings.vector_index, gpu=settings.faiss_gpu,
+                                papers=papers,
+                                figure_types=[col.figure_type.get(d.figure_id) for d in col.docs])
     version = engine.save(root)
     info["index_version"] = version
     tmp = root / f".{DENSE_FILE}.tmp"

@@ -81,23 +81,31 @@ def figure_thumbnail(figure_id: FigureId, db: SessionDep, settings: SettingsDep)
 
 @router.get("/figures/{figure_id}/similar", response_model=schemas.SimilarResponse, responses=responses(404, 422))
 def similar_figures(figure_id: FigureId, db: SessionDep, settings: SettingsDep, engine: EngineDep, holder: HolderDep,
-                    k: Annotated[int, Query(ge=1, le=1000)] = 12):
-    """Recommendations for a figure: lexical candidates re-ranked with embeddings, with the score
-    breakdown (lexical vs embedding) and the matched terms that explain each result."""
+                    k: Annotated[int, Query(ge=1, le=100)] = 12,
+                    scope: Annotated[str, Query(pattern="^(other_papers|same_paper|all)$", description=(
+                        "other_papers (default): related figures of other papers; same_paper: more "
+                        "from this figure's paper; all: both, ranked by figure content only."))] = "other_papers"):
+    """Related figures: candidates by figure text (and, for other papers, by related papers),
+    ranked by the fusion of text, picture, figure type and paper-topic similarity; each result
+    says why (shared terms and reasons in words)."""
     check_limit("k", k, settings)
     if engine is None:
         if db.get(Figure, figure_id) is None:
             raise HTTPException(404, f"figure {figure_id} not found")
-        return schemas.SimilarResponse(mode="figure", figure_id=figure_id, k=k, items=[],
+        return schemas.SimilarResponse(mode="figure", figure_id=figure_id, k=k, scope=scope, items=[],
                                        message=holder.reason or "no search index")
     if figure_id not in engine:
         f = _figure_or_404(db, figure_id)
         why = ("tables are not indexed for recommendations" if f.kind != "figure"
                else "the figure is not in the search index yet (it is added at the next index refresh)")
-        return schemas.SimilarResponse(mode="figure", figure_id=figure_id, k=k, items=[],
+        return schemas.SimilarResponse(mode="figure", figure_id=figure_id, k=k, scope=scope, items=[],
                                        index_version=engine.version, message=why)
-    hits = engine.similar(figure_id, k=k)
+    hits = engine.similar(figure_id, k=k, scope=scope, union_dense=50)
     source_text = engine.captions[engine.row_of(figure_id)] + " " + mention_texts(db, [figure_id]).get(figure_id, "")
-    return schemas.SimilarResponse(mode="figure", figure_id=figure_id, k=k,
-                                   items=scored_items(db, hits, query_text=source_text),
-                                   index_version=engine.version)
+    message = None
+    if not hits:
+        message = ("this paper has no other indexed figures" if scope == "same_paper"
+                   else "no related figures found")
+    return schemas.SimilarResponse(mode="figure", figure_id=figure_id, k=k, scope=scope,
+                                   items=scored_items(db, hits, query_text=source_text, engine=engine),
+                                   index_version=engine.version, message=message)

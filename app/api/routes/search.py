@@ -34,7 +34,7 @@ def run_search(db: Session, settings: Settings, engine: SearchEngine | None, hol
         engine.encoder = holder.encoder
     hits = engine.search(q, k=k + 1, offset=offset, rerank=use)
     has_more = len(hits) > k
-    items = scored_items(db, hits[:k], offset, query_text=q)
+    items = scored_items(db, hits[:k], offset, query_text=q, engine=engine, snippets=True)
     msg = None
     if not items and offset == 0:
         msg = "no figure matches these words"

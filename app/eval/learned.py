@@ -24,33 +24,7 @@ import numpy as np
 
 from app.learn.data import LearnData
 from app.learn.train import TrainConfig
-
-DEFAULT_CONFIG = TrainConfig()
-
-# name -> config overrides (seed-000 and seed-001/003 variants); the default is "fused"
-VARIANTS: dict[str, dict] = {
-    "fused": {},                                   # text + style image + paper context (default)
-    "fused_nopaper": {"paper": False},             # text + style image only
-    "lstm_cnn": {"text": "lstm", "paper": False},
-    "bilstm_cnn": {"text": "bilstm", "paper": False},
-    "minilm_text": {"image": False, "paper": False},
-    "style_image": {"text": None, "paper": False},
-    "lstm_seedcnn": {"text": "lstm", "image_kind": "simple", "image_size": 96, "paper": False},
-    "fused_ssim": {"ssim_filter": True},
-    "fused_ce": {"loss": "ce"},
-    "fused_triplet": {"loss": "triplet"},
-}
-FCC_VARIANTS: dict[str, dict] = {
-    "fcc_ce": {"kind": "fcc", "loss": "ce", "lr": 1e-3, "image_size": 64},
-    "fcc_pearson": {"kind": "fcc", "loss": "pearson", "lr": 1e-3, "image_size": 64},
-}
-
-
-def config_for(name: str, base: TrainConfig | None = None, **over) -> TrainConfig:
-    base = base or DEFAULT_CONFIG
-    spec = {**VARIANTS.get(name, FCC_VARIANTS.get(name, {})), **over}
-    return replace(base, **spec)
-
+from app.learn.variants import FCC_VARIANTS, VARIANTS, config_for
 
 @dataclass
 class FoldEmbeddings:
@@ -130,7 +104,7 @@ def fcc_embed(loaded, data: LearnData, rows: np.ndarray) -> dict[str, np.ndarray
 
 # --------------------------------------------------------------------------- rankers
 def fold_dense_ranker(data, fe: FoldEmbeddings):
-    from app.search.evaluate import TOP
+    from app.eval.recommendation import TOP
 
     def rank(t: int) -> np.ndarray:
         emb = fe.for_target(t)
@@ -143,7 +117,7 @@ def fold_dense_ranker(data, fe: FoldEmbeddings):
 
 def fold_rerank_ranker(data, method: str, fe: FoldEmbeddings, w: float):
     """The evaluation's re-ranker, each target embedded by its own fold's model."""
-    from app.search.evaluate import rerank_ranker
+    from app.eval.recommendation import rerank_ranker
 
     return rerank_ranker(data, method, fe.for_target, w)
 
@@ -159,7 +133,7 @@ def random_ranker(data, seed: int = 0):
 
 def expected_random_precision(data, targets: list[int]) -> float:
     """Expected p@k of a uniformly random ranking = relevant / (n - 1), averaged over targets."""
-    from app.search.evaluate import n_relevant
+    from app.eval.recommendation import n_relevant
 
     n = len(data.paper_of)
     return float(np.mean([n_relevant(data, t) / (n - 1) for t in targets])) if targets else 0.0
@@ -168,7 +142,7 @@ def expected_random_precision(data, targets: list[int]) -> float:
 def learned_rows(data, split, name: str, embs: dict[str, FoldEmbeddings], first_stage: str,
                  report: dict, per_method: dict, suffix: str) -> None:
     """Add embedding<suffix>, rerank<suffix> (w tuned on validation) and image_only<suffix>."""
-    from app.search.evaluate import W_GRID, evaluate_ranker, summarise
+    from app.eval.recommendation import W_GRID, evaluate_ranker, summarise
 
     fused = embs.get("fused")
     if fused is not None:
@@ -186,7 +160,7 @@ def learned_rows(data, split, name: str, embs: dict[str, FoldEmbeddings], first_
 def pair_rows(data, split, embs: dict[str, FoldEmbeddings], seed: int, n_pairs: int = 500) -> dict:
     """Seed-000 Tables 1/3 pair accuracy with the cross-fitted embeddings (the first figure of each
     pair is from a target paper; its fold's model embeds both figures)."""
-    from app.search.evaluate import pair_accuracy, sample_pairs
+    from app.eval.recommendation import pair_accuracy, sample_pairs
 
     rng = np.random.default_rng(seed + 1)
     val_pairs = sample_pairs(data, split.val, n_pairs // 5 or 1, rng) if split.val else None
@@ -205,7 +179,7 @@ def evaluate_learned(settings, data, split, report: dict, seed: int = 0, first_s
                      base: TrainConfig | None = None, progress: bool = True) -> dict:
     """Add the learned rows to a run_evaluation report (in place) and return it."""
     from app.learn.data import load_learn_data
-    from app.search.evaluate import evaluate_ranker, lexical_ranker, paired_p, summarise
+    from app.eval.recommendation import evaluate_ranker, lexical_ranker, paired_p, summarise
 
     ldata = load_learn_data(settings)
     eval_fids = [d.figure_id for d in data.col.docs]
@@ -221,7 +195,7 @@ def evaluate_learned(settings, data, split, report: dict, seed: int = 0, first_s
         except ValueError as exc:  # e.g. a collection too small to train on without the target papers
             report["learned"][name] = {"skipped": str(exc)}
             continue
-        suffix = "" if name == default else f"_{name}"
+        suffix = "_learned" if name == default else f"_{name}"
         if cfg.kind == "fcc":
             per_method[f"image_only{suffix}"] = evaluate_ranker(data, fold_dense_ranker(data, embs["image"]),
                                                                 split.test)
@@ -263,7 +237,8 @@ def caption_recall(embs: dict[str, FoldEmbeddings], targets: list[int], data, k:
 def order_methods(report: dict) -> None:
     """Stable, readable order: lexical, default learned, MiniLM, variants, image-only."""
     m = report["methods"]
-    head = [k for k in ("tfidf", "bm25", "embedding", "rerank", "embedding_minilm", "rerank_minilm") if k in m]
+    head = [k for k in ("tfidf", "bm25", "rerank", "embedding_learned", "rerank_learned", "embedding_minilm",
+                              "rerank_minilm") if k in m]
     rest = [k for k in m if k not in head and not k.startswith("image_only")]
     img = [k for k in m if k.startswith("image_only") and k != "image_only_random"] + (
         ["image_only_random"] if "image_only_random" in m else [])
@@ -273,7 +248,7 @@ def order_methods(report: dict) -> None:
 def learned_section(report: dict) -> str:
     """Markdown appended to report.md: p@3 significance, image-only vs random, training info."""
     m = report["methods"]
-    lines = ["", "## Learned embeddings (issue 4)", "",
+    lines = ["", "## Learned embeddings", "",
              report.get("honesty", ""), "",
              "| method | p@3 | p-value p@3 vs tf.idf | p@5 | p-value p@5 vs tf.idf | Same p@3 | Citing p@3 |",
              "|---|---|---|---|---|---|---|"]
@@ -281,8 +256,8 @@ def learned_section(report: dict) -> str:
         lines.append(f"| {name} | {r['p@3']:.3f} | {r.get('p_value_p@3_vs_tfidf', float('nan')):.3g} | {r['p@5']:.3f} | "
                      f"{r['p_value_vs_tfidf']:.3g} | {r.get('same_p@3', float('nan')):.3f} | "
                      f"{r.get('citing_p@3', float('nan')):.3f} |")
-    if "tfidf" in m and "rerank" in m:
-        t, r = m["tfidf"], m["rerank"]
+    if "tfidf" in m and "rerank_learned" in m:
+        t, r = m["tfidf"], m["rerank_learned"]
         lines += ["", f"Default learned re-ranker vs tf.idf: p@5 {r['p@5']:.3f} vs {t['p@5']:.3f} "
                       f"({100 * (r['p@5'] / t['p@5'] - 1):+.1f}% relative, paired t-test p = {r['p_value_vs_tfidf']:.2g}); "
                       f"p@3 {r['p@3']:.3f} vs {t['p@3']:.3f} ({100 * (r['p@3'] / t['p@3'] - 1):+.1f}%, "

@@ -30,10 +30,10 @@ import time
 
 import numpy as np
 
-from .engine import SearchEngine, _Captions
-from .lexical import LexicalIndex
-from .text import analyze
-from .vectors import VectorIndex
+from app.search.engine import SearchEngine, _Captions
+from app.search.lexical import LexicalIndex
+from app.search.text import analyze
+from app.search.vectors import VectorIndex
 
 
 def _rss_mb() -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -18,6 +18,8 @@ import numpy as np
 
 from app.search.collection import Collection
 from app.search.engine import SearchEngine
+from app.search.papers import PAPER_SIGNALS
+from app.search.fusion import DEFAULT_WEIGHTS, FIGURE_LEVEL, fuse, order, seed_weights
 from app.search.text import analyze
 
 FIRST_STAGE_FILE = "first_stage.json"
@@ -61,7 +63,7 @@ class EvalData:
 def keep_evaluable(col: Collection, min_words: int = 5) -> Collection:
     """The seed drops figures whose preprocessed text has fewer than 5 words."""
     docs = [d for d in col.docs if len(analyze(d.text)) >= min_words]
-    return Collection(docs, col.sha_of_paper, col.neighbours)
+    return replace(col, docs=docs)
 
 
 def select_targets(data: EvalData, min_same: int, min_citing: int, target_shas: set[str] | None,
@@ -150,8 +152,6 @@ def rerank_ranker(data: EvalData, method: str, emb: np.ndarray | Callable[[int],
 
     `emb` is the (n_docs, dim) matrix, or a function giving the matrix to use for one target
     (cross-fitted models: each target is embedded by the model that never saw its paper)."""
-    from app.search.engine import minmax
-
     emb_for = emb if callable(emb) else (lambda _t: emb)
 
     lex = data.engine.lexical(method)
@@ -166,9 +166,8 @@ def rerank_ranker(data: EvalData, method: str, emb: np.ndarray | Callable[[int],
         if len(rows) == 0:
             return rows
         e = emb_for(t)
-        final = w * minmax(scores) + (1 - w) * (e[rows] @ e[t])
-        order = np.lexsort((np.arange(len(rows)), -final))
-        return rows[order]
+        final = fuse({"lexical": scores, "text": e[rows] @ e[t]}, seed_weights(w))
+        return rows[order(final)]
     return rank
 
 
@@ -263,12 +262,14 @@ def run_evaluation(data: EvalData, split: Split, seed: int = 0, first_stage: str
     """All methods on the test targets; w and thresholds from validation."""
     report: dict = {"n_figures": len(data.col.docs), "n_targets": len(split.test), "n_val_targets": len(split.val),
                     "n_qualifying": split.n_qualifying, "first_stage": first_stage, "methods": {}, "w": {},
-                    "w_sweep": {}, "pairs": {}}
+                    "w_sweep": {}, "pairs": {}, "fusion_weights": {},
+                    "rerank": "served figure-level ranking: figure text, pixels and figure type, no "
+                              "paper field; fusion weights fitted on validation targets"}
     per_method: dict[str, dict[str, list[float]]] = {}
     per_method["tfidf"] = evaluate_ranker(data, lexical_ranker(data, "tfidf"), split.test)
     per_method["bm25"] = evaluate_ranker(data, lexical_ranker(data, "bm25"), split.test)
     for name, emb in data.embeddings.items():
-        suffix = "" if name == "minilm" else f"_{name}"
+        suffix = f"_{name}"
         per_method[f"embedding{suffix}"] = evaluate_ranker(data, dense_ranker(data, emb), split.test)
         other = "bm25" if first_stage == "tfidf" else "tfidf"
         for stage in (first_stage, other):
@@ -276,6 +277,9 @@ def run_evaluation(data: EvalData, split: Split, seed: int = 0, first_stage: str
             w, sweep = tune_w(data, stage, emb, split.val) if split.val else (0.5, {})
             report["w"][key], report["w_sweep"][key] = w, sweep
             per_method[key] = evaluate_ranker(data, rerank_ranker(data, stage, emb, w), split.test)
+    # the headline: the served figure-level ranking (figure text, pixels, type; no paper field)
+    per_method["rerank"], report["fusion_weights"]["all"] = run_figure_level(data, split)
+    report["cross_paper"], report["fusion_weights"]["other_papers"] = run_cross_paper(data, split)
     base = per_method["tfidf"]["p@5"]
     base3 = per_method["tfidf"]["p@3"]
     for name, per in per_method.items():
@@ -321,6 +325,21 @@ def write_report(report: dict, out: Path) -> None:
                 continue
             lines.append(f"| {name} | {acc['same']:.3f} | {acc['citing']:.3f} |")
         lines.append(f"\nTest pairs: {report['pairs'].get('n_test_pairs')}; thresholds tuned on validation pairs.")
+    cp = report.get("cross_paper")
+    if cp:
+        lines += ["", "## Related figures in other papers (cross-paper)", "",
+                  f"Test targets: {cp['n_targets']} from {cp.get('n_papers', '?')} papers. Relevant: {cp['relevant']}. "
+                  f"Significance: {cp['significance']}.", "",
+                  "| method | p@5 | p@10 | MAP | uses paper fields | p-value p@5 vs tf.idf | weights |",
+                  "|---|---|---|---|---|---|---|"]
+        for name, m in cp["methods"].items():
+            lines.append(f"| {name} | {m['p@5']:.3f} | {m['p@10']:.3f} | {m['map']:.3f} | "
+                         f"{'yes' if m['uses_paper_fields'] else 'no'} | {m['p_value_vs_tfidf']:.3g} | "
+                         f"{json.dumps(m['weights'])} |")
+        d = cp["methods"].get("default")
+        if d and "p_value_vs_tfidf_abstract" in d:
+            lines.append(f"\nServed ranking vs tfidf_abstract: p = {d['p_value_vs_tfidf_abstract']:.3g}, "
+                         f"p@5 difference 95% CI {d['diff_vs_tfidf_abstract_ci95']}.")
     lines += ["", "Relevant = same paper or citing/cited paper. Paired two-tailed t-test on per-target p@5.",
               "w tuned on validation targets (papers disjoint from test targets) over " + str(W_GRID) + "."]
     (out / "report.md").write_text("\n".join(lines) + "\n")
@@ -360,28 +379,30 @@ def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, se
                       store_w: bool = True, progress: bool = True, learned: bool = False,
                       ablation: bool = False, variants: list[str] | None = None, folds: int = 3) -> dict:
     """`figsearch eval`: load the collection, embed (cached), evaluate, write the report and
-    store the validation-tuned w for the product's re-ranker.
+    store the validation-fitted fusion weights the product ranks with.
 
-    Rows `embedding`/`rerank` are the default learned model (app.learn, issue 4), evaluated honestly
-    by cross-fitting: the target papers (test + validation) are split into `folds` folds and each
-    target is embedded by a model trained with its fold's papers excluded from every training pair
-    (models cached under data_dir/models/.eval). MiniLM rows are `embedding_minilm`/`rerank_minilm`.
-    `ablation=True` adds the variants of app.learn.ablation (or `variants`). `learned=False` (the
-    default: cheap, figure text only, the seed's headline protocol) gives the MiniLM-only report."""
+    The engine evaluated is built like the served index (figure text, MiniLM figure text, the
+    figures' visual vectors and types, the papers' title + abstract vectors). `learned=True` adds
+    the trained fusion models (app.learn), cross-fitted so that each target is embedded by a model
+    that never saw its paper; `ablation=True` adds their variants (or `variants`)."""
     from app.db.session import session_scope
     from app.search.collection import load_collection
-    from app.search.indexing import default_text_encoder, embed_docs, index_root
+    from app.search.fusion import store_weights
+    from app.search.indexing import default_text_encoder, embed_docs, index_root, paper_index, visual_embeddings
     from app.search.vectors import l2_normalize
 
     with session_scope(settings.db_url) as s:
         col = keep_evaluable(load_collection(s))
     if not col.docs:
         raise ValueError("the collection has no figures with enough text to evaluate")
+    root = index_root(settings)
     encoder, name = default_text_encoder()
-    emb, _ = embed_docs(col.docs, index_root(settings), encoder, name, progress=progress)
+    emb, _ = embed_docs(col.docs, root, encoder, name, progress=progress)
     emb = l2_normalize(emb)
-    engine = SearchEngine.build(col.docs, embeddings=None)
-    data = EvalData(col, engine, {"minilm": emb})  # the MiniLM embedding: unsuffixed rows
+    engine = SearchEngine.build(col.docs, embeddings=emb, papers=paper_index(col, root, progress=progress),
+                                visual_embeddings=visual_embeddings(settings, col, progress=progress),
+                                figure_types=[col.figure_type.get(d.figure_id) for d in col.docs])
+    data = EvalData(col, engine, {"minilm": emb})
     shas = None
     if target_papers is not None:
         shas = {l.strip().lower() for l in Path(target_papers).read_text().splitlines() if l.strip()}
@@ -392,33 +413,204 @@ def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, se
     report = run_evaluation(data, split, seed=seed, first_stage=first_stage)
     report.update(seed=seed, min_same=min_same, min_citing=min_citing,
                   target_papers=str(target_papers) if target_papers else None)
-    w_key = "rerank"
     if learned:
-        from app.learn.ablation import VARIANTS, evaluate_learned, order_methods
-        from app.learn.registry import current_model_dir
+        from app.eval.learned import VARIANTS, evaluate_learned, order_methods
 
-        for d in (report["methods"], report["w"], report["w_sweep"]):
-            for k in [k for k in d if k in ("embedding", "rerank") or k.startswith("rerank_")]:
-                d[k.replace("embedding", "embedding_minilm").replace("rerank", "rerank_minilm", 1)] = d.pop(k)
         if ablation and variants is None:
             variants = list(VARIANTS) + ["fcc_ce", "fcc_pearson"]
         evaluate_learned(settings, data, split, report, seed=seed, first_stage=first_stage,
                          variants=variants if ablation or variants else [], folds=folds, progress=progress)
         order_methods(report)
-        # the w stored for the product must match the vectors the index holds
-        w_key = "rerank" if current_model_dir(settings.data_dir) is not None else "rerank_minilm"
-    elif store_w:
-        from app.learn.registry import current_model_dir
-
-        if current_model_dir(settings.data_dir) is not None:
-            store_w = False  # the index holds learned vectors: a MiniLM-tuned w would not fit them
     write_report(report, out)
     if learned:
-        from app.learn.ablation import learned_section
+        from app.eval.learned import learned_section
 
         with open(out / "report.md", "a") as f:
             f.write(learned_section(report))
-    if store_w and split.val and w_key in report["w"]:
-        SearchEngine.store_w(index_root(settings), report["w"][w_key])
-        store_first_stage(index_root(settings), first_stage)
+    if store_w and split.val:
+        from app.learn.registry import current_model_dir
+
+        # the seed w is only meaningful for the vectors the index holds (MiniLM unless a model is trained)
+        if current_model_dir(settings.data_dir) is None and "rerank_minilm" in report["w"]:
+            SearchEngine.store_w(root, report["w"]["rerank_minilm"])
+            store_first_stage(root, first_stage)
+        info = {"fitted_on": f"{len(split.val)} validation targets (papers disjoint from the "
+                             f"{len(split.test)} test targets)", "seed": seed}
+        for scope, weights in report["fusion_weights"].items():
+            store_weights(root, scope, weights, info)
     return report
+
+
+# ----------------------------------------------------------------- the served ranking
+@dataclass
+class Candidates:
+    """Per target: the engine's candidate rows and their signals (computed once, re-weighted
+    cheaply while fitting and scoring)."""
+    rows: dict[int, np.ndarray]
+    signals: dict[int, dict[str, np.ndarray | None]]
+
+
+def engine_candidates(data: EvalData, targets: list[int], scope: str, union_dense: int = 0,
+                      union_papers: int = 0, method: str = "tfidf",
+                      extra: Callable[[int, np.ndarray], dict[str, np.ndarray]] | None = None) -> Candidates:
+    """The served first stage of `scope` for each target; `extra(t, rows)` may add signals (the
+    protocol test plants a same-paper indicator this way)."""
+    rows_of, sig_of = {}, {}
+    for t in targets:
+        rows, scores = data.engine.candidates(t, scope, method, TOP, union_dense, union_papers, exact=True)
+        sig = data.engine.signals(t, rows, scores)
+        if extra is not None:
+            sig.update(extra(t, rows))
+        rows_of[t], sig_of[t] = rows, sig
+    return Candidates(rows_of, sig_of)
+
+
+def fused_ranker(cands: Candidates, weights: dict[str, float]) -> Ranker:
+    """Rank a target's candidates with the product's fusion rule (fusion.fuse)."""
+    def rank(t: int) -> np.ndarray:
+        rows = cands.rows[t]
+        return rows[order(fuse(cands.signals[t], weights))] if len(rows) else rows
+    return rank
+
+
+def fit_fusion(cands: Candidates, val: list[int], metric: Callable[[Ranker, list[int]], float],
+               signals: tuple[str, ...]) -> tuple[dict[str, float], float]:
+    """Fusion weights with the best validation metric (fusion.fit_weights), lexical fixed at 1."""
+    from app.search.fusion import fit_weights
+
+    present = tuple(s for s in signals
+                    if any(cands.signals[t].get(s) is not None for t in val))
+    if "lexical" not in present:
+        present = ("lexical",) + present
+    return fit_weights(lambda w: metric(fused_ranker(cands, w), val), present, anchor="lexical")
+
+
+# ----------------------------------------------------------------- cross-paper protocol
+def cross_paper_metrics(data: EvalData, target: int, rows: np.ndarray) -> dict[str, float]:
+    """Same-paper figures are not candidates; relevant = a figure of a citing or cited paper."""
+    p = int(data.paper_of[target])
+    rows = np.asarray(rows, dtype=np.int64)
+    rows = rows[data.paper_of[rows] != p][:TOP]
+    neigh = data.col.neighbours.get(p, set())
+    rel = np.array([int(q) in neigh for q in data.paper_of[rows].tolist()], dtype=bool)
+    out = {f"p@{k}": float(rel[:k].sum()) / k for k in (5, 10)}
+    n_rel = int(sum(1 for q in data.paper_of.tolist() if q in neigh and q != p))
+    hits = np.flatnonzero(rel)
+    denom = min(n_rel, TOP)
+    out["ap"] = float(sum((j + 1) / (h + 1) for j, h in enumerate(hits)) / denom) if denom else 0.0
+    return out
+
+
+def evaluate_cross(data: EvalData, rank: Ranker, targets: list[int]) -> dict[str, list[float]]:
+    per: dict[str, list[float]] = {}
+    for t in targets:
+        for k, v in cross_paper_metrics(data, t, rank(t)).items():
+            per.setdefault(k, []).append(v)
+    return per
+
+
+def paper_grouped_test(data: EvalData, targets: list[int], a: list[float], b: list[float],
+                       n_boot: int = 2000, seed: int = 0) -> dict[str, float]:
+    """Targets of one paper are not independent: average per paper, then a paired t-test over
+    papers and a paper-cluster bootstrap 95% interval of the mean difference (a - b)."""
+    from scipy.stats import ttest_rel
+
+    papers: dict[int, list[int]] = {}
+    for i, t in enumerate(targets):
+        papers.setdefault(int(data.paper_of[t]), []).append(i)
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    pa = np.array([a[ix].mean() for ix in papers.values()])
+    pb = np.array([b[ix].mean() for ix in papers.values()])
+    if len(pa) < 2 or np.allclose(pa, pb):
+        p = 1.0
+    else:
+        p = float(ttest_rel(pa, pb).pvalue)
+        p = 1.0 if math.isnan(p) else p
+    rng = np.random.default_rng(seed)
+    groups = list(papers.values())
+    diffs = []
+    for _ in range(n_boot):
+        pick = rng.integers(len(groups), size=len(groups))
+        ix = np.concatenate([groups[g] for g in pick])
+        diffs.append(a[ix].mean() - b[ix].mean())
+    lo, hi = np.percentile(diffs, [2.5, 97.5]) if diffs else (0.0, 0.0)
+    return {"p_value": p, "diff": float(a.mean() - b.mean()), "ci95": [float(lo), float(hi)],
+            "n_papers": len(papers)}
+
+
+PAPER_FIELD_SIGNALS = PAPER_SIGNALS
+
+
+def run_cross_paper(data: EvalData, split: Split, union_dense: int = 100, union_papers: int = 20,
+                    extra: Callable[[int, np.ndarray], dict[str, np.ndarray]] | None = None) -> tuple[dict, dict]:
+    """The `cross_paper` section: for each test target, rank the figures of *other* papers;
+    relevant = a figure of a citing or cited paper. Returns (section, fitted served weights)."""
+    targets, val = split.test, split.val
+
+    def val_p5(rank: Ranker, ts: list[int]) -> float:
+        # MAP: smoother than p@5 on a hundred validation targets, so the fit overfits less
+        return summarise(evaluate_cross(data, rank, ts))["map"]
+
+    lexical_only = engine_candidates(data, targets + val, "other_papers", 0, 0, extra=extra)
+    served = engine_candidates(data, targets + val, "other_papers", union_dense, union_papers, extra=extra)
+    per: dict[str, dict[str, list[float]]] = {}
+    uses_paper: dict[str, bool] = {}
+    weights: dict[str, dict[str, float]] = {}
+    per["tfidf"] = evaluate_cross(data, fused_ranker(lexical_only, {"lexical": 1.0}), targets)
+    weights["tfidf"], uses_paper["tfidf"] = {"lexical": 1.0}, False
+    # untrained: equal weights of tf.idf and the cosine of the two papers' abstracts
+    w_ta = {"lexical": 0.5, "paper": 0.5}
+    per["tfidf_abstract"] = evaluate_cross(data, fused_ranker(lexical_only, w_ta), targets)
+    weights["tfidf_abstract"], uses_paper["tfidf_abstract"] = w_ta, True
+    if data.engine.papers is not None and data.engine.papers.dense is not None:
+        all_other = {t: np.flatnonzero(data.paper_of != data.paper_of[t]) for t in targets}
+        papers = data.engine.papers
+
+        def abstract_rank(t: int) -> np.ndarray:
+            rows = all_other[t]
+            cos = papers.similarity(int(data.paper_of[t]), data.paper_of[rows])["paper"]
+            return rows[order(cos)]
+        per["abstract"] = evaluate_cross(data, abstract_rank, targets)
+        weights["abstract"], uses_paper["abstract"] = {"paper": 1.0}, True
+    if data.engine.vectors is not None:
+        w_text, _ = fit_fusion(lexical_only, val, val_p5, ("text",)) if val else ({"lexical": .5, "text": .5}, 0)
+        per["tfidf_text"] = evaluate_cross(data, fused_ranker(lexical_only, w_text), targets)
+        weights["tfidf_text"], uses_paper["tfidf_text"] = w_text, False
+        w_fig, _ = fit_fusion(served, val, val_p5, FIGURE_LEVEL) if val else (DEFAULT_WEIGHTS["all"], 0)
+        per["figure_level"] = evaluate_cross(data, fused_ranker(served, w_fig), targets)
+        weights["figure_level"], uses_paper["figure_level"] = w_fig, False
+    from app.search.fusion import SIGNALS
+
+    signals = SIGNALS + tuple(k for k in (served.signals[targets[0]] if targets else {}) if k not in SIGNALS)
+    w_def, _ = fit_fusion(served, val, val_p5, signals) if val else (DEFAULT_WEIGHTS["other_papers"], 0)
+    per["default"] = evaluate_cross(data, fused_ranker(served, w_def), targets)
+    weights["default"] = w_def
+    uses_paper["default"] = any(w_def.get(s, 0) for s in PAPER_FIELD_SIGNALS)
+    section = {"n_targets": len(targets), "n_val_targets": len(val), "methods": {},
+               "relevant": "figures of papers citing or cited by the target's paper; the target's "
+                           "own paper is not a candidate",
+               "significance": "paired t-test over per-paper means; 95% paper-cluster bootstrap "
+                               "interval of the p@5 difference"}
+    for name, m in per.items():
+        row = {"p@5": float(np.mean(m["p@5"])), "p@10": float(np.mean(m["p@10"])),
+               "map": float(np.mean(m["ap"])), "uses_paper_fields": uses_paper[name],
+               "weights": weights[name]}
+        test = paper_grouped_test(data, targets, m["p@5"], per["tfidf"]["p@5"])
+        row["p_value_vs_tfidf"], row["diff_vs_tfidf_ci95"] = test["p_value"], test["ci95"]
+        if name == "default":
+            t2 = paper_grouped_test(data, targets, m["p@5"], per["tfidf_abstract"]["p@5"])
+            row["p_value_vs_tfidf_abstract"], row["diff_vs_tfidf_abstract_ci95"] = t2["p_value"], t2["ci95"]
+            section["n_papers"] = test["n_papers"]
+        section["methods"][name] = row
+    return section, w_def
+
+
+def run_figure_level(data: EvalData, split: Split, union_dense: int = 100) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """The served `all` ranking restricted to figure-level signals (no paper field), weights
+    fitted on validation targets; per-target seed-protocol metrics on the test targets."""
+    cands = engine_candidates(data, split.test + split.val, "all", union_dense, 0)
+
+    def val_p5(rank: Ranker, ts: list[int]) -> float:
+        return summarise(evaluate_ranker(data, rank, ts))["p@5"]
+    w, _ = fit_fusion(cands, split.val, val_p5, FIGURE_LEVEL) if split.val else (DEFAULT_WEIGHTS["all"], 0)
+    return evaluate_ranker(data, fused_ranker(cands, w), split.test), w

@@ -1,0 +1,1 @@
+"""Evaluation and benchmarks: protocols that measure the product, kept out of the serving path."""

@@ -1,0 +1,113 @@
+"""Why a result was returned, in words a researcher can check.
+
+- `informative_terms`: shared terms worth showing, rarest first, with the filler of scientific prose
+  removed ("see", "work", "based", "method", "propose"...: frequent in every paper, so they say
+  nothing about *this* match even when they are not classic stop words).
+- `reasons`: for related figures, the signals that stand out, in words (same figure type, similar
+  picture, related paper topic). The cut-offs are fixed by hand, not fitted.
+- `best_sentence`: the sentence of a figure's text that matches a query best, whether it is from
+  the caption or the body text, and the character spans of the matched words (for highlighting).
+"""
+from __future__ import annotations
+
+import re
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from app.search.text import analyze
+
+# Stems of words common in scientific prose that are not classic stop words.
+BOILERPLATE: frozenset[str] = frozenset(analyze(
+    "see seen work works working based base method methods approach approaches propose proposed "
+    "proposes using use used uses two three four five example examples plan planned study studies "
+    "studied future paper papers present presented presents result results show showed shown "
+    "also different differ various new novel first second third final finally respectively "
+    "given give gives obtain obtained perform performed consider considered note following follow "
+    "illustrate illustrated illustration describe described demonstrate demonstrated compare "
+    "compared comparison report reported case cases number numbers value values part parts left "
+    "right top bottom panel panels line lines denote denotes denoted represent represents "
+    "correspond corresponding order well may can set sets setting settings data experiment "
+    "experiments experimental evaluate evaluation analysis overall main detail details"))
+
+MAX_TERMS = 6
+SAME_TYPE_MIN = 0.5     # type signal is 0/1
+SIMILAR_PICTURE_MIN = 0.8  # cosine of visual embeddings
+RELATED_TOPIC_MIN = 0.5    # cosine of the papers' title + abstract embeddings
+
+
+def informative_terms(stems: Sequence[str], idf: Mapping[str, float] | None = None,
+                      max_terms: int = MAX_TERMS) -> list[str]:
+    """Shared stems without boilerplate, rarest first (by idf when given), at most `max_terms`."""
+    kept = [s for s in dict.fromkeys(stems) if s not in BOILERPLATE]
+    if idf:
+        kept.sort(key=lambda s: -idf.get(s, 0.0))
+    return kept[:max_terms]
+
+
+def reasons(signals: Mapping[str, float] | None, figure_type: str | None = None) -> list[str]:
+    """Plain-language reasons a related figure was ranked high."""
+    if not signals:
+        return []
+    out = []
+    if signals.get("type", 0.0) >= SAME_TYPE_MIN:
+        out.append(f"same figure type ({figure_type.replace('_', ' ')})" if figure_type else "same figure type")
+    if signals.get("visual", 0.0) >= SIMILAR_PICTURE_MIN:
+        out.append("similar picture")
+    if signals.get("paper", 0.0) >= RELATED_TOPIC_MIN:
+        out.append("related paper topic")
+    if signals.get("text", 0.0) >= 0.6:
+        out.append("similar description")
+    return out
+
+
+_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[])")
+_WORD_RE = re.compile(r"[^\W_]+")
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_RE.split(text or "") if s.strip()]
+
+
+def highlight_spans(sentence: str, query_stems: set[str]) -> list[tuple[int, int]]:
+    """[start, end) character spans of the words of `sentence` whose stem is a query stem."""
+    spans = []
+    for m in _WORD_RE.finditer(sentence):
+        st = analyze(m.group(0))
+        if len(st) == 1 and st[0] in query_stems:
+            spans.append((m.start(), m.end()))
+    return spans
+
+
+def best_sentence(query: str, caption: str, body: Sequence[str],
+                  idf: Mapping[str, float] | None = None) -> dict | None:
+    """The caption or body sentence sharing the most (idf-weighted) query terms; None if none does.
+    Returns {"text", "source": "caption" | "body", "highlights": [[start, end], ...]}."""
+    q = set(analyze(query))
+    if not q:
+        return None
+    best, best_score = None, 0.0
+    for source, texts in (("caption", sentences(caption)), ("body", [s for t in body for s in sentences(t)])):
+        for s in texts:
+            shared = q & set(analyze(s))
+            score = sum((idf or {}).get(t, 1.0) for t in shared)
+            if source == "caption":
+                score *= 1.01  # the caption wins ties: it describes the figure itself
+            if score > best_score:
+                best, best_score = (s, source), score
+    if best is None:
+        return None
+    text, source = best
+    if len(text) > 400:
+        text = text[:400].rsplit(" ", 1)[0] + " ..."
+    return {"text": text, "source": source,
+            "highlights": [list(sp) for sp in highlight_spans(text, q)]}
+
+
+def idf_of(lexical) -> dict[str, float]:
+    """term -> idf of a LexicalIndex (cached on the index object)."""
+    cached = getattr(lexical, "_idf_by_term", None)
+    if cached is None:
+        cached = dict(zip(lexical.vocab, np.asarray(lexical.idf, dtype=float).tolist()))
+        lexical._idf_by_term = cached
+    return cached

@@ -1,0 +1,132 @@
+"""One ranking rule for serving and evaluation: a weighted sum of a candidate set's signals.
+
+Signals of a candidate figure relative to a query figure (or text query):
+  lexical  tf.idf / BM25 score of the figure text, min-max scaled over the candidate set
+  text     cosine of the figure-text embeddings (MiniLM, or a trained model's vectors)
+  visual   cosine of the figures' visual embeddings (pixels)
+  type     1 when both figures have the same dominant figure type, else 0
+  paper, paper_text, paper_figures
+           cosines of the two papers (title + abstract dense and tf.idf; all figure texts tf.idf),
+           paper-level fields (papers.py)
+
+The seed recommender is the special case {lexical: w, text: 1 - w}. Weights are fitted on
+validation targets by `figsearch eval` (papers disjoint from the reported test targets) and stored
+next to the index (`fusion.json`); the defaults below were chosen the same way and are used until
+an evaluation has stored its own.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Callable, Mapping
+
+import numpy as np
+
+SIGNALS = ("lexical", "text", "visual", "type", "paper", "paper_text", "paper_figures")
+FIGURE_LEVEL = ("lexical", "text", "visual", "type")  # no field that identifies the figure's paper
+SCOPES = ("other_papers", "same_paper", "all")
+FUSION_FILE = "fusion.json"
+
+# Defaults: validation-fitted on a recommender-systems collection (see README, Measurements).
+DEFAULT_WEIGHTS: dict[str, dict[str, float]] = {
+    "other_papers": {"lexical": 0.3, "text": 0.3, "visual": 0.1, "type": 0.05, "paper": 1.0},
+    "same_paper": {"lexical": 0.5, "text": 0.5, "visual": 0.2, "type": 0.05},
+    "all": {"lexical": 0.5, "text": 0.5, "visual": 0.2, "type": 0.05},
+}
+
+
+def minmax(x: np.ndarray) -> np.ndarray:
+    """Scale to [0, 1] over the candidate set; a constant set maps to 1 (or 0 if all zero)."""
+    x = np.asarray(x, dtype=np.float64)
+    if len(x) == 0:
+        return x
+    lo, hi = float(x.min()), float(x.max())
+    if hi > lo:
+        return (x - lo) / (hi - lo)
+    return np.full(len(x), 1.0 if hi > 0 else 0.0)
+
+
+def fuse(signals: Mapping[str, np.ndarray | None], weights: Mapping[str, float]) -> np.ndarray:
+    """The combined score of each candidate. `signals["lexical"]` is raw (scaled here); a missing
+    signal (None) contributes nothing, so an index without visual vectors still ranks."""
+    n = next((len(v) for v in signals.values() if v is not None), 0)
+    used = [k for k, w in weights.items() if w and signals.get(k) is not None]
+    if used == ["lexical"]:  # nothing to mix: keep the lexical score's own scale
+        return np.asarray(signals["lexical"], dtype=np.float64)
+    out = np.zeros(n, dtype=np.float64)
+    for name, w in weights.items():
+        v = signals.get(name)
+        if v is None or w == 0:
+            continue
+        v = minmax(v) if name == "lexical" else np.asarray(v, dtype=np.float64)
+        out += float(w) * v
+    return out
+
+
+def seed_weights(w: float) -> dict[str, float]:
+    """The seed recommender: w * minmax(lexical) + (1 - w) * text cosine."""
+    return {"lexical": float(w), "text": 1.0 - float(w)}
+
+
+def order(final: np.ndarray) -> np.ndarray:
+    """Indices by descending score, ties kept in the incoming (first-stage) order."""
+    final = np.asarray(final)
+    return np.lexsort((np.arange(len(final)), -final))
+
+
+# ------------------------------------------------------------------ fitting + persistence
+GRID = (0.0, 0.1, 0.3, 1.0, 3.0, 10.0)
+
+
+def fit_weights(evaluate: Callable[[dict[str, float]], float], signals: tuple[str, ...],
+                anchor: str, grid: tuple[float, ...] = GRID, rounds: int = 2) -> tuple[dict[str, float], float]:
+    """Coordinate search over a small grid, `anchor`'s weight fixed at 1 (scores are scale-free).
+
+    `evaluate(weights)` returns the validation metric (higher is better). Cheap and transparent:
+    a handful of signals needs no solver, and every fitted value is one of a few round numbers."""
+    weights = {s: (1.0 if s == anchor else 0.0) for s in signals}
+    best = evaluate(weights)
+    for _ in range(rounds):
+        changed = False
+        for s in signals:
+            if s == anchor:
+                continue
+            for v in grid:
+                trial = {**weights, s: v}
+                score = evaluate(trial)
+                if score > best + 1e-9:
+                    best, weights, changed = score, trial, True
+        if not changed:
+            break
+    return weights, best
+
+
+def store_weights(index_root: str | Path, scope: str, weights: Mapping[str, float], info: dict | None = None) -> None:
+    """Record fitted weights for a scope (atomic write; other scopes are kept)."""
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {SCOPES}")
+    root = Path(index_root)
+    root.mkdir(parents=True, exist_ok=True)
+    data = read_all_weights(root)
+    data[scope] = {"weights": {k: float(v) for k, v in weights.items()}, **(info or {})}
+    tmp = root / f".{FUSION_FILE}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, root / FUSION_FILE)
+
+
+def read_all_weights(index_root: str | Path) -> dict:
+    try:
+        return json.loads((Path(index_root) / FUSION_FILE).read_text())
+    except (FileNotFoundError, ValueError):
+        return {}
+
+
+def weights_for(index_root: str | Path | None, scope: str) -> dict[str, float]:
+    """Stored weights of a scope, else the documented defaults."""
+    if index_root is not None:
+        stored = read_all_weights(index_root).get(scope)
+        if stored and isinstance(stored.get("weights"), dict):
+            return {k: float(v) for k, v in stored["weights"].items()}
+    return dict(DEFAULT_WEIGHTS[scope])
+
