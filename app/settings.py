@@ -28,6 +28,9 @@ class Settings(BaseSettings):
     max_pages: int = Field(300, ge=1, description="PDFs with more pages are refused.")
     max_file_mb: float = Field(200.0, gt=0, description="Larger files are refused.")
     file_timeout_s: float = Field(120.0, gt=0, description="Per-file time limit.")
+    ocr_seconds_per_page: float = Field(
+        8.0, ge=0, description="Added to the per-file time limit for every scanned page that needs OCR.")
+    ocr_threads: int = Field(2, ge=1, description="Tesseract processes per file for scanned pages.")
     worker_memory_mb: int = Field(4096, ge=0, description="Address-space cap per extraction process (0 = none).")
     ingest_workers: int = Field(2, ge=1, description="Extraction processes in embedded mode.")
     figure_dpi: int = Field(150, ge=50, le=400)

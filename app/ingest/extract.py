@@ -22,6 +22,7 @@ class Limits:
     max_file_mb: float = 200.0
     dpi: int = 150
     thumb_px: int = 256
+    ocr_threads: int = 2  # Tesseract processes per file for scanned pages
 
 
 @dataclass
@@ -30,6 +31,7 @@ class Extraction:
     source: str
     status: str = "ok"  # ok | no_text | failed
     error: str = ""
+    source_kind: str = "born_digital"  # born_digital | scanned | ocr_layer
     paper: ParsedPaper = field(default_factory=ParsedPaper)
     figures: list[ExtractedFigure] = field(default_factory=list)
     mentions: list[MentionRecord] = field(default_factory=list)
@@ -93,8 +95,10 @@ def extract_pdf(path: str | Path, data_dir: str | Path, limits: Limits | None = 
                 source: str | None = None, sha256: str | None = None) -> Extraction:
     """Parse one PDF: text, figures (PNG crops written under the data dir), mentions."""
     from app.ingest.figures import extract_figures
+    from app.ingest.layout import build_layout
     from app.ingest.mentions import find_mentions
     from app.ingest.parse import parse_pdf
+    from app.ingest.scanned.detect import classify_pages, needs_scanned_path
 
     path = Path(path)
     limits = limits or Limits()
@@ -110,8 +114,11 @@ def extract_pdf(path: str | Path, data_dir: str | Path, limits: Limits | None = 
     rel = figure_dir_for(sha)
     out_dir = data_dir / rel
     try:
-        page_dicts: list = []
-        paper = parse_pdf(doc, max_pages=limits.max_pages, page_dicts=page_dicts)
+        kinds = classify_pages(doc, limits.max_pages)
+        if needs_scanned_path(kinds):  # scans: OCR, regions from pixels (app/ingest/scanned)
+            return _extract_scanned(doc, kinds, result, out_dir, rel, limits)
+        layout = build_layout(doc, limits.max_pages)  # the page model, shared by every stage
+        paper = parse_pdf(doc, layout=layout)
         result.paper = paper
         if not paper.has_text_layer:
             result.status = "no_text"
@@ -119,8 +126,7 @@ def extract_pdf(path: str | Path, data_dir: str | Path, limits: Limits | None = 
             return result
         shutil.rmtree(out_dir, ignore_errors=True)  # a retry must not leave stale crops
         result.figures = extract_figures(doc, out_dir, rel, dpi=limits.dpi,
-                                         thumb_px=limits.thumb_px, max_pages=limits.max_pages,
-                                         page_dicts=page_dicts)
+                                         thumb_px=limits.thumb_px, layout=layout)
         result.mentions = find_mentions(paper.sentences)
         if doc.is_repaired:
             result.error = "damaged PDF (truncated or corrupt), repaired by the parser: content may be incomplete"
@@ -130,4 +136,20 @@ def extract_pdf(path: str | Path, data_dir: str | Path, limits: Limits | None = 
         result.figures, result.mentions = [], []
     finally:
         doc.close()
+    return result
+
+
+def _extract_scanned(doc, kinds: list[str], result: Extraction, out_dir: Path, rel: str,
+                     limits: Limits) -> Extraction:
+    """The scanned path fills the same Extraction (caller closes the document)."""
+    from app.ingest.mentions import find_mentions
+    from app.ingest.scanned.extract import extract_scanned
+
+    shutil.rmtree(out_dir, ignore_errors=True)
+    scan = extract_scanned(doc, kinds, out_dir, rel, dpi=limits.dpi, thumb_px=limits.thumb_px,
+                           max_pages=limits.max_pages, threads=limits.ocr_threads)
+    result.paper, result.figures, result.source_kind = scan.paper, scan.figures, scan.source_kind
+    result.status, result.error = scan.status, scan.error
+    if scan.status == "ok":
+        result.mentions = find_mentions(scan.paper.sentences)
     return result

@@ -33,7 +33,14 @@ log = logging.getLogger(__name__)
 
 def limits_from(settings: Settings) -> Limits:
     return Limits(max_pages=settings.max_pages, max_file_mb=settings.max_file_mb,
-                  dpi=settings.figure_dpi, thumb_px=settings.thumbnail_px)
+                  dpi=settings.figure_dpi, thumb_px=settings.thumbnail_px, ocr_threads=settings.ocr_threads)
+
+
+def file_time_limit(settings: Settings, path: str) -> float:
+    """Per-file limit: the base limit plus OCR time for each scanned page (OCR is slow)."""
+    from app.ingest.scanned.detect import ocr_page_count
+
+    return settings.file_timeout_s + settings.ocr_seconds_per_page * ocr_page_count(path, settings.max_pages)
 
 
 def staging_dir(settings: Settings, job_id: str) -> Path:
@@ -200,14 +207,16 @@ def run_job_embedded(settings: Settings, job_id: str, workers: int = 2,
     with ProcessPool(max_workers=max(1, workers), max_tasks=25, initializer=_limit_memory,
                      initargs=(settings.worker_memory_mb,),
                      context=multiprocessing.get_context("spawn")) as pool:
-        futures = [(jf_id, name, pool.schedule(_extract_guarded, args=(path, name, str(settings.data_dir), limits),
-                                                timeout=settings.file_timeout_s))
-                   for jf_id, name, path in files]
-        for jf_id, name, fut in futures:
+        futures = []
+        for jf_id, name, path in files:
+            limit = file_time_limit(settings, path)
+            futures.append((jf_id, name, limit, pool.schedule(
+                _extract_guarded, args=(path, name, str(settings.data_dir), limits), timeout=limit)))
+        for jf_id, name, limit, fut in futures:
             try:
                 outcome = record_outcome(settings, jf_id, fut.result())
             except FutureTimeout:
-                outcome = record_outcome(settings, jf_id, None, f"timed out after {settings.file_timeout_s:g} s")
+                outcome = record_outcome(settings, jf_id, None, f"timed out after {limit:g} s")
             except ProcessExpired as exc:
                 outcome = record_outcome(settings, jf_id, None, f"extraction process died ({exc}); "
                                          "memory limit or crash in the PDF library")

@@ -34,6 +34,7 @@ class ExtractedFigure:
     width: int = 0  # crop size in pixels
     height: int = 0
     caption_bbox: list[float] | None = None
+    text_source: str = "text_layer"  # where the caption text came from: text_layer | ocr
 
 
 @dataclass

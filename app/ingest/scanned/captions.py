@@ -1,0 +1,98 @@
+"""Captions ("Figure 3:", "Fig. 3.", "TABLE 2") found in OCR lines.
+
+Uses the born-digital caption label pattern after undoing the usual OCR confusions in the
+label's number ("Figure l:" -> "Figure 1:"). A caption starts a paragraph (or follows a finished
+sentence), carries a delimiter after the number or stands alone, and runs to the end of its
+Tesseract paragraph.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from app.ingest.figures import CAPTION_RE
+from app.ingest.scanned.ocr import OcrLine
+
+_LABEL_FIX_RE = re.compile(r"^(\W{0,2})(Fig(?:ure)?s?\.?|FIG(?:URE)?S?\.?|Table|TABLE|Tab\.)\s*([0-9IlO|]{1,3})(?=\W|$)")
+_DIGIT_FIX = str.maketrans({"I": "1", "l": "1", "|": "1", "O": "0"})
+_DELIMS = ":.|-\u2013\u2014"
+_REFERENCE_RE = re.compile(r"^\s*(?:[-\u2013\u2014,]\s*\d|and\s+\d|to\s+\d|\))")
+
+
+@dataclass
+class OcrCaption:
+    kind: str  # figure | table
+    number: int
+    text: str
+    lines: list[OcrLine]
+    score: float
+
+    @property
+    def box(self) -> tuple[float, float, float, float]:
+        return (min(ln.box[0] for ln in self.lines), min(ln.box[1] for ln in self.lines),
+                max(ln.box[2] for ln in self.lines), max(ln.box[3] for ln in self.lines))
+
+
+def normalise_label(text: str) -> str:
+    """'Figure l: ...' -> 'Figure 1: ...' (only the label's number is touched)."""
+    m = _LABEL_FIX_RE.match(text)
+    if not m:
+        return text
+    return m.group(2) + " " + m.group(3).translate(_DIGIT_FIX) + text[m.end():]
+
+
+def _caption_start(line: OcrLine, prev: OcrLine | None) -> tuple[str, int, str, float] | None:
+    text = normalise_label(line.text)
+    m = CAPTION_RE.match(text)
+    if not m:
+        return None
+    rest = m.group("rest").lstrip()
+    if _REFERENCE_RE.match(m.group("rest")):
+        return None
+    delim = rest[:1] in _DELIMS and rest[:1] != ""
+    alone = rest.strip(_DELIMS + " ") == ""
+    if not (delim or alone):
+        return None
+    starts = prev is None or (prev.block, prev.par) != (line.block, line.par) or \
+        prev.text.rstrip().endswith((".", ":", "!", "?"))
+    if not starts:
+        return None
+    kind = "table" if m.group("word").lower().startswith("tab") else "figure"
+    score = (2.0 if rest[:1] == ":" else 1.0) + (prev is None or (prev.block, prev.par) != (line.block, line.par))
+    return kind, int(m.group("num")), text, score
+
+
+def find_captions(lines: list[OcrLine]) -> list[OcrCaption]:
+    """Captions of one page, in Tesseract's reading order."""
+    caps: list[OcrCaption] = []
+    i = 0
+    while i < len(lines):
+        prev = lines[i - 1] if i else None
+        start = _caption_start(lines[i], prev)
+        if start is None:
+            i += 1
+            continue
+        kind, number, text, score = start
+        own = [lines[i]]
+        parts = [text]
+        j = i + 1
+        while j < len(lines) and (lines[j].block, lines[j].par) == (lines[i].block, lines[i].par):
+            if _caption_start(lines[j], lines[j - 1]) is not None:
+                break
+            own.append(lines[j])
+            parts.append(lines[j].text)
+            j += 1
+        caps.append(OcrCaption(kind, number, _join(parts), own, score))
+        i = j
+    return caps
+
+
+def _join(parts: list[str]) -> str:
+    out = ""
+    for p in parts:
+        p = p.strip()
+        if out.endswith("-") and p[:1].islower():
+            out = out[:-1] + p  # a word hyphenated at the line end
+        else:
+            out = f"{out} {p}" if out else p
+    return re.sub(r"\s+", " ", out).strip()

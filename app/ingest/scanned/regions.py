@@ -1,0 +1,178 @@
+"""Figure and table regions on page images, from pixels.
+
+Body-text lines (long, dense, confidently read lines of the document's body height) and other
+captions are the obstacles; the region of a caption is the ink between the caption and the
+nearest obstacle above (or below) it, inside the caption's column span, without specks (small
+connected components). Crops are cut from the cleaned page image at the scan's resolution.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+from scipy import ndimage
+
+from app.ingest.scanned.captions import OcrCaption
+from app.ingest.scanned.detect import word_quality
+from app.ingest.scanned.ocr import OcrLine, OcrPage, otsu_threshold
+
+MIN_REGION_PT = 12.0  # a region thinner than this (points) is not a figure
+SPECK_PT2 = 4.0  # connected components smaller than this area (points^2) are noise
+MAX_CROP_DPI = 300
+OUTWARD_PT = 15.0  # how far a graphic may reach beyond its column's text
+
+
+@dataclass
+class Layout:
+    """Document-wide geometry of the body text, from the OCR lines of all pages."""
+
+    body_h: float = 9.0
+    text_x0: float = 54.0
+    text_x1: float = 558.0
+    two_column: bool = False
+    page_w: float = 612.0
+
+
+def _dense(ln: OcrLine, body_h: float) -> bool:
+    return len(ln.text) * body_h * 0.42 >= 0.75 * (ln.box[2] - ln.box[0])
+
+
+def doc_layout(pages: list[OcrPage]) -> Layout:
+    lay = Layout(page_w=pages[0].width if pages else 612.0)
+    long_lines = [ln for p in pages for ln in p.lines if len(ln.text) >= 40 and ln.conf >= 60]
+    if not long_lines:
+        lay.text_x0, lay.text_x1 = 0.08 * lay.page_w, 0.92 * lay.page_w
+        return lay
+    lay.body_h = float(np.median([ln.height for ln in long_lines]))
+    widths = [ln.box[2] - ln.box[0] for ln in long_lines]
+    lay.two_column = float(np.median(widths)) < 0.5 * lay.page_w
+    lay.text_x0 = float(np.percentile([ln.box[0] for ln in long_lines], 5))
+    lay.text_x1 = float(np.percentile([ln.box[2] for ln in long_lines], 95))
+    return lay
+
+
+def is_body(ln: OcrLine, lay: Layout) -> bool:
+    """A line of running text (not a figure's label, legend or table row)."""
+    col_w = (lay.text_x1 - lay.text_x0) / (2 if lay.two_column else 1)
+    return (len(ln.text) >= 30 and (ln.box[2] - ln.box[0]) >= 0.55 * col_w and ln.conf >= 60
+            and 0.6 * lay.body_h <= ln.height <= 1.6 * lay.body_h and _dense(ln, lay.body_h)
+            and word_quality(ln.text) >= 0.7)
+
+
+def column_span(box, lay: Layout) -> tuple[float, float]:
+    x0, x1 = box[0], box[2]
+    full = (min(lay.text_x0, x0), max(lay.text_x1, x1))
+    if not lay.two_column:
+        return full
+    mid = (lay.text_x0 + lay.text_x1) / 2
+    if x1 - x0 < 0.55 * (lay.text_x1 - lay.text_x0):
+        if x1 <= mid + 0.05 * lay.page_w and (x0 + x1) / 2 < mid:
+            return (min(lay.text_x0, x0), max(mid, x1))
+        if x0 >= mid - 0.05 * lay.page_w and (x0 + x1) / 2 > mid:
+            return (min(mid, x0), max(lay.text_x1, x1))
+    return full
+
+
+def _ink_box(ink: np.ndarray, s: float, x0: float, y0: float, x1: float, y1: float):
+    """Bounding box (points) of the non-speck ink inside a window (points), or None."""
+    if x1 - x0 < MIN_REGION_PT or y1 - y0 < MIN_REGION_PT:
+        return None
+    c0, r0, c1, r1 = int(x0 * s), int(y0 * s), int(x1 * s), int(y1 * s)
+    win = ink[max(r0, 0):max(r1, 0), max(c0, 0):max(c1, 0)]
+    if win.size == 0 or not win.any():
+        return None
+    labels, n = ndimage.label(win, structure=np.ones((3, 3), bool))
+    if n == 0:
+        return None
+    sizes = np.bincount(labels.ravel())[1:]
+    keep = np.nonzero(sizes >= SPECK_PT2 * s * s)[0] + 1
+    if len(keep) == 0:
+        return None
+    objs = ndimage.find_objects(labels)
+    rs = [objs[k - 1] for k in keep]
+    top = min(o[0].start for o in rs)
+    bottom = max(o[0].stop for o in rs)
+    left = min(o[1].start for o in rs)
+    right = max(o[1].stop for o in rs)
+    box = ((c0 + left) / s, (r0 + top) / s, (c0 + right) / s, (r0 + bottom) / s)
+    if box[2] - box[0] < MIN_REGION_PT or box[3] - box[1] < MIN_REGION_PT:
+        return None
+    return box
+
+
+def _text_only_row(ln: OcrLine, ink: np.ndarray, s: float, span: tuple[float, float]) -> bool:
+    """A well-read line of words with no other ink beside it in its row: prose (author lines,
+    paragraphs of another shape), not a label inside a graphic."""
+    numeric = sum(1 for w in ln.words if not any(c.isalpha() for c in w.text))
+    if len(ln.text) < 25 or len(ln.words) < 3 or ln.conf < 70 or numeric > 0.4 * len(ln.words):
+        return False  # tick labels and other number rows belong to plots
+    r0, r1 = int(ln.box[1] * s), int(ln.box[3] * s) + 1
+    band = ink[max(r0, 0):max(r1, 0)]
+    left = band[:, max(int(span[0] * s), 0):max(int((ln.box[0] - 6) * s), 0)]
+    right = band[:, int((ln.box[2] + 6) * s):max(int(span[1] * s), 0)]
+    return int(left.sum()) + int(right.sum()) <= SPECK_PT2 * s * s
+
+
+def _obstacles(page: OcrPage, caps: list[OcrCaption], lay: Layout, ink: np.ndarray, s: float,
+               span: tuple[float, float]) -> list[tuple[float, float, float, float]]:
+    caption_lines = {id(ln) for c in caps for ln in c.lines}
+    boxes = [ln.box for ln in page.lines if id(ln) not in caption_lines
+             and (is_body(ln, lay) or _text_only_row(ln, ink, s, span))]
+    return boxes + [c.box for c in caps]
+
+
+def _outward(span: tuple[float, float], lay: Layout) -> tuple[float, float]:
+    """Let a graphic stick out of its column a little towards the page edge, never into the
+    other column."""
+    x0, x1 = span
+    mid = (lay.text_x0 + lay.text_x1) / 2
+    if not lay.two_column or (x0 < mid - 20 and x1 > mid + 20):
+        return (x0 - OUTWARD_PT, x1 + OUTWARD_PT)
+    return (x0 - OUTWARD_PT, x1) if x1 <= mid + 0.06 * lay.page_w else (x0, x1 + OUTWARD_PT)
+
+
+def find_regions(page: OcrPage, caps: list[OcrCaption], lay: Layout) -> list[tuple[OcrCaption, tuple | None]]:
+    """For each caption of the page, the graphic's region (points) or None."""
+    if page.image is None or not caps:
+        return [(c, None) for c in caps]
+    s = page.px_per_pt
+    step = max(1, int(s // 2))  # work at about 144 dpi
+    grey = page.image[::step, ::step]
+    ink = grey < min(otsu_threshold(grey), 200)
+    s_small = s / step
+    margin = 0.035 * page.height
+    out = []
+    for cap in caps:
+        cx0, cy0, cx1, cy1 = cap.box
+        sx0, sx1 = column_span(cap.box, lay)
+        obstacles = _obstacles(page, caps, lay, ink, s_small, (sx0, sx1))
+        others = [b for b in obstacles if b != cap.box and min(b[2], sx1) - max(b[0], sx0) > 2]
+        top = max([b[3] for b in others if b[3] <= cy0 + 1] + [margin])
+        bottom = min([b[1] for b in others if b[1] >= cy1 - 1] + [page.height - margin])
+        sx0, sx1 = _outward((sx0, sx1), lay)
+        above = _ink_box(ink, s_small, sx0, top + 2, sx1, cy0 - 2)
+        below = _ink_box(ink, s_small, sx0, cy1 + 2, sx1, bottom - 2)
+        first, second = (below, above) if cap.kind == "table" else (above, below)
+        out.append((cap, first if first is not None else second))
+    return out
+
+
+def save_crop(page: OcrPage, box, out_dir: Path, rel_prefix: str, stem: str, thumb_px: int) -> tuple[str, str, int, int]:
+    """Crop (points) from the cleaned page image at its resolution (capped); PNG + thumbnail."""
+    s = page.px_per_pt
+    h, w = page.image.shape[:2]
+    x0, y0 = max(0, int((box[0] - 2) * s)), max(0, int((box[1] - 2) * s))
+    x1, y1 = min(w, int((box[2] + 2) * s) + 1), min(h, int((box[3] + 2) * s) + 1)
+    im = Image.fromarray(page.image[y0:y1, x0:x1]).convert("RGB")
+    if s * 72 > MAX_CROP_DPI:
+        f = MAX_CROP_DPI / (s * 72)
+        im = im.resize((max(1, int(im.width * f)), max(1, int(im.height * f))), Image.LANCZOS)
+    img_name, thumb_name = f"{stem}.png", f"{stem}.thumb.png"
+    im.save(out_dir / img_name, compress_level=1)
+    width, height = im.size
+    im.thumbnail((thumb_px, thumb_px), Image.BILINEAR, reducing_gap=2.0)
+    im.save(out_dir / thumb_name, compress_level=3)
+    prefix = rel_prefix.rstrip("/")
+    return f"{prefix}/{img_name}", f"{prefix}/{thumb_name}", width, height
