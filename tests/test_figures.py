@@ -110,10 +110,10 @@ def test_margin_watermark_does_not_join_a_figure(tmp_path):
 
 def test_row_pieces_join_into_one_caption_line():
     """PyMuPDF may report "Fig." "2." "Feasible" ... of one justified row as separate lines."""
-    from app.ingest.figures import _Line, _merge_row_pieces
+    from app.ingest.layout import Line, _merge_row_pieces
 
     def piece(x0, x1, text, size=9.0, idx=0):
-        return _Line(x0, 262, x1, 270, text, size, [{"text": text, "size": size, "bbox": (x0, 262, x1, 270),
+        return Line(x0, 262, x1, 270, text, size, [{"text": text, "size": size, "bbox": (x0, 262, x1, 270),
                                                      "font": "Times", "flags": 0}], 7, idx)
 
     merged = _merge_row_pieces([piece(315, 328, "Fig.", 8.0), piece(338, 344, "2.", 8.0, 1),

@@ -31,6 +31,8 @@ from typing import Iterable, Sequence
 
 from sqlalchemy import select
 
+from app.ingest.labels import LABEL_PREFIX_RE, MENTION_RE
+
 __all__ = [
     "FigureInfo", "MentionInfo", "PaperInfo", "Query", "Triplet", "load_papers", "clean_caption",
     "mask_refs", "abstract_sentences", "build_queries", "sample_triplets", "split_papers",
@@ -100,10 +102,8 @@ class Triplet:
 # ---------------------------------------------------------------------------------------------
 # text clean-up
 
-_LABEL_RE = re.compile(r"^\s*(?:fig(?:ure)?s?|tab(?:le)?s?)\.?\s*\d{1,3}\s*[a-z]?\s*[:.|\-\u2013\u2014]?\s*", re.I)
-_NUM = r"\d{1,3}(?!\d)(?:\s?\(?[a-z]\)?(?![a-z]))?"
-_SEP = r"(?:\s*,\s*(?:and\s+|&\s*)?|\s*(?:and|&|or)\s+|\s*(?:-|\u2013|\u2014|\u2012|to)\s*)"
-_REF_RE = re.compile(r"\b(?P<label>fig(?:ure)?s?\.?|tab(?:le)?s?\.?)\s*(?:" + _NUM + r"(?:" + _SEP + _NUM + r")*)", re.I)
+_LABEL_RE = LABEL_PREFIX_RE  # a caption's own label ("Figure 3:")
+_REF_RE = MENTION_RE  # references in running text ("Figs. 2 and 3")
 _LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl"})
 _RUN_RE = re.compile(r"[A-Za-z]{10,}")
 _WORD_RE = re.compile(r"[a-z]+")

@@ -8,21 +8,13 @@ Recognised forms (case-insensitive label, optional sub-panel letters):
 """
 from __future__ import annotations
 
-import re
-
+from app.ingest.labels import MENTION_PART_RE as _PART_RE
+from app.ingest.labels import MENTION_RE as _MENTION_RE
 from app.ingest.types import MentionRecord
 
 __all__ = ["find_mentions", "mentioned_numbers", "MAX_RANGE"]
 
 MAX_RANGE = 20
-
-_NUM = r"\d{1,3}(?!\d)(?:\s?\(?[a-z]\)?(?![a-z]))?"  # 3, 3a, 3(a), 3 (b)
-_SEP = r"(?:\s*,\s*(?:and\s+|&\s*)?|\s*(?:and|&|or)\s+|\s*(?:-|\u2013|\u2014|\u2012|to)\s*)"
-_MENTION_RE = re.compile(
-    r"\b(?P<label>fig(?:ure)?s?\.?|tab(?:le)?s?\.?)\s*(?P<nums>" + _NUM + r"(?:" + _SEP + _NUM + r")*)",
-    re.I,
-)
-_PART_RE = re.compile(r"(\d{1,3})|(-|\u2013|\u2014|\u2012|\bto\b)|(,|\band\b|&|\bor\b)")
 
 
 def _expand(label: str, nums: str) -> list[int]:

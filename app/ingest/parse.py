@@ -12,48 +12,28 @@ paper simply yields ``has_text_layer=False`` and empty fields.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
-from typing import TYPE_CHECKING
 
 import pymupdf
 
+from app.ingest.labels import CAPTION_PARAGRAPH_RE
+from app.ingest.layout import DocumentLayout, Line, PageLayout, build_layout, clean_text, is_bold, join_spans
 from app.ingest.types import ParsedPaper
-
-if TYPE_CHECKING:  # pragma: no cover
-    import fitz  # noqa: F401
 
 __all__ = ["parse_pdf", "split_sentences"]
 
-_TEXT_FLAGS = pymupdf.TEXT_MEDIABOX_CLIP  # ligatures expanded, no images
 _MAX_YEAR = date.today().year + 1
 
 # ----------------------------------------------------------------------------
-# low level line model
+# blocks of the page model's lines
 # ----------------------------------------------------------------------------
-
-
-@dataclass
-class _Line:
-    text: str
-    x0: float
-    y0: float
-    x1: float
-    y1: float
-    size: float
-    bold: bool
-    page: int
-
-    @property
-    def yc(self) -> float:
-        return (self.y0 + self.y1) / 2
 
 
 @dataclass
 class _Block:
-    lines: list[_Line]
+    lines: list[Line]
     page: int
     x0: float = 0.0
     y0: float = 0.0
@@ -72,64 +52,42 @@ class _Block:
         return sum(len(ln.text) for ln in self.lines)
 
 
-_BOLD_FONT_RE = re.compile(r"bold|medi|semibold|black|heavy|demi|cmbx|[-.,]b$|bx\d", re.I)
+_NUMBERING_RE = re.compile(r"^[\d.IVX]+$")
 
 
-def _span_is_bold(span: dict) -> bool:
-    return bool(span.get("flags", 0) & 16) or bool(_BOLD_FONT_RE.search(span.get("font", "")))
+def _drop_run_in_heading(ln: Line) -> Line:
+    """'4.2 Results. Figure 3 shows ...': a bold (numbered) heading that runs into its paragraph
+    is cut off, so the paragraph's text (and its figure mentions) stays body text."""
+    spans = ln.spans
+    k = 0
+    while k < len(spans) and (is_bold(spans[k]) or _NUMBERING_RE.match(spans[k]["text"].strip() or "x")
+                              or not spans[k]["text"].strip(".: ")):
+        k += 1
+    if k == 0 or k >= len(spans) or any(is_bold(sp) for sp in spans[k:]):
+        return ln
+    head = "".join(sp["text"] for sp in spans[:k]).strip()
+    if not any(is_bold(sp) for sp in spans[:k]) or not re.search(r"[A-Za-z]{2}", head) or head[-1:] not in ".:":
+        return ln
+    rest = spans[k:]
+    text = clean_text(join_spans(rest)).strip()
+    return replace(ln, spans=rest, text=text, x0=rest[0]["bbox"][0]) if text else ln
 
 
-def _clean(text: str) -> str:
-    text = text.replace("\u00ad", "-").replace("\u00a0", " ").replace("\t", " ")
-    text = unicodedata.normalize("NFKC", text) if not text.isascii() else text
-    return text
-
-
-def page_dict(page) -> dict:
-    """The one text extraction per page; figures.py reuses it (it is the costly call)."""
-    return page.get_text("dict", flags=_TEXT_FLAGS)
-
-
-def _extract_page(page, pno: int, d: dict | None = None) -> tuple[list[_Block], list[str]]:
-    """Horizontal text blocks of one page (lines on a common baseline merged)
-    plus the text of rotated lines (e.g. the arXiv stamp)."""
-    if d is None:
-        d = page_dict(page)
-    blocks: list[_Block] = []
+def _page_blocks(page: PageLayout) -> tuple[list[_Block], list[str]]:
+    """Horizontal text blocks of one page (pieces on a common baseline merged into one line)
+    plus the text of rotated lines (e.g. the arXiv stamp). Lines are copies: parsing edits them,
+    the page model stays as it is for figure extraction."""
+    by_block: dict[int, list[Line]] = defaultdict(list)
     rotated: list[str] = []
-    for b in d.get("blocks", ()):
-        if b.get("type", 0) != 0:
-            continue
-        raw: list[_Line] = []
-        for ln in b.get("lines", ()):
-            spans = [s for s in ln.get("spans", ()) if s.get("text")]
-            if not spans:
-                continue
-            parts = [spans[0]["text"]]
-            for a, c in zip(spans, spans[1:]):
-                # PDFs often omit the space character between spans; use the gap
-                if (
-                    c["bbox"][0] - a["bbox"][2] > 0.2 * max(a["size"], 1.0)
-                    and not a["text"].endswith(" ")
-                    and not c["text"].startswith(" ")
-                ):
-                    parts.append(" ")
-                parts.append(c["text"])
-            text = _clean("".join(parts))
-            if not text.strip():
-                continue
-            dx, dy = ln.get("dir", (1.0, 0.0))
-            if abs(dy) > 0.1 or dx < 0:
-                rotated.append(text.strip())
-                continue
-            main = max(spans, key=lambda s: len(s["text"].strip()))
-            x0, y0, x1, y1 = ln["bbox"]
-            raw.append(_Line(text, x0, y0, x1, y1, round(main["size"], 1), _span_is_bold(main), pno))
-        if not raw:
-            continue
-        # merge pieces that sit on the same baseline (justified words, "1" + "Introduction")
-        raw.sort(key=lambda l: (round(l.yc), l.x0))
-        merged: list[_Line] = []
+    for ln in page.lines:
+        if not ln.horizontal:
+            rotated.append(ln.text)
+        else:
+            by_block[ln.block].append(ln)
+    blocks: list[_Block] = []
+    for bi in sorted(by_block):
+        raw = sorted(by_block[bi], key=lambda l: (round(l.yc), l.x0))
+        merged: list[Line] = []
         for ln in raw:
             if merged:
                 prev = merged[-1]
@@ -146,14 +104,13 @@ def _extract_page(page, pno: int, d: dict | None = None) -> tuple[list[_Block], 
                         if len(ln.text.strip()) > len(prev.text.strip()) / 2:
                             prev.size = max(prev.size, ln.size)
                         continue
-            merged.append(ln)
-        # keep the original vertical order
-        merged.sort(key=lambda l: (l.y0, l.x0))
+            merged.append(_drop_run_in_heading(replace(ln, size=ln.largest_piece_size)))
+        merged.sort(key=lambda l: (l.y0, l.x0))  # the original vertical order
         for ln in merged:
             ln.text = re.sub(r"\s+", " ", ln.text).strip()
         merged = [ln for ln in merged if ln.text]
         if merged:
-            blk = _Block(merged, pno)
+            blk = _Block(merged, page.number)
             blk.update_bbox()
             blocks.append(blk)
     return blocks, rotated
@@ -260,11 +217,6 @@ def _order_page(blocks: list[_Block], page_width: float) -> list[_Block]:
 # ----------------------------------------------------------------------------
 
 _SECTION_NO_RE = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[IVX]+\.|[A-H](?:\.\d+)*\.?)\s+\S")
-_CAPTION_RE = re.compile(
-    r"^(?:fig(?:ure)?s?\.?|tab(?:le)?s?\.?|algorithm)\s*(?:\d+|[IVX]+)[a-z]?"
-    r"(?:\s*[:.|\u2014\u2013-]|\s+[A-Z(])",
-    re.I,
-)
 _REF_HEAD_RE = re.compile(
     r"^(?:\d+\.?|[IVX]+\.?)?\s*(?:references?|bibliography|literature cited|references and notes|"
     r"r\s?e\s?f\s?e\s?r\s?e\s?n\s?c\s?e\s?s)\s*:?$",
@@ -292,7 +244,7 @@ _META_HEAD_RE = re.compile(
 _APPENDIX_RE = re.compile(r"^(?:appendix|appendices|supplementary|supplemental)\b|^[A-H](?:\.\d+)*\.?\s+[A-Z]", re.I)
 
 
-def _is_heading(ln: _Line, body_size: float) -> bool:
+def _is_heading(ln: Line, body_size: float) -> bool:
     t = ln.text
     words = t.split()
     if not words or len(words) > 14 or len(t) > 110:
@@ -358,7 +310,7 @@ _BAD_META_TITLE_RE = re.compile(
 )
 
 
-def _find_title(first_page: list[_Block], page_h: float) -> tuple[str, list[_Line]]:
+def _find_title(first_page: list[_Block], page_h: float) -> tuple[str, list[Line]]:
     lines = [ln for b in first_page for ln in b.lines if ln.yc < 0.6 * page_h]
     cands = [
         ln for ln in lines
@@ -399,7 +351,7 @@ _AFFIL_RE = re.compile(
 )
 
 
-def _find_authors(first_page: list[_Block], title_lines: list[_Line], body_size: float) -> str:
+def _find_authors(first_page: list[_Block], title_lines: list[Line], body_size: float) -> str:
     if not title_lines:
         return ""
     bottom = max(ln.y1 for ln in title_lines)
@@ -476,8 +428,8 @@ def _find_year(first_page: list[_Block], rotated: list[str], page_h: float, meta
 
 
 def _find_abstract(
-    ordered: list[_Block], body_size: float, title_lines: list[_Line]
-) -> tuple[str, _Line | None]:
+    ordered: list[_Block], body_size: float, title_lines: list[Line]
+) -> tuple[str, Line | None]:
     """Abstract text and the line holding the "Abstract" label (None when not found)."""
     lines = [ln for b in ordered if b.page <= 1 for ln in b.lines]
     start = None
@@ -534,14 +486,14 @@ _NUM_BRACKET_RE = re.compile(r"^\[(\d{1,4}|[A-Za-z][A-Za-z+\-]{0,9}\d{0,4}[a-z]?
 _NUM_DOT_RE = re.compile(r"^(\d{1,3})\.\s+\S")
 
 
-def _split_references(ref_lines: list[tuple[_Line, str]]) -> list[str]:
+def _split_references(ref_lines: list[tuple[Line, str]]) -> list[str]:
     """``ref_lines``: (line, column key) in reading order after the heading."""
     if not ref_lines:
         return []
     n_bracket = sum(1 for ln, _ in ref_lines if _NUM_BRACKET_RE.match(ln.text))
     entries: list[list[str]] = []
 
-    def starts_bracket(ln: _Line) -> bool:
+    def starts_bracket(ln: Line) -> bool:
         return bool(_NUM_BRACKET_RE.match(ln.text))
 
     if n_bracket >= 3:
@@ -572,7 +524,7 @@ def _split_references(ref_lines: list[tuple[_Line, str]]) -> list[str]:
         return _finish_refs(entries)
 
     # author-year: hanging indent per column, else vertical gaps
-    by_col: dict[str, list[_Line]] = defaultdict(list)
+    by_col: dict[str, list[Line]] = defaultdict(list)
     for ln, key in ref_lines:
         by_col[key].append(ln)
     col_min = {k: min(l.x0 for l in v) for k, v in by_col.items()}
@@ -585,7 +537,7 @@ def _split_references(ref_lines: list[tuple[_Line, str]]) -> list[str]:
         if ka == kb and b.y0 > a.y0 + 1
     )
     med_pitch = pitches[len(pitches) // 2] if pitches else 0.0
-    prev: _Line | None = None
+    prev: Line | None = None
     prev_key = None
     for ln, key in ref_lines:
         new = not entries
@@ -684,36 +636,28 @@ def _looks_real_meta_title(t: str) -> bool:
     return len(t) >= 10 and len(t.split()) >= 2 and not _BAD_META_TITLE_RE.search(t)
 
 
-def parse_pdf(doc: "fitz.Document", max_pages: int | None = None,
-              page_dicts: list[dict | None] | None = None) -> ParsedPaper:
-    """Parse an opened PyMuPDF document (the caller owns and closes it). `page_dicts`, when
-    given, is filled with each page's text dict so figure extraction need not redo it."""
+def parse_pdf(doc: pymupdf.Document, max_pages: int | None = None,
+              layout: DocumentLayout | None = None) -> ParsedPaper:
+    """Parse an opened PyMuPDF document (the caller owns and closes it). `layout` is the
+    document's page model when the caller built it already (figure extraction shares it)."""
     n_pages = doc.page_count
-    todo = n_pages if max_pages is None else min(n_pages, max_pages)
     paper = ParsedPaper(n_pages=n_pages)
     meta = doc.metadata or {}
+    if layout is None:
+        layout = build_layout(doc, max_pages)
+    todo = len(layout.pages)
 
     pages: list[list[_Block]] = []
     heights: list[float] = []
     widths: list[float] = []
     rotated: list[str] = []
     total_alnum = 0
-    for pno in range(todo):
-        try:
-            page = doc[pno]
-            d = page_dict(page)
-            if page_dicts is not None:
-                page_dicts.append(d)
-            blocks, rot = _extract_page(page, pno, d)
-            r = page.rect
-        except Exception:  # a broken page should not kill the whole paper
-            blocks, rot, r = [], [], pymupdf.Rect(0, 0, 612, 792)
-            if page_dicts is not None and len(page_dicts) == pno:
-                page_dicts.append(None)
+    for pl in layout.pages:
+        blocks, rot = _page_blocks(pl)
         pages.append(blocks)
-        heights.append(r.height or 792.0)
-        widths.append(r.width or 612.0)
-        if pno < 2:
+        heights.append(pl.height)
+        widths.append(pl.width)
+        if pl.number < 2:
             rotated.extend(rot)
         total_alnum += sum(len(_NON_ALNUM_RE.sub("", ln.text)) for b in blocks for ln in b.lines)
 
@@ -741,7 +685,7 @@ def parse_pdf(doc: "fitz.Document", max_pages: int | None = None,
     paper.abstract, abs_line = _find_abstract(ordered, body_size, title_lines)
 
     # flatten to lines with their block index / column key
-    flat: list[tuple[_Line, int, str]] = []
+    flat: list[tuple[Line, int, str]] = []
     for bi, b in enumerate(ordered):
         for ln in b.lines:
             flat.append((ln, bi, f"{b.page}:{b.col}"))
@@ -755,7 +699,7 @@ def parse_pdf(doc: "fitz.Document", max_pages: int | None = None,
             break
     body_idx = list(range(len(flat)))
     if ref_i is not None:
-        ref_lines: list[tuple[_Line, str]] = []
+        ref_lines: list[tuple[Line, str]] = []
         sizes = Counter(round(l.size) for l, _, _ in flat[ref_i + 1: ref_i + 60])
         ref_size = sizes.most_common(1)[0][0] if sizes else body_size
         end = len(flat)
@@ -786,7 +730,7 @@ def parse_pdf(doc: "fitz.Document", max_pages: int | None = None,
     for ln, bi, _ in flat:
         if ln.bold or ln.size >= body_size + 0.8:
             heading_styled[bi] += 1
-    units: list[list[_Line]] = []
+    units: list[list[Line]] = []
     cur_block = None
     skipping = False  # inside CCS concepts / keywords / ACM reference format
     for i in body_idx:
@@ -820,7 +764,7 @@ def parse_pdf(doc: "fitz.Document", max_pages: int | None = None,
         if m:
             text = text[m.end():]
         words = text.split()
-        if _CAPTION_RE.match(text) or _BOILERPLATE_RE.match(text):
+        if CAPTION_PARAGRAPH_RE.match(text) or _BOILERPLATE_RE.match(text):
             continue
         if len(words) < 4 and not text.endswith("."):
             continue

@@ -1,0 +1,215 @@
+"""Caption detection: which lines start a figure or table caption, and how far each caption goes.
+
+A caption must start a paragraph and carry a delimiter or a distinct label style ("Figure 3:",
+"Fig. 3.", a bold "FIGURE 3"), so body sentences such as "Figure 3 shows ..." are rejected. A
+caption then grows over the following lines until a gap, a size/style change or a new label.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pymupdf
+
+from app.ingest.labels import CAPTION_DELIMS, CAPTION_RE, MULTI_REF_RE, kind_of
+from app.ingest.layout import (TEXT_FLAGS, DocumentLayout, Line, column_span, doc_stats, is_bold, lines_from_dict,
+                               mark_body, union)
+
+__all__ = ["Caption", "captions_from_lines", "find_captions"]
+
+
+
+@dataclass
+class Caption:
+    """A detected caption with the evidence used to rank duplicates."""
+
+    kind: str
+    number: int
+    word: str
+    lines: list[Line]
+    bbox: tuple[float, float, float, float]
+    text: str
+    score: float
+    horizontal: bool = True
+    label_alone: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+def _style(span: dict) -> tuple[str, bool]:
+    """Font identity without the subset prefix, plus boldness."""
+    font = span.get("font", "").split("+")[-1]
+    return (font, is_bold(span))
+
+
+def _label_split(line: Line, end: int) -> tuple[list[dict], list[dict]]:
+    """Spans carrying the first ``end`` characters (the label) vs. the rest."""
+    label, rest, n = [], [], 0
+    for s in line.spans:
+        (label if n < end else rest).append(s)
+        n += len(s["text"].lstrip() if n == 0 else s["text"])
+    return label, rest
+
+
+def _predecessor(line: Line, lines: list[Line]) -> Line | None:
+    """The line directly above ``line`` in the same paragraph flow, if any."""
+    best = None
+    for o in lines:
+        if o is line or not o.horizontal or o.y1 > line.y0 + 0.3 * line.size:
+            continue
+        if line.y0 - o.y1 > 0.6 * line.size or o.y0 >= line.y0:
+            continue
+        if min(o.x1, line.x1) - max(o.x0, line.x0) <= 0:
+            continue
+        if best is None or o.y1 > best.y1:
+            best = o
+    return best
+
+
+def _caption_from_line(line: Line, lines: list[Line], st: DocumentLayout) -> Caption | None:
+    """Decide whether a line starting with a label is a caption (not a body reference)."""
+    m = CAPTION_RE.match(line.text)
+    if not m:
+        return None
+    word, rest = m.group("word"), m.group("rest")
+    kind = kind_of(word)
+    rest_s = rest.lstrip()
+    if rest_s[:1] in ("),;]"):
+        return None  # "(see Fig. 3), ..." wrapped onto a new line: a reference
+    if MULTI_REF_RE.match(rest):
+        return None  # "Figures 11-13. ...", "Figs. 2 and 3": a reference to several figures
+    delim = rest_s[:1] in CAPTION_DELIMS and rest_s[:1] != "" and not rest_s[:2].startswith((".,", ".)"))
+    label_alone = rest_s in ("", ":", ".", "|") or rest_s[:1] in ":|" and len(rest_s) <= 2
+    label_spans, rest_spans = _label_split(line, m.end("num"))
+    style_diff = False
+    if label_spans and rest_spans:
+        lab = Counter(_style(s) for s in label_spans).most_common(1)[0][0]
+        rst = Counter(_style(s) for s in rest_spans).most_common(1)[0][0]
+        style_diff = lab != rst
+    elif label_spans and not rest_spans:
+        style_diff = any(is_bold(s) for s in label_spans)
+    pred = _predecessor(line, lines)
+    block_start = pred is None or line.idx == 0 and not (
+        abs(pred.size - line.size) < 0.3 and len(pred.text) > 30 and not pred.text.rstrip().endswith((".", ":"))
+        and pred.block == line.block
+    ) or abs(pred.size - line.size) >= 0.6  # a font-size change (a graphic's label above) starts a new block
+    if pred is not None and pred.block == line.block and abs(pred.size - line.size) < 0.3:
+        # continuation of a paragraph unless the previous line clearly ended a sentence
+        ended = pred.text.rstrip().endswith((".", ":", "!", "?")) or (pred.x1 - pred.x0) < 0.7 * (line.x1 - line.x0)
+        block_start = ended and (style_diff or line.idx == 0 or rest_s[:1] in ":|")
+    elif pred is not None and pred.block != line.block and not block_start:
+        # the line above belongs to another block (a sub-caption "(a) ..." beside "(b) ..."):
+        # a finished sentence there and a "Figure 3:" label here start a caption
+        block_start = pred.text.rstrip().endswith((".", ":", "!", "?")) and (style_diff or rest_s[:1] in ":|")
+    smaller = line.size < st.body_size - 0.4
+    lowercase_verb = bool(re.match(r"\s*[a-z]", rest)) and not delim
+    strong = delim or style_diff or label_alone or (smaller and block_start and not lowercase_verb)
+    if not strong or not (block_start or style_diff):
+        return None
+    if lowercase_verb and not style_diff:
+        return None
+    score = 3.0 * style_diff + (2.0 if rest_s[:1] in ":|" else 1.0 if delim else 0.0) + block_start + smaller
+    return Caption(kind, int(m.group("num")), word, [line], line.rect, line.text, score,
+                   horizontal=line.horizontal, label_alone=label_alone)
+
+
+def _caption_font(line: Line) -> tuple[str, bool] | None:
+    """Dominant style of the caption text (ignoring the label)."""
+    if not line.spans:
+        return None
+    return Counter(_style(s) for s in line.spans[-3:]).most_common(1)[0][0]
+
+
+def _extend_caption(cap: Caption, lines: list[Line], st: DocumentLayout) -> None:
+    """Grow a caption over the following lines until a gap, size/style change or a new label."""
+    first = cap.lines[0]
+    if not first.horizontal:
+        return
+    ranges = [(first.x0, first.x1)]
+    if cap.label_alone or (first.x1 - first.x0) < 0.3 * (st.text_x1 - st.text_x0):
+        lo, hi = column_span(cap.bbox, st)
+        ranges.append((min(first.x0, lo), max(first.x1, hi)))  # a short first line: the text may go on wider
+    size = first.size
+    style = _caption_font(first)
+    cur = first
+    used = {id(first)}
+
+    def next_line(xa: float, xb: float) -> Line | None:
+        best = None
+        for o in lines:
+            if id(o) in used or not o.horizontal or o.y0 < cur.y0 + 0.5 * size:
+                continue
+            if o.y0 - cur.y1 > 0.55 * size:
+                continue
+            ov = min(o.x1, xb + 0.5 * size) - max(o.x0, xa - 0.5 * size)
+            if ov < 0.6 * (o.x1 - o.x0):
+                continue
+            if best is None or o.y0 < best.y0 or (abs(o.y0 - best.y0) < 1 and o.x0 < best.x0):
+                best = o
+        return best
+
+    for _ in range(40):
+        # under the caption's own lines first: a side-captioned figure's labels sit beside them
+        nxt, (ra, rb) = next(((n, r) for n, r in ((next_line(*r), r) for r in ranges) if n is not None),
+                             (None, ranges[0]))
+        if nxt is None or abs(nxt.size - size) > 0.6:
+            break
+        m = CAPTION_RE.match(nxt.text)
+        if m and not MULTI_REF_RE.match(m.group("rest")):
+            break
+        if nxt.block != cur.block and style is not None and _caption_font(nxt) != style and len(cap.lines) > 1:
+            break
+        # same row continuation (split cell) or next row
+        row = [o for o in lines if id(o) not in used and o.horizontal and abs(o.y0 - nxt.y0) < 1.5
+               and min(o.x1, rb + size) - max(o.x0, ra - size) > 0]
+        row.sort(key=lambda o: o.x0)
+        for o in row:
+            used.add(id(o))
+            cap.lines.append(o)
+        cur = nxt
+        if cap.label_alone and style is None:
+            style = _caption_font(nxt)
+    cap.bbox = union([ln.rect for ln in cap.lines])
+    cap.text = _join_text([ln.text for ln in cap.lines])
+
+
+def _join_text(parts: list[str]) -> str:
+    """Join caption lines, undoing end-of-line hyphenation."""
+    out = ""
+    for p in parts:
+        p = p.strip()
+        if not out:
+            out = p
+        elif out.endswith("-") and p[:1].islower():
+            out = out[:-1] + p
+        else:
+            out += " " + p
+    return re.sub(r"\s+", " ", out).strip()
+
+
+def find_captions(page: pymupdf.Page, pdict: dict | None = None, stats: DocumentLayout | None = None) -> list[Caption]:
+    """Captions on one page (usable standalone; extract_figures passes doc-level stats)."""
+    if pdict is None:
+        pdict = page.get_text("dict", flags=TEXT_FLAGS)
+    lines = lines_from_dict(pdict, page.number)
+    if stats is None:
+        stats = doc_stats([lines], page.rect.width)
+    mark_body(lines, stats)
+    return captions_from_lines(lines, stats)
+
+
+def captions_from_lines(lines: list[Line], st: DocumentLayout) -> list[Caption]:
+    """All captions of a page, each extended over its continuation lines."""
+    caps = []
+    for ln in lines:
+        if ln.text[:1] not in "FfTt":
+            continue
+        cap = _caption_from_line(ln, lines, st)
+        if cap is not None:
+            caps.append(cap)
+    claimed = {id(c.lines[0]) for c in caps}
+    for cap in caps:
+        _extend_caption(cap, [ln for ln in lines if id(ln) not in claimed or ln is cap.lines[0]], st)
+        if len(cap.lines) > 1:
+            claimed.update(id(ln) for ln in cap.lines)
+    return caps

@@ -1,0 +1,49 @@
+"""Figure, table and subfigure label patterns: the one place that knows how papers write
+"Figure 3:", "Fig. 3b", "Tables 1 and 2" or "(a)". Used by caption detection, body parsing,
+mention finding and the central-figure data, so they can never disagree.
+"""
+from __future__ import annotations
+
+import re
+
+__all__ = ["CAPTION_RE", "CAPTION_DELIMS", "CAPTION_PARAGRAPH_RE", "LABEL_PREFIX_RE", "MENTION_RE",
+           "MENTION_PART_RE", "MULTI_REF_RE", "SUBFIGURE_RE", "kind_of"]
+
+# A caption label at the start of a line; ``rest`` is whatever follows the number.
+CAPTION_RE = re.compile(
+    r"^\s*(?P<word>Figures?|Fig\.?|FIGURES?|FIG\.?|Table|TABLE|Tab\.|TAB\.)"
+    r"\s*(?P<num>\d{1,3})(?![\d.]\d)(?P<rest>.*)$",
+    re.S,
+)
+# Characters that end a caption label ("Figure 3:", "Fig. 3.", "Figure 3 | ...", "Table 2 -- ...").
+CAPTION_DELIMS = ":.|-\u2013\u2014"
+# What follows the first number of a label that refers to several figures ("Figures 11-13", "Figs. 2
+# and 3"): such a line is a reference, not a caption.
+MULTI_REF_RE = re.compile(r"\s*(?:[-\u2013\u2014]\s*|,\s*|\s+(?:and|to|&)\s+)\(?[A-Za-z]?\d+(?![A-Za-z\d])")
+# A paragraph of the body text that is really a caption (dropped from the body text).
+CAPTION_PARAGRAPH_RE = re.compile(
+    r"^(?:fig(?:ure)?s?\.?|tab(?:le)?s?\.?|algorithm)\s*(?:\d+|[IVX]+)[a-z]?"
+    r"(?:\s*[:.|\u2014\u2013-]|\s+(?-i:[A-Z(]))",  # "Figure 3 shows ..." is body text
+    re.I,
+)
+# A caption's own label with its delimiter, to strip it off the caption text.
+LABEL_PREFIX_RE = re.compile(r"^\s*(?:fig(?:ure)?s?|tab(?:le)?s?)\.?\s*\d{1,3}\s*[a-z]?\s*[:.|\-\u2013\u2014]?\s*", re.I)
+
+# References in running text: "Figure 3", "Fig. 3b", "Figure 3(a)", "Figs. 2, 3, and 5",
+# "Figures 2-4", "Tables 1 and 2".
+_NUM = r"\d{1,3}(?!\d)(?:\s?\(?[a-z]\)?(?![a-z]))?"  # 3, 3a, 3(a), 3 (b)
+_SEP = r"(?:\s*,\s*(?:and\s+|&\s*)?|\s*(?:and|&|or)\s+|\s*(?:-|\u2013|\u2014|\u2012|to)\s*)"
+MENTION_RE = re.compile(
+    r"\b(?P<label>fig(?:ure)?s?\.?|tab(?:le)?s?\.?)\s*(?P<nums>" + _NUM + r"(?:" + _SEP + _NUM + r")*)",
+    re.I,
+)
+# The parts of a mention's number list: a number, a range word or a list separator.
+MENTION_PART_RE = re.compile(r"(\d{1,3})|(-|\u2013|\u2014|\u2012|\bto\b)|(,|\band\b|&|\bor\b)")
+
+# A subfigure (panel) label: "(a)", "(b)", "a)", "(A)" -- one letter, in parentheses or followed by ")".
+SUBFIGURE_RE = re.compile(r"(?:^|(?<=[\s.;:,]))\(?(?P<letter>[a-hA-H])\)(?=\s|$)")
+
+
+def kind_of(label_word: str) -> str:
+    """'figure' or 'table' for a label word such as 'Fig.', 'TABLE', 'Tab.'."""
+    return "table" if label_word.lower().startswith("tab") else "figure"

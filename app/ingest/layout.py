@@ -1,0 +1,353 @@
+"""The page model: text lines (with spans, fonts, bold), body-text paragraphs, columns and
+graphics, built once per page and shared by parsing, captions, figure regions and mentions.
+
+A page starts from a text dict in PyMuPDF's shape (``blocks -> lines -> spans`` with bboxes, font
+names, sizes and flags). Born-digital pages get it from ``page.get_text("dict")``; any other source
+(OCR words of a scanned page) can build the same dict and use every stage after it.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+import pymupdf
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Line", "PageLayout", "DocumentLayout", "TEXT_FLAGS", "build_document", "build_layout", "build_page",
+           "clean_text", "column_span", "is_bold", "lines_from_dict", "page_graphics", "union", "overlap_1d"]
+
+TEXT_FLAGS = pymupdf.TEXT_MEDIABOX_CLIP  # ligatures expanded, no images
+_MAX_DRAWINGS = 30000  # beyond this a page is a huge vector plot; subsample
+_MARGIN = 0.065  # of the page height; a US-letter page's 72-pt margin is 0.09
+
+
+# ----------------------------------------------------------------------------- text clean-up
+_BOLD_FONT_RE = re.compile(r"bold|medi|semibold|black|heavy|demi|cmbx|[-.,]b$|bx\d", re.I)
+
+
+def is_bold(span: dict) -> bool:
+    """Bold flag or a bold-looking font name (flags are unreliable in some PDFs)."""
+    return bool(span.get("flags", 0) & 16) or bool(_BOLD_FONT_RE.search(span.get("font", "")))
+
+
+def is_italic(span: dict) -> bool:
+    return bool(span.get("flags", 0) & 2) or bool(re.search(r"ital|obli|cmti|-it$", span.get("font", ""), re.I))
+
+
+def clean_text(text: str) -> str:
+    """Soft hyphens, no-break spaces and tabs normalised; compatibility forms (ligatures) folded."""
+    text = text.replace("\u00ad", "-").replace("\u00a0", " ").replace("\t", " ")
+    return unicodedata.normalize("NFKC", text) if not text.isascii() else text
+
+
+# ----------------------------------------------------------------------------- lines
+@dataclass
+class Line:
+    """A visual text line: a PyMuPDF line split at wide horizontal gaps (table cells separate),
+    pieces of one row of a block joined again when the gap is an ordinary word gap."""
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    text: str
+    size: float
+    spans: list
+    block: int
+    idx: int  # index of the line inside its PyMuPDF block
+    horizontal: bool = True
+    body: bool = False  # belongs to a body-text paragraph (set by DocumentLayout.mark_body)
+    page: int = 0
+    piece_sizes: tuple = ()  # font sizes of the PyMuPDF lines joined into this one (a larger
+    # first letter of a small-caps heading is its own piece)
+
+    @property
+    def largest_piece_size(self) -> float:
+        return max(self.piece_sizes, default=self.size)
+
+    @property
+    def rect(self) -> tuple[float, float, float, float]:
+        return (self.x0, self.y0, self.x1, self.y1)
+
+    @property
+    def yc(self) -> float:
+        return (self.y0 + self.y1) / 2
+
+    @property
+    def main_span(self) -> dict:
+        return max(self.spans, key=lambda s: len(s["text"].strip()))
+
+    @property
+    def bold(self) -> bool:
+        return is_bold(self.main_span) if self.spans else False
+
+
+def join_spans(spans: list[dict]) -> str:
+    """Concatenate spans, adding the space some PDFs omit between word-per-span runs."""
+    out = spans[0]["text"]
+    for prev, s in zip(spans, spans[1:]):
+        gap = s["bbox"][0] - prev["bbox"][2]
+        if gap > 0.15 * prev["size"] and not out.endswith(" ") and not s["text"].startswith(" "):
+            out += " "
+        out += s["text"]
+    return out
+
+
+def lines_from_dict(pdict: dict, page: int = 0) -> list[Line]:
+    """Visual lines of a text dict; lines are split at big gaps so table cells separate."""
+    out: list[Line] = []
+    for bi, block in enumerate(pdict.get("blocks", [])):
+        if block.get("type", 0) != 0:
+            continue
+        for li, line in enumerate(block.get("lines", [])):
+            spans = [s for s in line.get("spans", []) if s.get("text", "").strip()]
+            if not spans:
+                continue
+            d = line.get("dir", (1, 0))
+            horizontal = abs(d[0]) > 0.9 and d[0] > 0
+            groups: list[list[dict]] = [[spans[0]]]
+            if horizontal:
+                for s in spans[1:]:
+                    prev = groups[-1][-1]
+                    gap = s["bbox"][0] - prev["bbox"][2]
+                    if gap > 1.5 * max(prev["size"], 4.0) or gap < -2 * prev["size"]:
+                        groups.append([s])
+                    else:
+                        groups[-1].append(s)
+            else:
+                groups = [spans]
+            for g in groups:
+                xs0 = min(s["bbox"][0] for s in g)
+                ys0 = min(s["bbox"][1] for s in g)
+                xs1 = max(s["bbox"][2] for s in g)
+                ys1 = max(s["bbox"][3] for s in g)
+                text = clean_text(join_spans(g))
+                size = round(max(g, key=lambda s: len(s["text"]))["size"], 1)
+                out.append(Line(xs0, ys0, xs1, ys1, text.strip(), size, g, bi, li, horizontal, page=page))
+    return _merge_row_pieces(out)
+
+
+def _merge_row_pieces(lines: list[Line]) -> list[Line]:
+    """Join pieces of one visual row that PyMuPDF reports as separate lines of a block (justified
+    text with wide word gaps, a bold "Fig. 1." label before its caption text) when the gap is one
+    that would have joined two spans of a line (<= 1.5 x font size)."""
+    out: list[Line] = []
+    for ln in lines:
+        prev = out[-1] if out else None
+        if (prev is not None and prev.block == ln.block and prev.horizontal and ln.horizontal
+                and abs(prev.y0 - ln.y0) < 1.5 and abs(prev.y1 - ln.y1) < 1.5
+                and 0 <= ln.x0 - prev.x1 <= 1.5 * max(prev.size, ln.size, 4.0)):
+            spans = prev.spans + ln.spans
+            out[-1] = Line(prev.x0, min(prev.y0, ln.y0), ln.x1, max(prev.y1, ln.y1),
+                           clean_text(join_spans(spans)).strip(), round(max(spans, key=lambda s: len(s["text"]))["size"], 1),
+                           spans, prev.block, prev.idx, True, page=prev.page,
+                           piece_sizes=(prev.piece_sizes or (prev.size,)) + (ln.piece_sizes or (ln.size,)))
+        else:
+            out.append(ln)
+    return out
+
+
+# ----------------------------------------------------------------------------- graphics
+def _invisible(path: dict) -> bool:
+    """A white fill without a stroke: paints nothing on a white page (watermark and text-box
+    backgrounds), so it must not join a figure region."""
+    fill = path.get("fill")
+    return path.get("type") == "f" and fill is not None and len(fill) >= 3 and min(fill[:3]) >= 0.99
+
+
+def page_graphics(page: pymupdf.Page) -> np.ndarray:
+    """Rects of images and vector paths, minus page decoration (rules, borders, backgrounds)."""
+    W, H = page.rect.width, page.rect.height
+    rects = []
+    try:
+        if page.get_images():  # cheap resource lookup; skips the costly device run on most pages
+            for info in page.get_image_info():
+                rects.append(tuple(info["bbox"]))
+    except Exception:  # noqa: BLE001 - broken image streams must not kill the page
+        log.debug("image info failed on page %s", page.number, exc_info=True)
+    try:
+        paths = page.get_cdrawings()
+    except Exception:  # noqa: BLE001
+        log.debug("drawings failed on page %s", page.number, exc_info=True)
+        paths = []
+    if len(paths) > _MAX_DRAWINGS:
+        paths = paths[:: len(paths) // _MAX_DRAWINGS + 1]
+    for p in paths:
+        r = p.get("rect")
+        if r is not None and not _invisible(p):
+            rects.append(tuple(r))
+    if not rects:
+        return np.zeros((0, 4))
+    a = np.asarray(rects, dtype=float)
+    a[:, 0] = np.clip(a[:, 0], 0, W)
+    a[:, 2] = np.clip(a[:, 2], 0, W)
+    a[:, 1] = np.clip(a[:, 1], 0, H)
+    a[:, 3] = np.clip(a[:, 3], 0, H)
+    w, h = a[:, 2] - a[:, 0], a[:, 3] - a[:, 1]
+    keep = (w >= 0) & (h >= 0) & ((w > 1.5) | (h > 1.5))
+    keep &= ~((w * h) > 0.6 * W * H)  # page backgrounds / borders
+    keep &= ~((h < 3) & (w > 0.5 * W) & ((a[:, 1] < 0.09 * H) | (a[:, 3] > 0.91 * H)))  # header/footer rules
+    keep &= ~((w < 3) & (h > 0.6 * H))  # column separators
+    keep &= ~((a[:, 3] < _MARGIN * H) | (a[:, 1] > (1 - _MARGIN) * H))  # wholly in the top/bottom margin:
+    # running heads, publisher watermarks and logos ("This CVPR paper is the Open Access version ...")
+    return a[keep]
+
+
+# ----------------------------------------------------------------------------- geometry
+def union(rects) -> tuple[float, float, float, float]:
+    """Bounding box of rectangles."""
+    rs = list(rects)
+    return (min(r[0] for r in rs), min(r[1] for r in rs), max(r[2] for r in rs), max(r[3] for r in rs))
+
+
+def overlap_1d(a0, a1, b0, b1) -> float:
+    """Length of the overlap of two intervals."""
+    return max(0.0, min(a1, b1) - max(a0, b0))
+
+
+# ----------------------------------------------------------------------------- pages
+@dataclass
+class PageLayout:
+    """One page: its text dict, visual lines and (on demand, once) its graphics."""
+
+    number: int  # 0-based
+    width: float
+    height: float
+    text: dict
+    lines: list[Line]
+    page: pymupdf.Page | None = None  # None for pages built from another source (no graphics)
+    _graphics: np.ndarray | None = field(default=None, repr=False)
+    body_marked: bool = False
+
+    @property
+    def rect(self) -> pymupdf.Rect:
+        return pymupdf.Rect(0, 0, self.width, self.height)
+
+    def graphics(self) -> np.ndarray:
+        if self._graphics is None:
+            self._graphics = page_graphics(self.page) if self.page is not None else np.zeros((0, 4))
+        return self._graphics
+
+
+def build_page(page: pymupdf.Page, number: int, text: dict | None = None) -> PageLayout:
+    """The page model of a PyMuPDF page (one text extraction)."""
+    if text is None:
+        text = page.get_text("dict", flags=TEXT_FLAGS)
+    r = page.rect
+    return PageLayout(number, r.width or 612.0, r.height or 792.0, text, lines_from_dict(text, number), page)
+
+
+@dataclass
+class DocumentLayout:
+    """Document-wide typography used to tell body text from figure text: body font size (most
+    common size by characters) and the text columns (from the widths of body lines)."""
+
+    pages: list[PageLayout]
+    body_size: float = 10.0
+    two_column: bool = False
+    text_x0: float = 0.0
+    text_x1: float = 612.0
+    page_w: float = 612.0
+
+    def mark_body(self, page: PageLayout) -> None:
+        """Flag lines of body-text paragraphs: blocks of several long, dense lines in the body font."""
+        if page.body_marked:
+            return
+        page.body_marked = True
+        mark_body(page.lines, self)
+
+
+def doc_stats(pages_lines: list[list[Line]], page_w: float) -> DocumentLayout:
+    """Body size and text columns of a document given its pages' lines."""
+    sizes: Counter = Counter()
+    for lines in pages_lines:
+        for ln in lines:
+            if ln.horizontal:
+                sizes[round(ln.size * 2) / 2] += len(ln.text)
+    st = DocumentLayout(pages=[], page_w=page_w)
+    if not sizes:
+        st.text_x1 = page_w
+        return st
+    st.body_size = sizes.most_common(1)[0][0]
+    widths, x0s, x1s = [], [], []
+    for lines in pages_lines:
+        for ln in lines:
+            if ln.horizontal and abs(ln.size - st.body_size) <= 0.6 and len(ln.text) >= 40:
+                widths.append(ln.x1 - ln.x0)
+                x0s.append(ln.x0)
+                x1s.append(ln.x1)
+    if widths:
+        st.two_column = float(np.median(widths)) < 0.5 * page_w
+        st.text_x0 = float(np.percentile(x0s, 5))
+        st.text_x1 = float(np.percentile(x1s, 95))
+    else:
+        st.text_x0, st.text_x1 = 0.05 * page_w, 0.95 * page_w
+    return st
+
+
+def build_document(pages: list[PageLayout]) -> DocumentLayout:
+    st = doc_stats([p.lines for p in pages], pages[0].width if pages else 612.0)
+    st.pages = pages
+    return st
+
+
+def build_layout(doc: pymupdf.Document, max_pages: int | None = None) -> DocumentLayout:
+    """The page model of a document: one text extraction per page, shared by every stage."""
+    n = len(doc) if max_pages is None else min(len(doc), max_pages)
+    pages = []
+    for i in range(n):
+        try:
+            pages.append(build_page(doc[i], i))
+        except Exception:  # noqa: BLE001 - one broken page must not lose the others
+            log.warning("text extraction failed on page %d", i + 1, exc_info=True)
+            pages.append(PageLayout(i, 612.0, 792.0, {"blocks": []}, [], None))
+    return build_document(pages)
+
+
+def mark_body(lines: list[Line], st: DocumentLayout) -> None:
+    """Flag lines of body-text paragraphs: blocks of several long, dense lines in the body font."""
+    by_block: dict[int, list[Line]] = {}
+    for ln in lines:
+        by_block.setdefault(ln.block, []).append(ln)
+    col_w = (st.text_x1 - st.text_x0) / (2 if st.two_column else 1)
+    for blk in by_block.values():
+        hl = [ln for ln in blk if ln.horizontal]
+        if not hl:
+            continue
+        chars = sum(len(ln.text) for ln in hl)
+        body_chars = sum(len(ln.text) for ln in hl if abs(ln.size - st.body_size) <= 0.6)
+        if body_chars < 0.6 * chars:
+            continue
+        # visual rows (several split lines can share a row in tables)
+        rows = {round(ln.y0 / 2) for ln in hl}
+        width = max(ln.x1 for ln in hl) - min(ln.x0 for ln in hl)
+        # density: body text fills its width; table rows have wide gaps
+        dense = [ln for ln in hl if len(ln.text) * st.body_size * 0.42 >= 0.8 * (ln.x1 - ln.x0)]
+        long_lines = [ln for ln in dense if (ln.x1 - ln.x0) >= 0.6 * col_w and len(ln.text) >= 35]
+        if len(rows) != len(hl):
+            continue  # several cells per row: table-like
+        if (len(hl) >= 2 and len(long_lines) >= max(1, 0.5 * len(hl)) and width >= 0.5 * col_w) or (
+            len(hl) == 1 and len(long_lines) == 1 and (hl[0].x1 - hl[0].x0) >= 0.85 * col_w
+        ):
+            for ln in blk:
+                ln.body = True
+
+
+def column_span(bbox, st: DocumentLayout) -> tuple[float, float]:
+    """Horizontal extent a caption's graphic probably occupies (its column or the full text width)."""
+    x0, x1 = bbox[0], bbox[2]
+    full = (min(st.text_x0, x0), max(st.text_x1, x1))
+    if not st.two_column:
+        return full
+    mid = (st.text_x0 + st.text_x1) / 2
+    if x1 - x0 < 0.55 * (st.text_x1 - st.text_x0):
+        if x1 <= mid + 0.05 * st.page_w and (x0 + x1) / 2 < mid:
+            return (min(st.text_x0, x0), max(mid, x1))
+        if x0 >= mid - 0.05 * st.page_w and (x0 + x1) / 2 > mid:
+            return (min(mid, x0), max(st.text_x1, x1))
+    return full

@@ -1,0 +1,339 @@
+"""Figure regions: the graphic that belongs to each caption.
+
+For every caption, the area above (or below, or beside) it inside the caption's column span is
+searched, bounded by the nearest body-text paragraph, another caption or the page edge; raster
+images and vector drawings there are collected. The union grows through touching graphics (wide
+figures) and short text lines (axis ticks, legends) but never through body paragraphs. Regions of
+one page that still overlap are cut apart at the widest whitespace gap.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.ingest.captions import Caption, captions_from_lines
+from app.ingest.layout import DocumentLayout, Line, PageLayout, column_span, overlap_1d, union
+
+__all__ = ["Candidate", "Region", "analyse_page", "choose_region", "convention", "split_overlaps"]
+
+
+@dataclass
+class Candidate:
+    """A caption with its chosen region, ready to rank and render."""
+
+    cap: Caption
+    page: int
+    region: tuple | None
+    has_graphics: bool
+    score: float
+
+
+@dataclass
+class Region:
+    """Content found on one side of a caption."""
+
+    rect: tuple[float, float, float, float] | None
+    gap: float
+    has_graphics: bool
+    area: float = 0.0
+    side: bool = False  # beside the caption (_search_side): no vote on the above/below convention
+
+
+def _obstacles(lines: list[Line], caps: list[Caption], cap: Caption, graphics: np.ndarray) -> list[tuple]:
+    """Rects that end a figure region: body paragraphs (not inside a graphic box) and other captions."""
+    obs = [c.bbox for c in caps if c is not cap]
+    blocks: dict[int, list[Line]] = {}
+    for ln in lines:
+        if ln.body:
+            blocks.setdefault(ln.block, []).append(ln)
+    big = graphics[((graphics[:, 2] - graphics[:, 0]) > 30) & ((graphics[:, 3] - graphics[:, 1]) > 15)] \
+        if len(graphics) else graphics
+    for blk in blocks.values():
+        r = union([ln.rect for ln in blk])
+        if len(big):
+            inside = (big[:, 0] <= r[0] + 2) & (big[:, 1] <= r[1] + 2) & (big[:, 2] >= r[2] - 2) & (big[:, 3] >= r[3] - 2)
+            if inside.any():
+                continue  # text box drawn inside a figure
+        obs.append(r)
+    return obs
+
+
+def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption], graphics: np.ndarray,
+            obstacles: list[tuple], st: DocumentLayout, page_rect, use_text: bool) -> Region:
+    """Collect the graphic region above/below a caption within its column span."""
+    cx0, cy0, cx1, cy1 = cap.bbox
+    sx0, sx1 = column_span(cap.bbox, st)
+    # narrow the span when another caption sits at the same height (side-by-side figures)
+    for o in caps:
+        if o is cap or overlap_1d(o.bbox[1], o.bbox[3], cy0, cy1) <= 0:
+            continue
+        if o.bbox[0] >= cx1:
+            sx1 = min(sx1, (cx1 + o.bbox[0]) / 2)
+        elif o.bbox[2] <= cx0:
+            sx0 = max(sx0, (o.bbox[2] + cx0) / 2)
+    W, H = page_rect.width, page_rect.height
+    up = direction == "above"
+    bound = 0.0 if up else H
+    for r in obstacles:
+        if overlap_1d(r[0], r[2], sx0, sx1) < 0.25 * min(r[2] - r[0], sx1 - sx0):
+            continue
+        if up and r[3] <= cy0 + 2 and r[1] < cy0:
+            bound = max(bound, r[3])
+        elif not up and r[1] >= cy1 - 2 and r[3] > cy1:
+            bound = min(bound, r[1])
+    ry0, ry1 = (bound, cy0) if up else (cy1, bound)
+    if ry1 - ry0 < 4:
+        return Region(None, float("inf"), False)
+    g = graphics
+    sel = np.zeros(len(g), dtype=bool)
+    if len(g):
+        ix = np.clip(np.minimum(g[:, 2], sx1) - np.maximum(g[:, 0], sx0), 0, None)
+        w = np.maximum(g[:, 2] - g[:, 0], 0.5)
+        inside_y = (g[:, 1] >= ry0 - 1) & (g[:, 3] <= ry1 + 1)
+        sel = inside_y & (ix > 0) & (ix >= 0.5 * np.minimum(w, sx1 - sx0))
+    cap_ids = {id(l2) for c in caps for l2 in c.lines}
+    # rotated text (y-axis titles and tick labels) belongs to the graphic too, unless it is long
+    # enough to be a margin stamp ("arXiv:... [cs.LG]")
+    text_pool = [ln for ln in lines if not ln.body and id(ln) not in cap_ids and ln.y0 >= ry0 - 1
+                 and ln.y1 <= ry1 + 1 and (ln.horizontal or ln.y1 - ln.y0 <= 0.25 * H)]
+    has_g = bool(sel.any())
+    if has_g:
+        # grow through touching graphics (wide figures with a narrow caption)
+        u = _grow_touching(g, sel, (g[:, 1] >= ry0 - 1) & (g[:, 3] <= ry1 + 1))
+        u = _grow_text(u, text_pool, st, ry0, ry1)
+    elif use_text:
+        u = _text_region([ln for ln in text_pool if ln.horizontal], cap, up, st)
+        if u is None:
+            return Region(None, float("inf"), False)
+    else:
+        return Region(None, float("inf"), False)
+    u[1], u[3] = max(u[1], ry0), min(u[3], ry1)
+    if u[3] - u[1] < 2 or u[2] - u[0] < 2:
+        return Region(None, float("inf"), False)
+    gap = (cy0 - u[3]) if up else (u[1] - cy1)
+    return Region(tuple(u), max(gap, 0.0), has_g, (u[2] - u[0]) * (u[3] - u[1]))
+
+
+def _search_side(cap: Caption, right: bool, lines: list[Line], caps: list[Caption], graphics: np.ndarray,
+                 obstacles: list[tuple], st: DocumentLayout, page_rect) -> Region:
+    """Collect a graphic beside a narrow caption (side captions: Nature and Science put the caption
+    in a narrow column at the figure's left). Only graphics that start level with the caption,
+    between the body paragraphs above and below, with no other caption in that band."""
+    none = Region(None, float("inf"), False)
+    cx0, cy0, cx1, cy1 = cap.bbox
+    tx0, tx1 = min(st.text_x0, cx0), max(st.text_x1, cx1)
+    if len(graphics) == 0 or cx1 - cx0 > 0.5 * (tx1 - tx0) or sum(ln.body for ln in cap.lines) * 2 > len(cap.lines):
+        return none  # a column-wide caption, or body text that starts with "Figure 3 ..."
+    sx0, sx1 = (cx1, tx1) if right else (tx0, cx0)
+    if sx1 - sx0 < 0.25 * (tx1 - tx0):
+        return none
+    top, bot = 0.0, page_rect.height
+    for r in obstacles:
+        if overlap_1d(r[0], r[2], sx0, sx1) < 0.25 * min(r[2] - r[0], sx1 - sx0):
+            continue
+        if r[3] <= cy0 + 2:
+            top = max(top, r[3])
+        elif r[1] >= cy0 - 2:
+            bot = min(bot, r[1])
+        else:
+            return none  # body text or another caption beside the caption's first line
+    for o in caps:
+        if o is not cap and overlap_1d(o.bbox[0], o.bbox[2], sx0, sx1) > 0 and overlap_1d(o.bbox[1], o.bbox[3], top, bot) > 0:
+            return none
+    g = graphics
+    vy = (g[:, 1] >= top - 1) & (g[:, 3] <= bot + 1)
+    side = (g[:, 0] >= sx0 - 2) if right else (g[:, 2] <= sx1 + 2)
+    level = (g[:, 1] <= cy1) & (g[:, 3] >= cy0 + st.body_size)
+    sel = vy & side & level
+    if not sel.any():
+        return none
+    u = _grow_touching(g, sel, vy)  # panels below the caption's end
+    cap_ids = {id(l2) for c in caps for l2 in c.lines}
+    pool = [ln for ln in lines if not ln.body and id(ln) not in cap_ids and ln.y0 >= top - 1 and ln.y1 <= bot + 1
+            and (ln.x0 >= cx1 - 2 if right else ln.x1 <= cx0 + 2)]
+    u = _grow_text(u, pool, st, top, bot)
+    if u[2] - u[0] < 0.2 * (tx1 - tx0) or u[3] - u[1] < 3 * st.body_size:
+        return none
+    gap = (u[0] - cx1) if right else (cx0 - u[2])
+    return Region(tuple(u), max(gap, 0.0), True, (u[2] - u[0]) * (u[3] - u[1]), side=True)
+
+
+def _grow_touching(g: np.ndarray, sel: np.ndarray, within: np.ndarray, rounds: int = 6) -> list:
+    """Bounding box of the selected graphics grown through graphics (among `within`) that touch it."""
+    sel = sel.copy()
+    u = list(union(g[sel]))
+    for _ in range(rounds):
+        touch = within & ~sel & (g[:, 0] <= u[2] + 3) & (g[:, 2] >= u[0] - 3) & (g[:, 1] <= u[3] + 3) & (g[:, 3] >= u[1] - 3)
+        if not touch.any():
+            break
+        sel |= touch
+        u = list(union(g[sel]))
+    return u
+
+
+def _grow_text(u: list, pool: list[Line], st: DocumentLayout, ry0: float, ry1: float) -> list:
+    """Add short text lines touching the graphic (ticks, legends, axis titles, sub-captions)."""
+    px, py = 0.8 * st.body_size, 0.5 * st.body_size
+    added = set()
+    for _ in range(4):
+        changed = False
+        for ln in pool:
+            if id(ln) in added:
+                continue
+            if ln.x0 <= u[2] + px and ln.x1 >= u[0] - px and ln.y0 <= u[3] + py and ln.y1 >= u[1] - py:
+                added.add(id(ln))
+                u = [min(u[0], ln.x0), min(u[1], ln.y0), max(u[2], ln.x1), max(u[3], ln.y1)]
+                changed = True
+        if not changed:
+            break
+    return u
+
+
+def _text_region(pool: list[Line], cap: Caption, up: bool, st: DocumentLayout) -> list | None:
+    """Contiguous non-body text next to the caption (text-only figures, tables)."""
+    sx0, sx1 = column_span(cap.bbox, st)
+    cand = [ln for ln in pool if overlap_1d(ln.x0, ln.x1, sx0, sx1) > 0.5 * (ln.x1 - ln.x0)]
+    cand.sort(key=lambda ln: -ln.y1 if up else ln.y0)
+    edge = cap.bbox[1] if up else cap.bbox[3]
+    got: list[Line] = []
+    for ln in cand:
+        d = (edge - ln.y1) if up else (ln.y0 - edge)
+        if d > 2.2 * st.body_size:
+            break
+        got.append(ln)
+        edge = min(edge, ln.y0) if up else max(edge, ln.y1)
+    if not got:
+        return None
+    return list(union([ln.rect for ln in got]))
+
+
+def analyse_page(page: PageLayout, st: DocumentLayout) -> list[tuple[Caption, Region, Region]]:
+    """Captions of a page with their candidate regions above and below. A figure caption with no
+    graphic on either side gets the graphic beside it as its "below" region (side captions)."""
+    lines = page.lines
+    caps = captions_from_lines(lines, st)
+    if not caps:
+        return []
+    graphics = page.graphics()
+    out = []
+    for cap in caps:
+        if not cap.horizontal:
+            rect = tuple(union(graphics)) if len(graphics) else None
+            reg = Region(rect, 0.0, rect is not None)
+            out.append((cap, reg, Region(None, float("inf"), False)))
+            continue
+        obs = _obstacles(lines, caps, cap, graphics)
+        use_text = True
+        above = _search(cap, "above", lines, caps, graphics, obs, st, page.rect, use_text)
+        below = _search(cap, "below", lines, caps, graphics, obs, st, page.rect, use_text)
+        if cap.kind == "figure" and not above.has_graphics and not below.has_graphics:
+            # side captions: the graphic beside the caption, when nothing lies above or below
+            for right in (True, False):
+                side = _search_side(cap, right, lines, caps, graphics, obs, st, page.rect)
+                if side.has_graphics:
+                    above, below = Region(None, float("inf"), False), side
+                    break
+        out.append((cap, above, below))
+    return out
+
+
+def choose_region(cap: Caption, above: Region, below: Region, prefer_above: bool) -> Region | None:
+    """Pick the side holding the caption's graphic, following the document's convention."""
+    first, second = (above, below) if prefer_above else (below, above)
+    if first.has_graphics and (not second.has_graphics or first.gap <= second.gap + 30):
+        return first
+    if second.has_graphics:
+        return second
+    if cap.kind == "table":
+        for r in (first, second):
+            if r.rect is not None:
+                return r
+        return None
+    # text-only figure: require a reasonably sized region near the caption
+    for r in (first, second):
+        if r.rect is not None and r.gap < 30 and (r.rect[3] - r.rect[1]) >= 15:
+            return r
+    return None
+
+
+def convention(analysed: list[tuple[Caption, Region, Region]], kind: str) -> bool:
+    """True when this document places captions of ``kind`` below their content (graphic above)."""
+    votes = Counter()
+    for cap, a, b in analysed:
+        if cap.kind != kind or a.side or b.side:
+            continue
+        ga = a.gap if (a.has_graphics or kind == "table") and a.rect is not None else float("inf")
+        gb = b.gap if (b.has_graphics or kind == "table") and b.rect is not None else float("inf")
+        if ga == gb:
+            continue
+        votes["above" if ga < gb else "below"] += 1
+    if not votes:
+        return kind == "figure"
+    if kind == "figure":
+        return votes["above"] >= votes["below"]
+    return votes["above"] > votes["below"]
+
+
+def _largest_gap(intervals: list[tuple[float, float]], lo: float, hi: float) -> float:
+    """Middle of the widest stretch of [lo, hi] that no interval covers (midpoint if none)."""
+    best, best_w, y = (lo + hi) / 2, 0.0, lo
+    for a, b in sorted(intervals):
+        if a > y and min(a, hi) - y > best_w:
+            best, best_w = (y + min(a, hi)) / 2, min(a, hi) - y
+        y = max(y, b)
+        if y >= hi:
+            break
+    if hi - y > best_w:
+        best = (y + hi) / 2
+    return best
+
+
+def split_overlaps(cands: list[Candidate], st: DocumentLayout) -> None:
+    """Two regions of one page that overlap (e.g. a table right above a figure: the table grows
+    down into the plot, the figure up into the table) are cut apart at the widest whitespace gap
+    between them; the one whose caption is higher keeps the upper part."""
+    by_page: dict[int, list[Candidate]] = {}
+    for c in cands:
+        if c.region is not None:
+            by_page.setdefault(c.page, []).append(c)
+    for page_no, group in by_page.items():
+        if len(group) < 2:
+            continue
+        graphics = None
+        for i in range(len(group)):
+            for j in range(i + 1, len(group)):
+                a, b = group[i], group[j]
+                ra, rb = a.region, b.region
+                if overlap_1d(ra[0], ra[2], rb[0], rb[2]) <= 5 or overlap_1d(ra[1], ra[3], rb[1], rb[3]) <= 2:
+                    continue
+                if graphics is None:
+                    graphics = st.pages[page_no].graphics()
+                items = [ln.rect for ln in st.pages[page_no].lines] + [tuple(g) for g in graphics]
+                side_by_side = overlap_1d(a.cap.bbox[1], a.cap.bbox[3], b.cap.bbox[1], b.cap.bbox[3]) > 0
+                if side_by_side:  # captions on one row: cut at the widest vertical gutter
+                    left, right = (a, b) if a.cap.bbox[0] <= b.cap.bbox[0] else (b, a)
+                    # the gutter lies between the two captions' centres
+                    lo = max(min(ra[0], rb[0]), (left.cap.bbox[0] + left.cap.bbox[2]) / 2)
+                    hi = min(max(ra[2], rb[2]), (right.cap.bbox[0] + right.cap.bbox[2]) / 2)
+                    y0, y1 = max(ra[1], rb[1]), min(ra[3], rb[3])
+                    spans = [(r[0], r[2]) for r in items if overlap_1d(r[1], r[3], y0, y1) > 0 and r[2] > lo and r[0] < hi]
+                    cut = _largest_gap(spans, lo, hi)
+                    lr_, rr_ = left.region, right.region
+                    if lr_[0] < cut < rr_[2]:
+                        left.region = (lr_[0], lr_[1], min(lr_[2], cut), lr_[3])
+                        right.region = (max(rr_[0], cut), rr_[1], rr_[2], rr_[3])
+                    continue
+                upper, lower = (a, b) if a.cap.bbox[1] <= b.cap.bbox[1] else (b, a)
+                lo = max(min(ra[1], rb[1]), (upper.cap.bbox[1] + upper.cap.bbox[3]) / 2)
+                hi = min(max(ra[3], rb[3]), (lower.cap.bbox[1] + lower.cap.bbox[3]) / 2)
+                if hi <= lo:
+                    continue
+                x0, x1 = max(ra[0], rb[0]), min(ra[2], rb[2])
+                spans = [(r[1], r[3]) for r in items if overlap_1d(r[0], r[2], x0, x1) > 0 and r[3] > lo and r[1] < hi]
+                cut = _largest_gap(spans, lo, hi)
+                ur, lr = upper.region, lower.region
+                if ur[1] < cut and lr[3] > cut:
+                    upper.region = (ur[0], ur[1], ur[2], min(ur[3], cut))
+                    lower.region = (lr[0], max(lr[1], cut), lr[2], lr[3])

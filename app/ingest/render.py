@@ -1,0 +1,44 @@
+"""Rendering a figure crop and its thumbnail to PNG, within a pixel budget."""
+from __future__ import annotations
+
+import math
+import pathlib
+
+import pymupdf
+from PIL import Image
+
+__all__ = ["MAX_CROP_PIXELS", "crop_zoom", "render_crop"]
+
+# A crop never exceeds this many pixels: a huge figure (a poster page, a 10,000-pt wide plot) is
+# rendered at a lower resolution instead of producing a 250-megapixel image.
+MAX_CROP_PIXELS = 4_000_000
+
+
+def crop_zoom(rect: pymupdf.Rect, dpi: int, max_pixels: int = MAX_CROP_PIXELS) -> float:
+    """Scale from points to pixels: `dpi`, lowered when the crop would exceed `max_pixels`."""
+    zoom = dpi / 72.0
+    area = max(rect.width, 1.0) * max(rect.height, 1.0)
+    if area * zoom * zoom > max_pixels:
+        zoom = math.sqrt(max_pixels / area)
+    return zoom
+
+
+def render_crop(page: pymupdf.Page, dl, rect, out_dir: pathlib.Path, rel_prefix: str, stem: str,
+                dpi: int, thumb_px: int, max_pixels: int = MAX_CROP_PIXELS) -> tuple[str, str, int, int]:
+    """Write the crop and its thumbnail; return relative paths and pixel size. `dl` is the page's
+    display list (shared by the crops of one page)."""
+    r = pymupdf.Rect(rect) + (-2, -2, 2, 2)
+    r &= page.rect
+    if r.is_empty or r.width < 1 or r.height < 1:
+        r = page.rect
+    zoom = crop_zoom(r, dpi, max_pixels)
+    pix = dl.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), clip=r, alpha=False)
+    if pix.n != 3:
+        pix = pymupdf.Pixmap(pymupdf.csRGB, pix)
+    img_name, thumb_name = f"{stem}.png", f"{stem}.thumb.png"
+    im = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+    im.save(out_dir / img_name, compress_level=1)
+    im.thumbnail((thumb_px, thumb_px), Image.BILINEAR, reducing_gap=2.0)
+    im.save(out_dir / thumb_name, compress_level=3)
+    prefix = rel_prefix.rstrip("/")
+    return f"{prefix}/{img_name}", f"{prefix}/{thumb_name}", pix.width, pix.height

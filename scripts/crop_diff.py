@@ -1,0 +1,103 @@
+"""Snapshot what extraction finds in a folder of PDFs, and diff two snapshots.
+
+    python scripts/crop_diff.py snapshot ../shared/corpus/recsys /tmp/before.json [--workers 2]
+    python scripts/crop_diff.py diff /tmp/before.json /tmp/after.json [--tol 1.0]
+
+A snapshot holds, per PDF, every extracted figure/table (kind, number, page, crop box, caption) and
+the parsed paper fields (title, authors, year, abstract, sentence and mention counts). `diff`
+prints boxes that moved by more than `--tol` points, figures found or lost, caption and paper-field
+changes, so a refactoring can be shown to keep the crops (or a fix to change only what it should).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import pathlib
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from app.ingest.extract import Limits, extract_pdf  # noqa: E402
+
+
+def _one(args: tuple[str, str]) -> tuple[str, dict]:
+    pdf, root = args
+    rel = str(pathlib.Path(pdf).relative_to(root))
+    with tempfile.TemporaryDirectory(prefix="cropdiff-") as tmp:
+        ex = extract_pdf(pdf, tmp, Limits())
+    p = ex.paper
+    return rel, {
+        "status": ex.status,
+        "paper": {"title": p.title, "authors": p.authors, "year": p.year, "abstract": p.abstract,
+                  "sentences": len(p.sentences), "references": len(p.references), "mentions": len(ex.mentions)},
+        "figures": {f"{f.kind} {f.number}": {"page": f.page, "bbox": f.bbox, "caption": f.caption,
+                                              "crop_quality": getattr(f, "crop_quality", "ok"),
+                                              "size": [f.width, f.height]} for f in ex.figures},
+        "dropped": [dict(d) for d in getattr(ex, "dropped_figures", [])],
+    }
+
+
+def snapshot(root: pathlib.Path, out: pathlib.Path, workers: int) -> None:
+    pdfs = sorted(str(p) for p in root.rglob("*.pdf"))
+    with mp.get_context("spawn").Pool(workers) as pool:
+        res = dict(pool.imap(_one, [(p, str(root)) for p in pdfs], chunksize=1))
+    out.write_text(json.dumps(res, indent=0, sort_keys=True))
+    print(f"{len(res)} PDFs, {sum(len(v['figures']) for v in res.values())} figures/tables -> {out}")
+
+
+def diff(a_path: pathlib.Path, b_path: pathlib.Path, tol: float) -> int:
+    a, b = json.loads(a_path.read_text()), json.loads(b_path.read_text())
+    n_same = n_moved = n_lost = n_new = n_cap = n_field = 0
+    for pdf in sorted(set(a) | set(b)):
+        fa, fb = a.get(pdf, {}).get("figures", {}), b.get(pdf, {}).get("figures", {})
+        for key in sorted(set(fa) | set(fb)):
+            x, y = fa.get(key), fb.get(key)
+            if x is None:
+                n_new += 1
+                print(f"NEW   {pdf} | {key} p{y['page']} {y['bbox']}")
+            elif y is None:
+                n_lost += 1
+                print(f"LOST  {pdf} | {key} p{x['page']} {x['bbox']}")
+            else:
+                moved = x["page"] != y["page"] or max(abs(u - v) for u, v in zip(x["bbox"], y["bbox"])) > tol
+                if moved:
+                    n_moved += 1
+                    print(f"MOVED {pdf} | {key} p{x['page']} {x['bbox']} -> p{y['page']} {y['bbox']}")
+                else:
+                    n_same += 1
+                if x["caption"] != y["caption"]:
+                    n_cap += 1
+                    print(f"CAPTION {pdf} | {key}\n   - {x['caption'][:300]}\n   + {y['caption'][:300]}")
+        pa, pb = a.get(pdf, {}).get("paper", {}), b.get(pdf, {}).get("paper", {})
+        for k in sorted(set(pa) | set(pb)):
+            if pa.get(k) != pb.get(k):
+                n_field += 1
+                print(f"FIELD {pdf} | {k}: {str(pa.get(k))[:200]!r} -> {str(pb.get(k))[:200]!r}")
+    print(f"same boxes {n_same}, moved {n_moved}, lost {n_lost}, new {n_new}, caption changes {n_cap}, "
+          f"paper-field changes {n_field}")
+    return n_moved + n_lost + n_new
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("snapshot")
+    s.add_argument("root", type=pathlib.Path)
+    s.add_argument("out", type=pathlib.Path)
+    s.add_argument("--workers", type=int, default=2)
+    d = sub.add_parser("diff")
+    d.add_argument("a", type=pathlib.Path)
+    d.add_argument("b", type=pathlib.Path)
+    d.add_argument("--tol", type=float, default=1.0)
+    args = ap.parse_args()
+    if args.cmd == "snapshot":
+        snapshot(args.root, args.out, args.workers)
+    else:
+        diff(args.a, args.b, args.tol)
+
+
+if __name__ == "__main__":
+    main()
