@@ -290,7 +290,7 @@ def eval_cmd(data_dir: Optional[Path] = DataDir,
              variants: Optional[str] = typer.Option(None, "--variants", help="Comma-separated variants for --ablation."),
              folds: int = typer.Option(3, "--folds", min=2, help="Cross-fitting folds of the target papers.")) -> None:
     """Seed-000 evaluation: p@3/p@5 (Same, Citing), MAP, t-tests, pair accuracy; report + plots."""
-    from app.eval.recommendation import evaluate_data_dir
+    from app.eval.run import evaluate_data_dir
 
     settings = _settings(data_dir)
     try:
@@ -375,6 +375,9 @@ def _register_subcommands() -> None:
     from app.central.cli import register as register_central
 
     register_central(cli)
+    from app.eval.scanned_cli import register as register_scanned
+
+    register_scanned(cli)
     try:
         from app.learn.cli import register as register_learn
     except ImportError:  # the learned-model package is optional at import time

@@ -62,8 +62,8 @@ class SavableModule(nn.Module):
     def load(cls, path: str | Path, map_location: str | torch.device = "cpu") -> "SavableModule":
         d = Path(path)
         info = json.loads((d / META).read_text())
-        if info["class"] not in _REGISTRY:
-            import models.fcc, models.fusion, models.image, models.text  # noqa: F401,E401  (register classes)
+        if info["class"] not in _REGISTRY and cls is SavableModule:
+            raise TypeError(f"{d} holds a {info['class']}: import the module that defines it before loading")
         klass = _REGISTRY.get(info["class"], cls)
         if cls is not SavableModule and not issubclass(klass, cls):
             raise TypeError(f"{d} holds a {info['class']}, not a {cls.__name__}")

@@ -66,12 +66,12 @@ def score_central(paper_ids: list[int] | None = None, cfg: dict | None = None) -
 
 
 # ------------------------------------------------------------------ learned embeddings (issue 4)
-# Thin shells around app.learn.jobs; embedded mode calls the same functions in-process (index
+# Thin shells around app.search.indexing's jobs; embedded mode calls the same functions in-process (index
 # builds after ingestion embed new figures with the trained model through app.search.indexing).
 @app.task(name="figsearch.embed_new_figures")
 def embed_new_figures(cfg: dict | None = None) -> dict:
     """Embed figures the current trained model has not embedded yet (batched)."""
-    from app.learn import jobs
+    from app.search import indexing as jobs
 
     return jobs.embed_new_figures(_settings(cfg))
 
@@ -79,7 +79,7 @@ def embed_new_figures(cfg: dict | None = None) -> dict:
 @app.task(name="figsearch.refresh_index")
 def refresh_index(cfg: dict | None = None) -> dict:
     """Rebuild the search index (learned vectors when a model exists) as a new version."""
-    from app.learn import jobs
+    from app.search import indexing as jobs
 
     return jobs.refresh_index(_settings(cfg))
 
@@ -88,7 +88,7 @@ def refresh_index(cfg: dict | None = None) -> dict:
 def reembed_all(cfg: dict | None = None) -> dict:
     """After a new model version: embed everything with it, publish a new index version (the old
     one serves until CURRENT switches; the API swaps engines on `current_version` change)."""
-    from app.learn import jobs
+    from app.search import indexing as jobs
 
     return jobs.reembed_all(_settings(cfg))
 

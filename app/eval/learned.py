@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from app.eval.recommendation import (TOP, W_GRID, evaluate_ranker, lexical_ranker, n_relevant, pair_accuracy,
+                                     paired_p, rerank_ranker, sample_pairs, summarise)
 from app.learn.data import LearnData
 from app.learn.train import TrainConfig
 from app.learn.variants import FCC_VARIANTS, VARIANTS, config_for
@@ -104,8 +106,6 @@ def fcc_embed(loaded, data: LearnData, rows: np.ndarray) -> dict[str, np.ndarray
 
 # --------------------------------------------------------------------------- rankers
 def fold_dense_ranker(data, fe: FoldEmbeddings):
-    from app.eval.recommendation import TOP
-
     def rank(t: int) -> np.ndarray:
         emb = fe.for_target(t)
         sims = emb @ emb[t]
@@ -117,8 +117,6 @@ def fold_dense_ranker(data, fe: FoldEmbeddings):
 
 def fold_rerank_ranker(data, method: str, fe: FoldEmbeddings, w: float):
     """The evaluation's re-ranker, each target embedded by its own fold's model."""
-    from app.eval.recommendation import rerank_ranker
-
     return rerank_ranker(data, method, fe.for_target, w)
 
 
@@ -133,8 +131,6 @@ def random_ranker(data, seed: int = 0):
 
 def expected_random_precision(data, targets: list[int]) -> float:
     """Expected p@k of a uniformly random ranking = relevant / (n - 1), averaged over targets."""
-    from app.eval.recommendation import n_relevant
-
     n = len(data.paper_of)
     return float(np.mean([n_relevant(data, t) / (n - 1) for t in targets])) if targets else 0.0
 
@@ -142,8 +138,6 @@ def expected_random_precision(data, targets: list[int]) -> float:
 def learned_rows(data, split, name: str, embs: dict[str, FoldEmbeddings], first_stage: str,
                  report: dict, per_method: dict, suffix: str) -> None:
     """Add embedding<suffix>, rerank<suffix> (w tuned on validation) and image_only<suffix>."""
-    from app.eval.recommendation import W_GRID, evaluate_ranker, summarise
-
     fused = embs.get("fused")
     if fused is not None:
         per_method[f"embedding{suffix}"] = evaluate_ranker(data, fold_dense_ranker(data, fused), split.test)
@@ -160,8 +154,6 @@ def learned_rows(data, split, name: str, embs: dict[str, FoldEmbeddings], first_
 def pair_rows(data, split, embs: dict[str, FoldEmbeddings], seed: int, n_pairs: int = 500) -> dict:
     """Seed-000 Tables 1/3 pair accuracy with the cross-fitted embeddings (the first figure of each
     pair is from a target paper; its fold's model embeds both figures)."""
-    from app.eval.recommendation import pair_accuracy, sample_pairs
-
     rng = np.random.default_rng(seed + 1)
     val_pairs = sample_pairs(data, split.val, n_pairs // 5 or 1, rng) if split.val else None
     test_pairs = sample_pairs(data, split.test, n_pairs, rng)
@@ -179,8 +171,6 @@ def evaluate_learned(settings, data, split, report: dict, seed: int = 0, first_s
                      base: TrainConfig | None = None, progress: bool = True) -> dict:
     """Add the learned rows to a run_evaluation report (in place) and return it."""
     from app.learn.data import load_learn_data
-    from app.eval.recommendation import evaluate_ranker, lexical_ranker, paired_p, summarise
-
     ldata = load_learn_data(settings)
     eval_fids = [d.figure_id for d in data.col.docs]
     targets = list(split.test) + list(split.val)

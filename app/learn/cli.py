@@ -57,7 +57,7 @@ def register(cli: typer.Typer) -> None:
                "train_seconds": res.metrics["train_seconds"], "val_acc": res.metrics["val_acc"],
                "n_train_figures": res.metrics.get("n_train_figures"), "excluded_papers": len(excluded)}
         if reindex and model == DEFAULT_MODEL:
-            from app.learn.jobs import reembed_all
+            from app.search.indexing import reembed_all
 
             out["index"] = reembed_all(settings, progress=True)
         typer.echo(json.dumps(out) if json_out else "\n".join(f"{k}: {v}" for k, v in out.items()))
@@ -74,7 +74,7 @@ def register(cli: typer.Typer) -> None:
                       first_stage: str = typer.Option("tfidf", "--first-stage")) -> None:
         """`figsearch eval` plus a row per model variant (cross-fitted: targets' papers never train
         the model that ranks them); same report files."""
-        from app.eval.recommendation import evaluate_data_dir
+        from app.eval.run import evaluate_data_dir
         from app.settings import settings_for
 
         settings = settings_for(data_dir)

@@ -77,7 +77,7 @@ class LearnData:
     # -------------------------------------------------------------- features
     def minilm(self, progress: bool = False) -> np.ndarray:
         if self._text is None:
-            from app.search.indexing import default_text_encoder, embed_docs
+            from app.search.embeddings import default_text_encoder, embed_docs
 
             enc, name = default_text_encoder()
             self._text, _ = embed_docs(self.docs, Path(self.data_dir) / "index", enc, name, progress=progress)
@@ -120,7 +120,7 @@ class LearnData:
         if self._paper is not None:
             return self._paper
         from app.search.engine import FigureDoc as _Doc
-        from app.search.indexing import embed_docs
+        from app.search.embeddings import embed_docs
 
         papers = sorted(set(self.paper_of.tolist()))
         pdocs = [_Doc(p, p, "", self.paper_text.get(p, "")) for p in papers]

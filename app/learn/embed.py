@@ -152,7 +152,7 @@ class TextQueryEncoder:
     def __call__(self, texts: list[str]) -> np.ndarray:
         cfg, model = self.loaded.config, self.loaded.model
         if cfg.text == "minilm":
-            from app.search.indexing import FIGURE_TEXT_TOKENS
+            from app.search.embeddings import FIGURE_TEXT_TOKENS
             from app.search.encoder import default_encoder
 
             t = torch.from_numpy(default_encoder().encode(list(texts), max_length=FIGURE_TEXT_TOKENS))
@@ -171,7 +171,7 @@ def index_model(data_dir: Path):
     """The learned model whose vectors the CURRENT search index holds (index/dense.json), or None
     when the index holds MiniLM vectors."""
     from app.learn.registry import load_dir, models_root
-    from app.search.indexing import read_dense_info
+    from app.search.embeddings import read_dense_info
 
     info = read_dense_info(Path(data_dir) / "index")
     if info.get("kind") != "learned":

@@ -83,6 +83,8 @@ class LoadedModel:
 def load_dir(path: Path, name: str = "", version: str = "") -> LoadedModel:
     from app.learn.train import TrainConfig
     from app.learn.vocab import Vocab
+    import models.fcc  # noqa: F401  (the model families a version can hold register themselves)
+    import models.fusion  # noqa: F401
     from models.base import SavableModule
 
     path = Path(path)

@@ -1,24 +1,25 @@
 """Build or refresh the search index of a data dir from its database.
 
-Embeddings are cached per figure (keyed by a hash of the figure text and the encoder name), so a
-refresh after new papers only encodes the new figures; the lexical index is rebuilt (seconds for
-tens of thousands of figures). The result is written as a new index version and CURRENT is
-switched atomically, so running services pick it up without downtime.
+Embeddings are cached per figure (embeddings.py), so a refresh after new papers only encodes the
+new figures; the lexical index is rebuilt (seconds for tens of thousands of figures). The result
+is written as a new index version and CURRENT is switched atomically, so running services pick it
+up without downtime. `refresh_index` / `reembed_all` are the jobs the ingest pipeline and the
+workers run after new papers or a new trained model.
 """
 from __future__ import annotations
 
-import hashlib
-import os
+import json
 import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 from app.db.session import session_scope
 from app.search.collection import Collection, load_collection
+from app.search.embeddings import (DENSE_FILE, PAPER_TEXT_TOKENS, Encoder, default_text_encoder, embed_docs,
+                                   read_dense_info)
 from app.search.engine import FigureDoc, SearchEngine, read_w
 from app.search.papers import PaperIndex
 from app.search.text import analyze
@@ -26,41 +27,9 @@ from app.settings import Settings
 
 log = logging.getLogger(__name__)
 
-Encoder = Callable[[list[str]], np.ndarray]
-
 
 def index_root(settings: Settings) -> Path:
     return settings.data_dir / "index"
-
-
-def _text_key(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).hexdigest()
-
-
-class EmbeddingCache:
-    """figure_id -> (text hash, vector) in one npz per encoder name."""
-
-    def __init__(self, root: Path, encoder_name: str):
-        self.path = root / f"embeddings-{encoder_name}.npz"
-        self.vectors: dict[int, np.ndarray] = {}
-        self.keys: dict[int, str] = {}
-        if self.path.exists():
-            z = np.load(self.path, allow_pickle=False)
-            for fid, key, vec in zip(z["ids"].tolist(), z["keys"].tolist(), z["vectors"]):
-                self.vectors[fid], self.keys[fid] = vec, key
-
-    def lookup(self, docs: list[FigureDoc]) -> tuple[list[int], list[str]]:
-        """Indices of docs needing an embedding, and their keys."""
-        keys = [_text_key(d.text) for d in docs]
-        todo = [i for i, (d, k) in enumerate(zip(docs, keys)) if self.keys.get(d.figure_id) != k]
-        return todo, keys
-
-    def save(self, docs: list[FigureDoc], keys: list[str]) -> None:
-        ids = np.array([d.figure_id for d in docs], dtype=np.int64)
-        vecs = np.stack([self.vectors[d.figure_id] for d in docs]) if docs else np.zeros((0, 1), np.float32)
-        tmp = self.path.with_name(f".{self.path.stem}.{os.getpid()}.tmp.npz")
-        np.savez(tmp, ids=ids, keys=np.array(keys), vectors=vecs.astype(np.float32))
-        tmp.replace(self.path)
 
 
 @dataclass
@@ -69,42 +38,6 @@ class IndexReport:
     n_figures: int
     n_encoded: int
     seconds: float
-
-
-def embed_docs(docs: list[FigureDoc], root: Path, encoder: Encoder, encoder_name: str,
-               progress: bool = False) -> tuple[np.ndarray, int]:
-    """Embeddings for docs, reusing the cache; returns (matrix, number newly encoded)."""
-    root.mkdir(parents=True, exist_ok=True)
-    cache = EmbeddingCache(root, encoder_name)
-    todo, keys = cache.lookup(docs)
-    if todo:
-        batch = 256
-        from tqdm import tqdm
-
-        with tqdm(total=len(todo), desc="embed", unit="fig", disable=not progress) as bar:
-            for s in range(0, len(todo), batch):
-                part = todo[s:s + batch]
-                vecs = np.asarray(encoder([docs[i].text for i in part]), dtype=np.float32)
-                for i, v in zip(part, vecs):
-                    cache.vectors[docs[i].figure_id] = v
-                    cache.keys[docs[i].figure_id] = keys[i]
-                bar.update(len(part))
-        cache.save(docs, keys)
-    if not docs:
-        return np.zeros((0, 384), np.float32), 0
-    return np.stack([cache.vectors[d.figure_id] for d in docs]).astype(np.float32), len(todo)
-
-
-FIGURE_TEXT_TOKENS = 128  # the seed feeds models the first 100 words (caption first)
-PAPER_TEXT_TOKENS = 256  # title + the start of the abstract
-
-
-def default_text_encoder() -> tuple[Encoder, str]:
-    """MiniLM over figure texts truncated to 128 word pieces: ~3x faster than 256 on CPU."""
-    from app.search.encoder import default_encoder
-
-    enc = default_encoder()
-    return (lambda texts: enc.encode(texts, max_length=FIGURE_TEXT_TOKENS)), "minilm128"
 
 
 def paper_index(col: Collection, root: Path, encoder: Encoder | None = None,
@@ -136,9 +69,6 @@ def visual_embeddings(settings: Settings, col: Collection, progress: bool = Fals
     return None
 
 
-DENSE_FILE = "dense.json"
-
-
 def learned_embeddings(settings: Settings, docs: list[FigureDoc], progress: bool = False):
     """(fused vectors aligned with docs, n newly embedded, info) from the CURRENT trained default
     model (app.learn), or None when no model is trained / learned embeddings are switched off.
@@ -165,24 +95,12 @@ def learned_embeddings(settings: Settings, docs: list[FigureDoc], progress: bool
                          "dim": int(vecs.shape[1]) if vecs.ndim == 2 else 0}
 
 
-def read_dense_info(root: Path) -> dict:
-    """What the dense vectors of the CURRENT index are: {"kind": "minilm"} or the learned model."""
-    import json
-
-    try:
-        return json.loads((Path(root) / DENSE_FILE).read_text())
-    except (FileNotFoundError, ValueError):
-        return {"kind": "minilm"}
-
-
 def build_index(settings: Settings, encoder: Encoder | None = None, encoder_name: str | None = None,
                 dense: bool = True, progress: bool = False) -> IndexReport:
     """Rebuild the lexical index and refresh embeddings; write and publish a new version.
 
     Dense vectors: the trained default model's fused figure embeddings when one exists (text +
     image, app.learn), else MiniLM text embeddings; an explicit `encoder` always wins."""
-    import json
-
     t0 = time.perf_counter()
     with session_scope(settings.db_url) as s:
         col = load_collection(s)
@@ -211,3 +129,38 @@ def build_index(settings: Settings, encoder: Encoder | None = None, encoder_name
     tmp.write_text(json.dumps(info))
     tmp.replace(root / DENSE_FILE)
     return IndexReport(version, len(col.docs), n_new, time.perf_counter() - t0)
+
+
+# ------------------------------------------------------------------ jobs (in-process or Celery)
+def embed_new_figures(settings: Settings, progress: bool = False) -> dict:
+    """Embed the figures the current trained model has not embedded yet (new papers, changed
+    text or crops); the store lives next to the model version."""
+    from app.learn.data import load_learn_data
+    from app.learn.embed import refresh_store
+    from app.learn.registry import DEFAULT_MODEL, load_current
+
+    loaded = load_current(settings.data_dir, getattr(settings, "learned_model", DEFAULT_MODEL) or DEFAULT_MODEL)
+    if loaded is None:
+        return {"model": None, "embedded": 0}
+    t0 = time.perf_counter()
+    data = load_learn_data(settings)
+    store, n = refresh_store(loaded, data, progress=progress)
+    return {"model": loaded.name, "version": loaded.version, "figures": len(store.ids), "embedded": n,
+            "seconds": round(time.perf_counter() - t0, 2)}
+
+
+def refresh_index(settings: Settings, progress: bool = False) -> dict:
+    """Rebuild the index and publish a new version (running services swap it in)."""
+    rep = build_index(settings, dense=settings.dense, progress=progress)
+    return {"index_version": rep.version, "figures": rep.n_figures, "encoded": rep.n_encoded,
+            "seconds": round(rep.seconds, 2)}
+
+
+def reembed_all(settings: Settings, progress: bool = False) -> dict:
+    """After a new model version: embed every figure with it, then publish a new index version;
+    the old version serves until CURRENT switches, so search has no downtime."""
+    emb = embed_new_figures(settings, progress=progress)  # a new version has an empty store: all figures
+    out = refresh_index(settings, progress=progress)
+    out["embedded"] = emb.get("embedded", 0)
+    out["model_version"] = emb.get("version")
+    return out
