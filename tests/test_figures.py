@@ -179,3 +179,31 @@ def test_side_captioned_real_paper(tmp_path):
         crop_w, crop_h = f.width * 72 / 150, f.height * 72 / 150
         assert crop_w <= f.bbox[2] - f.caption_bbox[2] + 6, (f.number, crop_w, f.bbox, f.caption_bbox)
         assert crop_w > 200 and crop_h > 150
+
+
+def test_crop_quality_flags_page_numbers_tiny_and_body_text():
+    from app.ingest.layout import DocumentLayout, Line, PageLayout
+    from app.ingest.regions import crop_quality
+
+    def line(x0, y0, x1, y1, text, body=False):
+        return Line(x0, y0, x1, y1, text, 10.0, [{"text": text, "size": 10.0, "bbox": (x0, y0, x1, y1),
+                                                  "font": "Times", "flags": 0}], 0, 0, body=body)
+
+    page = PageLayout(0, 612, 792, {}, [line(300, 750, 310, 760, "7"),
+                                        line(72, 100, 300, 110, "ordinary body text " * 3, body=True),
+                                        line(72, 112, 300, 122, "ordinary body text " * 3, body=True)])
+    st = DocumentLayout(pages=[page])
+    assert crop_quality("table", (298, 748, 312, 762), False, page, st) == "page_number"
+    assert crop_quality("table", (72, 300, 300, 315), False, page, st) == "tiny"
+    assert crop_quality("figure", (70, 98, 302, 124), False, page, st) == "text_only"
+    assert crop_quality("figure", (70, 98, 302, 124), True, page, st) == "ok"
+    assert crop_quality("figure", None, False, page, st) == "caption_only"
+
+
+def test_huge_crops_are_rendered_within_the_pixel_budget():
+    from app.ingest.render import MAX_CROP_PIXELS, crop_zoom
+
+    big = pymupdf.Rect(0, 0, 10_000, 10_000)
+    z = crop_zoom(big, 150)
+    assert (big.width * z) * (big.height * z) <= MAX_CROP_PIXELS * 1.001
+    assert crop_zoom(pymupdf.Rect(0, 0, 300, 200), 150) == 150 / 72

@@ -35,6 +35,7 @@ class Extraction:
     paper: ParsedPaper = field(default_factory=ParsedPaper)
     figures: list[ExtractedFigure] = field(default_factory=list)
     mentions: list[MentionRecord] = field(default_factory=list)
+    dropped_figures: list[dict] = field(default_factory=list)  # {label, reason}: figures not kept
 
 
 class RefusedFile(Exception):
@@ -91,6 +92,14 @@ def _open(path: Path, limits: Limits):
     return doc
 
 
+def _mentioned_but_missing(figures: list[ExtractedFigure], mentions: list[MentionRecord]) -> list[dict]:
+    """Figures the text refers to whose caption was not found (recorded, never silently lost)."""
+    have = {(f.kind, f.number) for f in figures}
+    missing = sorted({(m.kind, m.number) for m in mentions} - have)
+    return [{"label": f"{kind.title()} {num}", "reason": "mentioned in the text; no caption found"}
+            for kind, num in missing]
+
+
 def extract_pdf(path: str | Path, data_dir: str | Path, limits: Limits | None = None,
                 source: str | None = None, sha256: str | None = None) -> Extraction:
     """Parse one PDF: text, figures (PNG crops written under the data dir), mentions."""
@@ -126,8 +135,10 @@ def extract_pdf(path: str | Path, data_dir: str | Path, limits: Limits | None = 
             return result
         shutil.rmtree(out_dir, ignore_errors=True)  # a retry must not leave stale crops
         result.figures = extract_figures(doc, out_dir, rel, dpi=limits.dpi,
-                                         thumb_px=limits.thumb_px, layout=layout)
+                                         thumb_px=limits.thumb_px, layout=layout,
+                                         dropped=result.dropped_figures)
         result.mentions = find_mentions(paper.sentences)
+        result.dropped_figures.extend(_mentioned_but_missing(result.figures, result.mentions))
         if doc.is_repaired:
             result.error = "damaged PDF (truncated or corrupt), repaired by the parser: content may be incomplete"
     except Exception as exc:  # never let one file sink a batch

@@ -14,7 +14,8 @@ import pymupdf
 from app.ingest.captions import Caption, find_captions
 from app.ingest.labels import CAPTION_RE
 from app.ingest.layout import DocumentLayout, build_layout, union
-from app.ingest.regions import Candidate, Region, analyse_page, choose_region, convention, split_overlaps
+from app.ingest.regions import (Candidate, Region, analyse_page, choose_region, convention, crop_quality,
+                                split_overlaps)
 from app.ingest.render import render_crop
 from app.ingest.types import ExtractedFigure
 
@@ -25,9 +26,11 @@ __all__ = ["CAPTION_RE", "Caption", "extract_figures", "find_captions"]
 
 def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: str, dpi: int = 150,
                     thumb_px: int = 256, max_pages: int | None = None,
-                    layout: DocumentLayout | None = None) -> list[ExtractedFigure]:
+                    layout: DocumentLayout | None = None, dropped: list[dict] | None = None) -> list[ExtractedFigure]:
     """Find captioned figures and tables, render their crops, one result per (kind, number).
-    `layout` is the document's page model when the caller already built it (for parsing)."""
+    `layout` is the document's page model when the caller already built it (for parsing);
+    `dropped`, when given, receives {label, reason} for every figure that could not be kept."""
+    dropped = dropped if dropped is not None else []
     out_dir = pathlib.Path(out_dir)
     st = layout if layout is not None else build_layout(doc, max_pages)
     if not any(p.lines for p in st.pages):
@@ -41,14 +44,23 @@ def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: 
             st.mark_body(page)
             for cap, a, b in analyse_page(page, st):
                 analysed.append((page.number, cap, a, b))
-        except Exception:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001
             log.warning("figure analysis failed on page %d", page.number + 1, exc_info=True)
+            dropped.append({"label": f"page {page.number + 1}", "reason": f"figure analysis failed: {exc}"[:200]})
     conv = {k: convention([(c, a, b) for _, c, a, b in analysed], k) for k in ("figure", "table")}
     best: dict[tuple[str, int], Candidate] = {}
     for i, cap, a, b in analysed:
         reg = choose_region(cap, a, b, conv[cap.kind])
-        score = cap.score + (3 if reg is not None and reg.has_graphics else 1 if reg is not None else 0)
-        cand = Candidate(cap, i, reg.rect if reg else None, bool(reg and reg.has_graphics), score)
+        cand = Candidate(cap, i, reg.rect if reg else None, bool(reg and reg.has_graphics), cap.score,
+                         alternatives=tuple(r for r in (a, b) if r is not reg and r.rect is not None))
+        cand.quality = crop_quality(cap.kind, cand.region, cand.has_graphics, st.pages[i], st)
+        if cand.quality != "ok":  # re-try: the caption's region on its other side
+            for alt in cand.alternatives:
+                q = crop_quality(cap.kind, alt.rect, alt.has_graphics, st.pages[i], st)
+                if q == "ok":
+                    cand.region, cand.has_graphics, cand.quality = alt.rect, alt.has_graphics, q
+                    break
+        cand.score += (3 if cand.has_graphics else 1 if cand.region is not None else 0) + 2 * (cand.quality == "ok")
         key = (cap.kind, cap.number)
         if key not in best or cand.score > best[key].score:
             best[key] = cand
@@ -63,8 +75,9 @@ def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: 
             if c.page != dl_page:  # one display list per page, shared by its crops
                 dl_page, dl = c.page, doc[c.page].get_displaylist(annots=False)
             results.append(_emit(doc[c.page], dl, c, out_dir, rel_prefix, dpi, thumb_px))
-        except Exception:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001
             log.warning("rendering %s %d failed", kind, num, exc_info=True)
+            dropped.append({"label": f"{kind.title()} {num}", "reason": f"rendering failed: {exc}"[:200]})
     return results
 
 
@@ -82,5 +95,5 @@ def _emit(page: pymupdf.Page, dl, c: Candidate, out_dir: pathlib.Path, rel_prefi
     return ExtractedFigure(
         kind=cap.kind, label=label, number=cap.number, caption=cap.text, page=c.page + 1,
         bbox=[round(v, 2) for v in full], image_path=img, thumbnail_path=thumb, width=w, height=h,
-        caption_bbox=[round(v, 2) for v in cap.bbox],
+        caption_bbox=[round(v, 2) for v in cap.bbox], crop_quality=c.quality,
     )

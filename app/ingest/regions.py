@@ -8,6 +8,7 @@ one page that still overlap are cut apart at the widest whitespace gap.
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -16,7 +17,7 @@ import numpy as np
 from app.ingest.captions import Caption, captions_from_lines
 from app.ingest.layout import DocumentLayout, Line, PageLayout, column_span, overlap_1d, union
 
-__all__ = ["Candidate", "Region", "analyse_page", "choose_region", "convention", "split_overlaps"]
+__all__ = ["Candidate", "Region", "analyse_page", "choose_region", "convention", "crop_quality", "split_overlaps"]
 
 
 @dataclass
@@ -28,6 +29,8 @@ class Candidate:
     region: tuple | None
     has_graphics: bool
     score: float
+    alternatives: tuple = ()  # the other regions found for the caption (re-tried when this one is doubtful)
+    quality: str = "ok"  # see crop_quality
 
 
 @dataclass
@@ -337,3 +340,26 @@ def split_overlaps(cands: list[Candidate], st: DocumentLayout) -> None:
                 if ur[1] < cut and lr[3] > cut:
                     upper.region = (ur[0], ur[1], ur[2], min(ur[3], cut))
                     lower.region = (lr[0], max(lr[1], cut), lr[2], lr[3])
+
+
+_PAGE_NO_TEXT_RE = re.compile(r"^[\divxlcIVXLC]{1,5}$")
+
+
+def crop_quality(kind: str, region: tuple | None, has_graphics: bool, page: PageLayout,
+                 st: DocumentLayout) -> str:
+    """'ok' or why a crop is doubtful: 'caption_only' (no region), 'tiny', 'page_number' (the only
+    text inside is a page number), 'text_only' (a figure crop holding body paragraphs and no graphic)."""
+    if region is None:
+        return "caption_only"
+    x0, y0, x1, y1 = region
+    inside = [ln for ln in page.lines if ln.x0 >= x0 - 1 and ln.x1 <= x1 + 1 and ln.y0 >= y0 - 1 and ln.y1 <= y1 + 1]
+    if not has_graphics and inside and all(_PAGE_NO_TEXT_RE.match(ln.text) for ln in inside):
+        return "page_number"
+    if (x1 - x0) < 2.5 * st.body_size or (y1 - y0) < 2.5 * st.body_size:
+        return "tiny"
+    if kind == "figure" and not has_graphics:
+        chars = sum(len(ln.text) for ln in inside)
+        body_chars = sum(len(ln.text) for ln in inside if ln.body)
+        if not inside or body_chars >= 0.5 * chars:
+            return "text_only"
+    return "ok"

@@ -43,7 +43,8 @@ def store_extraction(session: Session, ex: Extraction) -> Outcome:
     paper = Paper(sha256=ex.sha256, source=ex.source, title=p.title, norm_title=normalise_title(p.title),
                   authors=p.authors, year=p.year, abstract=p.abstract, n_pages=p.n_pages,
                   has_text_layer=p.has_text_layer, status=ex.status, error=ex.error,
-                  references=list(p.references), source_kind=ex.source_kind)
+                  references=list(p.references), source_kind=ex.source_kind,
+                  dropped_figures=list(ex.dropped_figures))
     original = _same_title_paper(session, paper.norm_title) if ex.status == PaperStatus.OK else None
     if original is not None:
         paper.status = PaperStatus.DUPLICATE
@@ -59,7 +60,8 @@ def store_extraction(session: Session, ex: Extraction) -> Outcome:
     for f in ex.figures:
         fig = Figure(paper_id=paper.id, kind=f.kind, label=f.label, number=f.number, caption=f.caption,
                      page=f.page, bbox=[round(float(v), 2) for v in f.bbox], image_path=f.image_path,
-                     thumbnail_path=f.thumbnail_path, width=f.width, height=f.height, text_source=f.text_source)
+                     thumbnail_path=f.thumbnail_path, width=f.width, height=f.height, text_source=f.text_source,
+                     crop_quality=f.crop_quality, panels=list(f.panels) or None)
         by_key[(f.kind, f.number)] = fig
         session.add(fig)
     session.flush()

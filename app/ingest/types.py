@@ -34,6 +34,10 @@ class ExtractedFigure:
     width: int = 0  # crop size in pixels
     height: int = 0
     caption_bbox: list[float] | None = None
+    # 'ok', or why the crop is doubtful: 'text_only' (a figure crop that is only text), 'tiny',
+    # 'page_number', 'caption_only' (no region found: the crop is the caption itself)
+    crop_quality: str = "ok"
+    panels: list[dict] = field(default_factory=list)  # [{label, bbox, caption_part}]
     text_source: str = "text_layer"  # where the caption text came from: text_layer | ocr
 
 
