@@ -32,6 +32,7 @@ import numpy as np
 
 from app.search.engine import SearchEngine, _Captions
 from app.search.lexical import LexicalIndex
+from app.search.papers import PaperIndex
 from app.search.text import analyze
 from app.search.vectors import VectorIndex
 
@@ -112,6 +113,34 @@ def synthetic_collection(n: int, seed: int = 0, n_general: int = 80_000, n_domai
                 topic=paper_topic[paper_ids], n_topics=n_topics)
 
 
+VISUAL_DIM = 128
+TYPE_NAMES = ["bar_chart", "box_plot", "diagram", "heatmap", "line_chart", "map", "network_graph", "other",
+              "photo", "pie_chart", "scatter_plot", "screenshot", "table", "text"]
+# what the API's related-figures call does (app/api/routes/figures.py)
+SERVED_SIMILAR = dict(scope="other_papers", union_dense=50)
+
+
+def synthetic_papers(col: dict, centres: np.ndarray, rng, dim: int, vector_kind: str = "auto") -> PaperIndex:
+    """Paper-level views of a synthetic collection: title + abstract of ~120 tokens (its topic's
+    words, its own words, general words), all figure texts of the paper, a vector near its topic."""
+    pids, starts = np.unique(col["paper_ids"], return_index=True)
+    n_figures = len(col["paper_ids"])
+    fig_indptr = col["indptr"][np.r_[starts, n_figures]]
+    topic = col["topic"][starts]
+    n_general = len(col["vocab"]) - 4_000
+    lens = rng.integers(80, 160, size=len(pids))
+    text_indptr = np.zeros(len(pids) + 1, dtype=np.int64)
+    np.cumsum(lens, out=text_indptr[1:])
+    owner = np.repeat(np.arange(len(pids)), lens)
+    u = rng.random(len(owner))
+    tokens = rng.integers(0, n_general, size=len(owner)).astype(np.int32)
+    is_topic = u < 0.4
+    tokens[is_topic] = (n_general + (topic[owner[is_topic]] * 13 + rng.integers(0, 80, int(is_topic.sum()))) % 4_000)
+    pv = centres[topic] + rng.standard_normal((len(pids), dim)).astype(np.float32) * np.float32(1.2 / np.sqrt(dim))
+    return PaperIndex.from_token_ids(pids, pv, (text_indptr, tokens), (fig_indptr, col["tokens"]), col["vocab"],
+                                     vector_kind=vector_kind)
+
+
 def collection_docs(col: dict, start: int = 0, stop: int | None = None) -> list[list[str]]:
     """Docs [start, stop) of a synthetic collection as token-string lists (for rank_bm25/tests)."""
     vocab = np.asarray(col["vocab"], dtype=object)
@@ -184,12 +213,27 @@ def run_bench(n_figures: int, dim: int = 384, seed: int = 0, queries: int = 200,
 
     t = time.perf_counter()
     lexical = LexicalIndex.from_token_ids(col["indptr"], col["tokens"], col["vocab"])
-    engine = SearchEngine(lexical, np.arange(n_figures), col["paper_ids"], captions,
-                          vectors=vectors, w=0.5)
     res["lexical_build_s"] = round(time.perf_counter() - t, 2)
-    res["build_s"] = round(res["lexical_build_s"] + t_vec, 2)
     res["nnz_per_doc"] = round(len(lexical.col_docs) / n_figures, 1)
     log(f"lexical in {res['lexical_build_s']}s, rss {_rss_mb():.0f} MB")
+
+    # --- the other signals of related figures: paper-level views, visual vectors, figure types
+    t = time.perf_counter()
+    papers = synthetic_papers(col, centres, rng, dim, vector_kind)
+    visual = VectorIndex(VISUAL_DIM, kind=vector_kind, gpu="auto")
+    vcentres = rng.standard_normal((col["n_topics"], VISUAL_DIM)).astype(np.float32)
+    for s in range(0, n_figures, 100_000):
+        e = min(n_figures, s + 100_000)
+        v = rng.standard_normal((e - s, VISUAL_DIM), dtype=np.float32) + vcentres[col["topic"][s:e]]
+        visual.add(np.arange(s, e), v)
+        del v
+    visual.build()
+    types = rng.integers(0, len(TYPE_NAMES), size=n_figures).astype(np.int16)
+    res["signals_build_s"] = round(time.perf_counter() - t, 2)
+    res["build_s"] = round(res["lexical_build_s"] + t_vec + res["signals_build_s"], 2)
+    log(f"papers ({len(papers)}), visual vectors and types in {res['signals_build_s']}s, rss {_rss_mb():.0f} MB")
+    engine = SearchEngine(lexical, np.arange(n_figures), col["paper_ids"], captions, vectors=vectors, w=0.5,
+                          papers=papers, visual=visual, types=types, type_names=TYPE_NAMES)
 
     qdim = dim
     def fake_encoder(texts):
@@ -202,13 +246,17 @@ def run_bench(n_figures: int, dim: int = 384, seed: int = 0, queries: int = 200,
     targets = rng.integers(0, n_figures, size=queries)
     texts = _queries(col, rng, queries)
     for i in range(min(10, queries)):
-        engine.similar(int(targets[i]))
+        engine.similar(int(targets[i]), **SERVED_SIMILAR)
         engine.search(texts[i])
-    lat_sim, lat_first = [], []
+    lat_sim, lat_first, lat_seed = [], [], []
     for fid in targets.tolist():
         t = time.perf_counter()
-        engine.similar(fid, k=10)
+        engine.similar(fid, k=10, **SERVED_SIMILAR)
         lat_sim.append(time.perf_counter() - t)
+    for fid in targets[: max(1, queries // 4)].tolist():
+        t = time.perf_counter()
+        engine.similar(fid, k=10, scope="all")
+        lat_seed.append(time.perf_counter() - t)
     first_kw = dict(max_query_terms=engine.similar_max_terms, max_postings=engine.similar_max_postings,
                     rescore=engine.similar_rescore)
     first_ids = {}
@@ -239,6 +287,7 @@ def run_bench(n_figures: int, dim: int = 384, seed: int = 0, queries: int = 200,
         engine.similar(fid, k=10, union_dense=100)
         lat_union.append(time.perf_counter() - t)
     res.update(similar_p50_ms=_pct(lat_sim, 50), similar_p99_ms=_pct(lat_sim, 99),
+               similar_all_scope_p50_ms=_pct(lat_seed, 50),
                search_p50_ms=_pct(lat_search, 50), search_p99_ms=_pct(lat_search, 99),
                first_stage_similar_p50_ms=_pct(lat_first, 50),
                first_stage_similar_mean_ms=float(np.mean(lat_first) * 1e3),
