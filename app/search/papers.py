@@ -130,12 +130,17 @@ class PaperIndex:
 
     def related(self, paper_id: int, n: int, pool: int = 3) -> np.ndarray:
         """Up to `n` other papers: the `pool * n` nearest by the dense view (one ANN query, cheap at
-        any scale), re-ranked by the sum of every view's cosine."""
+        any scale; by the title + abstract tf.idf view without one), re-ranked by the sum of every
+        view's cosine."""
         me = int(self.rows([paper_id])[0])
-        if self.dense is None:
+        if self.dense is not None:
+            ids, _ = self.dense.search(self.dense.vectors_for([me]), pool * n + 1)
+            rows = ids[0][(ids[0] >= 0) & (ids[0] != me)]
+        elif self.text is not None:
+            q, qtf = self.text.doc_terms(me)
+            rows, _ = self.text.search_terms(q, qtf, k=pool * n, exclude=me)
+        else:
             return np.zeros(0, np.int64)
-        ids, _ = self.dense.search(self.dense.vectors_for([me]), pool * n + 1)
-        rows = ids[0][(ids[0] >= 0) & (ids[0] != me)]
         if not len(rows):
             return np.zeros(0, np.int64)
         total = sum(self.similarity(paper_id, self.paper_ids[rows]).values())
