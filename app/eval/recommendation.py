@@ -19,7 +19,7 @@ import numpy as np
 from app.search.collection import Collection
 from app.search.engine import SearchEngine
 from app.search.papers import PAPER_SIGNALS
-from app.search.fusion import DEFAULT_WEIGHTS, FIGURE_LEVEL, fuse, order, seed_weights
+from app.search.fusion import DEFAULT_WEIGHTS, FIGURE_LEVEL, diversify, fuse, order, seed_weights
 from app.search.text import analyze
 
 FIRST_STAGE_FILE = "first_stage.json"
@@ -398,11 +398,18 @@ def engine_candidates(data: EvalData, targets: list[int], scope: str, union_dens
     return Candidates(rows_of, sig_of)
 
 
-def fused_ranker(cands: Candidates, weights: dict[str, float]) -> Ranker:
-    """Rank a target's candidates with the product's fusion rule (fusion.fuse)."""
+def fused_ranker(cands: Candidates, weights: dict[str, float], paper_of: np.ndarray | None = None,
+                 max_per_paper: int = 0) -> Ranker:
+    """Rank a target's candidates with the product's fusion rule (fusion.fuse), optionally with
+    at most `max_per_paper` figures of a paper before every other paper's (fusion.diversify)."""
     def rank(t: int) -> np.ndarray:
         rows = cands.rows[t]
-        return rows[order(fuse(cands.signals[t], weights))] if len(rows) else rows
+        if not len(rows):
+            return rows
+        ranked = order(fuse(cands.signals[t], weights))
+        if max_per_paper and paper_of is not None:
+            ranked = diversify(ranked, paper_of[rows], max_per_paper)
+        return rows[ranked]
     return rank
 
 
@@ -516,9 +523,11 @@ def run_cross_paper(data: EvalData, split: Split, union_dense: int = 100, union_
 
     signals = SIGNALS + tuple(k for k in (served.signals[targets[0]] if targets else {}) if k not in SIGNALS)
     w_def, _ = fit_fusion(served, val, val_p5, signals) if val else (DEFAULT_WEIGHTS["other_papers"], 0)
-    per["default"] = evaluate_cross(data, fused_ranker(served, w_def), targets)
-    weights["default"] = w_def
-    uses_paper["default"] = any(w_def.get(s, 0) for s in PAPER_FIELD_SIGNALS)
+    per["default"] = evaluate_cross(data, fused_ranker(served, w_def, data.paper_of, data.engine.max_per_paper),
+                                    targets)
+    per["default_undiversified"] = evaluate_cross(data, fused_ranker(served, w_def), targets)
+    weights["default"] = weights["default_undiversified"] = w_def
+    uses_paper["default"] = uses_paper["default_undiversified"] = any(w_def.get(s, 0) for s in PAPER_FIELD_SIGNALS)
     section = {"n_targets": len(targets), "n_val_targets": len(val), "methods": {},
                "relevant": "figures of papers citing or cited by the target's paper; the target's "
                            "own paper is not a candidate",

@@ -26,7 +26,7 @@ from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from .fusion import DEFAULT_WEIGHTS, SCOPES, fuse, minmax, order, read_all_weights, seed_weights
+from .fusion import DEFAULT_WEIGHTS, SCOPES, diversify, fuse, minmax, order, read_all_weights, seed_weights
 from .lexical import LexicalIndex
 from .text import analyze
 
@@ -206,10 +206,10 @@ class SearchEngine:
                 out[name] = v[inv]
         return out
 
-    def _hits(self, rows, final, lex, cos, k, offset, matched, signals=None) -> list[Hit]:
+    def _hits(self, rows, final, lex, cos, k, offset, matched, signals=None, ranked=None) -> list[Hit]:
         rows = np.asarray(rows, dtype=np.int64)
         # stable on the incoming (lexical) order: w=1 reproduces the lexical ranking exactly
-        ranked = order(final)[offset:offset + k]
+        ranked = (order(final) if ranked is None else ranked)[offset:offset + k]
         out = []
         for i in ranked.tolist():
             r = int(rows[i])
@@ -284,18 +284,24 @@ class SearchEngine:
     similar_rescore = 2000
     rows_per_related_paper = 20
     union_papers_default = 20
+    max_per_paper = 3  # other_papers: at most this many figures of one paper before the others
 
     def rank_rows(self, row: int, scope: str = "all", weights: dict[str, float] | None = None,
                   w: float | None = None, method: str = "bm25", candidates: int = 100,
                   union_dense: int = 0, union_papers: int | None = None, exact: bool = False):
-        """(candidate rows, lexical scores, signals, fused scores) for the figure at `row`: the one
-        ranking rule behind `similar` and the evaluation."""
+        """(candidate rows, lexical scores, signals, fused scores), best first, for the figure at
+        `row`: the one ranking rule behind `similar` and the evaluation."""
         if union_papers is None:
             union_papers = self.union_papers_default
         rows, scores = self.candidates(row, scope, method, candidates, union_dense, union_papers, exact)
         sig = self.signals(row, rows, scores)
         final = fuse(sig, weights if weights is not None else self.weights(scope, w))
-        return rows, scores, sig, final
+        ranked = order(final)
+        if scope == "other_papers" and self.max_per_paper and len(rows):
+            ranked = diversify(ranked, self.paper_ids[rows], self.max_per_paper)
+        # everything in ranked order
+        sig = {k: (None if v is None else np.asarray(v)[ranked]) for k, v in sig.items()}
+        return rows[ranked], np.asarray(scores)[ranked], sig, final[ranked]
 
     def similar(self, figure_id: int, k: int = 10, w: float | None = None, method: str = "bm25",
                 candidates: int = 100, union_dense: int = 0, exact: bool = False,
@@ -309,7 +315,7 @@ class SearchEngine:
         lex = self.lexical(method)
         q, _ = lex.doc_terms(row)
         return self._hits(rows, final, scores, sig["text"], k, 0,
-                          lambda r: lex.matched_term_ids(q, r), signals=sig)
+                          lambda r: lex.matched_term_ids(q, r), signals=sig, ranked=np.arange(len(rows)))
 
     # Text queries: a figure found only by its embedding must be at least this close to count as
     # a match (MiniLM cosine of query and figure text; nonsense queries stay below it).

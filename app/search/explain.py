@@ -28,7 +28,9 @@ BOILERPLATE: frozenset[str] = frozenset(analyze(
     "compared comparison report reported case cases number numbers value values part parts left "
     "right top bottom panel panels line lines denote denotes denoted represent represents "
     "correspond corresponding order well may can set sets setting settings data experiment "
-    "experiments experimental evaluate evaluation analysis overall main detail details"))
+    "experiments experimental evaluate evaluation analysis overall main detail details indicate "
+    "indicates indicated axis large small high low higher lower larger smaller test model models "
+    "change changes function effect effects"))
 
 MAX_TERMS = 6
 SAME_TYPE_MIN = 0.5     # type signal is 0/1
@@ -36,11 +38,16 @@ SIMILAR_PICTURE_MIN = 0.8  # cosine of visual embeddings
 RELATED_TOPIC_MIN = 0.5    # cosine of the papers' title + abstract embeddings
 
 
-def informative_terms(stems: Sequence[str], idf: Mapping[str, float] | None = None,
+COMMON_DF = 0.1  # a term in more than 10% of the figures says little about one match
+
+
+def informative_terms(stems: Sequence[str], idf: "TermStats | None" = None,
                       max_terms: int = MAX_TERMS) -> list[str]:
-    """Shared stems without boilerplate, rarest first (by idf when given), at most `max_terms`."""
+    """Shared stems without boilerplate or collection-wide common terms, rarest first (by idf
+    when known), at most `max_terms`."""
     kept = [s for s in dict.fromkeys(stems) if s not in BOILERPLATE]
     if idf:
+        kept = [s for s in kept if s not in idf.common]
         kept.sort(key=lambda s: -idf.get(s, 0.0))
     return kept[:max_terms]
 
@@ -104,10 +111,18 @@ def best_sentence(query: str, caption: str, body: Sequence[str],
             "highlights": [list(sp) for sp in highlight_spans(text, q)]}
 
 
-def idf_of(lexical) -> dict[str, float]:
-    """term -> idf of a LexicalIndex (cached on the index object)."""
-    cached = getattr(lexical, "_idf_by_term", None)
+class TermStats(dict):
+    """term -> idf of a collection, plus the set of its common terms (df above COMMON_DF)."""
+    common: frozenset = frozenset()
+
+
+def idf_of(lexical) -> TermStats:
+    """Term statistics of a LexicalIndex (cached on the index object)."""
+    cached = getattr(lexical, "_term_stats", None)
     if cached is None:
-        cached = dict(zip(lexical.vocab, np.asarray(lexical.idf, dtype=float).tolist()))
-        lexical._idf_by_term = cached
+        cached = TermStats(zip(lexical.vocab, np.asarray(lexical.idf, dtype=float).tolist()))
+        df = np.asarray(lexical.df)
+        if lexical.n_docs >= 50:  # in a handful of figures every term is "common"
+            cached.common = frozenset(lexical.vocab[i] for i in np.flatnonzero(df > COMMON_DF * lexical.n_docs))
+        lexical._term_stats = cached
     return cached

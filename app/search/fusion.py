@@ -28,11 +28,13 @@ FIGURE_LEVEL = ("lexical", "text", "visual", "type")  # no field that identifies
 SCOPES = ("other_papers", "same_paper", "all")
 FUSION_FILE = "fusion.json"
 
-# Defaults: validation-fitted on a recommender-systems collection (see README, Measurements).
+# Defaults until `figsearch eval` stores weights fitted on the collection itself: the weights it
+# fitted on validation targets of a 135-paper recommender-systems collection (README,
+# Measurements); same_paper has no relevance labels of its own and uses equal figure-level weights.
 DEFAULT_WEIGHTS: dict[str, dict[str, float]] = {
-    "other_papers": {"lexical": 0.3, "text": 0.3, "visual": 0.1, "type": 0.05, "paper": 1.0},
-    "same_paper": {"lexical": 0.5, "text": 0.5, "visual": 0.2, "type": 0.05},
-    "all": {"lexical": 0.5, "text": 0.5, "visual": 0.2, "type": 0.05},
+    "other_papers": {"lexical": 1.0, "text": 0.0, "paper": 3.0, "paper_text": 10.0, "paper_figures": 10.0},
+    "same_paper": {"lexical": 1.0, "text": 1.0, "visual": 0.3, "type": 0.1},
+    "all": {"lexical": 1.0, "text": 0.3},
 }
 
 
@@ -73,6 +75,21 @@ def order(final: np.ndarray) -> np.ndarray:
     """Indices by descending score, ties kept in the incoming (first-stage) order."""
     final = np.asarray(final)
     return np.lexsort((np.arange(len(final)), -final))
+
+
+def diversify(ranked: np.ndarray, group: np.ndarray, max_per_group: int) -> np.ndarray:
+    """Positions `ranked` re-ordered so that no group (paper) has more than `max_per_group` items
+    before every group has had its turn: the overflow keeps its order after the rest."""
+    if max_per_group <= 0 or len(ranked) == 0:
+        return ranked
+    g = np.asarray(group)[ranked]
+    seen: dict[int, int] = {}
+    first, later = [], []
+    for pos, key in zip(ranked.tolist(), g.tolist()):
+        n = seen.get(key, 0)
+        (first if n < max_per_group else later).append(pos)
+        seen[key] = n + 1
+    return np.asarray(first + later, dtype=ranked.dtype)
 
 
 # ------------------------------------------------------------------ fitting + persistence

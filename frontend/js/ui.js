@@ -64,16 +64,36 @@ export function figureCard(f, { extra = null, showPaper = true } = {}) {
   return card;
 }
 
-// "Why" a result: matched terms and the lexical vs embedding score.
+// The sentence that matched a text query, its matched words highlighted, and where it comes from.
+export function snippetBlock(hit) {
+  const s = hit.snippet;
+  if (!s) return null;
+  const parts = [];
+  let at = 0;
+  for (const [a, b] of s.highlights || []) {
+    if (a > at) parts.push(s.text.slice(at, a));
+    parts.push(h('mark', {}, s.text.slice(a, b)));
+    at = b;
+  }
+  parts.push(s.text.slice(at));
+  return h('div', { class: 'snippet' },
+    h('span', { class: 'src', title: s.source === 'caption' ? 'Matched in the caption' : 'Matched in the body text that mentions the figure' },
+      s.source === 'caption' ? 'caption' : 'body text'),
+    ' ', ...parts);
+}
+
+// "Why" a result: reasons in words, informative shared terms, and the lexical vs embedding score.
 export function whyBlock(hit, maxLexical) {
   const lexPct = maxLexical > 0 ? Math.max(2, Math.round(100 * hit.lexical_score / maxLexical)) : 0;
   const emb = hit.embedding_score;
   const embPct = emb === null || emb === undefined ? 0 : Math.max(2, Math.round(100 * Math.max(0, emb)));
-  const terms = (hit.matched_terms || []).slice(0, 8);
+  const terms = (hit.matched_terms || []).slice(0, 6);
+  const reasons = hit.reasons || [];
   return h('div', { class: 'why' },
+    reasons.length ? h('div', { class: 'chips reasons' }, reasons.map((r) => h('span', { class: 'chip reason' }, r))) : null,
     terms.length
-      ? h('div', { class: 'chips', title: 'Terms shared with the query' }, h('span', {}, 'matched:'), terms.map((t) => h('span', { class: 'chip' }, t)))
-      : h('div', {}, 'no shared terms (semantic match)'),
+      ? h('div', { class: 'chips', title: 'Informative terms shared with this figure' }, h('span', {}, 'shared:'), terms.map((t) => h('span', { class: 'chip' }, t)))
+      : (reasons.length ? null : h('div', {}, 'no shared terms (semantic match)')),
     h('div', { class: 'scores' },
       h('span', {}, 'lexical'), h('div', { class: 'meter', title: 'BM25 score relative to the best result' }, h('span', { style: `width:${lexPct}%` })), h('span', {}, fmt(hit.lexical_score, 1)),
       h('span', {}, 'embedding'), h('div', { class: 'meter emb', title: 'Cosine similarity of the MiniLM embeddings' }, h('span', { style: `width:${embPct}%` })), h('span', {}, emb === null || emb === undefined ? 'n/a' : fmt(emb, 2))));

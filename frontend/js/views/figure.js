@@ -34,22 +34,34 @@ export async function renderFigure(root, id, { signal }) {
       h('p', {}, h('a', { href: `#/paper/${f.paper.paper_id}`, id: 'paper-link' }, f.paper.title), f.paper.year ? h('span', { class: 'muted' }, ` (${f.paper.year})`) : null)),
     h('div', { class: 'panel' }, h('h3', {}, `Mentioned in the text (${f.mentions.length})`), mentions));
 
-  const simHead = h('h2', { id: 'similar-title' }, 'Similar figures');
-  const simStatus = h('div', {}, loading('Finding similar figures…'));
+  const simHead = h('h2', { id: 'similar-title' }, 'Related figures in other papers');
+  const simStatus = h('div', {}, loading('Finding related figures…'));
   const simGrid = h('div', { class: 'grid', id: 'similar' });
+  const sameHead = h('h2', { id: 'same-paper-title' }, 'More from this paper');
+  const sameStatus = h('div', {});
+  const sameGrid = h('div', { class: 'grid', id: 'same-paper' });
   gridKeys(simGrid);
+  gridKeys(sameGrid);
 
   root.append(h('div', { class: 'crumbs' }, back),
     h('div', { class: 'figure-layout' }, main, side),
-    simHead, simStatus, simGrid);
+    simHead, simStatus, simGrid, sameHead, sameStatus, sameGrid);
 
-  const sim = await api(`figures/${id}/similar?k=12`, { signal });
+  const [sim, same] = await Promise.all([
+    api(`figures/${id}/similar?k=12&scope=other_papers`, { signal }),
+    api(`figures/${id}/similar?k=12&scope=same_paper`, { signal })]);
   simStatus.replaceChildren();
   if (!sim.items.length) {
-    simStatus.append(empty('No similar figures.', sim.message || 'Nothing in the collection is related to this figure yet.'));
-    return;
+    simStatus.append(empty('No related figures in other papers.', sim.message || 'Nothing in the collection is related to this figure yet.'));
+  } else {
+    const maxLex = Math.max(...sim.items.map((x) => x.lexical_score), 0);
+    simHead.append(h('span', { class: 'muted small' }, ' · why each result: reasons, shared terms, keyword and meaning scores'));
+    for (const hit of sim.items) simGrid.append(figureCard(hit, { extra: whyBlock(hit, maxLex) }));
   }
-  const maxLex = Math.max(...sim.items.map((x) => x.lexical_score), 0);
-  simHead.append(h('span', { class: 'muted small' }, ' · why each result: shared terms, keyword (lexical) and meaning (embedding) scores'));
-  for (const hit of sim.items) simGrid.append(figureCard(hit, { extra: whyBlock(hit, maxLex) }));
+  if (!same.items.length) {
+    sameHead.hidden = true;
+  } else {
+    const maxLex = Math.max(...same.items.map((x) => x.lexical_score), 0);
+    for (const hit of same.items) sameGrid.append(figureCard(hit, { extra: whyBlock(hit, maxLex), showPaper: false }));
+  }
 }

@@ -1,6 +1,6 @@
 // Search page: results for ?q=…, or the latest figures when there is no query. "Load more" pages.
 import { api } from '../api.js';
-import { h, loading, notice, empty, figureCard, gridKeys, setTitle } from '../ui.js';
+import { h, loading, notice, empty, figureCard, gridKeys, setTitle, snippetBlock } from '../ui.js';
 
 const PAGE = 24;
 
@@ -35,11 +35,11 @@ export async function renderSearch(root, params, { signal }) {
     }
     status.replaceChildren();
     const firstNew = grid.children.length;
-    for (const f of items) grid.append(figureCard(f));
+    for (const f of items) grid.append(figureCard(f, { extra: snippetBlock(f) }));
     shown += items.length;
     document.getElementById('result-info').textContent = q ? `${shown}${hasMore ? '+' : ''} result${shown === 1 ? '' : 's'} · ${extraInfo}` : extraInfo;
     if (!shown) {
-      if (q) status.append(empty('No figures found.', message && message !== 'no figure matches these words' ? message : 'Try other or fewer words.'));
+      if (q) status.append(empty('No close matches.', message || 'No figure shares these words or is close in meaning. Try other or fewer words.'));
       else status.append(empty('The collection is empty.', h('span', {}, 'An administrator can add papers on the ', h('a', { href: '#/admin' }, 'Admin page'), '.')));
     } else if (message && !items.length) {
       status.append(notice(message));
