@@ -82,7 +82,8 @@ def mention_texts(db: Session, figure_ids: list[int]) -> dict[int, str]:
 
 
 def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str = "",
-                 engine: SearchEngine | None = None, snippets: bool = False) -> list[schemas.ScoredFigure]:
+                 engine: SearchEngine | None = None, snippets: bool = False,
+                 same_paper: bool = False) -> list[schemas.ScoredFigure]:
     """Hits in order, joined with their database rows; hits whose figure was deleted since the
     index was built are dropped (the next index version will not have them). Each item says why it
     matched: informative shared terms, reasons in words and (text queries) the best sentence."""
@@ -105,7 +106,7 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
             **card, rank=offset + i + 1, score=round(h.score, 6), lexical_score=round(h.lexical_score, 6),
             embedding_score=None if h.embedding_score is None else round(h.embedding_score, 6),
             matched_terms=display_terms(terms[h.figure_id], query_text, h.caption, extra.get(h.figure_id, "")),
-            reasons=reasons(h.signals, types.get(h.figure_id)), snippet=snippet))
+            reasons=reasons(h.signals, types.get(h.figure_id), same_paper), snippet=snippet))
     return out
 
 

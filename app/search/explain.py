@@ -52,8 +52,9 @@ def informative_terms(stems: Sequence[str], idf: "TermStats | None" = None,
     return kept[:max_terms]
 
 
-def reasons(signals: Mapping[str, float] | None, figure_type: str | None = None) -> list[str]:
-    """Plain-language reasons a related figure was ranked high."""
+def reasons(signals: Mapping[str, float] | None, figure_type: str | None = None,
+            same_paper: bool = False) -> list[str]:
+    """Plain-language reasons a related figure was ranked high (paper topic only across papers)."""
     if not signals:
         return []
     out = []
@@ -61,7 +62,7 @@ def reasons(signals: Mapping[str, float] | None, figure_type: str | None = None)
         out.append(f"same figure type ({figure_type.replace('_', ' ')})" if figure_type else "same figure type")
     if signals.get("visual", 0.0) >= SIMILAR_PICTURE_MIN:
         out.append("similar picture")
-    if signals.get("paper", 0.0) >= RELATED_TOPIC_MIN:
+    if not same_paper and signals.get("paper", 0.0) >= RELATED_TOPIC_MIN:
         out.append("related paper topic")
     if signals.get("text", 0.0) >= 0.6:
         out.append("similar description")

@@ -107,5 +107,6 @@ def similar_figures(figure_id: FigureId, db: SessionDep, settings: SettingsDep, 
         message = ("this paper has no other indexed figures" if scope == "same_paper"
                    else "no related figures found")
     return schemas.SimilarResponse(mode="figure", figure_id=figure_id, k=k, scope=scope,
-                                   items=scored_items(db, hits, query_text=source_text, engine=engine),
+                                   items=scored_items(db, hits, query_text=source_text, engine=engine,
+                                                      same_paper=scope == "same_paper"),
                                    index_version=engine.version, message=message)
