@@ -1,0 +1,30 @@
+"""Why a result was returned: informative terms, reasons in words, the matched sentence."""
+from app.search.explain import TermStats, best_sentence, informative_terms, reasons
+from app.search.text import analyze
+
+
+def test_informative_terms_drop_filler_and_common_terms_rarest_first():
+    stems = analyze("see future work plan study heatmap attention using method")
+    idf = TermStats({"heatmap": 5.0, "attent": 2.0})
+    idf.common = frozenset({"attent"})
+    assert informative_terms(stems) == analyze("heatmap attention")
+    assert informative_terms(stems, idf) == analyze("heatmap")
+
+
+def test_reasons_in_words():
+    sig = {"type": 1.0, "visual": 0.9, "paper": 0.7, "text": 0.2, "lexical": 3.0}
+    assert reasons(sig, "heatmap") == ["same figure type (heatmap)", "similar picture", "related paper topic"]
+    assert "related paper topic" not in reasons(sig, "heatmap", same_paper=True)
+    assert reasons({"type": 0.0, "visual": 0.1, "paper": 0.1}) == []
+    assert reasons(None) == []
+
+
+def test_best_sentence_prefers_the_sentence_with_the_query_terms():
+    caption = "Figure 3: Training curves. Loss decreases steadily."
+    body = ["We compare models. The attention heatmap in Figure 3 shows sharp peaks. Other text."]
+    s = best_sentence("attention heatmap", caption, body)
+    assert s["source"] == "body" and "attention heatmap" in s["text"]
+    a, b = s["highlights"][0]
+    assert s["text"][a:b] == "attention"
+    assert best_sentence("training loss", caption, body)["source"] == "caption"
+    assert best_sentence("zebra", caption, body) is None
