@@ -157,3 +157,14 @@ def test_real_papers(name_part):
     assert p.year is not None
     # the reference list is not part of the body
     assert not any(s.startswith("[1] ") for s in p.sentences)
+
+
+def test_clean_text_repairs_accents_ligatures_and_broken_glyphs():
+    from app.ingest.layout import clean_text
+
+    assert clean_text("Milo\u02c7s Stanojevi\u00b4c") == "Milo\u0161 Stanojevi\u0107"
+    assert clean_text("Stanojevi \u00b4c") == "Stanojevi\u0107"
+    assert clean_text("na\u0131\u00a8ve M\u00a8uller") == "na\u00efve M\u00fcller"
+    assert clean_text("e\x0ecient di\x0berent \x0cgure \ufb01ne") == "efficient different figure fine"
+    assert "\ufffd" not in clean_text("Ca2\ufffd ions")
+    assert clean_text("plain text") == "plain text"

@@ -39,10 +39,38 @@ def is_italic(span: dict) -> bool:
     return bool(span.get("flags", 0) & 2) or bool(re.search(r"ital|obli|cmti|-it$", span.get("font", ""), re.I))
 
 
+# TeX's OT1 encoding puts the ff/fi/fl/ffi/ffl ligatures on control codes; a PDF without a
+# ToUnicode map for them yields those codes between letters.
+_OT1_LIGATURES = {"\x0b": "ff", "\x0c": "fi", "\x0d": "fl", "\x0e": "ffi", "\x0f": "ffl"}
+_OT1_RE = re.compile(r"(?<=[A-Za-z])[\x0b-\x0f]|[\x0b-\x0f](?=[a-z])")
+# A spacing accent typeset before its letter ("Milo\u02c7s", "Stanojevi\u00b4c"): LaTeX draws the
+# accent as its own glyph. Rejoined as letter + combining mark, then composed (NFC).
+_SPACING_ACCENTS = {"\u00b4": "\u0301", "\u02c7": "\u030c", "\u00a8": "\u0308", "\u02dc": "\u0303",
+                    "\u02c6": "\u0302", "\u00b8": "\u0327", "\u02da": "\u030a", "\u02d8": "\u0306",
+                    "\u02dd": "\u030b", "\u02db": "\u0328", "\u00af": "\u0304", "\u02d9": "\u0307"}
+_ACCENTS = "[" + "".join(_SPACING_ACCENTS) + "]"
+_DOTLESS_I_ACCENT_RE = re.compile("\u0131\\s?(" + _ACCENTS + ")")  # "na\u0131\u00a8ve": the accent sits on the i
+_ACCENT_RE = re.compile("(?:(?<=[A-Za-z])\\s)?(" + _ACCENTS + ")([A-Za-z\u0131])|(" + _ACCENTS + ")\\s([A-Za-z\u0131])")
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ufffd\ufffe\uffff]")
+
+
+def _join_accent(m: re.Match) -> str:
+    accent, letter = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+    return ("i" if letter == "\u0131" else letter) + _SPACING_ACCENTS[accent]
+
+
 def clean_text(text: str) -> str:
-    """Soft hyphens, no-break spaces and tabs normalised; compatibility forms (ligatures) folded."""
+    """Text as it should be stored: soft hyphens, no-break spaces and tabs normalised; ligatures
+    (Unicode and TeX OT1 codes) expanded; spacing accents joined to their letter; unmappable
+    glyphs (U+FFFD) and control codes dropped; compatibility forms folded (NFKC)."""
     text = text.replace("\u00ad", "-").replace("\u00a0", " ").replace("\t", " ")
-    return unicodedata.normalize("NFKC", text) if not text.isascii() else text
+    if text.isascii() and text.isprintable():
+        return text
+    text = _OT1_RE.sub(lambda m: _OT1_LIGATURES[m.group(0)], text)
+    text = _DOTLESS_I_ACCENT_RE.sub(lambda m: "i" + _SPACING_ACCENTS[m.group(1)], text)
+    text = _ACCENT_RE.sub(_join_accent, text)
+    text = _CONTROL_RE.sub("", text)
+    return unicodedata.normalize("NFKC", text)
 
 
 # ----------------------------------------------------------------------------- lines

@@ -664,13 +664,13 @@ def parse_pdf(doc: pymupdf.Document, max_pages: int | None = None,
     if todo == 0 or total_alnum < 100 * todo:  # scanned: (almost) no extractable text
         paper.has_text_layer = False
         if _looks_real_meta_title(meta.get("title", "")):
-            paper.title = meta["title"].strip()
+            paper.title = clean_text(meta["title"]).strip()
         return paper
 
     body_size = _body_size(pages)
     first_page = pages[0]
     title, title_lines = _find_title(first_page, heights[0])
-    meta_title = (meta.get("title") or "").strip()
+    meta_title = clean_text(meta.get("title") or "").strip()
     if not title and _looks_real_meta_title(meta_title):
         title = meta_title
     paper.title = title
