@@ -53,13 +53,29 @@ def _caption_start(line: OcrLine, prev: OcrLine | None) -> tuple[str, int, str, 
     alone = rest.strip(_DELIMS + " ") == ""
     if not (delim or alone):
         return None
-    starts = prev is None or (prev.block, prev.par) != (line.block, line.par) or \
-        prev.text.rstrip().endswith((".", ":", "!", "?"))
-    if not starts:
-        return None
+    if rest[:1] not in ":|" and not _starts_paragraph(line, prev):
+        return None  # "Figure 3." inside running text; "Figure 3:" at a line start is a caption
     kind = "table" if m.group("word").lower().startswith("tab") else "figure"
     score = (2.0 if rest[:1] == ":" else 1.0) + (prev is None or (prev.block, prev.par) != (line.block, line.par))
     return kind, int(m.group("num")), text, score
+
+
+def _starts_paragraph(line: OcrLine, prev: OcrLine | None) -> bool:
+    if prev is None or (prev.block, prev.par) != (line.block, line.par):
+        return True
+    gap = line.box[1] - prev.box[3]
+    narrow = (prev.box[2] - prev.box[0]) < 0.6 * (line.box[2] - line.box[0])
+    return prev.text.rstrip().endswith((".", ":", "!", "?")) or gap > 0.5 * line.height or narrow
+
+
+def _continues(line: OcrLine, prev: OcrLine, first: OcrLine) -> bool:
+    """The next line of a caption: close below, not a row of numbers (a table under the caption)."""
+    gap = line.box[1] - prev.box[3]
+    if gap > 0.6 * max(prev.height, 1.0) or line.box[0] < first.box[0] - 2 * first.height:
+        return False
+    tokens = line.text.split()
+    numeric = sum(1 for t in tokens if not any(c.isalpha() for c in t))
+    return numeric <= 0.4 * len(tokens)
 
 
 def find_captions(lines: list[OcrLine]) -> list[OcrCaption]:
@@ -77,7 +93,7 @@ def find_captions(lines: list[OcrLine]) -> list[OcrCaption]:
         parts = [text]
         j = i + 1
         while j < len(lines) and (lines[j].block, lines[j].par) == (lines[i].block, lines[i].par):
-            if _caption_start(lines[j], lines[j - 1]) is not None:
+            if _caption_start(lines[j], lines[j - 1]) is not None or not _continues(lines[j], lines[j - 1], lines[i]):
                 break
             own.append(lines[j])
             parts.append(lines[j].text)

@@ -64,10 +64,12 @@ def ocr_pages(doc, kinds: list[str], threads: int = 2) -> list[OcrPage | None]:
 
 
 def _figures_from_pages(pages: list[OcrPage | None], out_dir: Path, rel: str, thumb_px: int,
-                        skip: set[tuple[str, int]]) -> list[ExtractedFigure]:
+                        skip: set[tuple[str, int]]) -> tuple[list[ExtractedFigure], dict[int, list[tuple]]]:
+    """Figures of the OCR'd pages, and per page the graphic regions (their text is not prose)."""
     real = [p for p in pages if p is not None]
+    graphics: dict[int, list[tuple]] = {}
     if not real:
-        return []
+        return [], graphics
     lay = doc_layout(real)
     best: dict[tuple[str, int], tuple[float, int, OcrCaption, tuple | None]] = {}
     for pno, page in enumerate(pages):
@@ -75,6 +77,8 @@ def _figures_from_pages(pages: list[OcrPage | None], out_dir: Path, rel: str, th
             continue
         caps = find_captions(page.lines)
         for cap, region in find_regions(page, caps, lay):
+            if region is not None:
+                graphics.setdefault(pno, []).append(region)
             key = (cap.kind, cap.number)
             if key in skip:
                 continue
@@ -100,7 +104,7 @@ def _figures_from_pages(pages: list[OcrPage | None], out_dir: Path, rel: str, th
             caption=cap.text, page=pno + 1, bbox=[round(v, 2) for v in full], image_path=img,
             thumbnail_path=thumb, width=w, height=h, caption_bbox=[round(v, 2) for v in cb],
             text_source="ocr"))
-    return figures
+    return figures, graphics
 
 
 def _page_notes(kinds: list[str], pages: list[OcrPage | None]) -> str:
@@ -131,20 +135,20 @@ def extract_scanned(doc, kinds: list[str], out_dir: Path, rel: str, *, dpi: int 
     from app.ingest.parse import parse_pdf
 
     pages = ocr_pages(doc, kinds, threads)
+    born: list[ExtractedFigure] = []
+    if detect.TEXT in kinds:
+        born = extract_figures(doc, out_dir, rel, dpi=dpi, thumb_px=thumb_px, max_pages=max_pages)
+    scanned, graphics = _figures_from_pages(pages, out_dir, rel, thumb_px, {(f.kind, f.number) for f in born})
     with pymupdf.open() as stand_in:
         for i, kind in enumerate(kinds):
             if kind == detect.TEXT:
                 stand_in.insert_pdf(doc, from_page=i, to_page=i)
             else:
-                add_page(stand_in, pages[i])
+                add_page(stand_in, pages[i], exclude=graphics.get(i, []))
         paper = parse_pdf(stand_in, max_pages=max_pages)
     paper.n_pages = doc.page_count
     paper.has_text_layer = detect.IMAGE not in kinds
     result = ScannedResult(paper=paper, source_kind=detect.source_kind(kinds), pages=pages)
-    born: list[ExtractedFigure] = []
-    if detect.TEXT in kinds:
-        born = extract_figures(doc, out_dir, rel, dpi=dpi, thumb_px=thumb_px, max_pages=max_pages)
-    scanned = _figures_from_pages(pages, out_dir, rel, thumb_px, {(f.kind, f.number) for f in born})
     result.figures = sorted(born + scanned, key=lambda f: (f.page, f.bbox[1]))
     read = sum(len(p.text) for p in pages if p is not None)
     notes = _page_notes(kinds, pages)

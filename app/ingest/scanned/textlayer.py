@@ -6,25 +6,57 @@ implementation of title, abstract, sentence and reference rules serves both kind
 """
 from __future__ import annotations
 
+import numpy as np
 import pymupdf
 
-from app.ingest.scanned.ocr import OcrPage
+from app.ingest.scanned.ocr import OcrLine, OcrPage
 
 FONT = "tiro"  # Times: close to most papers' body font, so widths roughly match the scan
 _DESCENDERS = set("gjpqy,;()[]{}|/")
+_ASCENDERS = set("bdfhklt0123456789")
+MIN_PROSE_CONF = 50.0
 
 
-def line_font_size(text: str, height: float) -> float:
-    """Font size of a line from its box height (ascender to descender, or cap height only)."""
-    ratio = 0.95 if any(c in _DESCENDERS for c in text) else 0.72
-    return max(3.0, height / ratio)
+def line_font_size(line: OcrLine) -> float:
+    """Font size of a line from the heights of its words that reach cap/ascender height and have
+    no descender (about 0.7 em in book faces): the same for every line of a title, whatever
+    letters it holds. Falls back to the line box (ascender to descender, about 0.95 em)."""
+    tall = [w.box[3] - w.box[1] for w in line.words
+            if not any(c in _DESCENDERS for c in w.text) and any(c in _ASCENDERS or c.isupper() for c in w.text)]
+    if tall:
+        return max(3.0, float(np.median(tall)) / 0.70)
+    return max(3.0, line.height / 0.95)
 
 
-def add_page(out: pymupdf.Document, page: OcrPage) -> None:
+def block_sizes(lines: list[OcrLine], tolerance: float = 0.08) -> list[float]:
+    """Font sizes per line, with runs of lines of one OCR block whose estimates agree within
+    `tolerance` set to their median (a title's or a paragraph's lines get one size, as the
+    parser expects of a text layer)."""
+    raw = [line_font_size(ln) for ln in lines]
+    out = list(raw)
+    i = 0
+    while i < len(lines):
+        j = i + 1
+        while j < len(lines) and lines[j].block == lines[i].block and abs(raw[j] - raw[i]) <= tolerance * raw[i]:
+            j += 1
+        med = float(np.median(raw[i:j]))
+        out[i:j] = [med] * (j - i)
+        i = j
+    return out
+
+
+def _inside(box, regions) -> bool:
+    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    return any(r[0] <= cx <= r[2] and r[1] <= cy <= r[3] for r in regions)
+
+
+def add_page(out: pymupdf.Document, page: OcrPage, exclude: list[tuple] = ()) -> None:
+    """A page with the OCR lines as text, leaving out lines inside graphics (`exclude`, points)
+    and lines read with little confidence (noise, not prose)."""
     new = out.new_page(width=page.width, height=page.height)
-    for ln in page.lines:
+    lines = [ln for ln in page.lines if ln.conf >= MIN_PROSE_CONF and not _inside(ln.box, exclude)]
+    for ln, size in zip(lines, block_sizes(lines)):
         text = "".join(c if ord(c) < 256 else "?" for c in ln.text)
-        size = line_font_size(ln.text, ln.height)
         width = pymupdf.get_text_length(text, fontname=FONT, fontsize=size)
         box_w = max(ln.box[2] - ln.box[0], 1.0)
         if width > 1.1 * box_w:  # keep the line inside its column

@@ -1,0 +1,45 @@
+"""`figsearch eval-scanned` and `figsearch train-scan-topics`: the scanned-paper commands."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def register(cli: typer.Typer) -> None:
+    @cli.command("eval-scanned")
+    def eval_scanned(data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Born-digital collection (read only)."),
+                     out: Path = typer.Option(Path("artifacts/scanned"), "--out"),
+                     pdfs: Path = typer.Option(Path("../shared/corpus/recsys"), "--pdfs", exists=True, file_okay=False,
+                                               help="Folder with the collection's PDFs (matched by sha256)."),
+                     papers: int = typer.Option(16, "--papers", min=1, help="Held-out papers to scan."),
+                     max_pages: int = typer.Option(12, "--max-pages", min=1),
+                     seed: int = typer.Option(0, "--seed"),
+                     model: Optional[Path] = typer.Option(None, "--ocr-free-model", exists=True, dir_okay=False,
+                                                          help="A trained OCR-free model (default: train one on the "
+                                                               "collection's other papers)."),
+                     epochs: int = typer.Option(3, "--epochs", min=1),
+                     dense: bool = typer.Option(True, "--dense/--lexical", help="Search index with MiniLM re-ranking.")) -> None:
+        """Scan-like copies of held-out papers vs their born-digital extraction: figures, captions,
+        crops, and retrieval by OCR, OCR-free and both (Acc@1/5/10)."""
+        from app.eval.scanned import evaluate
+        from app.settings import settings_for
+
+        settings = settings_for(data_dir)
+        rep = evaluate(settings.data_dir, out, pdfs, n_papers=papers, max_pages=max_pages, seed=seed,
+                       ocr_free_model=model, train_epochs=epochs, dense=dense)
+        typer.echo(json.dumps({k: v for k, v in rep.items() if k not in ("papers", "eval_papers")}, indent=1, default=float))
+        typer.echo(f"wrote {out}/report.json and {out}/figures.json")
+
+    @cli.command("train-scan-topics")
+    def train_scan_topics(pdfs: Path = typer.Argument(..., exists=True, file_okay=False, help="Born-digital PDFs (recursive)."),
+                          out: Path = typer.Option(Path("artifacts/scanned/ocr_free_topics.pt"), "--out"),
+                          topics: int = typer.Option(32, "--topics", min=2), epochs: int = typer.Option(3, "--epochs", min=1),
+                          seed: int = typer.Option(0, "--seed")) -> None:
+        """Train the OCR-free page encoder: LDA pseudo-labels from the pages' text, circle loss."""
+        from app.ingest.scanned.topics import train
+
+        rep = train(sorted(pdfs.rglob("*.pdf")), out, n_topics=topics, epochs=epochs, seed=seed)
+        typer.echo(json.dumps(rep.__dict__, default=float))
