@@ -242,7 +242,7 @@ def similar(figure_id: int = typer.Argument(..., help="Query figure id."),
             json_out: bool = typer.Option(False, "--json"),
             w: Optional[float] = typer.Option(None, "--w", min=0.0, max=1.0, help="Lexical weight (default: learned)."),
             method: Optional[str] = typer.Option(None, "--method", help="First stage: bm25 or tfidf (default: the one w was tuned for)."),
-            union_dense: int = typer.Option(50, "--union-dense", help="Also consider this many FAISS neighbours."),
+            union_dense: Optional[int] = typer.Option(None, "--union-dense", help="Also consider this many nearest figure-text embeddings (default: the engine's, 50)."),
             scope: str = typer.Option("other_papers", "--scope",
                                       help="other_papers (related figures of other papers), same_paper, or all.")) -> None:
     """Figures most related to FIGURE_ID (itself excluded) within SCOPE, with the signals behind

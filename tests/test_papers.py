@@ -1,20 +1,22 @@
 """Paper-level relatedness: each paper keeps its strongest terms; views compare papers by cosine."""
 import numpy as np
 
-from app.search.papers import PaperIndex, strongest_counts
+from app.search.lexical import LexicalIndex
+from app.search.papers import PaperIndex, strongest_terms_index
 from app.search.text import analyze
 
 
-def test_strongest_counts_keeps_the_top_terms_per_row():
-    # row 0: terms 0 (tf 5), 1 (tf 1), 2 (tf 1); row 1: term 0 (tf 1), 3 (tf 2). Term 0 is in both rows.
-    ptr = np.array([0, 3, 5])
-    terms = np.array([0, 1, 2, 0, 3], dtype=np.int32)
-    tf = np.array([5, 1, 1, 1, 2], dtype=np.uint16)
-    p, t, f = strongest_counts(ptr, terms, tf, n_terms=4, max_terms=2)
-    # idf(term 0) = log(2/2) = 0, so it ranks last in both rows despite tf 5
-    assert p.tolist() == [0, 2, 4]
-    assert t[:2].tolist() == [1, 2] and t[2:].tolist() == [0, 3]
-    assert f.tolist() == [1, 1, 1, 2]
+def test_groups_of_rows_keep_their_strongest_terms():
+    # rows 0, 1 -> group 0; row 2 -> group 1. Term 0 is in both groups (idf 0), so it ranks last.
+    ptr = np.array([0, 2, 4, 6])
+    terms = np.array([0, 1, 0, 2, 0, 3], dtype=np.int32)
+    tf = np.array([3, 1, 2, 1, 1, 2], dtype=np.uint16)
+    lex = strongest_terms_index(ptr, terms, tf, ["a", "b", "c", "d"], order=np.array([0, 1, 2]),
+                                bounds=np.array([0, 2, 3]), max_terms=2)
+    assert lex.n_docs == 2
+    assert lex.row_terms[lex.row_ptr[0]:lex.row_ptr[1]].tolist() == [1, 2]   # b, c (a dropped: idf 0)
+    assert lex.row_terms[lex.row_ptr[1]:lex.row_ptr[2]].tolist() == [0, 3]   # only two terms anyway
+    assert lex.row_tf[lex.row_ptr[1]:lex.row_ptr[2]].tolist() == [1, 2]
 
 
 def test_similarity_and_related_papers():
@@ -23,7 +25,8 @@ def test_similarity_and_related_papers():
              3: "protein folding with molecular dynamics"}
     figs = {1: "auc logloss criteo avazu", 2: "auc on criteo and avazu", 3: "energy landscape of folding"}
     pids = [1, 2, 3]
-    idx = PaperIndex.build(pids, None, [analyze(texts[p]) for p in pids], [analyze(figs[p]) for p in pids])
+    fig_index = LexicalIndex.build([analyze(figs[p]) for p in pids])
+    idx = PaperIndex.build(pids, None, [analyze(texts[p]) for p in pids], fig_index, np.array(pids))
     sims = idx.similarity(1, [2, 3])
     assert sims["paper_text"][0] > sims["paper_text"][1] and sims["paper_figures"][0] > sims["paper_figures"][1]
     assert idx.related(1, 1).tolist() == [2]

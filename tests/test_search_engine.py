@@ -163,9 +163,9 @@ def test_paper_signals_and_persistence(tmp_path):
     pids = sorted({x.paper_id for x in d})
     texts = {10: "click through rate prediction", 11: "mixture of experts multi task",
              12: "click rate prediction with factorization", 13: "image segmentation"}
-    papers = PaperIndex.build(pids, None, [analyze(texts.get(p, "misc")) for p in pids],
-                              [analyze(" ".join(x.text for x in d if x.paper_id == p)) for p in pids])
-    eng = SearchEngine.build(d, papers=papers, figure_types=["line_chart", "heatmap"] * (len(d) // 2) + ["diagram"] * (len(d) % 2))
+    eng = SearchEngine.build(d, figure_types=["line_chart", "heatmap"] * (len(d) // 2) + ["diagram"] * (len(d) % 2))
+    eng.papers = PaperIndex.build(pids, None, [analyze(texts.get(p, "misc")) for p in pids], eng.lexical(),
+                                  eng.paper_ids)
     hits = eng.similar(100, k=20, scope="other_papers", weights={"lexical": 0.0, "paper_text": 1.0})
     # paper 12 shares "click ... prediction" with paper 10: its figures come first
     assert hits[0].paper_id == 12 and hits[0].signals["paper_text"] > 0

@@ -32,7 +32,7 @@ import numpy as np
 
 from app.search.engine import SearchEngine, _Captions
 from app.search.lexical import LexicalIndex
-from app.search.papers import PaperIndex
+from app.search.papers import PaperIndex, figures_view, text_view
 from app.search.text import analyze
 from app.search.vectors import VectorIndex
 
@@ -114,18 +114,19 @@ def synthetic_collection(n: int, seed: int = 0, n_general: int = 80_000, n_domai
 
 
 VISUAL_DIM = 128
+PAPER_TERMS = 100
 TYPE_NAMES = ["bar_chart", "box_plot", "diagram", "heatmap", "line_chart", "map", "network_graph", "other",
               "photo", "pie_chart", "scatter_plot", "screenshot", "table", "text"]
 # what the API's related-figures call does (app/api/routes/figures.py)
-SERVED_SIMILAR = dict(scope="other_papers", union_dense=50)
+SERVED_SIMILAR = dict(scope="other_papers")
 
 
-def synthetic_papers(col: dict, centres: np.ndarray, rng, dim: int, vector_kind: str = "auto") -> PaperIndex:
+def synthetic_papers(col: dict, lexical: LexicalIndex, centres: np.ndarray, rng, dim: int,
+                     vector_kind: str = "auto") -> PaperIndex:
     """Paper-level views of a synthetic collection: title + abstract of ~120 tokens (its topic's
-    words, its own words, general words), all figure texts of the paper, a vector near its topic."""
+    words, general words), all figure texts of the paper (from the figure index), a vector near
+    its topic."""
     pids, starts = np.unique(col["paper_ids"], return_index=True)
-    n_figures = len(col["paper_ids"])
-    fig_indptr = col["indptr"][np.r_[starts, n_figures]]
     topic = col["topic"][starts]
     n_general = len(col["vocab"]) - 4_000
     lens = rng.integers(80, 160, size=len(pids))
@@ -137,8 +138,8 @@ def synthetic_papers(col: dict, centres: np.ndarray, rng, dim: int, vector_kind:
     is_topic = u < 0.4
     tokens[is_topic] = (n_general + (topic[owner[is_topic]] * 13 + rng.integers(0, 80, int(is_topic.sum()))) % 4_000)
     pv = centres[topic] + rng.standard_normal((len(pids), dim)).astype(np.float32) * np.float32(1.2 / np.sqrt(dim))
-    return PaperIndex.from_token_ids(pids, pv, (text_indptr, tokens), (fig_indptr, col["tokens"]), col["vocab"],
-                                     vector_kind=vector_kind)
+    return PaperIndex.from_parts(pids, pv, text_view(text_indptr, tokens, col["vocab"], PAPER_TERMS),
+                                 figures_view(lexical, col["paper_ids"], pids, PAPER_TERMS), vector_kind)
 
 
 def collection_docs(col: dict, start: int = 0, stop: int | None = None) -> list[list[str]]:
@@ -217,9 +218,15 @@ def run_bench(n_figures: int, dim: int = 384, seed: int = 0, queries: int = 200,
     res["nnz_per_doc"] = round(len(lexical.col_docs) / n_figures, 1)
     log(f"lexical in {res['lexical_build_s']}s, rss {_rss_mb():.0f} MB")
 
+    # the token stream is not needed any more: keep what the queries and the oracle use, free the rest
+    texts = _queries(col, rng, queries)
+    oracle_sub = collection_docs(col, 0, min(oracle_docs, n_figures))
+    del col["tokens"]
+    gc.collect()
+
     # --- the other signals of related figures: paper-level views, visual vectors, figure types
     t = time.perf_counter()
-    papers = synthetic_papers(col, centres, rng, dim, vector_kind)
+    papers = synthetic_papers(col, lexical, centres, rng, dim, vector_kind)
     visual = VectorIndex(VISUAL_DIM, kind=vector_kind, gpu="auto")
     vcentres = rng.standard_normal((col["n_topics"], VISUAL_DIM)).astype(np.float32)
     for s in range(0, n_figures, 100_000):
@@ -244,7 +251,6 @@ def run_bench(n_figures: int, dim: int = 384, seed: int = 0, queries: int = 200,
 
     # --- latency (warm, one query at a time)
     targets = rng.integers(0, n_figures, size=queries)
-    texts = _queries(col, rng, queries)
     for i in range(min(10, queries)):
         engine.similar(int(targets[i]), **SERVED_SIMILAR)
         engine.search(texts[i])
@@ -299,7 +305,7 @@ def run_bench(n_figures: int, dim: int = 384, seed: int = 0, queries: int = 200,
 
     # --- first stage vs rank_bm25 on a subsample (same run)
     m = min(oracle_docs, n_figures)
-    sub_docs = collection_docs(col, 0, m)
+    sub_docs = oracle_sub
     t = time.perf_counter()
     bm = BM25Okapi(sub_docs)
     res["rank_bm25_build_s"] = round(time.perf_counter() - t, 2)

@@ -481,11 +481,14 @@ def paper_grouped_test(data: EvalData, targets: list[int], a: list[float], b: li
 PAPER_FIELD_SIGNALS = PAPER_SIGNALS
 
 
-def run_cross_paper(data: EvalData, split: Split, union_dense: int = 100, union_papers: int = 20,
+def run_cross_paper(data: EvalData, split: Split, union_dense: int | None = None, union_papers: int | None = None,
                     extra: Callable[[int, np.ndarray], dict[str, np.ndarray]] | None = None) -> tuple[dict, dict]:
     """The `cross_paper` section: for each test target, rank the figures of *other* papers;
     relevant = a figure of a citing or cited paper. Returns (section, fitted served weights)."""
     targets, val = split.test, split.val
+    # the served candidates (engine defaults) unless told otherwise
+    union_dense = data.engine.union_dense_default if union_dense is None else union_dense
+    union_papers = data.engine.union_papers_default if union_papers is None else union_papers
 
     def val_p5(rank: Ranker, ts: list[int]) -> float:
         # MAP: smoother than p@5 on a hundred validation targets, so the fit overfits less
@@ -547,10 +550,10 @@ def run_cross_paper(data: EvalData, split: Split, union_dense: int = 100, union_
     return section, w_def
 
 
-def run_figure_level(data: EvalData, split: Split, union_dense: int = 100) -> tuple[dict[str, list[float]], dict[str, float]]:
+def run_figure_level(data: EvalData, split: Split, union_dense: int | None = None) -> tuple[dict[str, list[float]], dict[str, float]]:
     """The served `all` ranking restricted to figure-level signals (no paper field), weights
     fitted on validation targets; per-target seed-protocol metrics on the test targets."""
-    cands = engine_candidates(data, split.test + split.val, "all", union_dense, 0)
+    cands = engine_candidates(data, split.test + split.val, "all", union_dense or 0, 0)
 
     def val_p5(rank: Ranker, ts: list[int]) -> float:
         return summarise(evaluate_ranker(data, rank, ts))["p@5"]

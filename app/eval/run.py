@@ -36,9 +36,10 @@ def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, se
     encoder, name = default_text_encoder()
     emb, _ = embed_docs(col.docs, root, encoder, name, progress=progress)
     emb = l2_normalize(emb)
-    engine = SearchEngine.build(col.docs, embeddings=emb, papers=paper_index(col, root, progress=progress),
+    engine = SearchEngine.build(col.docs, embeddings=emb,
                                 visual_embeddings=visual_embeddings(settings, col, progress=progress),
                                 figure_types=[col.figure_type.get(d.figure_id) for d in col.docs])
+    engine.papers = paper_index(col, root, engine.lexical(), engine.paper_ids, progress=progress)
     data = EvalData(col, engine, {"minilm": emb})
     shas = None
     if target_papers is not None:

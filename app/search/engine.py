@@ -282,17 +282,20 @@ class SearchEngine:
     similar_max_terms = 32
     similar_max_postings = 200_000
     similar_rescore = 2000
-    rows_per_related_paper = 20
-    union_papers_default = 20
+    rows_per_related_paper = 10
+    union_papers_default = 10
+    union_dense_default = 50  # other_papers: also the 50 nearest figure-text embeddings
     max_per_paper = 3  # other_papers: at most this many figures of one paper before the others
 
     def rank_rows(self, row: int, scope: str = "all", weights: dict[str, float] | None = None,
                   w: float | None = None, method: str = "bm25", candidates: int = 100,
-                  union_dense: int = 0, union_papers: int | None = None, exact: bool = False):
+                  union_dense: int | None = None, union_papers: int | None = None, exact: bool = False):
         """(candidate rows, lexical scores, signals, fused scores), best first, for the figure at
         `row`: the one ranking rule behind `similar` and the evaluation."""
         if union_papers is None:
             union_papers = self.union_papers_default
+        if union_dense is None:  # the seed recommender (`all`) keeps its lexical first stage
+            union_dense = self.union_dense_default if scope == "other_papers" else 0
         rows, scores = self.candidates(row, scope, method, candidates, union_dense, union_papers, exact)
         sig = self.signals(row, rows, scores)
         final = fuse(sig, weights if weights is not None else self.weights(scope, w))
@@ -304,7 +307,7 @@ class SearchEngine:
         return rows[ranked], np.asarray(scores)[ranked], sig, final[ranked]
 
     def similar(self, figure_id: int, k: int = 10, w: float | None = None, method: str = "bm25",
-                candidates: int = 100, union_dense: int = 0, exact: bool = False,
+                candidates: int = 100, union_dense: int | None = None, exact: bool = False,
                 scope: str = "all", weights: dict[str, float] | None = None,
                 union_papers: int | None = None) -> list[Hit]:
         """Figures related to `figure_id` (excluded from the results) within `scope`, ranked by

@@ -21,6 +21,7 @@ from app.search.collection import Collection, load_collection
 from app.search.embeddings import (DENSE_FILE, PAPER_TEXT_TOKENS, Encoder, default_text_encoder, embed_docs,
                                    read_dense_info)
 from app.search.engine import FigureDoc, SearchEngine, read_w
+from app.search.lexical import LexicalIndex
 from app.search.papers import PaperIndex
 from app.search.text import analyze
 from app.settings import Settings
@@ -40,11 +41,12 @@ class IndexReport:
     seconds: float
 
 
-def paper_index(col: Collection, root: Path, encoder: Encoder | None = None,
-                encoder_name: str | None = None, progress: bool = False) -> PaperIndex | None:
+def paper_index(col: Collection, root: Path, figures: LexicalIndex, row_paper: np.ndarray,
+                encoder: Encoder | None = None, encoder_name: str | None = None,
+                progress: bool = False) -> PaperIndex | None:
     """Paper-level views of the papers that have figures in `col` (papers.py): title + abstract by
     MiniLM (or the given encoder; cached like figure embeddings) and by tf.idf, and all figure
-    texts of the paper by tf.idf."""
+    texts of each paper from the figure index `figures` (row i belongs to paper row_paper[i])."""
     pids = sorted({d.paper_id for d in col.docs})
     if not pids:
         return None
@@ -57,11 +59,7 @@ def paper_index(col: Collection, root: Path, encoder: Encoder | None = None,
     texts = [col.paper_text.get(p, "") or " " for p in pids]
     pseudo = [FigureDoc(p, p, "", t) for p, t in zip(pids, texts)]
     vecs, _ = embed_docs(pseudo, root, encoder, f"paper-{encoder_name or 'custom'}", progress=progress)
-    figure_texts: dict[int, list[str]] = {p: [] for p in pids}
-    for d in col.docs:
-        figure_texts[d.paper_id].append(d.text)
-    return PaperIndex.build(pids, vecs, [analyze(t) for t in texts],
-                            [analyze(" ".join(figure_texts[p])) for p in pids])
+    return PaperIndex.build(pids, vecs, [analyze(t) for t in texts], figures, row_paper)
 
 
 def visual_embeddings(settings: Settings, col: Collection, progress: bool = False) -> np.ndarray | None:
@@ -102,14 +100,13 @@ def build_index(settings: Settings, encoder: Encoder | None = None, encoder_name
     Dense vectors: the trained default model's fused figure embeddings when one exists (text +
     image, app.learn), else MiniLM text embeddings; an explicit `encoder` always wins."""
     t0 = time.perf_counter()
+    explicit = (encoder, encoder_name) if encoder is not None else (None, None)
     with session_scope(settings.db_url) as s:
         col = load_collection(s)
     root = index_root(settings)
     emb, n_new = None, 0
     info = {"kind": "minilm"}
-    papers = None
     if dense and col.docs:
-        papers = paper_index(col, root, encoder, encoder_name, progress)
         learned = learned_embeddings(settings, col.docs, progress) if encoder is None else None
         if learned is not None:
             emb, n_new, info = learned
@@ -121,8 +118,9 @@ def build_index(settings: Settings, encoder: Encoder | None = None, encoder_name
     w = read_w(root)
     engine = SearchEngine.build(col.docs, embeddings=emb, w=0.5 if w is None else w,
                                 vector_kind=settings.vector_index, gpu=settings.faiss_gpu,
-                                papers=papers,
                                 figure_types=[col.figure_type.get(d.figure_id) for d in col.docs])
+    if dense and col.docs:
+        engine.papers = paper_index(col, root, engine.lexical(), engine.paper_ids, *explicit, progress=progress)
     version = engine.save(root)
     info["index_version"] = version
     tmp = root / f".{DENSE_FILE}.tmp"

@@ -22,53 +22,71 @@ from app.search.vectors import VectorIndex
 PAPER_SIGNALS = ("paper", "paper_text", "paper_figures")
 
 
-def strongest_counts(row_ptr: np.ndarray, row_terms: np.ndarray, row_tf: np.ndarray, n_terms: int,
-                     max_terms: int, chunk: int = 20_000):
-    """Per-row (term, count) lists reduced to each row's `max_terms` terms of highest
-    (1 + log tf) * idf; chunked, so millions of figures need no large temporaries."""
-    n = len(row_ptr) - 1
-    idf = np.log(max(n, 1) / np.maximum(np.bincount(row_terms, minlength=n_terms), 1))
-    nnz = np.zeros(n, dtype=np.int64)
-    terms_parts, tf_parts = [], []
+def _grouped_counts(row_ptr: np.ndarray, row_terms: np.ndarray, row_tf: np.ndarray, order: np.ndarray,
+                    bounds: np.ndarray, n_terms: int, chunk: int):
+    """Yield (first group, local group of each entry, term, summed count) per chunk of groups,
+    where group g is made of the rows order[bounds[g]:bounds[g + 1]] of a (term, count) CSR."""
+    from app.search.lexical import _gather_rows
+
+    n = len(bounds) - 1
     for s in range(0, n, chunk):
         e = min(n, s + chunk)
-        lo, hi = int(row_ptr[s]), int(row_ptr[e])
-        rows = np.repeat(np.arange(e - s), np.diff(row_ptr[s:e + 1]))
-        t, f = row_terms[lo:hi], row_tf[lo:hi]
-        order = np.lexsort((-(1.0 + np.log(f.astype(np.float64))) * idf[t], rows))
-        first = np.searchsorted(rows[order], np.arange(e - s))
-        rank = np.arange(len(order)) - first[rows[order]]
-        keep = np.sort(order[rank < max_terms])
-        terms_parts.append(t[keep])
-        tf_parts.append(f[keep])
-        nnz[s:e] = np.bincount(rows[keep], minlength=e - s)
+        rows = order[bounds[s]:bounds[e]]
+        group_of_row = np.repeat(np.arange(e - s), np.diff(bounds[s:e + 1]))
+        pos, owner = _gather_rows(row_ptr, rows)
+        key = group_of_row[owner].astype(np.int64) * n_terms + row_terms[pos]
+        uniq, inv = np.unique(key, return_inverse=True)
+        counts = np.bincount(inv, weights=row_tf[pos].astype(np.float64))
+        yield s, e, uniq // n_terms, (uniq % n_terms).astype(np.int32), counts
+
+
+def strongest_terms_index(row_ptr: np.ndarray, row_terms: np.ndarray, row_tf: np.ndarray, vocab: list[str],
+                          order: np.ndarray, bounds: np.ndarray, max_terms: int,
+                          chunk: int = 2_000) -> LexicalIndex:
+    """tf.idf index of groups of CSR rows (a paper = its figures, or one row of its own), each group
+    kept to its `max_terms` terms of highest (1 + log tf) * idf. Two chunked passes (document
+    frequencies, then the pruned rows), so millions of figures need no large temporaries."""
+    n, n_terms = len(bounds) - 1, len(vocab)
+    df = np.zeros(n_terms, dtype=np.int64)
+    for _s, _e, _g, terms, _c in _grouped_counts(row_ptr, row_terms, row_tf, order, bounds, n_terms, chunk):
+        df += np.bincount(terms, minlength=n_terms)
+    idf = np.log(max(n, 1) / np.maximum(df, 1))
+    nnz = np.zeros(n, dtype=np.int64)
+    doc_len = np.zeros(n, dtype=np.float64)
+    terms_parts, tf_parts = [], []
+    for s, e, g, terms, counts in _grouped_counts(row_ptr, row_terms, row_tf, order, bounds, n_terms, chunk):
+        by = np.lexsort((-(1.0 + np.log(counts)) * idf[terms], g))   # entries are sorted by group
+        first = np.searchsorted(g[by], np.arange(e - s))
+        keep = np.sort(by[(np.arange(len(by)) - first[g[by]]) < max_terms])
+        terms_parts.append(terms[keep])
+        tf_parts.append(np.minimum(counts[keep], 65535).astype(np.uint16))
+        nnz[s:e] = np.bincount(g[keep], minlength=e - s)
+        doc_len[s:e] = np.bincount(g[keep], weights=counts[keep], minlength=e - s)
     ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(nnz, out=ptr[1:])
     cat = (lambda parts, dt: np.concatenate(parts) if parts else np.zeros(0, dt))
-    return ptr, cat(terms_parts, np.int32), cat(tf_parts, np.uint16)
+    return LexicalIndex.from_counts(ptr, cat(terms_parts, np.int32), cat(tf_parts, np.uint16), doc_len, vocab,
+                                    method="tfidf")
 
 
-def tfidf_of_token_ids(indptr: np.ndarray, tokens: np.ndarray, vocab: list[str], max_terms: int) -> LexicalIndex:
-    """A tf.idf index of documents given as a token-id stream, each kept to its strongest terms."""
+def text_view(indptr: np.ndarray, tokens: np.ndarray, vocab: list[str], max_terms: int) -> LexicalIndex:
+    """One document per paper, given as a token-id stream."""
     from app.search.lexical import _csr_from_tokens
 
     indptr = np.asarray(indptr, dtype=np.int64)
-    per_doc = max(1, int(np.diff(indptr).mean())) if len(indptr) > 1 else 1
-    row_ptr, row_terms, row_tf = _csr_from_tokens(indptr, np.asarray(tokens, dtype=np.int32), len(vocab),
-                                                  chunk=max(1, 4_000_000 // per_doc))
-    ptr, terms, tf = strongest_counts(row_ptr, row_terms, row_tf, len(vocab), max_terms)
-    doc_len = np.add.reduceat(tf.astype(np.float64), ptr[:-1]) if len(tf) else np.zeros(len(ptr) - 1)
-    doc_len[np.diff(ptr) == 0] = 0
-    return LexicalIndex.from_counts(ptr, terms, tf, doc_len, vocab, method="tfidf")
+    row_ptr, row_terms, row_tf = _csr_from_tokens(indptr, np.asarray(tokens, dtype=np.int32), len(vocab))
+    n = len(indptr) - 1
+    return strongest_terms_index(row_ptr, row_terms, row_tf, vocab, np.arange(n), np.arange(n + 1), max_terms)
 
 
-def _token_ids(docs: Sequence[Sequence[str]], ids: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
-    lens = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
-    tokens = np.fromiter((ids.setdefault(t, len(ids)) for d in docs for t in d), dtype=np.int32,
-                         count=int(lens.sum()))
-    indptr = np.zeros(len(docs) + 1, dtype=np.int64)
-    np.cumsum(lens, out=indptr[1:])
-    return indptr, tokens
+def figures_view(figures: LexicalIndex, row_paper: np.ndarray, paper_ids: np.ndarray, max_terms: int) -> LexicalIndex:
+    """All figure texts of each paper together, from the figure index's own (term, count) rows."""
+    row_paper = np.asarray(row_paper, dtype=np.int64)
+    order = np.argsort(row_paper, kind="stable")
+    bounds = np.searchsorted(row_paper[order], np.r_[paper_ids, np.iinfo(np.int64).max])
+    bounds[-1] = len(order)
+    return strongest_terms_index(figures.row_ptr, figures.row_terms, figures.row_tf, figures.vocab, order, bounds,
+                                 max_terms)
 
 
 class PaperIndex:
@@ -83,27 +101,32 @@ class PaperIndex:
 
     @classmethod
     def build(cls, paper_ids, dense_vectors: np.ndarray | None, text_tokens: Sequence[Sequence[str]],
-              figure_tokens: Sequence[Sequence[str]], max_terms: int = 100) -> "PaperIndex":
+              figures: LexicalIndex, row_paper: np.ndarray, max_terms: int = 100,
+              vector_kind: str = "auto") -> "PaperIndex":
+        """Views of the papers `paper_ids` (sorted): title + abstract vectors and analysed tokens,
+        and the figure index with the paper of each of its rows."""
         ids: dict[str, int] = {}
-        text = _token_ids(text_tokens, ids)
-        figures = _token_ids(figure_tokens, ids)
+        lens = np.fromiter((len(d) for d in text_tokens), dtype=np.int64, count=len(text_tokens))
+        tokens = np.fromiter((ids.setdefault(t, len(ids)) for d in text_tokens for t in d), dtype=np.int32,
+                             count=int(lens.sum()))
         vocab = [""] * len(ids)
         for t, i in ids.items():
             vocab[i] = t
-        return cls.from_token_ids(paper_ids, dense_vectors, text, figures, vocab, max_terms)
+        return cls.from_parts(paper_ids, dense_vectors, text_view(np.r_[0, np.cumsum(lens)], tokens, vocab, max_terms),
+                              figures_view(figures, row_paper, np.asarray(paper_ids, dtype=np.int64), max_terms),
+                              vector_kind)
 
     @classmethod
-    def from_token_ids(cls, paper_ids, dense_vectors: np.ndarray | None, text: tuple[np.ndarray, np.ndarray],
-                       figures: tuple[np.ndarray, np.ndarray], vocab: list[str], max_terms: int = 100,
-                       vector_kind: str = "auto") -> "PaperIndex":
-        """Fast path: the two text views as (indptr, token ids) streams over one vocabulary."""
+    def from_parts(cls, paper_ids, dense_vectors: np.ndarray | None, text: LexicalIndex | None,
+                   figures: LexicalIndex | None, vector_kind: str = "auto") -> "PaperIndex":
         paper_ids = np.asarray(paper_ids, dtype=np.int64)
         dense = None
         if dense_vectors is not None:
+            if vector_kind == "auto":  # the related-papers query runs on every request: ANN early
+                vector_kind = "ivf" if len(paper_ids) >= 20_000 else "flat"
             dense = VectorIndex(np.asarray(dense_vectors).shape[1], kind=vector_kind)
             dense.add(np.arange(len(paper_ids)), dense_vectors)
-        return cls(paper_ids, dense, tfidf_of_token_ids(*text, vocab, max_terms),
-                   tfidf_of_token_ids(*figures, vocab, max_terms))
+        return cls(paper_ids, dense, text, figures)
 
     def __len__(self) -> int:
         return len(self.paper_ids)

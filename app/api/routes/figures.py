@@ -100,7 +100,7 @@ def similar_figures(figure_id: FigureId, db: SessionDep, settings: SettingsDep, 
                else "the figure is not in the search index yet (it is added at the next index refresh)")
         return schemas.SimilarResponse(mode="figure", figure_id=figure_id, k=k, scope=scope, items=[],
                                        index_version=engine.version, message=why)
-    hits = engine.similar(figure_id, k=k, scope=scope, union_dense=50)
+    hits = engine.similar(figure_id, k=k, scope=scope)
     source_text = engine.captions[engine.row_of(figure_id)] + " " + mention_texts(db, [figure_id]).get(figure_id, "")
     message = None
     if not hits:
