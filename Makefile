@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser demo test serve extraction-report bench-ingest services clean
+.PHONY: install browser ocr demo test serve extraction-report bench-ingest services clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
@@ -19,7 +19,11 @@ $(STAMP): pyproject.toml
 browser:
 	@test -x /usr/bin/chromium || { [ "$$(id -u)" = 0 ] && (apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q chromium chromium-driver >/dev/null)) || echo "warning: chromium not installed; browser tests will be skipped"; }
 
-install: $(STAMP)
+# Scanned papers are read by Debian's Tesseract (never a downloaded model); install it when we can.
+ocr:
+	@command -v tesseract >/dev/null && test -f /usr/share/tesseract-ocr/5/tessdata/eng.traineddata || { [ "$$(id -u)" = 0 ] && (apt-get install -y -q tesseract-ocr tesseract-ocr-eng >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q tesseract-ocr tesseract-ocr-eng >/dev/null)) || echo "warning: tesseract-ocr not installed; scanned papers will not be read and their tests will be skipped"; }
+
+install: $(STAMP) ocr
 
 demo: $(STAMP)
 	$(VENV)/bin/figsearch demo --data-dir data/demo --host 127.0.0.1 --port 8000
@@ -27,7 +31,7 @@ demo: $(STAMP)
 serve: $(STAMP)
 	$(VENV)/bin/figsearch serve --data-dir data
 
-test: $(STAMP) browser
+test: $(STAMP) browser ocr
 	$(PY) -m pytest -q -x --durations=15
 
 services:

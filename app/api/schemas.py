@@ -40,6 +40,8 @@ class FigureSummary(BaseModel):
     central_rank: int | None = Field(None, description="1 = the paper's central figure (when the model has run).")
     paper_title: str = ""
     paper_year: int | None = None
+    text_source: str = Field("text_layer", description="Where the caption came from: text_layer, or ocr "
+                                                       "(read from a scanned page).")
 
 
 class FigurePage(BaseModel):
@@ -116,6 +118,8 @@ class PaperSummary(BaseModel):
     status: str
     source: str = ""
     n_figures: int = 0
+    source_kind: str = Field("born_digital", description="born_digital, scanned (text read by OCR) or ocr_layer "
+                                                         "(a scan with its scanner's own text layer).")
 
 
 class PaperPage(BaseModel):

@@ -18,7 +18,8 @@ router = APIRouter(tags=["papers"])
 
 def _summary(p: Paper, n_figures: int) -> dict:
     return dict(paper_id=p.id, title=p.title or p.source or f"paper {p.id}", authors=p.authors or "",
-                year=p.year, status=p.status, source=p.source or "", n_figures=n_figures)
+                year=p.year, status=p.status, source=p.source or "", n_figures=n_figures,
+                source_kind=p.source_kind or "born_digital")
 
 
 @router.get("/papers", response_model=schemas.PaperPage, responses=responses(422))

@@ -20,6 +20,7 @@ OCR_DPI = 200
 MAX_SKEW_DEG = 4.0
 PAGE_OCR_TIMEOUT_S = 120
 MIN_LINE_CONF = 30.0
+SUSPECT_CONF = 70.0  # a page read with less mean confidence is also tried upside down
 os.environ.setdefault("OMP_THREAD_LIMIT", "1")  # one core per Tesseract process; pages run in parallel
 
 
@@ -193,7 +194,8 @@ def ocr_image(grey: np.ndarray, px_per_pt: float, width: float, height: float) -
             return out
         small, ocr_scale = _for_ocr(img, px_per_pt)
         lines = _tesseract(small, ocr_scale)
-        if word_quality(" ".join(ln.text for ln in lines)) < 0.5 or len(lines) < 3:
+        confs = [w.conf for ln in lines for w in ln.words]
+        if len(lines) < 3 or np.mean(confs) < SUSPECT_CONF or word_quality(" ".join(ln.text for ln in lines)) < 0.5:
             other = _tesseract(np.ascontiguousarray(small[::-1, ::-1]), ocr_scale)
             if _reads_well(other) > 1.5 * _reads_well(lines):
                 img, lines, out.upside_down = np.ascontiguousarray(img[::-1, ::-1]), other, True

@@ -118,8 +118,16 @@ def _text_only_row(ln: OcrLine, ink: np.ndarray, s: float, span: tuple[float, fl
 def _obstacles(page: OcrPage, caps: list[OcrCaption], lay: Layout, ink: np.ndarray, s: float,
                span: tuple[float, float]) -> list[tuple[float, float, float, float]]:
     caption_lines = {id(ln) for c in caps for ln in c.lines}
+    body = {id(ln) for ln in page.lines if is_body(ln, lay)}
+    per_par: dict[tuple[int, int], list[OcrLine]] = {}
+    for ln in page.lines:
+        per_par.setdefault((ln.block, ln.par), []).append(ln)
+    for lines in per_par.values():  # a paragraph's short last line is prose too
+        n_body = sum(1 for ln in lines if id(ln) in body)
+        if n_body >= 2 and n_body >= 0.5 * len(lines):
+            body.update(id(ln) for ln in lines)
     boxes = [ln.box for ln in page.lines if id(ln) not in caption_lines
-             and (is_body(ln, lay) or _text_only_row(ln, ink, s, span))]
+             and (id(ln) in body or _text_only_row(ln, ink, s, span))]
     return boxes + [c.box for c in caps]
 
 

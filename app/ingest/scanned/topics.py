@@ -49,6 +49,8 @@ class TopicSpace:
         return self.lda.n_components
 
     def fit(self, texts: list[str]) -> "TopicSpace":
+        if len(texts) < 50:  # a toy collection: keep every word
+            self.vectorizer.set_params(min_df=1, max_df=1.0)
         counts = self.vectorizer.fit_transform(texts)
         self.lda.fit(counts)
         self.centre = np.sqrt(self.lda.transform(counts)).mean(0).astype(np.float32)
@@ -234,7 +236,7 @@ class OcrFreeModel:
         import torch
 
         with torch.no_grad():
-            x = 1.0 - torch.from_numpy(np.ascontiguousarray(grey)).float()[None, None] / 255.0
+            x = 1.0 - torch.from_numpy(np.array(grey, dtype=np.float32))[None, None] / 255.0
             f = self.net(x)[0].permute(1, 2, 0).numpy()
         return f
 

@@ -1,0 +1,143 @@
+"""Scanned papers: a small paper made here is turned into an image-only scan and ingested through
+OCR (text, captions, figure crops) and embedded by the OCR-free topic path; bad scans end with a
+clear status."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pymupdf
+import pytest
+from sqlalchemy import select
+
+from app.db.schema import Figure, Paper
+from app.db.session import session_scope
+from app.eval.scanned import caption_ratio, iou
+from app.ingest import pipeline
+from app.ingest.extract import extract_pdf
+from app.ingest.scanned import detect
+from app.ingest.scanned.simulate import ScanStyle, scan_like_pdf
+
+pytestmark = pytest.mark.skipif(shutil.which("tesseract") is None, reason="needs Debian's tesseract-ocr")
+
+W, H = 420, 560  # a small page keeps OCR to a second or two
+TITLE = "Bidding Strategies for Sponsored Search Auctions"
+CAPTION = "Figure 1: Revenue of the auction under three reserve prices."
+GRAPHIC = (70, 250, 350, 390)
+BODY = ("Advertisers bid on keywords and the auction ranks their ads by bid and quality. "
+        "We study how the reserve price changes the revenue of the platform and the welfare of bidders. ") * 3
+
+
+def _paper(path: Path) -> Path:
+    """A one-page born-digital paper: title, abstract, body, a bar chart with its caption, references."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=W, height=H)
+    page.insert_textbox((40, 40, W - 40, 80), TITLE, fontsize=15, fontname="tibo", align=1)
+    page.insert_textbox((40, 90, W - 40, 240), "Abstract. " + BODY, fontsize=9.5, fontname="tiro")
+    x0, y0, x1, y1 = GRAPHIC
+    page.draw_rect(GRAPHIC, color=(0, 0, 0), width=1)
+    for i, h in enumerate((60, 100, 40, 120, 80)):
+        bx = x0 + 25 + i * 55
+        page.draw_rect((bx, y1 - 10 - h, bx + 30, y1 - 10), color=(0, 0, 0), fill=(0.3, 0.3, 0.3))
+    page.insert_textbox((40, 400, W - 40, 430), CAPTION, fontsize=9.5, fontname="tiro")
+    page.insert_textbox((40, 440, W - 40, 520), "References\n[1] A. Author. Reserve prices in auctions. 2010.",
+                        fontsize=9.5, fontname="tiro")
+    doc.save(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def scans(tmp_path_factory):
+    d = tmp_path_factory.mktemp("scans")
+    born = _paper(d / "born.pdf")
+    out = {"born": born}
+    out["scan"] = d / "scan.pdf"
+    scan_like_pdf(born, out["scan"], ScanStyle(max_skew_deg=1.0), seed=1)
+    out["upside_down"] = d / "upside_down.pdf"
+    scan_like_pdf(born, out["upside_down"], ScanStyle(upside_down=True), seed=2)
+    out["colour600"] = d / "colour600.pdf"
+    scan_like_pdf(born, out["colour600"], ScanStyle(dpi=600, colour=True), seed=3)
+    out["blank"] = d / "blank.pdf"
+    scan_like_pdf(born, out["blank"], ScanStyle(), seed=4, blank_pages=(0,))
+    return out
+
+
+def test_scan_is_read_by_ocr_like_the_born_digital_paper(scans, tmp_path):
+    born = extract_pdf(scans["born"], tmp_path / "b")
+    ex = extract_pdf(scans["scan"], tmp_path / "s")
+    assert born.source_kind == "born_digital" and born.paper.has_text_layer
+    assert ex.status == "ok" and ex.source_kind == "scanned" and not ex.paper.has_text_layer
+    assert caption_ratio(ex.paper.title, TITLE) >= 0.8
+    assert "reserve price" in ex.paper.body_text.lower()
+    figs = {f.label: f for f in ex.figures}
+    assert "Figure 1" in figs
+    fig = figs["Figure 1"]
+    assert fig.text_source == "ocr" and caption_ratio(fig.caption, CAPTION) >= 0.8
+    assert (tmp_path / "s" / fig.image_path).is_file()
+    crop = (fig.bbox[0], fig.bbox[1], fig.bbox[2], fig.caption_bbox[1])  # graphic part of the region
+    assert iou(crop, GRAPHIC) >= 0.6
+    assert fig.width >= 0.8 * (GRAPHIC[2] - GRAPHIC[0]) * 200 / 72  # cut at the scan's resolution
+
+
+def test_bad_scans_end_with_a_clear_status(scans, tmp_path):
+    flipped = extract_pdf(scans["upside_down"], tmp_path / "u")
+    assert flipped.status == "ok" and "upside down" in flipped.error
+    assert caption_ratio(flipped.paper.title, TITLE) >= 0.8
+    colour = extract_pdf(scans["colour600"], tmp_path / "c")
+    assert colour.status == "ok" and any(f.label == "Figure 1" for f in colour.figures)
+    blank = extract_pdf(scans["blank"], tmp_path / "e")
+    assert blank.status == "no_text" and "no readable text" in blank.error and not blank.figures
+
+
+def test_page_kinds_invisible_layer_good_or_garbage(tmp_path):
+    def layered(text: str) -> pymupdf.Page:
+        doc = pymupdf.open()
+        page = doc.new_page(width=W, height=H)
+        pix = pymupdf.Pixmap(pymupdf.csGRAY, pymupdf.IRect(0, 0, 200, 260), 0)
+        pix.clear_with(230)
+        page.insert_image(page.rect, pixmap=pix)
+        page.insert_textbox((30, 30, W - 30, H - 30), text, fontsize=9, render_mode=3)
+        return page
+
+    assert detect.classify_page(layered(BODY * 2)) == detect.OCR_LAYER
+    assert detect.classify_page(layered("xq3 ;;kz' 1l|i vv0x- rrq~ " * 40)) == detect.IMAGE
+    assert detect.source_kind([detect.TEXT, detect.TEXT, detect.IMAGE]) == "born_digital"
+    assert detect.source_kind([detect.IMAGE, detect.IMAGE, detect.TEXT]) == "scanned"
+
+
+def test_scanned_paper_is_stored_with_source_kind_and_ocr_captions(scans, fast_settings):
+    job = pipeline.prepare_job([str(scans["scan"])], fast_settings)
+    pipeline.run_job_embedded(fast_settings, job, workers=1)
+    with session_scope(fast_settings.db_url) as s:
+        paper = s.scalars(select(Paper)).one()
+        assert paper.status == "ok" and paper.source_kind == "scanned" and paper.has_text_layer is False
+        figs = s.scalars(select(Figure)).all()
+        assert figs and all(f.text_source == "ocr" for f in figs)
+
+
+def test_ocr_free_path_embeds_scanned_pages_and_queries(scans, tmp_path):
+    import torch
+
+    from app.ingest.scanned.topics import OcrFreeModel, TopicSpace, circle_loss, page_image, train
+
+    # circle loss prefers embeddings that match their own pseudo-label
+    t = torch.nn.functional.normalize(torch.randn(8, 6), dim=1)
+    assert circle_loss(t, t) < circle_loss(t.roll(1, 0), t)
+    # the topic space puts a query near the texts of its topic
+    auction = "auction bid reserve price revenue advertiser keyword " * 5
+    neural = "neural network layer embedding gradient training loss " * 5
+    space = TopicSpace(n_topics=2).fit([auction, neural] * 4)
+    q = space.embed(["reserve price auction"])[0]
+    pages = space.embed([auction, neural])
+    assert pages[0] @ q > pages[1] @ q
+    # a (tiny) trained encoder maps a scanned page into the same space
+    model_path = tmp_path / "topics.pt"
+    rep = train([scans["born"]] * 3, model_path, n_topics=2, epochs=1, per_page=4)
+    assert rep.n_crops > 0 and np.isfinite(rep.final_loss)
+    model = OcrFreeModel(model_path)
+    with pymupdf.open(scans["scan"]) as doc:
+        fmap = model.feature_map(page_image(doc[0]))
+        v = model.figure_vector(fmap, GRAPHIC, doc[0].rect.width, doc[0].rect.height)
+    assert fmap.shape[2] == 2 and abs(np.linalg.norm(v) - 1) < 1e-5
+    assert model.query_vectors(["auction"]).shape == (1, 2)
