@@ -37,7 +37,7 @@ def run_search(db: Session, settings: Settings, engine: SearchEngine | None, hol
     items = scored_items(db, hits[:k], offset, query_text=q, engine=engine, snippets=True)
     msg = None
     if not items and offset == 0:
-        msg = "no close matches: no figure shares these words or is close in meaning"
+        msg = "no figure shares these words or is close in meaning"
     return schemas.SearchResponse(query=q, k=k, offset=offset, items=items, has_more=has_more,
                                   reranked=use, index_version=engine.version, message=msg)
 
