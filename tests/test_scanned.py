@@ -131,13 +131,14 @@ def test_ocr_free_path_embeds_scanned_pages_and_queries(scans, tmp_path):
     q = space.embed(["reserve price auction"])[0]
     pages = space.embed([auction, neural])
     assert pages[0] @ q > pages[1] @ q
-    # a (tiny) trained encoder maps a scanned page into the same space
+    # a (tiny) trained encoder maps a scanned page into the same space, from word shapes alone
     model_path = tmp_path / "topics.pt"
-    rep = train([scans["born"]] * 3, model_path, n_topics=2, epochs=1, per_page=4)
-    assert rep.n_crops > 0 and np.isfinite(rep.final_loss)
+    rep = train([scans["born"]] * 3, model_path, n_topics=2, epochs=2, per_page=4)
+    assert rep.n_regions > 0 and np.isfinite(rep.final_loss)
     model = OcrFreeModel(model_path)
     with pymupdf.open(scans["scan"]) as doc:
-        fmap = model.feature_map(page_image(doc[0]))
-        v = model.figure_vector(fmap, GRAPHIC, doc[0].rect.width, doc[0].rect.height)
-    assert fmap.shape[2] == 2 and abs(np.linalg.norm(v) - 1) < 1e-5
+        words = model.feature_map(page_image(doc[0]))
+        v = model.figure_vector(words, GRAPHIC, doc[0].rect.width, doc[0].rect.height)
+    assert len(words.codes) >= 50  # the page's words, found without reading them
+    assert v.shape == (2,) and abs(np.linalg.norm(v) - 1) < 1e-5
     assert model.query_vectors(["auction"]).shape == (1, 2)

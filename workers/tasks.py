@@ -29,8 +29,8 @@ def ingest_pdf(self, job_file_id: int, cfg: dict | None = None) -> dict:
     try:
         outcome = pipeline.process_job_file(settings, job_file_id)
     except SoftTimeLimitExceeded:
-        outcome = pipeline.record_outcome(settings, job_file_id, None,
-                                          f"timed out after {settings.file_timeout_s:g} s")
+        soft = (self.request.timelimit or (None, None))[1] or settings.file_timeout_s
+        outcome = pipeline.record_outcome(settings, job_file_id, None, f"timed out after {soft:g} s")
     if outcome.job_finished:
         with pipeline.session_scope(settings.db_url) as s:
             from app.db.schema import JobFile
@@ -52,8 +52,9 @@ def ingest_collection(job_id: str, cfg: dict | None = None) -> dict:
     pipeline.mark_running(settings, job_id)
     if not files:
         pipeline.finish_job(settings, job_id)
-    for jf_id, _name, _path in files:
-        ingest_pdf.delay(jf_id, cfg)
+    for jf_id, _name, path in files:  # scanned pages need OCR time: the limit grows with them
+        limit = pipeline.file_time_limit(settings, path)
+        ingest_pdf.apply_async((jf_id, cfg), soft_time_limit=limit, time_limit=limit + 30)
     return {"job_id": job_id, "queued": len(files)}
 
 

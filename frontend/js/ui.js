@@ -61,6 +61,7 @@ export function figureCard(f, { extra = null, showPaper = true } = {}) {
   const card = h('a', { class: 'card', href: `#/figure/${f.figure_id}`, dataset: { figureId: f.figure_id } },
     thumb(f), body);
   if (f.central_rank === 1) card.append(h('span', { class: 'badge central', title: 'The central figure of its paper' }, '★ central figure'));
+  if (f.text_source === 'ocr') card.append(h('span', { class: 'badge scanned', title: 'From a scanned page: the caption was read by OCR' }, 'scanned · OCR'));
   return card;
 }
 

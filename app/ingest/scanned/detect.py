@@ -48,6 +48,9 @@ def _image_cover(page) -> float:
 
 def classify_page(page) -> str:
     """`text`, `ocr_layer` or `image` for one PyMuPDF page."""
+    cover = _image_cover(page)
+    if cover < MIN_IMAGE_COVER:
+        return TEXT  # no page-sized image: born-digital (or an empty page); cheap, no text trace
     visible = invisible = 0
     for span in page.get_texttrace():
         n = sum(1 for c in span["chars"] if c[0] > 32)
@@ -57,12 +60,9 @@ def classify_page(page) -> str:
             visible += n
     if visible >= MIN_VISIBLE_CHARS:
         return TEXT
-    cover = _image_cover(page)
-    if invisible >= MIN_VISIBLE_CHARS and cover >= MIN_IMAGE_COVER:
+    if invisible >= MIN_VISIBLE_CHARS:
         return OCR_LAYER if word_quality(page.get_text()) >= MIN_LAYER_QUALITY else IMAGE
-    if cover >= MIN_IMAGE_COVER:
-        return IMAGE
-    return TEXT  # an (almost) empty or graphics-only born-digital page
+    return IMAGE
 
 
 def classify_pages(doc, max_pages: int | None = None) -> list[str]:

@@ -7,6 +7,7 @@ connected components). Crops are cut from the cleaned page image at the scan's r
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +22,10 @@ from app.ingest.scanned.ocr import OcrLine, OcrPage, otsu_threshold
 MIN_REGION_PT = 12.0  # a region thinner than this (points) is not a figure
 SPECK_PT2 = 4.0  # connected components smaller than this area (points^2) are noise
 MAX_CROP_DPI = 300
-OUTWARD_PT = 15.0  # how far a graphic may reach beyond its column's text
+_HEADING_RE = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|[IVX]{1,4}\.)\s+[A-Z][A-Za-z]{3,}")
+_SUBLABEL_RE = re.compile(r"^\W{0,2}\(?[a-hA-H]\)\s")
+OUTWARD_PT = 15.0
+NEAR_LINES = 3.0  # text lines this close (in body-line heights) to a caption may be its panel labels  # how far a graphic may reach beyond its column's text
 
 
 @dataclass
@@ -53,9 +57,19 @@ def doc_layout(pages: list[OcrPage]) -> Layout:
     return lay
 
 
+def _prose_share(ln: OcrLine) -> float:
+    """Share of a line's words that are lower-case words (prose has many; legends, tick labels
+    and panel titles few)."""
+    words = [w.text.strip(".,;:!?()[]\"'`@") for w in ln.words]
+    return sum(1 for w in words if w and any(c.islower() for c in w) and not any(c.isdigit() for c in w)
+               and not w[0].isupper()) / max(len(words), 1)
+
+
 def is_body(ln: OcrLine, lay: Layout) -> bool:
     """A line of running text (not a figure's label, legend or table row)."""
     col_w = (lay.text_x1 - lay.text_x0) / (2 if lay.two_column else 1)
+    if _SUBLABEL_RE.match(ln.text) or _prose_share(ln) < 0.4:
+        return False  # "(a) ... (b) ...": sub-figure labels; tick-label rows
     return (len(ln.text) >= 30 and (ln.box[2] - ln.box[0]) >= 0.55 * col_w and ln.conf >= 60
             and 0.6 * lay.body_h <= ln.height <= 1.6 * lay.body_h and _dense(ln, lay.body_h)
             and word_quality(ln.text) >= 0.7)
@@ -106,8 +120,11 @@ def _text_only_row(ln: OcrLine, ink: np.ndarray, s: float, span: tuple[float, fl
     """A well-read line of words with no other ink beside it in its row: prose (author lines,
     paragraphs of another shape), not a label inside a graphic."""
     numeric = sum(1 for w in ln.words if not any(c.isalpha() for c in w.text))
-    if len(ln.text) < 25 or len(ln.words) < 3 or ln.conf < 70 or numeric > 0.4 * len(ln.words):
-        return False  # tick labels and other number rows belong to plots
+    if _SUBLABEL_RE.match(ln.text) or ln.conf < 70:
+        return False
+    if not _HEADING_RE.match(ln.text) and (len(ln.text) < 25 or len(ln.words) < 3 or numeric > 0.4 * len(ln.words)
+                                           or _prose_share(ln) < 0.4):
+        return False  # tick labels and other number rows belong to plots; section headings bound them
     r0, r1 = int(ln.box[1] * s), int(ln.box[3] * s) + 1
     band = ink[max(r0, 0):max(r1, 0)]
     left = band[:, max(int(span[0] * s), 0):max(int((ln.box[0] - 6) * s), 0)]
@@ -157,12 +174,18 @@ def find_regions(page: OcrPage, caps: list[OcrCaption], lay: Layout) -> list[tup
         sx0, sx1 = column_span(cap.box, lay)
         obstacles = _obstacles(page, caps, lay, ink, s_small, (sx0, sx1))
         others = [b for b in obstacles if b != cap.box and min(b[2], sx1) - max(b[0], sx0) > 2]
-        top = max([b[3] for b in others if b[3] <= cy0 + 1] + [margin])
-        bottom = min([b[1] for b in others if b[1] >= cy1 - 1] + [page.height - margin])
         sx0, sx1 = _outward((sx0, sx1), lay)
-        above = _ink_box(ink, s_small, sx0, top + 2, sx1, cy0 - 2)
-        below = _ink_box(ink, s_small, sx0, cy1 + 2, sx1, bottom - 2)
-        first, second = (below, above) if cap.kind == "table" else (above, below)
+        def side(up: bool, near: float = 0.0):
+            if up:
+                top = max([b[3] for b in others if b[3] <= cy0 + 1 and b[3] < cy0 - near] + [margin])
+                return _ink_box(ink, s_small, sx0, top + 2, sx1, cy0 - 2)
+            bottom = min([b[1] for b in others if b[1] >= cy1 - 1 and b[1] > cy1 + near] + [page.height - margin])
+            return _ink_box(ink, s_small, sx0, cy1 + 2, sx1, bottom - 2)
+
+        up_first = cap.kind != "table"
+        first, second = side(up_first), side(not up_first)
+        if first is None and second is None:  # look past text lines hugging the caption (panel labels)
+            first = side(up_first, NEAR_LINES * lay.body_h)
         out.append((cap, first if first is not None else second))
     return out
 

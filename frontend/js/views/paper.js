@@ -23,7 +23,10 @@ export async function renderPaper(root, id, { signal }) {
   root.append(
     h('div', { class: 'crumbs' }, h('a', { href: '#/papers' }, '← All papers')),
     h('div', { class: 'panel paper-head' },
-      h('h1', { id: 'paper-title' }, p.title, ' ', status),
+      h('h1', { id: 'paper-title' }, p.title, ' ', status,
+        p.source_kind && p.source_kind !== 'born_digital'
+          ? h('span', { class: 'badge scanned', title: p.source_kind === 'scanned' ? 'A scan: text and captions read by OCR' : 'A scan with its own text layer' }, 'scanned')
+          : null),
       p.authors ? h('p', { class: 'authors' }, p.authors) : null,
       h('div', { class: 'meta' }, p.year ? h('span', {}, String(p.year)) : null, p.n_pages ? h('span', {}, `${p.n_pages} pages`) : null,
         h('span', {}, `${figs.length} figure${figs.length === 1 ? '' : 's'}`), tables.length ? h('span', {}, `${tables.length} table${tables.length === 1 ? '' : 's'}`) : null,
