@@ -25,4 +25,7 @@ RUN useradd --create-home figsearch && mkdir -p /data && chown figsearch /data
 USER figsearch
 VOLUME ["/data"]
 EXPOSE 8000
+# No default admin token: set FIGSEARCH_ADMIN_TOKEN (>= 24 characters), or the server generates a
+# random one on first start, stores it in /data/admin-token and prints it once
+# (`docker exec <container> figsearch admin-token` shows it again).
 CMD ["figsearch", "serve", "--host", "0.0.0.0", "--port", "8000"]

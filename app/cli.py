@@ -38,21 +38,86 @@ def _progress(total: int, desc: str):
                 disable=None)  # disable=None: no bar when stderr is not a terminal... unless forced
 
 
+def _note_orphaned_jobs(settings: Settings) -> None:
+    """Jobs whose `figsearch ingest` (or server) died are marked interrupted, with how to finish them."""
+    from app.ingest import pipeline
+
+    for job_id in pipeline.orphaned_jobs(settings):
+        pipeline.mark_interrupted(settings, job_id, "the process running this job stopped")
+        _, done, total = pipeline.job_progress(settings, job_id)
+        typer.echo(f"note: job {job_id} was interrupted at {done}/{total} files; finish it with "
+                   f"`figsearch ingest --resume {job_id}`", err=True)
+
+
+def _wait_for_workers(settings: Settings, job_id: str, bar) -> None:
+    """Distributed mode: follow the job's progress; give up (exit 1) when no file finished for
+    FIGSEARCH_INGEST_STALL_S (no worker running, or every worker stuck)."""
+    from app.ingest import pipeline
+
+    status, last_done, total = pipeline.job_progress(settings, job_id)
+    last_change = time.monotonic()
+    while status not in ("done", "failed"):
+        time.sleep(0.5)
+        status, done, total = pipeline.job_progress(settings, job_id)
+        bar.update(done - bar.n)
+        if done != last_done:
+            last_done, last_change = done, time.monotonic()
+        elif time.monotonic() - last_change > settings.ingest_stall_s:
+            bar.close()
+            typer.echo(f"error: no file of job {job_id} finished in {settings.ingest_stall_s:g} s ({done}/{total} "
+                       "done): are Celery workers running (`celery -A workers worker`) with the same "
+                       f"broker and database? The job stays queued; follow it with `figsearch jobs {job_id}`",
+                       err=True)
+            raise typer.Exit(1)
+
+
 @cli.command()
-def ingest(paths: list[Path] = typer.Argument(..., help="PDF files, folders (recursive) or .zip files."),
+def ingest(paths: Optional[list[Path]] = typer.Argument(None, help="PDF files, folders (recursive) or .zip files."),
            data_dir: Optional[Path] = DataDir,
+           resume: Optional[str] = typer.Option(None, "--resume", metavar="JOB",
+                                                help="Finish an interrupted job (its pending files)."),
            json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON.")) -> None:
     """Ingest PDFs into the collection: papers, figures, captions, mentions, citation links."""
+    import signal
+
     from app.dispatch import dispatcher_for
     from app.ingest import pipeline
     from app.ingest.sources import SourceError
 
-    settings = _settings(data_dir)
-    try:
-        job_id = pipeline.prepare_job(list(paths), settings)
-    except SourceError as exc:
-        typer.echo(f"error: {exc}", err=True)
+    if bool(paths) == bool(resume):
+        typer.echo("error: give PDF files/folders/zips to ingest, or --resume JOB", err=True)
         raise typer.Exit(2)
+    settings = _settings(data_dir)
+    lock = None
+    if not settings.distributed:
+        removed, freed = pipeline.clean_leftovers(settings)
+        if removed:
+            typer.echo(f"removed {removed} leftover upload/staging folders ({freed / 1e6:.1f} MB)", err=True)
+        _note_orphaned_jobs(settings)
+    if resume:
+        job_id = resume
+        try:
+            status, _, _ = pipeline.job_progress(settings, job_id)
+        except LookupError:
+            typer.echo(f"error: no job {job_id}", err=True)
+            raise typer.Exit(2)
+        if status in ("done", "failed"):
+            typer.echo(f"job {job_id} is already {status}", err=True)
+    else:
+        from app.db.schema import new_job_id
+
+        job_id = new_job_id()
+    if not settings.distributed:  # held while this process runs the job
+        lock = pipeline.JobLock(settings, job_id)
+        if not lock.acquire():
+            typer.echo(f"error: job {job_id} is being run by another process", err=True)
+            raise typer.Exit(2)
+    if not resume:
+        try:
+            pipeline.prepare_job(list(paths), settings, job_id=job_id)
+        except SourceError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2)
     status, done, total = pipeline.job_progress(settings, job_id)
     bar = _progress(total, "ingest")
     bar.update(done)
@@ -63,25 +128,58 @@ def ingest(paths: list[Path] = typer.Argument(..., help="PDF files, folders (rec
         if outcome.status == "failed":
             bar.write(f"failed: {name}: {outcome.error}", file=sys.stderr)
 
-    dispatcher_for(settings, on_file=on_file)(job_id)  # returns at once with Celery workers
-    while settings.distributed and status != "done":
-        time.sleep(0.5)
-        status, now_done, total = pipeline.job_progress(settings, job_id)
-        bar.update(now_done - bar.n)
+    def on_term(_signum, _frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        if status not in ("done", "failed"):
+            dispatcher_for(settings, on_file=on_file)(job_id)  # returns at once with Celery workers
+        if settings.distributed:
+            _wait_for_workers(settings, job_id, bar)
+    except KeyboardInterrupt:
+        bar.close()
+        if settings.distributed:
+            typer.echo(f"stopped waiting; workers continue job {job_id} (`figsearch jobs {job_id}`)", err=True)
+        else:
+            pipeline.mark_interrupted(settings, job_id, "interrupted (Ctrl-C or SIGTERM)")
+            typer.echo(f"interrupted: finish with `figsearch ingest --resume {job_id}`", err=True)
+        raise typer.Exit(130)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if lock is not None:
+            lock.release()
     bar.close()
+    status, done, total = pipeline.job_progress(settings, job_id)
     elapsed = time.perf_counter() - t0
     s = pipeline.summarise(settings, job_id)
     c = s.counts
     if json_out:
         typer.echo(json.dumps({"job_id": job_id, "ok": c["ok"], "no_text": c["no_text"], "failed": c["failed"],
-                               "duplicate": c["duplicate"], "figures": s.n_figures, "seconds": round(elapsed, 2),
+                               "duplicate": c["duplicate"], "skipped": c["skipped"], "figures": s.n_figures,
+                               "seconds": round(elapsed, 2),
                                "failures": [{"file": n, "error": e} for n, e in s.failures]}))
         return
     typer.echo(f"job {job_id}: {total} files in {elapsed:.1f} s")
     typer.echo(f"papers ok: {c['ok']}  no text layer: {c['no_text']}  failed: {c['failed']}  "
-               f"duplicate: {c['duplicate']}  figures: {s.n_figures}")
+               f"duplicate: {c['duplicate']}  skipped (not PDF): {c['skipped']}  figures: {s.n_figures}")
     for name, err in s.failures:
         typer.echo(f"  FAILED {name}: {err}")
+
+
+@cli.command("admin-token")
+def admin_token(data_dir: Optional[Path] = DataDir) -> None:
+    """Print the admin token of this data dir (FIGSEARCH_ADMIN_TOKEN when set; otherwise the one
+    embedded mode generated, generating it now if the server never ran)."""
+    from app.settings import AdminTokenError, resolve_admin_token
+
+    settings = _settings(data_dir)
+    try:
+        token, _ = resolve_admin_token(settings)
+    except AdminTokenError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2)
+    typer.echo(token)
 
 
 def _jsonl(rows) -> None:
@@ -365,9 +463,20 @@ def serve(data_dir: Optional[Path] = DataDir,
     import uvicorn
 
     settings = _settings(data_dir)
+    from app.api.serving import uvicorn_options
+    from app.settings import AdminTokenError, generated_token_notice, resolve_admin_token
+
+    try:
+        token, generated = resolve_admin_token(settings)  # refuse a placeholder/short/missing token in one line
+    except AdminTokenError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2)
+    if generated:
+        typer.echo(generated_token_notice(settings, token), err=True)
     os.environ["FIGSEARCH_DATA_DIR"] = str(settings.data_dir)
     typer.echo(f"serving http://{host}:{port}/ (data dir {settings.data_dir})")
-    uvicorn.run("app.api.main:create_app", factory=True, host=host, port=port, log_level="info")
+    uvicorn.run("app.api.main:create_app", factory=True, host=host, port=port, log_level="info",
+                **uvicorn_options(settings))
 
 
 def _register_subcommands() -> None:

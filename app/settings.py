@@ -5,6 +5,8 @@ a broker URL and a PostgreSQL URL switch to distributed mode without code change
 """
 from __future__ import annotations
 
+import os
+import secrets
 from functools import lru_cache
 from pathlib import Path
 
@@ -12,6 +14,11 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PLACEHOLDER_TOKEN = "change-me"
+# Well-known example values that must never guard a server.
+PLACEHOLDER_TOKENS = frozenset({PLACEHOLDER_TOKEN, "changeme", "change_me", "secret", "admin", "token",
+                                "password", "your-token", "your-secret"})
+MIN_TOKEN_LENGTH = 24
+ADMIN_TOKEN_FILE = "admin-token"
 
 
 class Settings(BaseSettings):
@@ -46,22 +53,35 @@ class Settings(BaseSettings):
     dense: bool = Field(True, description="Use MiniLM embeddings for re-ranking (off = lexical only).")
     auto_index: bool = Field(True, description="Refresh the search index after each ingest job.")
 
-    admin_token: str = Field(PLACEHOLDER_TOKEN, description="Bearer token for admin endpoints.")
+    admin_token: str = Field("", description="Bearer token for admin endpoints (at least 24 characters); "
+                                             "empty = embedded mode generates one in the data dir.")
 
     # web service (app/api)
     search_rerank: bool = Field(True, description="Dense (MiniLM) re-ranking of free-text /search results.")
     query_cache_size: int = Field(2048, ge=0, description="LRU size of cached query embeddings (0 = off).")
     warm_encoder: bool = Field(True, description="Load the query encoder in the background at startup.")
     index_poll_s: float = Field(2.0, ge=0, description="How often the API checks for a new index version.")
-    max_page_size: int = Field(100, ge=1, le=1000, description="Largest k/limit a list or search request may ask for.")
+    max_page_size: int = Field(100, ge=1, le=100, description="Largest k/limit a list or search request may ask for "
+                                                          "(the API schema states 100).")
     max_upload_mb: float = Field(200.0, gt=0, description="Largest admin upload (PDFs/zip) per request.")
+    upload_quota_mb: float = Field(4096.0, gt=0, description="Disk space all pending uploads and unpacked zips "
+                                                             "together may use (data_dir/uploads + incoming).")
     max_image_mb: float = Field(10.0, gt=0, description="Largest image for POST /search/by-image.")
+    max_image_megapixels: float = Field(
+        25.0, gt=0, description="Largest query image (width x height, read from its header before decoding).")
     upload_types: list[str] = Field(["application/pdf", "application/zip"],
                                     description="Accepted content types of admin uploads.")
     image_types: list[str] = Field(["image/png", "image/jpeg"], description="Accepted query image types.")
     cors_origins: list[str] = Field([], description='CORS allowed origins (JSON list, e.g. ["https://x.org"]).')
     allow_server_paths: bool = Field(False, description="Admins may ingest a path on the server's disk.")
     keep_uploads: bool = Field(False, description="Keep uploaded files under data_dir/uploads after ingestion.")
+    header_timeout_s: float = Field(10.0, gt=0, description="`figsearch serve`: a connection must send its request "
+                                                            "headers within this time.")
+    max_connections: int = Field(200, ge=1, description="`figsearch serve`: more concurrent connections get 503.")
+    max_deliveries: int = Field(3, ge=1, description="Distributed mode: a file whose worker died this many times is "
+                                                     "marked failed ('worker crashed N times').")
+    ingest_stall_s: float = Field(600.0, gt=0, description="`figsearch ingest` in distributed mode gives up waiting "
+                                                           "when no file finishes for this long.")
 
     # central figure (app/central)
     central_model_dir: str = Field("", description="Trained central-figure model; empty = data_dir/models/central.")
@@ -101,6 +121,52 @@ class Settings(BaseSettings):
 @lru_cache
 def get_settings() -> Settings:
     return Settings()
+
+
+class AdminTokenError(ValueError):
+    """The admin token is missing (distributed mode), a placeholder, or too short."""
+
+
+def check_admin_token(token: str, origin: str = "FIGSEARCH_ADMIN_TOKEN") -> str:
+    """The token if it is usable; otherwise AdminTokenError with a one-line reason."""
+    hint = "generate one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+    if token.strip().lower() in PLACEHOLDER_TOKENS:
+        raise AdminTokenError(f"{origin} is the placeholder {token!r}; {hint}")
+    if len(token) < MIN_TOKEN_LENGTH:
+        raise AdminTokenError(f"{origin} has {len(token)} characters, at least {MIN_TOKEN_LENGTH} are needed; {hint}")
+    return token
+
+
+def admin_token_path(settings: Settings) -> Path:
+    return settings.data_dir / ADMIN_TOKEN_FILE
+
+
+def resolve_admin_token(settings: Settings) -> tuple[str, bool]:
+    """(token, newly generated). A set FIGSEARCH_ADMIN_TOKEN wins; distributed mode requires one;
+    embedded mode otherwise uses the token stored in the data dir, generating it on first start
+    (readable by this user only). Raises AdminTokenError with a one-line message."""
+    if settings.admin_token:
+        return check_admin_token(settings.admin_token), False
+    if settings.distributed:
+        raise AdminTokenError("distributed mode needs FIGSEARCH_ADMIN_TOKEN (at least "
+                              f"{MIN_TOKEN_LENGTH} characters, the same for every API process)")
+    path = admin_token_path(settings)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    token, created = secrets.token_urlsafe(32), False
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # generated before, or by a server starting at the same time
+        token = path.read_text().strip()
+    else:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(token + "\n")
+        created = True
+    return check_admin_token(token, str(path)), created
+
+
+def generated_token_notice(settings: Settings, token: str) -> str:
+    return (f"figsearch: generated the admin token {token}\n  (stored in {admin_token_path(settings)}; "
+            "show it again with `figsearch admin-token`)")
 
 
 def settings_for(data_dir: str | Path | None = None, **overrides) -> Settings:

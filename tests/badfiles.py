@@ -91,3 +91,31 @@ def odd_name(folder: Path, good: Path) -> Path:
     p = folder / "odd näme ✓ (v2) [final];'$x.pdf"
     p.write_bytes(good.read_bytes())
     return p
+
+
+def png_bomb(width: int = 12_000, height: int = 12_000, colour: bool = False) -> bytes:
+    """A valid PNG that is tiny on disk but declares width x height pixels (all zeros compress
+    to almost nothing): decoding it in full would take width * height * (3 if colour else 1/8) B."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    depth, ctype, row_bytes = (8, 2, 3 * width) if colour else (1, 0, (width + 7) // 8)
+    z = zlib.compressobj(9)
+    row = b"\0" * (1 + row_bytes)  # filter byte + pixels
+    idat = b"".join(z.compress(row) for _ in range(height)) + z.flush()
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, depth, ctype, 0, 0, 0))
+            + chunk(b"IDAT", idat) + chunk(b"IEND", b""))
+
+
+def truncated_png(size: tuple[int, int] = (300, 200)) -> bytes:
+    """A real PNG (noise, so it does not compress away) cut after 60% of its bytes."""
+    import numpy as np
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(np.random.default_rng(0).integers(0, 255, (*size[::-1], 3), dtype=np.uint8)).save(buf, "PNG")
+    data = buf.getvalue()
+    return data[: int(len(data) * 0.6)]

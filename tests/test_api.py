@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.api.main import PlaceholderTokenError, create_app
-from app.settings import PLACEHOLDER_TOKEN, Settings
+from app.api.main import create_app
+from app.settings import AdminTokenError, Settings
 
-TOKEN = "test-admin-token"
+TOKEN = "test-admin-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 PROBLEM = "application/problem+json"
 
@@ -381,7 +381,7 @@ def test_server_path_ingest_when_enabled(sample, tmp_path):
         empty = tmp_path / "empty"
         empty.mkdir()
         r = c.post("/api/v1/admin/collections", headers=AUTH, data={"path": str(empty)})
-        assert r.status_code == 202 and r.json()["total"] == 0
+        assert_problem(r, 400, "no PDF found")
 
 
 def wait_job(c: TestClient, job_id: str, timeout: float = 120) -> dict:
@@ -426,14 +426,17 @@ def test_upload_pdf_job_and_search(admin_client, tmp_path_factory):
     r = c.post("/api/v1/admin/collections", headers=AUTH, files=files)
     assert r.status_code == 202, r.text
     acc = r.json()
-    assert acc["total"] == 2 and acc["status_url"] == f"/api/v1/admin/jobs/{acc['job_id']}"
+    assert acc["total"] == 3 and acc["status_url"] == f"/api/v1/admin/jobs/{acc['job_id']}"
     job = wait_job(c, acc["job_id"])
-    assert job["status"] == "done" and job["done"] == job["total"] == 2
+    assert job["status"] == "done" and job["done"] == job["total"] == 3
     by_name = {f["name"]: f for f in job["files"]}
     assert by_name[pdf.name]["status"] == "ok" and by_name[pdf.name]["n_figures"] > 0
     broken = by_name["bundle.zip:bundle/broken.pdf"]
     assert broken["status"] == "failed" and "not a PDF" in broken["error"]
-    assert job["counts"] == {"ok": 1, "failed": 1}
+    readme = by_name["bundle.zip:readme.txt"]  # listed with its reason, never read
+    assert readme["status"] == "skipped" and "not a PDF" in readme["error"]
+    assert job["counts"] == {"ok": 1, "failed": 1, "skipped": 1}
+    assert "/" not in broken["error"].replace("bundle/broken.pdf", "")  # no server paths
     settings = c.app.state.settings
     # the job is "done" when its last file is stored; linking, index refresh and the clean-up of
     # the uploaded files follow in the background
@@ -511,13 +514,39 @@ def test_no_index_yet(tmp_path):
         assert r.status_code == 200 and r.json()["items"] == []
 
 
-def test_distributed_mode_refuses_placeholder_token(tmp_path):
+@pytest.mark.parametrize("token,word", [("change-me", "placeholder"), ("CHANGE-ME", "placeholder"),
+                                        ("x", "at least 24"), ("a-real-secret", "at least 24")])
+@pytest.mark.parametrize("broker", ["", "redis://127.0.0.1:6379/0"])
+def test_placeholder_and_short_tokens_are_refused_in_every_mode(tmp_path, token, word, broker):
+    s = Settings(data_dir=tmp_path / "d", database_url="", broker_url=broker, admin_token=token)
+    with pytest.raises(AdminTokenError, match=word) as err:
+        create_app(s)
+    assert "\n" not in str(err.value)
+
+
+def test_distributed_mode_needs_a_token(tmp_path):
     s = Settings(data_dir=tmp_path / "d", database_url="", broker_url="redis://127.0.0.1:6379/0")
-    assert s.admin_token == PLACEHOLDER_TOKEN
-    with pytest.raises(PlaceholderTokenError, match="FIGSEARCH_ADMIN_TOKEN"):
+    assert s.admin_token == ""
+    with pytest.raises(AdminTokenError, match="FIGSEARCH_ADMIN_TOKEN"):
         create_app(s)
     create_app(Settings(data_dir=tmp_path / "d", database_url="", broker_url="redis://127.0.0.1:6379/0",
-                        admin_token="a-real-secret"))
+                        admin_token="a-real-secret-of-enough-length"))
+    assert not (tmp_path / "d" / "admin-token").exists()
+
+
+def test_embedded_mode_generates_a_token_once(tmp_path, capfd):
+    data = tmp_path / "d"
+    s = Settings(data_dir=data, database_url="", broker_url="", warm_encoder=False)
+    app = create_app(s)
+    token = (data / "admin-token").read_text().strip()
+    assert len(token) >= 32 and (data / "admin-token").stat().st_mode & 0o077 == 0
+    assert token in capfd.readouterr().err  # printed once, at generation
+    create_app(s)
+    assert token not in capfd.readouterr().err
+    with TestClient(app) as c:
+        assert c.get("/api/v1/admin/jobs", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        for wrong in ("change-me", token[:-1]):
+            assert c.get("/api/v1/admin/jobs", headers={"Authorization": f"Bearer {wrong}"}).status_code == 403
 
 
 def test_cors(tmp_path):

@@ -6,7 +6,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings as hsettings
 
-TOKEN = "fuzz-token-0123456789"
+TOKEN = "fuzz-token-0123456789-abcdefghijk"
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from tests.test_api import build_sample_data, extra_pdf
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "artifacts" / "screenshots"
-TOKEN = "e2e-admin-token"
+TOKEN = "e2e-admin-token-0123456789abcdef"
 
 pytestmark = [
     pytest.mark.browser,

@@ -154,7 +154,7 @@ def test_api_restart_mid_job_resumes_and_second_api_sees_new_index(demo_pdfs, tm
     """Embedded mode: the job runs inside the API process; a restart resumes it, and another API
     process on the same data dir picks up the new index version."""
     data = tmp_path / "data"
-    token = "test-token-1234567890"
+    token = "test-token-1234567890-abcdefghij"
     env = base_env(FIGSEARCH_DATA_DIR=data, FIGSEARCH_ADMIN_TOKEN=token, FIGSEARCH_DENSE="false",
                    FIGSEARCH_INGEST_WORKERS=1, FIGSEARCH_INDEX_POLL_S=0.5, FIGSEARCH_WARM_ENCODER="false")
     settings = Settings(data_dir=data)

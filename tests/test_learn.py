@@ -174,7 +174,7 @@ def test_by_image_endpoint_and_tasks(collection, tmp_path):
     assert out["embedded"] == len(data) and out["index_version"]
     assert tasks.embed_new_figures(cfg)["embedded"] == 0
     client = TestClient(create_app(Settings(data_dir=data_dir, database_url="", broker_url="",
-                                            admin_token="t0k3n-for-tests", warm_encoder=False)))
+                                            admin_token="t0k3n-for-tests-0123456789abcdef", warm_encoder=False)))
     client.app.state.engine_holder.refresh(block=True)
     png = data.resolve(data.image_paths[1]).read_bytes()
     r = client.post("/api/v1/search/by-image", files={"image": ("f.png", png, "image/png")}, params={"k": 4})

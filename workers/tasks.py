@@ -13,24 +13,30 @@ from workers import app
 log = logging.getLogger(__name__)
 
 
-def _settings(cfg: dict | None) -> Settings:
-    """The submitter's data dir and database travel with the task; the rest comes from env."""
-    return Settings(**(cfg or {}))
+def _settings(cfg: dict | None = None) -> Settings:
+    """The submitter's data dir travels with the task; everything else, the database URL first,
+    comes from the worker's own FIGSEARCH_* environment: messages sit in Redis and show in
+    Flower, so no password may travel in them (a database_url in an old message is ignored)."""
+    return Settings(**{k: v for k, v in (cfg or {}).items() if k == "data_dir"})
 
 
 def task_config(settings: Settings) -> dict:
-    return {"data_dir": str(settings.data_dir), "database_url": settings.db_url}
+    return {"data_dir": str(settings.data_dir)}
 
 
 @app.task(name="figsearch.ingest_pdf", bind=True, max_retries=2)
 def ingest_pdf(self, job_file_id: int, cfg: dict | None = None) -> dict:
-    """Ingest one job file; idempotent, so a redelivered task does no double work."""
+    """Ingest one job file; idempotent, so a redelivered task does no double work. A task is
+    redelivered when its worker died; a file that has killed FIGSEARCH_MAX_DELIVERIES workers is
+    failed with that reason instead of being tried again, so its job still finishes."""
     settings = _settings(cfg)
-    try:
-        outcome = pipeline.process_job_file(settings, job_file_id)
-    except SoftTimeLimitExceeded:
-        soft = (self.request.timelimit or (None, None))[1] or settings.file_timeout_s
-        outcome = pipeline.record_outcome(settings, job_file_id, None, f"timed out after {soft:g} s")
+    outcome = pipeline.claim_delivery(settings, job_file_id)
+    if outcome is None:
+        try:
+            outcome = pipeline.process_job_file(settings, job_file_id)
+        except SoftTimeLimitExceeded:
+            soft = (self.request.timelimit or (None, None))[1] or settings.file_timeout_s
+            outcome = pipeline.record_outcome(settings, job_file_id, None, f"timed out after {soft:g} s")
     if outcome.job_finished:
         with pipeline.session_scope(settings.db_url) as s:
             from app.db.schema import JobFile

@@ -5,7 +5,6 @@ metrics), so several apps (tests) can live in one process.
 """
 from __future__ import annotations
 
-import secrets
 from typing import Annotated, Iterator
 
 from fastapi import Depends, HTTPException, Path, Query, Request
@@ -13,6 +12,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
 from app.api.engine_holder import EngineHolder
+from app.api.guards import bearer_failure
 from app.search.engine import SearchEngine
 from app.settings import Settings
 
@@ -44,14 +44,13 @@ _bearer = HTTPBearer(auto_error=False, description="The admin token (FIGSEARCH_A
 
 
 def require_admin(request: Request,
-                  creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> None:
-    """401 without a bearer token, 403 with a wrong one (constant-time comparison)."""
-    if creds is None or not creds.credentials:
-        raise HTTPException(401, "admin endpoints need an 'Authorization: Bearer <token>' header",
-                            headers={"WWW-Authenticate": "Bearer"})
-    expected = request.app.state.settings.admin_token
-    if not secrets.compare_digest(creds.credentials.encode(), expected.encode()):
-        raise HTTPException(403, "wrong admin token")
+                  _creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> None:
+    """401 without a bearer token, 403 with a wrong one (the rule of app.api.guards, which already
+    applied it before the body was read; kept here so the schema documents the security scheme)."""
+    failure = bearer_failure(request.headers.get("authorization"), request.app.state.settings.admin_token)
+    if failure is not None:
+        status, detail = failure
+        raise HTTPException(status, detail, headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)
 
 
 AdminDep = Depends(require_admin)

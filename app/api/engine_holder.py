@@ -153,8 +153,8 @@ class EngineHolder:
             with self._lock:
                 self.load_error = f"cannot load index version {version}: {type(exc).__name__}: {exc}"
                 self._loading, self._failed = None, version
-                if self._engine is None:
-                    self.reason = self.load_error
+                if self._engine is None:  # public (search messages): the cause stays in the log
+                    self.reason = f"cannot load index version {version} (see the server log)"
             return
         with self._lock:
             self._engine, self._version = eng, version

@@ -10,9 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
-import shutil
 from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
 from typing import Callable
 
 from sqlalchemy import update
@@ -21,13 +19,10 @@ from app.db.schema import Job, JobStatus
 from app.db.session import session_scope
 from app.dispatch import dispatcher_for
 from app.ingest import pipeline
+from app.ingest.pipeline import JobLock, uploads_dir
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
-
-
-def uploads_dir(settings: Settings, job_id: str) -> Path:
-    return settings.data_dir / "uploads" / job_id
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._ ()\[\]+-]+")
@@ -40,13 +35,6 @@ def safe_filename(name: str, default: str = "upload") -> str:
     return base or default
 
 
-def prepare_job_with_id(settings: Settings, paths: list[str | Path], job_id: str) -> str:
-    """`pipeline.prepare_job` with a job id chosen by the caller, so the upload folder
-    (data_dir/uploads/<job id>) is named after the job before the job exists.
-    Raises SourceError for a missing path."""
-    return pipeline.prepare_job(paths, settings, job_id=job_id)
-
-
 def display_name(settings: Settings, job_id: str, name: str) -> str:
     """A job file name as the uploader knows it: 'paper.pdf' or 'bundle.zip:dir/paper.pdf'."""
     root = str(uploads_dir(settings, job_id)) + "/"
@@ -54,6 +42,19 @@ def display_name(settings: Settings, job_id: str, name: str) -> str:
         rest = name[len(root):]
         return rest.split("/", 1)[1] if "/" in rest else rest  # drop the "NN/" slot folder
     return name
+
+
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.:/])/(?:[^\s'\"/:]+/)+([^\s'\"/:]*)")
+
+
+def public_error(settings: Settings, job_id: str, error: str) -> str:
+    """A job or file error without server paths: uploads by their uploaded name, any other
+    absolute path by its last component (exceptions quote the files they failed on)."""
+    if not error:
+        return error
+    for root in (str(uploads_dir(settings, job_id)) + "/", str(pipeline.staging_dir(settings, job_id)) + "/"):
+        error = re.sub(re.escape(root) + r"\d+/", "", error)
+    return _ABSOLUTE_PATH.sub(lambda m: m.group(1) or "/", error)
 
 
 def mark_failed(settings: Settings, job_id: str, error: str) -> None:
@@ -69,21 +70,29 @@ class JobRunner:
         self.on_index_change = on_index_change
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="figsearch-job")
 
-    def submit_ingest(self, job_id: str, upload_dir: Path | None) -> Future:
-        return self._pool.submit(self._ingest, job_id, upload_dir)
+    def submit_ingest(self, job_id: str, lock: JobLock | None = None) -> Future:
+        """Run (embedded) or enqueue (distributed) a job. Embedded jobs hold their lock while
+        they run, so another process can tell a live job from an orphaned one; a lock already
+        taken by the caller (the upload route) is handed over."""
+        if lock is None and not self.settings.distributed:
+            lock = JobLock(self.settings, job_id)
+            if not lock.acquire():
+                log.info("job %s is run by another process", job_id)
+                return self._pool.submit(lambda: None)
+        return self._pool.submit(self._ingest, job_id, lock)
 
-    def _ingest(self, job_id: str, upload_dir: Path | None) -> None:
+    def _ingest(self, job_id: str, lock: JobLock | None) -> None:
         s = self.settings
         try:
-            dispatcher_for(s)(job_id)
+            dispatcher_for(s)(job_id)  # the job removes its uploads when its last file is done
         except Exception as exc:
             log.exception("ingest job %s failed", job_id)
             mark_failed(s, job_id, f"{type(exc).__name__}: {exc}")
+            if not s.distributed:  # nothing else will read its files
+                pipeline.remove_job_files(s, job_id)
         finally:
-            # embedded: the job has read every file; distributed: the files were copied to the
-            # job's staging folder by prepare_job_with_id
-            if upload_dir is not None and not s.keep_uploads:
-                shutil.rmtree(upload_dir, ignore_errors=True)
+            if lock is not None:
+                lock.release()
         if not s.distributed and s.auto_index:
             self._notify()
 

@@ -7,18 +7,21 @@ own beyond HTTP concerns (validation, limits, problem details, auth). `figsearch
 from __future__ import annotations
 
 import logging
+import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
-from fastapi import FastAPI
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import func, select
 
 from app.api import problems
 from app.api.engine_holder import EngineHolder
+from app.api.guards import AdminAuthMiddleware, RouteBodyLimits, SecurityHeadersMiddleware
 from app.api.jobs import JobRunner
 from app.api.metrics import MetricsMiddleware, Registry
 from app.api.routes import admin, figures, health, papers, search
@@ -26,7 +29,7 @@ from app.db.schema import Figure, Job, JobFile, Paper
 from app.db.session import session_factory
 from app.search.indexing import index_root
 from app.ingest import pipeline
-from app.settings import PLACEHOLDER_TOKEN, Settings
+from app.settings import Settings, generated_token_notice, resolve_admin_token
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +48,6 @@ Errors are RFC 9457 problem details (`application/problem+json`: `title`, `statu
 """
 
 
-class PlaceholderTokenError(RuntimeError):
-    """Distributed mode must not run with the well-known placeholder admin token."""
-
-
 class Frontend(StaticFiles):
     """Static files revalidated on every load (cheap 304s), so a deploy is seen at once."""
 
@@ -58,23 +57,34 @@ class Frontend(StaticFiles):
         return resp
 
 
-class UploadLimitMiddleware:
-    """Refuse an upload by its Content-Length before the body is read (413 problem details)."""
+def allowed_methods(app: FastAPI, scope) -> list[str]:
+    """Methods of the API routes whose path matches this request (empty: no such path)."""
+    methods: set[str] = set()
+    for route in app.router.routes:
+        if (isinstance(route, APIRoute) and route.path != API_PREFIX + "/{rest:path}"
+                and route.path_regex.match(scope.get("path", ""))):
+            methods |= route.methods or set()
+    return sorted(methods)
 
-    def __init__(self, app, limits: dict[str, int]):
-        self.app, self.limits = app, limits
 
-    async def __call__(self, scope, receive, send):
-        if scope["type"] == "http" and scope.get("method") == "POST":
-            limit = self.limits.get(scope.get("path", ""))
-            if limit is not None:
-                length = dict(scope.get("headers") or []).get(b"content-length")
-                if length is not None and length.isdigit() and int(length) > limit:
-                    resp = problems.problem_response(
-                        413, f"request body too large ({int(length) / 1e6:.1f} MB > {limit / 1024 / 1024:g} MB limit)",
-                        headers={"Connection": "close"})
-                    return await resp(scope, receive, send)
-        return await self.app(scope, receive, send)
+def install_page_size_in_schema(app: FastAPI, max_page_size: int) -> None:
+    """The OpenAPI schema states the configured page size bound for every `k`/`limit` parameter,
+    so clients and the server agree (the routes declare the hard cap, the server the setting)."""
+    build = app.openapi
+
+    def openapi():
+        if app.openapi_schema is None:
+            schema = build()
+            for ops in schema.get("paths", {}).values():
+                for op in ops.values():
+                    for param in op.get("parameters", []) if isinstance(op, dict) else []:
+                        sch = param.get("schema", {})
+                        if param.get("name") in ("k", "limit") and "maximum" in sch:
+                            sch["maximum"] = min(sch["maximum"], max_page_size)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi
 
 
 def _default_encoder_factory(settings: Settings) -> Callable[[], Callable] | None:
@@ -132,13 +142,10 @@ def create_app(settings: Settings | None = None, *,
     """Build the app. `encoder_factory` overrides the query encoder (default: MiniLM when
     settings.dense and settings.search_rerank)."""
     settings = settings or Settings()
-    if settings.distributed and settings.admin_token == PLACEHOLDER_TOKEN:
-        raise PlaceholderTokenError(
-            f"refusing to start in distributed mode with the placeholder admin token {PLACEHOLDER_TOKEN!r}: "
-            "set FIGSEARCH_ADMIN_TOKEN to a secret (e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)")
-    if settings.admin_token == PLACEHOLDER_TOKEN:
-        log.warning("admin token is the placeholder %r: fine on your laptop, set FIGSEARCH_ADMIN_TOKEN "
-                    "before exposing this server", PLACEHOLDER_TOKEN)
+    token, generated = resolve_admin_token(settings)  # AdminTokenError: placeholder, short, or missing
+    settings = settings.model_copy(update={"admin_token": token})
+    if generated:
+        print(generated_token_notice(settings, token), file=sys.stderr, flush=True)
     settings.ensure_dirs()
     factory = session_factory(settings.db_url)
     holder = EngineHolder(index_root(settings), poll_s=settings.index_poll_s, gpu=settings.faiss_gpu,
@@ -155,12 +162,13 @@ def create_app(settings: Settings | None = None, *,
                          daemon=True).start()
         if settings.warm_encoder:
             holder.start_encoder()
-        if not settings.distributed:  # embedded jobs run in this process: resume interrupted ones
-            from app.api.jobs import uploads_dir
-
-            for job_id in pipeline.unfinished_jobs(settings):
+        removed, freed = pipeline.clean_leftovers(settings)
+        if removed:
+            log.warning("removed %d upload/staging folders no job needs (%.1f MB)", removed, freed / 1e6)
+        if not settings.distributed:  # embedded jobs run in a server process: resume orphaned ones
+            for job_id in pipeline.orphaned_jobs(settings):
                 log.info("resuming interrupted ingest job %s", job_id)
-                runner.submit_ingest(job_id, uploads_dir(settings, job_id))
+                runner.submit_ingest(job_id)
         yield
         runner.shutdown()
 
@@ -182,21 +190,27 @@ def create_app(settings: Settings | None = None, *,
         app.include_router(r, prefix=API_PREFIX)
         registry.add_routes(r.routes, API_PREFIX)
 
-    @app.api_route(API_PREFIX + "/{rest:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+    @app.api_route(API_PREFIX + "/{rest:path}", methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
                    include_in_schema=False)
-    def api_not_found(rest: str):
-        from fastapi import HTTPException
-
+    def api_not_found(rest: str, request: Request):
+        """404 for an unknown path; 405 with `Allow` for a known path and another method."""
+        allowed = allowed_methods(app, request.scope)
+        if allowed:
+            raise HTTPException(405, f"{request.method} is not allowed on {request.url.path}; use "
+                                     f"{', '.join(allowed)}", headers={"Allow": ", ".join(allowed)})
         raise HTTPException(404, f"no such endpoint: {API_PREFIX}/{rest} (see /docs)")
 
-    margin = 1 << 20  # multipart framing and form fields
-    app.add_middleware(UploadLimitMiddleware, limits={
+    install_page_size_in_schema(app, settings.max_page_size)
+    margin = 64 * 1024  # multipart framing and form fields
+    app.add_middleware(RouteBodyLimits, default=64 * 1024, limits={
         f"{API_PREFIX}/admin/collections": int(settings.max_upload_mb * 1024 * 1024) + margin,
         f"{API_PREFIX}/search/by-image": int(settings.max_image_mb * 1024 * 1024) + margin,
     })
+    app.add_middleware(AdminAuthMiddleware, prefix=f"{API_PREFIX}/admin", token=token)
     if settings.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_credentials=False,
                            allow_methods=["GET", "POST", "DELETE"], allow_headers=["Authorization", "Content-Type"])
+    app.add_middleware(SecurityHeadersMiddleware)
     app.add_middleware(MetricsMiddleware, registry=registry)
     app.mount("/", Frontend(directory=FRONTEND_DIR, html=True), name="frontend")
     return app

@@ -42,7 +42,12 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_problem(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
         detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
-        return problem_response(exc.status_code, detail, headers=getattr(exc, "headers", None))
+        headers = dict(getattr(exc, "headers", None) or {})
+        if exc.status_code == 413:  # the body is not read further: end the connection
+            headers.setdefault("Connection", "close")
+            if detail == "Content Too Large":  # Starlette's body limit says no more
+                detail = "request body too large for this endpoint (see /api/v1/info for the limits)"
+        return problem_response(exc.status_code, detail, headers=headers or None)
 
     @app.exception_handler(RequestValidationError)
     async def validation_problem(_request: Request, exc: RequestValidationError) -> JSONResponse:

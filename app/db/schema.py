@@ -20,10 +20,29 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import TypeDecorator
 
 
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
+
+
+class UTCDateTime(TypeDecorator):
+    """A timestamp that reads back timezone-aware (UTC) on every backend: SQLite stores no zone,
+    so naive values read from it are UTC by construction (they are written as UTC)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        if value is not None and value.tzinfo is not None:
+            value = value.astimezone(dt.timezone.utc)
+        return value
+
+    def process_result_value(self, value, dialect):
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=dt.timezone.utc)
+        return value
 
 
 class Base(DeclarativeBase):
@@ -61,7 +80,7 @@ class Paper(Base):
     duplicate_of_id: Mapped[int | None] = mapped_column(
         ForeignKey("papers.id", ondelete="SET NULL"), nullable=True
     )
-    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
     figures: Mapped[list["Figure"]] = relationship(
         back_populates="paper", cascade="all, delete-orphan", order_by="Figure.id"
@@ -136,6 +155,8 @@ class JobStatus:
     RUNNING = "running"
     DONE = "done"
     FAILED = "failed"
+    INTERRUPTED = "interrupted"  # its process stopped; `figsearch ingest --resume JOB` finishes it
+    FINISHED = (DONE, FAILED)
 
 
 def new_job_id() -> str:
@@ -151,9 +172,9 @@ class Job(Base):
     total: Mapped[int] = mapped_column(Integer, default=0)
     done: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str] = mapped_column(Text, default="")
-    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    started_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    started_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
     files: Mapped[list["JobFile"]] = relationship(
         back_populates="job", cascade="all, delete-orphan", order_by="JobFile.id"
@@ -174,7 +195,7 @@ class JobFile(Base):
     paper_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     n_figures: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str] = mapped_column(Text, default="")
-    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     # how many times a worker took this file (a file that kills workers is failed after N)
     deliveries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 

@@ -9,22 +9,25 @@ job files to Celery workers. Which of the two runs a job is chosen outside this 
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import logging
+import os
 import shutil
+import time
 from collections import Counter
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.db.schema import Job, JobFile, JobStatus
 from app.db.session import session_scope
 from app.ingest.extract import Extraction, Limits, extract_pdf, file_sha256
-from app.ingest.sources import InputFile, copy_to_shared, expand_inputs
+from app.ingest.sources import ByteBudget, InputFile, SourceError, copy_to_shared, expand_inputs
 from app.ingest.store import Outcome, store_extraction
 from app.settings import Settings
 
@@ -44,7 +47,54 @@ def file_time_limit(settings: Settings, path: str) -> float:
 
 
 def staging_dir(settings: Settings, job_id: str) -> Path:
+    """Where a job's unpacked zip members (and, distributed, copies of outside files) live."""
     return settings.data_dir / "incoming" / job_id
+
+
+def uploads_dir(settings: Settings, job_id: str) -> Path:
+    """Where files uploaded through the API for a job are written (the upload area)."""
+    return settings.data_dir / "uploads" / job_id
+
+
+def upload_area_bytes(settings: Settings) -> int:
+    """Disk used by pending uploads and unpacked zips (what the upload quota bounds)."""
+    total = 0
+    for top in (settings.data_dir / "uploads", settings.data_dir / "incoming"):
+        for root, _dirs, names in os.walk(top):
+            for n in names:
+                try:
+                    total += os.lstat(os.path.join(root, n)).st_size
+                except OSError:
+                    pass
+    return total
+
+
+class JobLock:
+    """An exclusive lock file per job (data_dir/locks/<job>.lock) held by the process that runs
+    it in embedded mode. The OS releases it when that process dies, even by SIGKILL, so a
+    running job whose lock is free has lost its process."""
+
+    def __init__(self, settings: Settings, job_id: str):
+        self.path = settings.data_dir / "locks" / f"{job_id}.lock"
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        if self._fd is not None:
+            return True
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def _now() -> dt.datetime:
@@ -63,7 +113,7 @@ def create_job(settings: Settings, files: list[InputFile], kind: str = "ingest",
         for f in files:
             jf = JobFile(job_id=job.id, name=f.name, path=f.path)
             if f.error:
-                jf.status, jf.error, jf.finished_at = "failed", f.error, _now()
+                jf.status, jf.error, jf.finished_at = ("skipped" if f.skipped else "failed"), f.error, _now()
                 job.done += 1
             s.add(jf)
         if job.total == 0 or job.done == job.total:
@@ -78,18 +128,95 @@ def pending_files(settings: Settings, job_id: str) -> list[tuple[int, str, str]]
         return [tuple(r) for r in rows]
 
 
-def unfinished_jobs(settings: Settings) -> list[str]:
+def unfinished_jobs(settings: Settings, statuses=(JobStatus.QUEUED, JobStatus.RUNNING)) -> list[str]:
     """Jobs that still have pending files (e.g. the embedded server was restarted mid-job)."""
     with session_scope(settings.db_url) as s:
-        rows = s.execute(select(Job.id).where(Job.status.in_([JobStatus.QUEUED, JobStatus.RUNNING]))
+        rows = s.execute(select(Job.id).where(Job.status.in_(list(statuses)))
                          .order_by(Job.created_at)).scalars().all()
         return list(rows)
 
 
+def orphaned_jobs(settings: Settings) -> list[str]:
+    """Embedded mode: queued or running jobs whose process has died (their lock is free)."""
+    out = []
+    for job_id in unfinished_jobs(settings):
+        lock = JobLock(settings, job_id)
+        if lock.acquire():
+            lock.release()
+            out.append(job_id)
+    return out
+
+
+def mark_interrupted(settings: Settings, job_id: str, reason: str) -> None:
+    """The job's process stopped before its last file: its pending files stay pending, to be
+    finished by `figsearch ingest --resume JOB`."""
+    with session_scope(settings.db_url) as s:
+        s.execute(update(Job).where(Job.id == job_id, Job.status.not_in(JobStatus.FINISHED))
+                  .values(status=JobStatus.INTERRUPTED, error=reason[:2000]))
+
+
+def clean_leftovers(settings: Settings, min_age_s: float = 600.0) -> tuple[int, int]:
+    """Remove upload and staging folders no unfinished job needs: those of finished jobs, and
+    those without a job once untouched for `min_age_s` (an upload still streaming in another
+    process has no job yet, but fresh files). Lock files of finished jobs go too.
+    Returns (folders removed, bytes freed)."""
+    import sqlalchemy
+
+    removed = freed = 0
+    with session_scope(settings.db_url) as s:
+        status = dict(s.execute(select(Job.id, Job.status)).all())
+    now = time.time()
+
+    def newest(d: Path) -> float:
+        return max([d.stat().st_mtime] + [(Path(r) / n).stat().st_mtime
+                                          for r, _d, names in os.walk(d) for n in names])
+
+    for area, keep_done in (("uploads", settings.keep_uploads), ("incoming", False)):
+        top = settings.data_dir / area
+        if not top.is_dir():
+            continue
+        for d in top.iterdir():
+            try:
+                st = status.get(d.name)
+                finished = st in JobStatus.FINISHED
+                stale_orphan = st is None and now - newest(d) > min_age_s
+                if (finished and not keep_done) or stale_orphan:
+                    size = sum(p.stat().st_size for p in d.rglob("*") if p.is_file()) if d.is_dir() else 0
+                    shutil.rmtree(d) if d.is_dir() else d.unlink()
+                    removed, freed = removed + 1, freed + size
+            except (OSError, sqlalchemy.exc.SQLAlchemyError):
+                log.exception("could not clean %s", d)
+    locks = settings.data_dir / "locks"
+    if locks.is_dir():
+        for f in locks.glob("*.lock"):
+            if status.get(f.stem) in JobStatus.FINISHED or f.stem not in status:
+                lock = JobLock(settings, f.stem)
+                if lock.acquire():
+                    f.unlink(missing_ok=True)
+                    lock.release()
+    return removed, freed
+
+
 def mark_running(settings: Settings, job_id: str) -> None:
     with session_scope(settings.db_url) as s:
-        s.execute(update(Job).where(Job.id == job_id, Job.status == JobStatus.QUEUED)
-                  .values(status=JobStatus.RUNNING, started_at=_now()))
+        s.execute(update(Job).where(Job.id == job_id, Job.status.in_([JobStatus.QUEUED, JobStatus.INTERRUPTED]))
+                  .values(status=JobStatus.RUNNING, started_at=func.coalesce(Job.started_at, _now())))
+
+
+def claim_delivery(settings: Settings, job_file_id: int) -> Outcome | None:
+    """Count one more delivery of a job file to a worker. A file delivered more than
+    `settings.max_deliveries` times has killed every worker that took it (a task is only
+    redelivered when its worker died): it is marked failed and that outcome returned;
+    otherwise None (go ahead)."""
+    with session_scope(settings.db_url) as s:
+        n = s.execute(update(JobFile).where(JobFile.id == job_file_id, JobFile.status == "pending")
+                      .values(deliveries=JobFile.deliveries + 1).returning(JobFile.deliveries)).scalar()
+    if n is None or n <= settings.max_deliveries:
+        return None
+    crashes = n - 1
+    return record_outcome(settings, job_file_id, None,
+                          f"worker crashed {crashes} times while extracting this file "
+                          "(killed, out of memory or a crash in the PDF library); not retried")
 
 
 def record_outcome(settings: Settings, job_file_id: int, ex: Extraction | None, error: str = "") -> Outcome:
@@ -151,10 +278,17 @@ def finish_job(settings: Settings, job_id: str) -> None:
         relink_all(s)
         new_papers = [pid for (pid,) in s.execute(select(JobFile.paper_id).where(
             JobFile.job_id == job_id, JobFile.status == "ok", JobFile.paper_id.is_not(None)))]
-    shutil.rmtree(staging_dir(settings, job_id), ignore_errors=True)
+    remove_job_files(settings, job_id)
     if settings.auto_index:
         score_central(settings, new_papers)
         refresh_index(settings)
+
+
+def remove_job_files(settings: Settings, job_id: str) -> None:
+    """A finished job's staging copies and (unless FIGSEARCH_KEEP_UPLOADS) its uploads."""
+    shutil.rmtree(staging_dir(settings, job_id), ignore_errors=True)
+    if not settings.keep_uploads:
+        shutil.rmtree(uploads_dir(settings, job_id), ignore_errors=True)
 
 
 def score_central(settings: Settings, paper_ids: list[int]) -> None:
@@ -196,7 +330,7 @@ def run_job_embedded(settings: Settings, job_id: str, workers: int = 2,
                      on_file: Callable[[str, Outcome], None] | None = None) -> None:
     """Extract in a local process pool (per-file timeout, memory cap, children recycled),
     store results from this process as they arrive."""
-    from pebble import ProcessExpired, ProcessPool
+    from pebble import ProcessPool
 
     files = pending_files(settings, job_id)
     mark_running(settings, job_id)
@@ -212,21 +346,32 @@ def run_job_embedded(settings: Settings, job_id: str, workers: int = 2,
             limit = file_time_limit(settings, path)
             futures.append((jf_id, name, limit, pool.schedule(
                 _extract_guarded, args=(path, name, str(settings.data_dir), limits), timeout=limit)))
-        for jf_id, name, limit, fut in futures:
-            try:
-                outcome = record_outcome(settings, jf_id, fut.result())
-            except FutureTimeout:
-                outcome = record_outcome(settings, jf_id, None, f"timed out after {limit:g} s")
-            except ProcessExpired as exc:
-                outcome = record_outcome(settings, jf_id, None, f"extraction process died ({exc}); "
-                                         "memory limit or crash in the PDF library")
-            except MemoryError:
-                outcome = record_outcome(settings, jf_id, None, "out of memory (worker memory limit)")
-            except Exception as exc:
-                outcome = record_outcome(settings, jf_id, None, f"{type(exc).__name__}: {exc}")
-            if on_file:
-                on_file(name, outcome)
+        try:
+            _collect(settings, futures, on_file)
+        except BaseException:  # Ctrl-C / SIGTERM: do not wait for files in flight
+            pool.stop()
+            pool.join(timeout=10)
+            raise
     finish_job(settings, job_id)
+
+
+def _collect(settings: Settings, futures: list, on_file: Callable[[str, Outcome], None] | None) -> None:
+    from pebble import ProcessExpired
+
+    for jf_id, name, limit, fut in futures:
+        try:
+            outcome = record_outcome(settings, jf_id, fut.result())
+        except FutureTimeout:
+            outcome = record_outcome(settings, jf_id, None, f"timed out after {limit:g} s")
+        except ProcessExpired as exc:
+            outcome = record_outcome(settings, jf_id, None, f"extraction process died ({exc}); "
+                                     "memory limit or crash in the PDF library")
+        except MemoryError:
+            outcome = record_outcome(settings, jf_id, None, "out of memory (worker memory limit)")
+        except Exception as exc:
+            outcome = record_outcome(settings, jf_id, None, f"{type(exc).__name__}: {exc}")
+        if on_file:
+            on_file(name, outcome)
 
 
 # ---------------------------------------------------------------- entry point for CLI / API
@@ -250,17 +395,24 @@ def summarise(settings: Settings, job_id: str) -> JobSummary:
     return summary
 
 
-def prepare_job(paths: list[str | Path], settings: Settings, job_id: str | None = None) -> str:
-    """Expand the inputs and record the job (raises SourceError on a missing path).
-    `job_id` lets a caller name its upload folder after the job before the job exists."""
+def prepare_job(paths: list[str | Path], settings: Settings, job_id: str | None = None,
+                quota_bytes: int | None = None) -> str:
+    """Expand the inputs and record the job. Raises SourceError on a missing path, and when the
+    inputs hold no PDF at all (only non-PDF zip members, nested zips, empty archives): such a
+    request is a mistake, not a job. `job_id` lets a caller name its upload folder after the job
+    before the job exists; `quota_bytes` bounds what unpacking zips may write."""
     from app.db.schema import new_job_id
 
     settings.ensure_dirs()
     job_id = job_id or new_job_id()
     staging = staging_dir(settings, job_id)
-    files = expand_inputs(paths, settings, staging)
+    files = expand_inputs(paths, settings, staging, ByteBudget(quota_bytes) if quota_bytes is not None else None)
+    if all(f.skipped for f in files):
+        shutil.rmtree(staging, ignore_errors=True)
+        skipped = "; ".join(f"{f.name}: {f.error}" for f in files[:5]) + ("; ..." if len(files) > 5 else "")
+        raise SourceError("no PDF found" + (f" ({skipped})" if skipped else " in the given paths"))
     if settings.distributed:
-        files = copy_to_shared(files, staging)
+        files = copy_to_shared(files, staging, settings.data_dir)
     return create_job(settings, files, job_id=job_id)
 
 

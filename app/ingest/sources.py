@@ -20,6 +20,13 @@ class InputFile:
     name: str  # what the user sees: the path given, or "archive.zip:member.pdf"
     path: str  # where to read it ("" when refused before reading)
     error: str = ""
+    skipped: bool = False  # not a PDF (zip member of another type, nested zip): listed, never read
+
+
+@dataclass
+class ByteBudget:
+    """Bytes that unpacking may still write (the upload quota), shared by every zip of a job."""
+    left: int
 
 
 class SourceError(Exception):
@@ -54,7 +61,10 @@ def _copy_capped(src, dst: Path, cap: int) -> int:
             out.write(chunk)
 
 
-def unpack_zip(zpath: Path, dest: Path, settings: Settings, label: str | None = None) -> list[InputFile]:
+def unpack_zip(zpath: Path, dest: Path, settings: Settings, label: str | None = None,
+               quota: ByteBudget | None = None) -> list[InputFile]:
+    """The PDF members of a zip, unpacked into `dest`; every other member is listed as skipped
+    with its reason (nested zips are not opened)."""
     label = label or zpath.name
     try:
         zf = zipfile.ZipFile(zpath)
@@ -63,6 +73,11 @@ def unpack_zip(zpath: Path, dest: Path, settings: Settings, label: str | None = 
     out: list[InputFile] = []
     max_file = int(settings.max_file_mb * 1024 * 1024)
     budget = int(settings.zip_max_total_mb * 1024 * 1024)
+    if quota is not None and quota.left < budget:
+        budget, limited_by_quota = max(quota.left, 0), True
+    else:
+        limited_by_quota = False
+    written = 0
     with zf:
         members = [m for m in zf.infolist() if not m.is_dir()]
         if len(members) > settings.zip_max_members:
@@ -70,7 +85,12 @@ def unpack_zip(zpath: Path, dest: Path, settings: Settings, label: str | None = 
         dest.mkdir(parents=True, exist_ok=True)
         for i, m in enumerate(members):
             name = f"{label}:{m.filename}"
+            if m.filename.lower().endswith(".zip"):
+                out.append(InputFile(name, "", "skipped: zip inside a zip (nested archives are not unpacked)",
+                                     skipped=True))
+                continue
             if not _is_pdf_name(m.filename):
+                out.append(InputFile(name, "", "skipped: not a PDF", skipped=True))
                 continue
             safe = _safe_member_name(m.filename)
             if safe is None:
@@ -80,22 +100,30 @@ def unpack_zip(zpath: Path, dest: Path, settings: Settings, label: str | None = 
                 out.append(InputFile(name, "", "refused: encrypted zip member"))
                 continue
             ratio = m.file_size / max(m.compress_size, 1)
-            if m.file_size > max_file or ratio > settings.zip_max_ratio or m.file_size > budget:
+            if m.file_size > max_file or ratio > settings.zip_max_ratio:
                 out.append(InputFile(name, "", f"refused: zip bomb guard (size {m.file_size} B, ratio {ratio:.0f}x)"))
+                continue
+            if m.file_size > budget - written:
+                why = "upload quota (FIGSEARCH_UPLOAD_QUOTA_MB)" if limited_by_quota else \
+                    f"unpacked size limit of the zip ({settings.zip_max_total_mb:g} MB)"
+                out.append(InputFile(name, "", f"refused: over the {why}"))
                 continue
             target = dest / f"{i:05d}_{Path(safe).name}"
             try:
                 with zf.open(m) as src:
-                    budget -= _copy_capped(src, target, min(max_file, budget, m.file_size))
+                    written += _copy_capped(src, target, min(max_file, budget - written, m.file_size))
             except Exception as exc:  # bad CRC, lying sizes, truncated archive
                 target.unlink(missing_ok=True)
                 out.append(InputFile(name, "", f"refused: cannot unpack member: {exc}"))
                 continue
             out.append(InputFile(name, str(target)))
+    if quota is not None:
+        quota.left -= written
     return out
 
 
-def expand_inputs(paths: list[str | Path], settings: Settings, staging: Path) -> list[InputFile]:
+def expand_inputs(paths: list[str | Path], settings: Settings, staging: Path,
+                  quota: ByteBudget | None = None) -> list[InputFile]:
     """PDF files, folders (recursive, *.pdf and *.zip) and zip files -> input files.
 
     Raises SourceError for a path that does not exist (a usage error, caught by the CLI).
@@ -111,22 +139,22 @@ def expand_inputs(paths: list[str | Path], settings: Settings, staging: Path) ->
                 for n in sorted(names):
                     full = Path(root) / n
                     if n.lower().endswith(".zip"):
-                        files += unpack_zip(full, staging / f"z{len(files):05d}", settings, str(full))
+                        files += unpack_zip(full, staging / f"z{len(files):05d}", settings, str(full), quota)
                     elif _is_pdf_name(n):
                         files.append(InputFile(str(full), str(full.resolve())))
         elif p.suffix.lower() == ".zip" and zipfile.is_zipfile(p):
-            files += unpack_zip(p, staging / f"z{len(files):05d}", settings, str(p))
+            files += unpack_zip(p, staging / f"z{len(files):05d}", settings, str(p), quota)
         else:
             files.append(InputFile(str(p), str(p.resolve())))
     return files
 
 
-def copy_to_shared(files: list[InputFile], staging: Path) -> list[InputFile]:
-    """Distributed mode: workers read from the data dir, so bring outside files into it."""
+def copy_to_shared(files: list[InputFile], staging: Path, shared: Path) -> list[InputFile]:
+    """Distributed mode: workers read from the data dir (`shared`), so bring outside files into it."""
     staging.mkdir(parents=True, exist_ok=True)
     out = []
     for i, f in enumerate(files):
-        if not f.path or Path(f.path).is_relative_to(staging):
+        if not f.path or Path(f.path).is_relative_to(shared):
             out.append(f)
             continue
         target = staging / f"{i:05d}_{Path(f.path).name}"

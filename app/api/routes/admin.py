@@ -10,55 +10,25 @@ from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, HTTPException, Query, Request, UploadFile
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
 from app.api import schemas
 from app.api.deps import AdminDep, PaperId, SessionDep, SettingsDep
-from app.api.jobs import display_name, prepare_job_with_id, safe_filename, uploads_dir
+from app.api.jobs import display_name, public_error
+from app.api.uploads import UPLOAD_REQUEST_BODY, read_upload
 from app.api.problems import responses
 from app.db.schema import Figure, Job, Paper, new_job_id
+from app.ingest import pipeline
 from app.ingest.extract import figure_dir_for
+from app.ingest.pipeline import JobLock, upload_area_bytes, uploads_dir
 from app.ingest.sources import SourceError
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[AdminDep], responses=responses(401, 403))
-
-_ALIASES = {"application/x-zip-compressed": "application/zip", "application/x-zip": "application/zip",
-            "multipart/x-zip": "application/zip", "application/x-pdf": "application/pdf",
-            "application/acrobat": "application/pdf"}
-_BY_EXTENSION = {".pdf": "application/pdf", ".zip": "application/zip"}
-
-
-def upload_type(f: UploadFile) -> str:
-    """The declared content type, normalised; browsers send octet-stream for unknown types, so
-    then the extension decides."""
-    ctype = (f.content_type or "").split(";")[0].strip().lower()
-    ctype = _ALIASES.get(ctype, ctype)
-    if ctype in ("", "application/octet-stream", "binary/octet-stream"):
-        ctype = _BY_EXTENSION.get(Path(f.filename or "").suffix.lower(), ctype or "unknown")
-    return ctype
-
-
-def _save_uploads(files: list[UploadFile], dest: Path, limit: int) -> list[Path]:
-    dest.mkdir(parents=True, exist_ok=True)
-    out, total = [], 0
-    for i, f in enumerate(files):
-        slot = dest / f"{i:03d}"
-        slot.mkdir()
-        target = slot / safe_filename(f.filename or "", f"upload-{i}.pdf")
-        f.file.seek(0)
-        with open(target, "wb") as fh:
-            while chunk := f.file.read(1 << 20):
-                total += len(chunk)
-                if total > limit:
-                    raise HTTPException(413, f"upload larger than the {limit / 1024 / 1024:g} MB limit")
-                fh.write(chunk)
-        out.append(target)
-    return out
 
 
 def _job_out(settings: Settings, job: Job, with_files: bool) -> schemas.JobOut:
@@ -66,57 +36,47 @@ def _job_out(settings: Settings, job: Job, with_files: bool) -> schemas.JobOut:
     files = None
     if with_files:
         files = [schemas.JobFileOut(name=display_name(settings, job.id, f.name), status=f.status,
-                                    paper_id=f.paper_id, n_figures=f.n_figures, error=f.error)
+                                    paper_id=f.paper_id, n_figures=f.n_figures,
+                                    error=public_error(settings, job.id, f.error))
                  for f in job.files]
     return schemas.JobOut(job_id=job.id, kind=job.kind, status=job.status, done=job.done, total=job.total,
-                          error=job.error or "", counts=dict(counts), created_at=job.created_at,
+                          error=public_error(settings, job.id, job.error or ""), counts=dict(counts), created_at=job.created_at,
                           started_at=job.started_at, finished_at=job.finished_at, files=files)
 
 
 @router.post("/collections", status_code=202, response_model=schemas.JobAccepted,
-             responses=responses(403, 413, 415, 422))
-async def upload_collection(
-        request: Request, settings: SettingsDep,
-        files: Annotated[list[UploadFile] | None, File(description="PDF files and/or zip archives of PDFs.")] = None,
-        path: Annotated[str, Form(description="A folder, PDF or zip on the server (needs "
-                                              "FIGSEARCH_ALLOW_SERVER_PATHS=true).")] = ""):
-    """Start an ingest job for uploaded PDFs/zips (or a server-side path when enabled). Returns 202
-    with the job id; follow progress at `status_url`."""
-    files = [f for f in (files or []) if f.filename or f.size]
-    path = path.strip()
-    if not files and not path:
-        raise HTTPException(422, "send PDF or zip files in the multipart field 'files'"
-                                 + (" or a server path in 'path'" if settings.allow_server_paths else ""))
-    if path and not settings.allow_server_paths:
-        raise HTTPException(403, "server-side paths are disabled (set FIGSEARCH_ALLOW_SERVER_PATHS=true)")
-    for f in files:
-        ctype = upload_type(f)
-        if ctype not in settings.upload_types:
-            raise HTTPException(415, f"{f.filename!r}: unsupported type {ctype!r}; accepted: "
-                                     f"{', '.join(settings.upload_types)}")
-    limit = int(settings.max_upload_mb * 1024 * 1024)
-    declared = sum(f.size or 0 for f in files)
-    if declared > limit:
-        raise HTTPException(413, f"upload too large ({declared / 1e6:.1f} MB > {settings.max_upload_mb:g} MB limit)")
-
+             responses=responses(400, 403, 413, 415, 422, 507), openapi_extra={"requestBody": UPLOAD_REQUEST_BODY})
+async def upload_collection(request: Request, settings: SettingsDep):
+    """Start an ingest job for uploaded PDFs/zips (multipart field `files`) or a server-side path
+    (field `path`, when enabled). Returns 202 with the job id; follow progress at `status_url`.
+    Files are written to the data dir's upload area as they arrive, within the per-request limit
+    and the upload quota; an upload without any PDF is a 400."""
     job_id = new_job_id()
-    dest = uploads_dir(settings, job_id) if files else None
+    dest = uploads_dir(settings, job_id)
+    lock = JobLock(settings, job_id)
+    lock.acquire()
     try:
-        paths: list[str | Path] = []
-        if files:
-            paths += await run_in_threadpool(_save_uploads, files, dest, limit)
-        if path:
-            paths.append(Path(path))
-        await run_in_threadpool(prepare_job_with_id, settings, paths, job_id)
-    except SourceError as exc:
-        if dest is not None:
-            shutil.rmtree(dest, ignore_errors=True)
-        raise HTTPException(422, str(exc))
+        left = int(settings.upload_quota_mb * 1024 * 1024) - await run_in_threadpool(upload_area_bytes, settings)
+        limit = int(settings.max_upload_mb * 1024 * 1024)
+        files, path = await read_upload(request, dest, settings, min(limit, left), quota_limited=left < limit)
+        if not files and not path:
+            raise HTTPException(422, "send PDF or zip files in the multipart field 'files'"
+                                     + (" or a server path in 'path'" if settings.allow_server_paths else ""))
+        if path and not settings.allow_server_paths:
+            raise HTTPException(403, "server-side paths are disabled (set FIGSEARCH_ALLOW_SERVER_PATHS=true)")
+        uploaded = sum(p.stat().st_size for _n, p in files)
+        paths: list[str | Path] = [p for _n, p in files] + ([Path(path)] if path else [])
+        try:
+            await run_in_threadpool(pipeline.prepare_job, paths, settings, job_id, max(left - uploaded, 0))
+        except SourceError as exc:
+            status = 400 if str(exc).startswith("no PDF") else 422
+            raise HTTPException(status, public_error(settings, job_id, str(exc)))
     except BaseException:
-        if dest is not None:
-            shutil.rmtree(dest, ignore_errors=True)
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.rmtree(pipeline.staging_dir(settings, job_id), ignore_errors=True)
+        lock.release()
         raise
-    request.app.state.job_runner.submit_ingest(job_id, dest)
+    request.app.state.job_runner.submit_ingest(job_id, lock)
     with request.app.state.session_factory() as s:
         total = s.get(Job, job_id).total
     return schemas.JobAccepted(job_id=job_id, status="queued", total=total,

@@ -1,6 +1,8 @@
 """Liveness, readiness, Prometheus metrics and what the server can do."""
 from __future__ import annotations
 
+import logging
+
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy import text
@@ -9,6 +11,7 @@ from app.api import schemas
 from app.api.deps import HolderDep, SettingsDep
 from app.api.routes.search import IMAGE_QUERIES_MESSAGE
 
+log = logging.getLogger(__name__)
 router = APIRouter(tags=["service"])
 info_router = APIRouter(tags=["service"])
 
@@ -23,22 +26,25 @@ def healthz():
 def readyz(request: Request, holder: HolderDep):
     """Ready when the database answers and the index is loaded or absent for a stated reason
     (an empty collection is ready, and says so). 503 when the database is unreachable or the
-    index exists but cannot be loaded."""
+    index exists but cannot be loaded. Public: the causes (hosts, paths, driver messages) go to
+    the server log, not into the answer."""
     ok = True
     try:
         with request.app.state.session_factory() as s:
             s.execute(text("SELECT 1"))
         db_state = "ok"
-    except Exception as exc:
-        ok, db_state = False, f"unreachable: {type(exc).__name__}: {exc}"[:300]
+    except Exception:
+        log.exception("readiness: the database does not answer")
+        ok, db_state = False, "unreachable (see the server log)"
     engine = holder.get()
     if engine is not None:
         index = schemas.IndexState(loaded=True, version=engine.version, n_figures=len(engine),
                                    has_vectors=engine.vectors is not None)
+    elif holder.load_error:
+        ok = False
+        index = schemas.IndexState(loaded=False, reason="the index cannot be loaded (see the server log)")
     else:
         index = schemas.IndexState(loaded=False, reason=holder.reason)
-        if holder.load_error:
-            ok = False
     body = schemas.Ready(status="ready" if ok else "not ready", database=db_state, index=index,
                          encoder=holder.encoder_state)
     return JSONResponse(body.model_dump(), status_code=200 if ok else 503)

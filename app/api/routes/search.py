@@ -11,6 +11,7 @@ from app.api import schemas
 from app.api.deps import EngineDep, HolderDep, SessionDep, SettingsDep
 from app.api.engine_holder import EngineHolder
 from app.api.problems import check_limit, responses
+from app.api.query_image import decode_query_image
 from app.api.serialize import scored_items
 from app.search.engine import SearchEngine
 from app.settings import Settings
@@ -97,10 +98,12 @@ async def search_by_image(
         body = head + await image.read(limit + 1 - len(head))
         if len(body) > limit:
             raise HTTPException(413, f"image too large (> {settings.max_image_mb:g} MB)")
+        # pixel budget from the header, one decode (413 / 422 before any search)
+        picture = await run_in_threadpool(decode_query_image, body, settings.max_image_megapixels)
         if engine is None:
             return schemas.SimilarResponse(mode="image", k=k, items=[], index_version=None,
                                            message=holder.reason or "no search index")
-        hits = await run_in_threadpool(image_hits, loaded, engine, body, k)
+        hits = await run_in_threadpool(image_hits, loaded, engine, picture, k)
         items = scored_items(db, hits, 0)
         return schemas.SimilarResponse(mode="image", k=k, items=items, index_version=engine.version,
                                        message=None if items else "no figure to compare with yet")
