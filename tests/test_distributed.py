@@ -75,3 +75,89 @@ def test_ingest_through_redis_and_workers(demo_pdfs, redis_url, pg_url, tmp_path
             err = worker.stderr.read().decode(errors="replace")
             if "Traceback" in err:
                 print(err[-4000:])
+
+
+def child_pids(pid: int) -> list[int]:
+    """Direct children of a process (the Celery pool processes of a worker), from /proc."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def test_worker_killing_file_fails_after_max_deliveries_and_the_batch_finishes(demo_pdfs, real_papers,
+                                                                               redis_url, pg_url, tmp_path):
+    """A file whose worker process dies every time (killed here with SIGKILL while it works on
+    that file, as the kernel's OOM killer would) is failed after FIGSEARCH_MAX_DELIVERIES
+    deliveries; the other files are stored and `figsearch ingest` returns."""
+    import shutil
+
+    from sqlalchemy import select
+
+    from app.db.schema import JobFile
+    from app.db.session import session_scope
+
+    data = tmp_path / "data"
+    env = _env(redis_url, pg_url, data)
+    env.update(FIGSEARCH_AUTO_INDEX="false", FIGSEARCH_MAX_DELIVERIES="3")
+    batch = tmp_path / "batch"
+    batch.mkdir()
+    for p in demo_pdfs:
+        shutil.copyfile(p, batch / p.name)
+    shutil.copyfile(real_papers[0], batch / "poison.pdf")  # a real paper: takes seconds, time to kill
+    worker = start_worker(env, concurrency=1)
+    t0 = time.time()
+    cli = subprocess.Popen([sys.executable, "-m", "app.cli", "ingest", str(batch), "--json"], cwd=ROOT, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    kills, seen = 0, 0
+    try:
+        while cli.poll() is None and time.time() - t0 < 240:
+            with session_scope(pg_url) as s:
+                row = s.execute(select(JobFile.status, JobFile.deliveries)
+                                .where(JobFile.name.like("%poison.pdf"))).first()
+            if row is not None and row.status == "pending" and row.deliveries > seen:
+                seen = row.deliveries
+                for child in child_pids(worker.pid):
+                    os.kill(child, signal.SIGKILL)  # the pool process working on the poison file
+                kills += 1
+            time.sleep(0.05)
+        out, err = cli.communicate(timeout=30)
+        elapsed = time.time() - t0
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+        stop(worker)
+    assert cli.returncode == 0, err
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert kills == 3, kills
+    assert summary["ok"] == len(demo_pdfs), summary
+    [failure] = summary["failures"]
+    assert failure["file"].endswith("poison.pdf") and "worker crashed 3 times" in failure["error"]
+    print(f"poison batch of {len(demo_pdfs) + 1} files finished in {elapsed:.1f} s after {kills} worker deaths")
+
+
+def test_cli_wait_gives_up_when_nothing_progresses_and_messages_hold_no_database_url(demo_pdfs, redis_url,
+                                                                                      pg_url, tmp_path):
+    import base64
+
+    import redis as redis_lib
+
+    env = _env(redis_url, pg_url, tmp_path / "data")
+    env.update(FIGSEARCH_AUTO_INDEX="false", FIGSEARCH_INGEST_STALL_S="3")
+    r = subprocess.run([sys.executable, "-m", "app.cli", "ingest", str(demo_pdfs[0])], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=120)  # no worker is running
+    assert r.returncode == 1
+    assert "no file of job" in r.stderr and "Celery workers running" in r.stderr
+    # the queued message (still in Redis: nobody consumed it) names the job, not the database
+    client = redis_lib.Redis.from_url(redis_url)
+    raw = [m for k in client.keys() if client.type(k) == b"list" for m in client.lrange(k, 0, -1)]
+    assert raw, "no queued message found"
+    for m in raw:
+        body = base64.b64decode(json.loads(m)["body"])
+        assert b"ingest_collection" in m and b"data_dir" in body
+        assert b"postgresql" not in m and b"postgresql" not in body and b"database_url" not in body

@@ -15,7 +15,6 @@ from typing import Callable
 import numpy as np
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import func, select
 
@@ -57,14 +56,14 @@ class Frontend(StaticFiles):
         return resp
 
 
-def allowed_methods(app: FastAPI, scope) -> list[str]:
-    """Methods of the API routes whose path matches this request (empty: no such path)."""
-    methods: set[str] = set()
-    for route in app.router.routes:
-        if (isinstance(route, APIRoute) and route.path != API_PREFIX + "/{rest:path}"
-                and route.path_regex.match(scope.get("path", ""))):
-            methods |= route.methods or set()
-    return sorted(methods)
+def allowed_methods(app: FastAPI, path: str) -> list[str]:
+    """Methods the API offers on this path, from the OpenAPI schema (empty: no such path)."""
+    from starlette.routing import compile_path
+
+    if not hasattr(app.state, "path_methods"):
+        app.state.path_methods = [(compile_path(p)[0], sorted(m.upper() for m in ops))
+                                  for p, ops in app.openapi().get("paths", {}).items()]
+    return sorted({m for regex, methods in app.state.path_methods if regex.match(path) for m in methods})
 
 
 def install_page_size_in_schema(app: FastAPI, max_page_size: int) -> None:
@@ -194,7 +193,7 @@ def create_app(settings: Settings | None = None, *,
                    include_in_schema=False)
     def api_not_found(rest: str, request: Request):
         """404 for an unknown path; 405 with `Allow` for a known path and another method."""
-        allowed = allowed_methods(app, request.scope)
+        allowed = allowed_methods(app, request.url.path)
         if allowed:
             raise HTTPException(405, f"{request.method} is not allowed on {request.url.path}; use "
                                      f"{', '.join(allowed)}", headers={"Allow": ", ".join(allowed)})
