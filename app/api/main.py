@@ -16,6 +16,7 @@ import numpy as np
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
+from starlette.formparsers import MultiPartParser
 from sqlalchemy import func, select
 
 from app.api import problems
@@ -201,10 +202,15 @@ def create_app(settings: Settings | None = None, *,
 
     install_page_size_in_schema(app, settings.max_page_size)
     margin = 64 * 1024  # multipart framing and form fields
+    image_body = int(settings.max_image_mb * 1024 * 1024) + margin
     app.add_middleware(RouteBodyLimits, default=64 * 1024, limits={
         f"{API_PREFIX}/admin/collections": int(settings.max_upload_mb * 1024 * 1024) + margin,
-        f"{API_PREFIX}/search/by-image": int(settings.max_image_mb * 1024 * 1024) + margin,
+        f"{API_PREFIX}/search/by-image": image_body,
     })
+    # A query image (bounded above while it streams in) stays in memory instead of Starlette's
+    # 1 MB spool-to-temp-dir default, so the public image search writes nothing to disk. Only
+    # that route uses Starlette's parser for files: admin uploads have their own (uploads.py).
+    MultiPartParser.spool_max_size = max(MultiPartParser.spool_max_size, image_body)
     app.add_middleware(AdminAuthMiddleware, prefix=f"{API_PREFIX}/admin", token=token)
     if settings.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_credentials=False,

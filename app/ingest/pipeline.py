@@ -206,17 +206,15 @@ def mark_running(settings: Settings, job_id: str) -> None:
 def claim_delivery(settings: Settings, job_file_id: int) -> Outcome | None:
     """Count one more delivery of a job file to a worker. A file delivered more than
     `settings.max_deliveries` times has killed every worker that took it (a task is only
-    redelivered when its worker died): it is marked failed and that outcome returned;
-    otherwise None (go ahead)."""
+    redelivered when its worker died): it is marked failed, in the same transaction, and that
+    outcome returned; otherwise None (go ahead)."""
     with session_scope(settings.db_url) as s:
         n = s.execute(update(JobFile).where(JobFile.id == job_file_id, JobFile.status == "pending")
                       .values(deliveries=JobFile.deliveries + 1).returning(JobFile.deliveries)).scalar()
-    if n is None or n <= settings.max_deliveries:
-        return None
-    crashes = n - 1
-    return record_outcome(settings, job_file_id, None,
-                          f"worker crashed {crashes} times while extracting this file "
-                          "(killed, out of memory or a crash in the PDF library); not retried")
+        if n is None or n <= settings.max_deliveries:
+            return None
+        return _record(s, job_file_id, None, f"worker crashed {n - 1} times while extracting this file "
+                                             "(killed, out of memory or a crash in the PDF library); not retried")
 
 
 def record_outcome(settings: Settings, job_file_id: int, ex: Extraction | None, error: str = "") -> Outcome:
