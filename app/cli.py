@@ -371,7 +371,9 @@ def search(query: str = typer.Argument(..., help="Keywords."), k: int = typer.Op
     """Keyword search over figure texts (caption + mention sentences)."""
     settings = _settings(data_dir)
     engine = _engine(settings, with_encoder=rerank)
-    _print_hits(engine.search(query, k=k, rerank=rerank, method=method), json_out)
+    from app.vision.vocabulary import types_named_in
+
+    _print_hits(engine.search(query, k=k, rerank=rerank, method=method, types=types_named_in(query)), json_out)
 
 
 @cli.command("eval")

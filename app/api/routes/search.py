@@ -14,6 +14,7 @@ from app.api.problems import check_limit, responses
 from app.api.query_image import decode_query_image
 from app.api.serialize import scored_items
 from app.search.engine import SearchEngine
+from app.vision.vocabulary import types_named_in
 from app.settings import Settings
 
 router = APIRouter(tags=["search"])
@@ -33,7 +34,7 @@ def run_search(db: Session, settings: Settings, engine: SearchEngine | None, hol
     use = want and holder.encoder_ready and engine.vectors is not None
     if use and engine.encoder is None:
         engine.encoder = holder.encoder
-    hits = engine.search(q, k=k + 1, offset=offset, rerank=use)
+    hits = engine.search(q, k=k + 1, offset=offset, rerank=use, types=types_named_in(q))
     has_more = len(hits) > k
     items = scored_items(db, hits[:k], offset, query_text=q, engine=engine, snippets=True)
     msg = None

@@ -1,0 +1,62 @@
+"""The fixed vocabulary of figure types, and the everyday names people use for them.
+
+One rule for both directions: `types_named_in` maps a free-text query to the types it names
+("heat map", "confusion matrix" -> heatmap), and the same names give weak labels to captions.
+"""
+from __future__ import annotations
+
+import re
+
+TYPES: tuple[str, ...] = ("line_chart", "bar_chart", "scatter_plot", "heatmap", "box_plot", "pie_chart",
+                          "network_graph", "diagram", "table", "photo", "screenshot", "text", "map", "other")
+
+# everyday names and synonyms -> type (lowercase; matched as whole words, hyphens/spaces optional)
+NAMES: dict[str, tuple[str, ...]] = {
+    "line_chart": ("line chart", "line plot", "line graph", "learning curve", "learning curves",
+                   "training curve", "training curves", "loss curve", "loss curves", "roc curve", "roc curves",
+                   "precision recall curve", "time series", "convergence plot"),
+    "bar_chart": ("bar chart", "bar charts", "bar plot", "bar plots", "bar graph", "histogram", "histograms"),
+    "scatter_plot": ("scatter plot", "scatter plots", "scatterplot", "scatter", "tsne", "t sne", "umap",
+                     "embedding visualization", "embedding visualisation"),
+    "heatmap": ("heatmap", "heatmaps", "heat map", "heat maps", "confusion matrix", "confusion matrices",
+                "attention map", "attention maps", "attention matrix", "attention weights",
+                "correlation matrix", "similarity matrix"),
+    "box_plot": ("box plot", "box plots", "boxplot", "boxplots", "violin plot", "violin plots",
+                 "box and whisker"),
+    "pie_chart": ("pie chart", "pie charts", "pie"),
+    "network_graph": ("network graph", "graph visualization", "graph visualisation", "knowledge graph",
+                      "social network", "node link", "citation network", "co author network"),
+    "diagram": ("diagram", "diagrams", "architecture", "architecture diagram", "model architecture",
+                "pipeline", "framework overview", "overview figure", "flowchart", "flow chart", "flow diagram",
+                "system overview", "schematic", "block diagram", "workflow"),
+    "table": ("table", "tables"),
+    "photo": ("photo", "photos", "photograph", "photographs", "microscopy", "micrograph", "natural image",
+              "natural images"),
+    "screenshot": ("screenshot", "screenshots", "screen shot", "user interface", "web page"),
+    "text": ("algorithm", "pseudocode", "pseudo code", "prompt", "prompts", "example prompt", "equation",
+             "equations", "listing", "code listing"),
+    "map": ("geographic map", "world map", "choropleth"),
+}
+
+_NORM_RE = re.compile(r"[^a-z0-9]+")
+
+
+def _norm(text: str) -> str:
+    return " " + _NORM_RE.sub(" ", (text or "").lower()).strip() + " "
+
+
+_PATTERNS = sorted(((f" {_norm(n).strip()} ", t) for t, names in NAMES.items() for n in names),
+                   key=lambda x: -len(x[0]))
+
+
+def types_named_in(query: str) -> list[str]:
+    """Types a query names, longest names first ("heat map" is a heatmap, not a map); a word
+    already used by a longer name is not read again."""
+    text = _norm(query)
+    found: list[str] = []
+    for pat, t in _PATTERNS:
+        if pat in text:
+            text = text.replace(pat, " | ")
+            if t not in found:
+                found.append(t)
+    return found
