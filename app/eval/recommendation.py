@@ -171,10 +171,12 @@ def rerank_ranker(data: EvalData, method: str, emb: np.ndarray | Callable[[int],
     return rank
 
 
-def evaluate_ranker(data: EvalData, rank: Ranker, targets: list[int]) -> dict[str, list[float]]:
+def evaluate_ranker(data: EvalData, rank: Ranker, targets: list[int], metrics=None) -> dict[str, list[float]]:
+    """Per-target metrics (seed protocol by default; `metrics=cross_paper_metrics` for the other)."""
+    metrics = metrics or metrics_for
     per: dict[str, list[float]] = {}
     for t in targets:
-        for k, v in metrics_for(data, t, rank(t)).items():
+        for k, v in metrics(data, t, rank(t)).items():
             per.setdefault(k, []).append(v)
     return per
 
@@ -442,11 +444,7 @@ def cross_paper_metrics(data: EvalData, target: int, rows: np.ndarray) -> dict[s
 
 
 def evaluate_cross(data: EvalData, rank: Ranker, targets: list[int]) -> dict[str, list[float]]:
-    per: dict[str, list[float]] = {}
-    for t in targets:
-        for k, v in cross_paper_metrics(data, t, rank(t)).items():
-            per.setdefault(k, []).append(v)
-    return per
+    return evaluate_ranker(data, rank, targets, cross_paper_metrics)
 
 
 def paper_grouped_test(data: EvalData, targets: list[int], a: list[float], b: list[float],
