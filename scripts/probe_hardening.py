@@ -13,7 +13,8 @@ Prints one line per probe:
     concurrent images at the pixel budget (decoded for real);
   * 300 connections that never finish their headers: how many the server still holds after the
     header timeout;
-  * schemathesis (every check) on the served OpenAPI schema;
+  * schemathesis (every check, real PNG/JPEG for image parts: scripts/schemathesis_hooks.py) on
+    the served OpenAPI schema;
   * --distributed: a batch with a file whose worker is SIGKILLed each time it takes the file:
     time until `figsearch ingest` returns, and that file's status and reason.
 """
@@ -258,7 +259,8 @@ def probe_schemathesis(port: int, examples: int) -> None:
     exe = str(Path(PY).with_name("schemathesis"))
     cmd = [exe, "run", f"http://127.0.0.1:{port}/api/v1/openapi.json", "--checks", "all",
            "-H", f"Authorization: Bearer {TOKEN}", "-n", str(examples), "--no-color"]
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    env = {**os.environ, "SCHEMATHESIS_HOOKS": "scripts.schemathesis_hooks", "PYTHONPATH": str(ROOT)}
+    r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     tail = [l for l in r.stdout.splitlines() if l.strip()][-12:]
     print(f"schemathesis ({' '.join(cmd[1:3])} --checks all -n {examples}): exit {r.returncode}")
     for line in tail:

@@ -67,20 +67,33 @@ def allowed_methods(app: FastAPI, path: str) -> list[str]:
     return sorted({m for regex, methods in app.state.path_methods if regex.match(path) for m in methods})
 
 
-def install_page_size_in_schema(app: FastAPI, max_page_size: int) -> None:
-    """The OpenAPI schema states the configured page size bound for every `k`/`limit` parameter,
-    so clients and the server agree (the routes declare the hard cap, the server the setting)."""
+def install_schema_fixes(app: FastAPI, max_page_size: int) -> None:
+    """The OpenAPI schema says what the server does: every `k`/`limit` bound is the configured
+    page size (the routes declare the hard cap, the server applies the setting), every error is
+    documented as application/problem+json (what the problem handlers send), and the query image
+    part is declared PNG or JPEG."""
     build = app.openapi
+    problem = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
 
     def openapi():
         if app.openapi_schema is None:
             schema = build()
-            for ops in schema.get("paths", {}).values():
+            for path, ops in schema.get("paths", {}).items():
                 for op in ops.values():
-                    for param in op.get("parameters", []) if isinstance(op, dict) else []:
+                    if not isinstance(op, dict):
+                        continue
+                    for param in op.get("parameters", []):
                         sch = param.get("schema", {})
                         if param.get("name") in ("k", "limit") and "maximum" in sch:
                             sch["maximum"] = min(sch["maximum"], max_page_size)
+                    for code, resp in op.get("responses", {}).items():
+                        if code.isdigit() and int(code) >= 400:
+                            resp["content"] = dict(problem)
+                    body = op.get("requestBody", {}).get("content", {}).get("multipart/form-data")
+                    if body is not None:  # malformed multipart: Starlette's parser answers 400
+                        op["responses"].setdefault("400", {"description": "Bad Request", "content": dict(problem)})
+                    if path.endswith("/search/by-image") and body is not None:
+                        body["encoding"] = {"image": {"contentType": "image/png, image/jpeg"}}
             app.openapi_schema = schema
         return app.openapi_schema
 
@@ -200,7 +213,7 @@ def create_app(settings: Settings | None = None, *,
                                      f"{', '.join(allowed)}", headers={"Allow": ", ".join(allowed)})
         raise HTTPException(404, f"no such endpoint: {API_PREFIX}/{rest} (see /docs)")
 
-    install_page_size_in_schema(app, settings.max_page_size)
+    install_schema_fixes(app, settings.max_page_size)
     margin = 64 * 1024  # multipart framing and form fields
     image_body = int(settings.max_image_mb * 1024 * 1024) + margin
     app.add_middleware(RouteBodyLimits, default=64 * 1024, limits={

@@ -25,14 +25,18 @@ _BY_EXTENSION = {".pdf": "application/pdf", ".zip": "application/zip"}
 # The OpenAPI description of the multipart body (the route parses it itself).
 UPLOAD_REQUEST_BODY = {
     "required": True,
-    "content": {"multipart/form-data": {"schema": {
-        "type": "object", "title": "Upload",
-        "properties": {
-            "files": {"type": "array", "items": {"type": "string", "contentMediaType": "application/octet-stream"},
-                      "description": "PDF files and/or zip archives of PDFs."},
-            "path": {"type": "string", "default": "",
-                     "description": "A folder, PDF or zip on the server (needs FIGSEARCH_ALLOW_SERVER_PATHS=true)."},
-        }}}},
+    "content": {"multipart/form-data": {
+        "schema": {
+            "type": "object", "title": "Upload",
+            "properties": {
+                "files": {"type": "array", "minItems": 1,
+                          "items": {"type": "string", "contentMediaType": "application/octet-stream"},
+                          "description": "PDF files and/or zip archives of PDFs."},
+                "path": {"type": "string", "minLength": 1, "description": "A folder, PDF or zip on the server "
+                                                                          "(needs FIGSEARCH_ALLOW_SERVER_PATHS=true)."},
+            },
+            "anyOf": [{"required": ["files"]}, {"required": ["path"]}]},
+        "encoding": {"files": {"contentType": "application/pdf, application/zip"}}}},
 }
 
 
@@ -110,4 +114,6 @@ async def read_upload(request: Request, dest: Path, settings: Settings,
         if isinstance(value, UploadFile) and key != "files":
             value.file.close()
     path_field = form.get("path")
+    if isinstance(path_field, str) and not path_field.strip():
+        raise HTTPException(422, "path: a server path must not be empty (leave the field out instead)")
     return files, path_field.strip() if isinstance(path_field, str) else ""
