@@ -261,9 +261,12 @@ def probe_schemathesis(port: int, examples: int) -> None:
            "-H", f"Authorization: Bearer {TOKEN}", "-n", str(examples), "--no-color"]
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "scripts.schemathesis_hooks", "PYTHONPATH": str(ROOT)}
     r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
-    tail = [l for l in r.stdout.splitlines() if l.strip()][-12:]
-    print(f"schemathesis ({' '.join(cmd[1:3])} --checks all -n {examples}): exit {r.returncode}")
-    for line in tail:
+    log = Path(tempfile.gettempdir()) / "figsearch-schemathesis.log"
+    log.write_text(r.stdout + r.stderr)
+    lines = [l for l in r.stdout.splitlines() if l.strip()]
+    shown = [l for l in lines if l.startswith(("___", "- ST", "[", "Error", "    Invalid", "    Expected"))]
+    print(f"schemathesis ({' '.join(cmd[1:3])} --checks all -n {examples}): exit {r.returncode} (full output: {log})")
+    for line in shown[:40] + lines[-8:]:
         print("   " + line)
 
 
@@ -344,6 +347,7 @@ def main() -> None:
     ap.add_argument("--bombs", type=int, default=8)
     ap.add_argument("--examples", type=int, default=20, help="schemathesis examples per operation")
     ap.add_argument("--skip-schemathesis", action="store_true")
+    ap.add_argument("--only-schemathesis", action="store_true", help="skip the load probes")
     ap.add_argument("--distributed", action="store_true")
     ap.add_argument("--files", type=int, default=8, help="files in the poison batch (one is the poison)")
     ap.add_argument("--poison", type=Path, default=None, help="PDF used as the worker-killing file "
@@ -360,9 +364,10 @@ def main() -> None:
         port = free_port()
         server = start_server(data, port)
         try:
-            probe_bodies(port, data)
-            probe_images(port, server.pid, args.bombs)
-            probe_slow_headers(port)
+            if not args.only_schemathesis:
+                probe_bodies(port, data)
+                probe_images(port, server.pid, args.bombs)
+                probe_slow_headers(port)
             if not args.skip_schemathesis:
                 probe_schemathesis(port, args.examples)
         finally:

@@ -91,13 +91,13 @@ async def search_by_image(
         raise HTTPException(415, "the file is not a PNG or JPEG image")
     text = " ".join(caption.split())
     if not text:
-        from app.learn.image_search import image_model, search_by_image as image_hits
-
         body = head + await image.read(limit + 1 - len(head))
         if len(body) > limit:
             raise HTTPException(413, f"image too large (> {settings.max_image_mb:g} MB)")
-        # pixel budget from the header, one decode (413 / 422 before the model is even loaded)
+        # pixel budget from the header, one decode (413 / 422 before torch or the model is loaded)
         picture = await run_in_threadpool(decode_query_image, body, settings.max_image_megapixels)
+        from app.learn.image_search import image_model, search_by_image as image_hits
+
         loaded = await run_in_threadpool(image_model, settings.data_dir, settings.learned_model or "fused")
         if loaded is None:
             raise HTTPException(501, IMAGE_QUERIES_MESSAGE)
