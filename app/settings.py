@@ -61,8 +61,8 @@ class Settings(BaseSettings):
     query_cache_size: int = Field(2048, ge=0, description="LRU size of cached query embeddings (0 = off).")
     warm_encoder: bool = Field(True, description="Load the query encoder in the background at startup.")
     index_poll_s: float = Field(2.0, ge=0, description="How often the API checks for a new index version.")
-    max_page_size: int = Field(100, ge=1, le=100, description="Largest k/limit a list or search request may ask for "
-                                                          "(the API schema states 100).")
+    max_page_size: int = Field(100, ge=1, le=1000, description="Largest k/limit a list or search request may ask "
+                                                           "for (the API schema states the same bound).")
     max_upload_mb: float = Field(200.0, gt=0, description="Largest admin upload (PDFs/zip) per request.")
     upload_quota_mb: float = Field(4096.0, gt=0, description="Disk space all pending uploads and unpacked zips "
                                                              "together may use (data_dir/uploads + incoming).")
