@@ -91,6 +91,16 @@ class Console:
                 if "/api/" in r.url else None)
 
 
+def wait_js(page, expression: str, timeout: float = 30) -> None:
+    """Poll a JavaScript condition. (Playwright's wait_for_function evaluates a string inside the
+    page, which the server's Content-Security-Policy forbids, as it should: no eval.)"""
+    deadline = time.time() + timeout
+    while not page.evaluate(expression):
+        if time.time() > deadline:
+            raise AssertionError(f"timed out waiting for: {expression}")
+        time.sleep(0.2)
+
+
 def shot(page, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
@@ -111,7 +121,7 @@ def test_user_journey(server, browser, tmp_path_factory):
     assert page.evaluate("document.activeElement.id") == "q"
     page.keyboard.type("top-1 accuracy")
     page.keyboard.press("Enter")
-    page.wait_for_function("location.hash.includes('q=top-1')")
+    wait_js(page, "location.hash.includes('q=top-1')")
     page.wait_for_selector("#results .card")
     assert "Figures for" in page.inner_text("h1")
     first = page.locator("#results .card").first
@@ -182,9 +192,8 @@ def test_user_journey(server, browser, tmp_path_factory):
     row = job.locator(".files tbody tr").first
     assert pdf.name in row.inner_text() and "ok" in row.inner_text()
     # the admin page follows the index refresh that the job triggers (18 sample figures before)
-    page.wait_for_function("/ \\d+ figures/.test(document.getElementById('index-state').textContent) && "
-                           "!document.getElementById('index-state').textContent.includes(': 18 figures')",
-                           timeout=90_000)
+    wait_js(page, "/ \\d+ figures/.test(document.getElementById('index-state').textContent) && "
+                  "!document.getElementById('index-state').textContent.includes(': 18 figures')", timeout=90)
     shot(page, "06-admin")
 
     # --- find its figures: the paper page, then by search once the index has them
