@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from sqlalchemy import func, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from app.db.schema import Job, JobFile, JobStatus
@@ -160,8 +160,6 @@ def clean_leftovers(settings: Settings, min_age_s: float = 600.0) -> tuple[int, 
     those without a job once untouched for `min_age_s` (an upload still streaming in another
     process has no job yet, but fresh files). Lock files of finished jobs go too.
     Returns (folders removed, bytes freed)."""
-    import sqlalchemy
-
     removed = freed = 0
     with session_scope(settings.db_url) as s:
         status = dict(s.execute(select(Job.id, Job.status)).all())
@@ -184,7 +182,7 @@ def clean_leftovers(settings: Settings, min_age_s: float = 600.0) -> tuple[int, 
                     size = sum(p.stat().st_size for p in d.rglob("*") if p.is_file()) if d.is_dir() else 0
                     shutil.rmtree(d) if d.is_dir() else d.unlink()
                     removed, freed = removed + 1, freed + size
-            except (OSError, sqlalchemy.exc.SQLAlchemyError):
+            except (OSError, SQLAlchemyError):
                 log.exception("could not clean %s", d)
     locks = settings.data_dir / "locks"
     if locks.is_dir():
