@@ -144,7 +144,11 @@ def test_user_journey(server, browser, tmp_path_factory):
     page.wait_for_selector("#similar .card .why")
     assert page.locator("#similar .card").count() >= 5
     why = page.locator("#similar .card .why").first.inner_text()
-    assert "lexical" in why and "embedding" in why and "matched" in why
+    assert "lexical" in why and "embedding" in why and "shared" in why
+    # related figures come from other papers; the figure's own paper has its own row
+    paper_title = page.locator("#paper-link").inner_text().strip()
+    assert paper_title not in page.locator("#similar").inner_text()
+    page.wait_for_selector("#same-paper-title", state="attached")
     assert page.evaluate("document.getElementById('figure-image').naturalWidth") > 0
     shot(page, "03-figure")
 
