@@ -11,7 +11,7 @@ from pathlib import Path
 
 from fastapi import HTTPException
 from starlette.datastructures import FormData, UploadFile
-from starlette.formparsers import MultiPartException, MultiPartParser
+from starlette.formparsers import MultiPartException, MultiPartParser, parse_options_header
 from starlette.requests import Request
 
 from app.api.jobs import safe_filename
@@ -60,6 +60,10 @@ class UploadAreaParser(MultiPartParser):
         self.paths: list[Path] = []
 
     def on_headers_finished(self) -> None:
+        # a 'files' part is a file even without a filename (RFC 7578 makes it optional)
+        _, options = parse_options_header(self._current_part.content_disposition)
+        if options.get(b"name") == b"files" and b"filename" not in options:
+            self._current_part.content_disposition += b'; filename=""'
         super().on_headers_finished()
         upload = self._current_part.file
         if upload is None:
