@@ -104,7 +104,7 @@ def test_healthz_readyz_info(client):
     assert r["index"]["loaded"] and r["index"]["n_figures"] == 18 and r["index"]["has_vectors"]
     assert r["encoder"] == "ready"
     info = client.get("/api/v1/info").json()
-    assert info["image_queries"] is False and "not supported" in info["image_queries_message"]
+    assert info["image_queries"] is True  # every index holds visual fingerprints
     assert info["max_page_size"] == 100 and "application/pdf" in info["upload_types"]
 
 
@@ -262,9 +262,21 @@ def _png(size=(8, 8)) -> bytes:
     return buf.getvalue()
 
 
-def test_by_image_without_caption_is_501(client):
-    r = client.post("/api/v1/search/by-image", files={"image": ("f.png", _png(), "image/png")})
-    assert_problem(r, 501, "image queries are not supported yet")
+def test_by_image_without_caption_finds_a_copy_of_a_figure(client):
+    """No trained model: the index's visual fingerprints answer; a rescaled JPEG copy of a
+    collection figure finds that figure first."""
+    from PIL import Image
+
+    fid = client.get("/api/v1/figures", params={"limit": 1}).json()["items"][0]["figure_id"]
+    original = Image.open(io.BytesIO(client.get(f"/api/v1/figures/{fid}/image").content)).convert("RGB")
+    buf = io.BytesIO()
+    original.resize((original.width * 2 // 3, original.height * 2 // 3)).save(buf, "JPEG", quality=70)
+    r = client.post("/api/v1/search/by-image", files={"image": ("f.jpg", buf.getvalue(), "image/jpeg")},
+                    params={"k": 3})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["mode"] == "image" and body["items"][0]["figure_id"] == fid
+    assert "similar picture" in body["items"][0]["reasons"]
 
 
 def test_by_image_with_caption_searches_text(client):

@@ -170,8 +170,8 @@ def test_user_journey(server, browser, tmp_path_factory):
     page.set_input_files("#image-file", str(sample_png))
     page.wait_for_selector(".preview img")
     page.click("#find-similar")
-    page.wait_for_selector("#upload-message .notice")
-    assert "not supported yet" in page.inner_text("#upload-message")
+    page.wait_for_selector("#image-results .card")
+    assert page.locator("#image-results .card").first.get_attribute("data-figure-id") == "1"
     page.fill("#caption", "Overview of the architecture from the input image to the detection head")
     page.click("#find-similar")
     page.wait_for_selector("#image-results .card")

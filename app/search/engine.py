@@ -384,6 +384,16 @@ class SearchEngine:
         return self._hits(rows, final, scores, sig["text"], k, offset,
                           lambda r: lex.matched_terms(tokens, r), signals=sig)
 
+    def by_picture(self, vector: np.ndarray, k: int = 10) -> list[Hit]:
+        """Figures whose visual vector is nearest to `vector` (an uploaded picture's)."""
+        if self.visual is None:
+            return []
+        ids, sims = self.visual.search(np.asarray(vector, dtype=np.float32)[None, :], k)
+        keep = ids[0] >= 0
+        rows, cos = ids[0][keep], sims[0][keep].astype(np.float64)
+        return self._hits(rows, cos, np.zeros(len(rows)), None, k, 0, lambda r: [],
+                          signals={"visual": cos}, ranked=np.arange(len(rows)))
+
     # ----------------------------------------------------------- persistence
     def save(self, index_root: str | Path, keep: int | None = 3) -> str:
         """Write a new version under index_root, then atomically point CURRENT at it.

@@ -62,9 +62,35 @@ def paper_index(col: Collection, root: Path, figures: LexicalIndex, row_paper: n
     return PaperIndex.build(pids, vecs, [analyze(t) for t in texts], figures, row_paper)
 
 
+VISUAL_NAME = "fingerprint128"
+
+
 def visual_embeddings(settings: Settings, col: Collection, progress: bool = False) -> np.ndarray | None:
-    """Visual vectors of the figures' crops aligned with col.docs, or None without a visual encoder."""
-    return None
+    """Visual fingerprints (app/vision/fingerprint.py) of the figures' crops, aligned with col.docs;
+    cached per figure (keyed by the crop's path), so a refresh only reads new crops."""
+    from PIL import Image
+
+    from app.vision.fingerprint import DIM, embed_images
+
+    if not col.docs:
+        return None
+    root = index_root(settings)
+
+    def encode(paths: list[str]) -> np.ndarray:
+        images = []
+        for rel in paths:
+            try:
+                with Image.open(settings.data_dir / rel) as im:
+                    im.draft("RGB", (256, 256))
+                    images.append(im.convert("RGB"))
+            except (OSError, ValueError):  # a missing or unreadable crop: a blank picture
+                images.append(Image.new("RGB", (8, 8), "white"))
+        return embed_images(images) if images else np.zeros((0, DIM), np.float32)
+
+    pseudo = [FigureDoc(d.figure_id, d.paper_id, "", col.image_path.get(d.figure_id, "") or "")
+              for d in col.docs]
+    vecs, _ = embed_docs(pseudo, root, encode, VISUAL_NAME, progress=progress)
+    return vecs
 
 
 def learned_embeddings(settings: Settings, docs: list[FigureDoc], progress: bool = False):
@@ -116,8 +142,10 @@ def build_index(settings: Settings, encoder: Encoder | None = None, encoder_name
             emb, n_new = embed_docs(col.docs, root, encoder, encoder_name or "custom", progress=progress)
             info = {"kind": encoder_name or "custom"}
     w = read_w(root)
+    visual = visual_embeddings(settings, col, progress) if dense and col.docs else None
     engine = SearchEngine.build(col.docs, embeddings=emb, w=0.5 if w is None else w,
                                 vector_kind=settings.vector_index, gpu=settings.faiss_gpu,
+                                visual_embeddings=visual,
                                 figure_types=[col.figure_type.get(d.figure_id) for d in col.docs])
     if dense and col.docs:
         engine.papers = paper_index(col, root, engine.lexical(), engine.paper_ids, *explicit, progress=progress)

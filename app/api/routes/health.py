@@ -59,14 +59,17 @@ def metrics(request: Request):
 
 
 @info_router.get("/info", response_model=schemas.Info)
-def info(request: Request, settings: SettingsDep):
+def info(request: Request, settings: SettingsDep, holder: HolderDep):
     """Capabilities and limits of this server (the frontend adapts to them)."""
-    try:
-        from app.learn.registry import current_model_dir  # one small file read, no model load
+    engine = holder.get()
+    image_ok = engine is not None and engine.visual is not None  # every index holds visual fingerprints
+    if not image_ok:
+        try:
+            from app.learn.registry import current_model_dir  # one small file read, no model load
 
-        image_ok = settings.learned_embeddings and current_model_dir(settings.data_dir) is not None
-    except Exception:  # a broken model must not break /info
-        image_ok = False
+            image_ok = settings.learned_embeddings and current_model_dir(settings.data_dir) is not None
+        except Exception:  # a broken model must not break /info
+            image_ok = False
     return schemas.Info(version=request.app.version, image_queries=bool(image_ok),
                         image_queries_message=IMAGE_QUERIES_MESSAGE, rerank=settings.search_rerank,
                         max_page_size=settings.max_page_size, max_upload_mb=settings.max_upload_mb,

@@ -14,13 +14,14 @@ from app.api.problems import check_limit, responses
 from app.api.query_image import decode_query_image
 from app.api.serialize import scored_items
 from app.search.engine import SearchEngine
+from app.vision.fingerprint import embed_images
 from app.vision.vocabulary import types_named_in
 from app.settings import Settings
 
 router = APIRouter(tags=["search"])
 
-IMAGE_QUERIES_MESSAGE = ("image queries are not supported yet on this collection: train a figure model "
-                         "(`figsearch train`) for image-only queries, or add the figure's caption to search by its text")
+IMAGE_QUERIES_MESSAGE = ("the search index has no visual vectors yet: rebuild it (`figsearch index`), or add "
+                         "the figure's caption to search by its text")
 
 
 def run_search(db: Session, settings: Settings, engine: SearchEngine | None, holder: EngineHolder,
@@ -46,7 +47,7 @@ def run_search(db: Session, settings: Settings, engine: SearchEngine | None, hol
 
 @router.get("/search", response_model=schemas.SearchResponse, responses=responses(422))
 def search(db: SessionDep, settings: SettingsDep, engine: EngineDep, holder: HolderDep,
-           q: Annotated[str, Query(min_length=1, max_length=500, description="Keywords.")],
+           q: Annotated[str, Query(min_length=1, max_length=500, pattern=r"\S", description="Keywords (at least one non-space character).")],
            k: Annotated[int, Query(ge=1, le=1000, description="Results per page.")] = 20,
            offset: Annotated[int, Query(ge=0, le=1000, description="Results to skip.")] = 0,
            rerank: Annotated[bool | None, Query(description="Dense re-ranking (default: server setting).")] = None):
@@ -74,9 +75,9 @@ async def search_by_image(
         caption: Annotated[str, Form(max_length=5000, description="The figure's caption (optional).")] = "",
         k: Annotated[int, Query(ge=1, le=1000)] = 12):
     """Similar figures for an uploaded figure. With a caption, the caption is searched as text
-    (`mode: "caption"`). Without one, the trained image branch (figure style/content, app.learn)
-    ranks the collection's figures by image similarity (`mode: "image"`); when no model with an
-    image branch has been trained (`figsearch train`) the answer is 501."""
+    (`mode: "caption"`). Without one, the collection's figures are ranked by picture similarity
+    (`mode: "image"`): the trained image branch when a model was trained (`figsearch train`),
+    otherwise the visual fingerprints every index holds."""
     check_limit("k", k, settings)
     ctype = (image.content_type or "").split(";")[0].strip().lower()
     if ctype not in settings.image_types:
@@ -99,12 +100,16 @@ async def search_by_image(
         from app.learn.image_search import image_model, search_by_image as image_hits
 
         loaded = await run_in_threadpool(image_model, settings.data_dir, settings.learned_model or "fused")
-        if loaded is None:
-            raise HTTPException(501, IMAGE_QUERIES_MESSAGE)
         if engine is None:
             return schemas.SimilarResponse(mode="image", k=k, items=[], index_version=None,
                                            message=holder.reason or "no search index")
-        hits = await run_in_threadpool(image_hits, loaded, engine, picture, k)
+        if loaded is not None:  # a trained image branch
+            hits = await run_in_threadpool(image_hits, loaded, engine, picture, k)
+        elif engine.visual is not None:  # every index has the figures' visual fingerprints
+            vec = await run_in_threadpool(lambda: embed_images([picture.convert("RGB")])[0])
+            hits = engine.by_picture(vec, k)
+        else:
+            raise HTTPException(501, IMAGE_QUERIES_MESSAGE)
         items = scored_items(db, hits, 0)
         return schemas.SimilarResponse(mode="image", k=k, items=items, index_version=engine.version,
                                        message=None if items else "no figure to compare with yet")

@@ -1,5 +1,5 @@
-// Search by an uploaded figure image (+ optional caption). Image models are not there yet: the
-// server says so (/api/v1/info), and a caption is searched as text.
+// Search by an uploaded figure image: by the picture itself, or by its caption's text when one is
+// given. The server says whether picture search is available (/api/v1/info).
 import { api, serverInfo } from '../api.js';
 import { h, notice, empty, figureCard, whyBlock, gridKeys, setTitle, dropZone, mb, loading } from '../ui.js';
 
@@ -38,7 +38,7 @@ export async function renderUpload(root, { signal }) {
     h('label', { class: 'field', for: 'caption' }, 'Caption (optional)'),
     caption,
     h('p', { class: 'muted small', id: 'caption-help' }, info.image_queries
-      ? 'With a caption, text and image are both used.'
+      ? 'Without a caption, figures are found by the picture; with one, by its text.'
       : 'Searching by the picture itself is not available yet; with a caption, figures are found by its text.'),
     h('div', { class: 'row', style: 'margin-top:10px' }, submit));
 
@@ -62,7 +62,7 @@ export async function renderUpload(root, { signal }) {
     try {
       const r = await api('search/by-image?k=12', { method: 'POST', body, signal });
       msg.replaceChildren();
-      if (r.mode === 'caption') msg.append(notice('Image search is not available yet, so these figures match your caption text.'));
+      if (r.mode === 'caption') msg.append(notice('These figures match your caption text; leave the caption empty to search by the picture.'));
       if (!r.items.length) { msg.append(empty('No similar figures found.', r.message || '')); return; }
       resultsHead.hidden = false;
       const maxLex = Math.max(...r.items.map((x) => x.lexical_score), 0);
