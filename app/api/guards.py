@@ -72,8 +72,8 @@ class RouteBodyLimits:
         return await limiter(scope, receive, send)
 
 
-# The UI is same-origin static files and module scripts (no inline script); the API docs page
-# loads Swagger UI from a CDN with an inline script, so it gets no CSP.
+# The UI and the API docs (app/api/docs.py) are same-origin static files and scripts (no inline
+# script, no third-party host), so every page gets the same policy.
 CONTENT_SECURITY_POLICY = ("default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; "
                            "object-src 'none'; base-uri 'self'; frame-ancestors 'none'; form-action 'self'")
 SECURITY_HEADERS = [(b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"),
@@ -84,15 +84,13 @@ SECURITY_HEADERS = [(b"x-content-type-options", b"nosniff"), (b"x-frame-options"
 class SecurityHeadersMiddleware:
     """Standard browser hardening headers on every response (not overriding a route's own)."""
 
-    def __init__(self, app, no_csp_paths: tuple[str, ...] = ("/docs",)):
-        self.app, self.no_csp_paths = app, no_csp_paths
+    def __init__(self, app):
+        self.app = app
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        extra = list(SECURITY_HEADERS)
-        if not scope.get("path", "").startswith(self.no_csp_paths):
-            extra.append((b"content-security-policy", CONTENT_SECURITY_POLICY.encode()))
+        extra = [*SECURITY_HEADERS, (b"content-security-policy", CONTENT_SECURITY_POLICY.encode())]
 
         async def send_with_headers(message):
             if message["type"] == "http.response.start":

@@ -20,6 +20,7 @@ from starlette.formparsers import MultiPartParser
 from sqlalchemy import func, select
 
 from app.api import problems
+from app.api.docs import install_docs
 from app.api.engine_holder import EngineHolder
 from app.api.guards import AdminAuthMiddleware, RouteBodyLimits, SecurityHeadersMiddleware
 from app.api.jobs import JobRunner
@@ -185,8 +186,9 @@ def create_app(settings: Settings | None = None, *,
         yield
         runner.shutdown()
 
-    app = FastAPI(title="figsearch", version=VERSION, description=DESCRIPTION, docs_url="/docs",
+    app = FastAPI(title="figsearch", version=VERSION, description=DESCRIPTION, docs_url=None,
                   redoc_url=None, openapi_url=f"{API_PREFIX}/openapi.json", lifespan=lifespan)
+    install_docs(app, app.openapi_url, app.title)  # /docs and /redoc from local assets
     app.state.settings = settings
     app.state.session_factory = factory
     app.state.engine_holder = holder
