@@ -14,7 +14,9 @@ from sqlalchemy.orm import Session
 from app.api.engine_holder import EngineHolder
 from app.api.guards import bearer_failure
 from app.search.engine import SearchEngine
+from app.search.filters import FigureFilter
 from app.settings import Settings
+from app.vision.vocabulary import TYPES
 
 
 def get_settings(request: Request) -> Settings:
@@ -60,3 +62,22 @@ AdminDep = Depends(require_admin)
 FigureId = Annotated[int, Path(ge=1, le=2**31 - 1, description="Figure id.")]
 PaperId = Annotated[int, Path(ge=1, le=2**31 - 1, description="Paper id.")]
 OptionalPaperId = Annotated[int | None, Query(ge=1, le=2**31 - 1, description="Only this paper's figures.")]
+
+
+def get_filters(
+        kind: Annotated[str, Query(pattern="^(figure|table|both|all)$", description=(
+            "figure (default), table, or both (`all` is a synonym of both)."))] = "figure",
+        year_from: Annotated[int | None, Query(ge=0, le=9999, description="Papers of this year or later.")] = None,
+        year_to: Annotated[int | None, Query(ge=0, le=9999, description="Papers of this year or earlier.")] = None,
+        paper_id: OptionalPaperId = None,
+        type: Annotated[str | None, Query(pattern="^(" + "|".join(TYPES) + ")$", description=(
+            "Only figures of this figure type (none match until figures are classified)."))] = None,
+) -> FigureFilter:
+    try:
+        return FigureFilter(kind="both" if kind == "all" else kind, year_from=year_from, year_to=year_to,
+                            paper_id=paper_id, figure_type=type)
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from None
+
+
+FiltersDep = Annotated[FigureFilter, Depends(get_filters)]

@@ -62,6 +62,13 @@ class FigureDetail(FigureSummary):
     mentions: list[Mention] = Field(default_factory=list)
     paper: PaperRef
     in_index: bool = Field(description="Whether the figure is in the current search index.")
+    paper_authors: str = ""
+    pdf_url: str | None = Field(None, description="The paper's PDF opened at the figure's page (#page=N); "
+                                                  "None when the PDF was not kept.")
+    hires_url: str | None = Field(None, description="The crop rendered from the PDF at a higher resolution "
+                                                    "(?scale=2..8); None when the PDF was not kept.")
+    citation: str = Field("", description="Authors, title, year and the figure's label, one line.")
+    bibtex: str = Field("", description="A BibTeX entry for the paper, the figure named in its note.")
 
 
 # ---------------------------------------------------------------- search
@@ -93,6 +100,21 @@ class SearchResponse(BaseModel):
     reranked: bool = Field(description="Whether dense re-ranking was applied.")
     index_version: str | None = None
     message: str | None = Field(None, description="Why the list is empty, when it is for a reason other than no match.")
+
+
+class TypeCount(BaseModel):
+    type: str
+    count: int
+
+
+class Facets(BaseModel):
+    """What the search filters can choose from, under the other filters given."""
+
+    year_min: int | None = None
+    year_max: int | None = None
+    types: list[TypeCount] = Field(description="Figures per figure type (most first); empty until "
+                                               "figures are classified.")
+    total: int = Field(description="Figures and/or tables passing the filters.")
 
 
 class SimilarResponse(BaseModel):
@@ -135,6 +157,7 @@ class PaperDetail(PaperSummary):
     error: str = ""
     duplicate_of: int | None = None
     figures: list[FigureSummary] = Field(description="Ordered by central-figure rank, then number; tables last.")
+    pdf_url: str | None = Field(None, description="The stored PDF; None when it was not kept.")
     cites: list[PaperRef] = Field(description="Papers of the collection this paper cites.")
     cited_by: list[PaperRef] = Field(description="Papers of the collection citing this paper.")
 

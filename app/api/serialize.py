@@ -110,5 +110,14 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
     return out
 
 
+def pdf_url(settings, paper: Paper | None) -> str | None:
+    """The paper's PDF route when its PDF was kept, else None."""
+    from app.pdfs import stored_pdf
+
+    if paper is None or stored_pdf(settings.data_dir, paper.sha256) is None:
+        return None
+    return f"{API}/papers/{paper.id}/pdf"
+
+
 def paper_ref(p: Paper) -> schemas.PaperRef:
     return schemas.PaperRef(paper_id=p.id, title=p.title or p.source or f"paper {p.id}", year=p.year)

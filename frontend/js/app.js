@@ -5,6 +5,7 @@ import { renderFigure } from './views/figure.js';
 import { renderPaper, renderPapers } from './views/paper.js';
 import { renderUpload } from './views/upload.js';
 import { renderAdmin } from './views/admin.js';
+import { filterParams, searchHash } from './filters.js';
 
 const view = document.getElementById('view');
 const qInput = document.getElementById('q');
@@ -13,7 +14,7 @@ let current = null; // AbortController of the view on screen
 const routes = [
   [/^\/?$/, 'search', (m, p) => renderSearch(view, p, ctx())],
   [/^\/figure\/(\d+)$/, 'search', (m) => renderFigure(view, Number(m[1]), ctx())],
-  [/^\/paper\/(\d+)$/, 'papers', (m) => renderPaper(view, Number(m[1]), ctx())],
+  [/^\/paper\/(\d+)$/, 'papers', (m, p) => renderPaper(view, Number(m[1]), p, ctx())],
   [/^\/papers$/, 'papers', (m, p) => renderPapers(view, p, ctx())],
   [/^\/upload$/, 'upload', () => renderUpload(view, ctx())],
   [/^\/admin$/, 'admin', () => renderAdmin(view, ctx())],
@@ -32,7 +33,8 @@ async function route() {
   current = new AbortController();
   const { path, params } = parseHash();
   const found = routes.find(([re]) => re.test(path));
-  if (path === '/' || path === '') qInput.value = params.get('q') || '';
+  // the header box shows the query of the search page only (never an old one elsewhere)
+  qInput.value = path === '/' || path === '' ? params.get('q') || '' : '';
   document.querySelectorAll('[data-nav]').forEach((a) => {
     if (found && a.dataset.nav === found[1]) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   });
@@ -54,7 +56,9 @@ async function route() {
 document.getElementById('search-form').addEventListener('submit', (e) => {
   e.preventDefault();
   const q = qInput.value.trim();
-  location.hash = q ? `#/?q=${encodeURIComponent(q)}` : '#/';
+  const { path, params } = parseHash();
+  // a new query on the search page keeps its filters; from any other page it starts afresh
+  location.hash = searchHash(q, path === '/' || path === '' ? filterParams(params) : []);
 });
 
 // "/" focuses the search box (unless typing somewhere); Escape leaves it.

@@ -45,7 +45,8 @@ export function captionBody(f) {
 
 function thumb(f) {
   const box = h('div', { class: 'thumb' });
-  const img = h('img', { src: f.thumbnail_url, alt: `${f.label || 'Figure'}: ${captionBody(f).slice(0, 120)}`, loading: 'lazy', decoding: 'async' });
+  // a table's small thumbnail is unreadable: its crop, scaled by the browser, stays legible
+  const img = h('img', { src: f.kind === 'table' ? f.image_url : f.thumbnail_url, alt: `${f.label || 'Figure'}: ${captionBody(f).slice(0, 120)}`, loading: 'lazy', decoding: 'async' });
   img.addEventListener('error', () => { box.classList.add('missing'); box.replaceChildren('image unavailable'); }, { once: true });
   box.append(img);
   return box;
@@ -54,7 +55,8 @@ function thumb(f) {
 // A figure card linking to its page; `extra` nodes are appended to the body (e.g. the "why").
 export function figureCard(f, { extra = null, showPaper = true } = {}) {
   const body = h('div', { class: 'card-body' },
-    h('div', { class: 'label' }, f.label || `Figure ${f.number}`),
+    h('div', { class: 'label' }, f.label || `${f.kind === 'table' ? 'Table' : 'Figure'} ${f.number}`,
+      f.figure_type && f.kind !== 'table' ? h('span', { class: 'type', title: 'Figure type' }, f.figure_type.replace(/_/g, ' ')) : null),
     h('div', { class: 'cap' }, captionBody(f)),
     showPaper && f.paper_title ? h('div', { class: 'paper' }, f.paper_title + (f.paper_year ? ` (${f.paper_year})` : '')) : null,
     extra);

@@ -23,6 +23,7 @@ from app.api.problems import responses
 from app.db.schema import Figure, Job, Paper, new_job_id
 from app.ingest import pipeline
 from app.ingest.extract import figure_dir_for
+from app.pdfs import remove_pdf
 from app.ingest.pipeline import JobLock, upload_area_bytes, uploads_dir
 from app.ingest.sources import SourceError
 from app.settings import Settings
@@ -111,6 +112,7 @@ def _remove_files(settings: Settings, paper: Paper, figures: list[Figure]) -> No
                 p.unlink(missing_ok=True)
                 dirs.add(p.parent)
     if paper.sha256:
+        remove_pdf(root, paper.sha256)
         d = (root / figure_dir_for(paper.sha256)).resolve()
         if d.is_relative_to(settings.figures_dir.resolve()) and d != settings.figures_dir.resolve():
             shutil.rmtree(d, ignore_errors=True)

@@ -4,32 +4,30 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, Response
 from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
 
 from app.api import schemas
-from app.api.deps import EngineDep, FigureId, HolderDep, OptionalPaperId, SessionDep, SettingsDep
+from app.api.deps import EngineDep, FigureId, FiltersDep, HolderDep, SessionDep, SettingsDep
 from app.api.problems import check_limit, responses
-from app.api.serialize import CARD_COLUMNS, card_from_row, figure_card, mention_texts, paper_ref, scored_items
-from app.db.schema import Figure, Paper, PaperStatus
+from app.api.serialize import (CARD_COLUMNS, card_from_row, figure_card, mention_texts, paper_ref, pdf_url,
+                               scored_items)
+from app.cite import bibtex, citation_line
+from app.db.schema import Figure, Paper
+from app.pdfs import render_region, stored_pdf
 
 router = APIRouter(tags=["figures"])
 
 
 @router.get("/figures", response_model=schemas.FigurePage, responses=responses(422))
-def list_figures(db: SessionDep, settings: SettingsDep,
+def list_figures(db: SessionDep, settings: SettingsDep, filters: FiltersDep,
                  offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
-                 limit: Annotated[int, Query(ge=1, le=1000)] = 24,
-                 paper_id: OptionalPaperId = None,
-                 kind: Annotated[str, Query(pattern="^(figure|table|all)$")] = "figure"):
-    """Browse figures, newest first (the search page shows these before a query is typed)."""
+                 limit: Annotated[int, Query(ge=1, le=1000)] = 24):
+    """Browse figures, newest first (the search page shows these before a query is typed), with
+    the same filters as /search."""
     check_limit("limit", limit, settings)
-    stmt = select(*CARD_COLUMNS).join(Paper, Paper.id == Figure.paper_id).where(Paper.status == PaperStatus.OK)
-    if kind != "all":
-        stmt = stmt.where(Figure.kind == kind)
-    if paper_id is not None:
-        stmt = stmt.where(Figure.paper_id == paper_id)
+    stmt = filters.apply(select(*CARD_COLUMNS).join(Paper, Paper.id == Figure.paper_id))
     total = db.scalar(select(func.count()).select_from(stmt.subquery()))
     rows = db.execute(stmt.order_by(Figure.id.desc()).offset(offset).limit(limit)).all()
     return schemas.FigurePage(total=total, offset=offset, limit=limit,
@@ -44,15 +42,21 @@ def _figure_or_404(db, figure_id: int, **kw) -> Figure:
 
 
 @router.get("/figures/{figure_id}", response_model=schemas.FigureDetail, responses=responses(404, 422))
-def get_figure(figure_id: FigureId, db: SessionDep, holder: HolderDep):
+def get_figure(figure_id: FigureId, db: SessionDep, holder: HolderDep, settings: SettingsDep):
     """A figure with its caption, the sentences that mention it and its paper."""
     f = _figure_or_404(db, figure_id, options=[selectinload(Figure.mentions)])
     paper = db.get(Paper, f.paper_id)
     engine = holder.get()
+    pdf = pdf_url(settings, paper)
+    title = paper_ref(paper).title
     return schemas.FigureDetail(
         **figure_card(f, paper), bbox=list(f.bbox or []),
         mentions=[schemas.Mention(sentence=m.sentence, before=m.before, after=m.after) for m in f.mentions],
-        paper=paper_ref(paper), in_index=engine is not None and figure_id in engine)
+        paper=paper_ref(paper), in_index=engine is not None and figure_id in engine,
+        paper_authors=paper.authors or "", pdf_url=pdf and f"{pdf}#page={f.page}",
+        hires_url=pdf and f"/api/v1/figures/{figure_id}/hires",
+        citation=citation_line(paper.authors, title, paper.year, f.label or f"{f.kind.title()} {f.number}"),
+        bibtex=bibtex(paper.authors, title, paper.year, f.label or f"{f.kind.title()} {f.number}"))
 
 
 def _file(db, settings, figure_id: int, attr: str) -> FileResponse:
@@ -77,6 +81,27 @@ def figure_image(figure_id: FigureId, db: SessionDep, settings: SettingsDep):
 def figure_thumbnail(figure_id: FigureId, db: SessionDep, settings: SettingsDep):
     """A small PNG thumbnail of the figure."""
     return _file(db, settings, figure_id, "thumbnail_path")
+
+
+HIRES_MAX_PIXELS = 16_000_000
+
+
+@router.get("/figures/{figure_id}/hires", response_class=Response, responses=IMAGE_RESPONSES)
+def figure_hires(figure_id: FigureId, db: SessionDep, settings: SettingsDep,
+                 scale: Annotated[float, Query(ge=1, le=8, description=(
+                     "Zoom over 72 dpi (4 = 288 dpi); lowered so the image stays under 16 megapixels."))] = 4):
+    """The figure's region with its caption (`bbox`) rendered from the paper's stored PDF at a
+    higher resolution (PNG)."""
+    f = _figure_or_404(db, figure_id)
+    paper = db.get(Paper, f.paper_id)
+    pdf = stored_pdf(settings.data_dir, paper.sha256 if paper else None)
+    if pdf is None:
+        raise HTTPException(404, f"the PDF of figure {figure_id}'s paper was not kept; use /image")
+    try:
+        png = render_region(pdf, f.page, list(f.bbox or []), scale, HIRES_MAX_PIXELS)
+    except ValueError as exc:
+        raise HTTPException(404, f"figure {figure_id}: {exc}") from None
+    return Response(png, media_type="image/png", headers={"Cache-Control": "public, max-age=3600"})
 
 
 @router.get("/figures/{figure_id}/similar", response_model=schemas.SimilarResponse, responses=responses(404, 422))

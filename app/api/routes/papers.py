@@ -4,14 +4,16 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query
+from fastapi.responses import FileResponse
 from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
 
 from app.api import schemas
 from app.api.deps import PaperId, SessionDep, SettingsDep
 from app.api.problems import check_limit, responses
-from app.api.serialize import figure_card, paper_ref
+from app.api.serialize import figure_card, paper_ref, pdf_url
 from app.db.schema import Citation, Figure, Paper
+from app.pdfs import stored_pdf
 
 router = APIRouter(tags=["papers"])
 
@@ -47,7 +49,7 @@ def figure_order(f: Figure) -> tuple:
 
 
 @router.get("/papers/{paper_id}", response_model=schemas.PaperDetail, responses=responses(404, 422))
-def get_paper(paper_id: PaperId, db: SessionDep):
+def get_paper(paper_id: PaperId, db: SessionDep, settings: SettingsDep):
     """A paper with its figures (central figure first) and the papers of the collection it cites
     and that cite it."""
     p = db.get(Paper, paper_id, options=[selectinload(Paper.figures)])
@@ -61,5 +63,20 @@ def get_paper(paper_id: PaperId, db: SessionDep):
     return schemas.PaperDetail(
         **_summary(p, sum(1 for f in figs if f.kind == "figure")), abstract=p.abstract or "",
         n_pages=p.n_pages or 0, error=p.error or "", duplicate_of=p.duplicate_of_id,
-        figures=[figure_card(f, p) for f in figs],
+        figures=[figure_card(f, p) for f in figs], pdf_url=pdf_url(settings, p),
         cites=[paper_ref(c) for c in cites], cited_by=[paper_ref(c) for c in cited_by])
+
+
+@router.get("/papers/{paper_id}/pdf", response_class=FileResponse, responses={
+    200: {"content": {"application/pdf": {}}, "description": "The paper's PDF"}, **responses(404, 422)})
+def paper_pdf(paper_id: PaperId, db: SessionDep, settings: SettingsDep):
+    """The paper's stored PDF, shown in the browser (open it at a page with `#page=N`)."""
+    p = db.get(Paper, paper_id)
+    if p is None:
+        raise HTTPException(404, f"paper {paper_id} not found")
+    path = stored_pdf(settings.data_dir, p.sha256)
+    if path is None:
+        raise HTTPException(404, f"the PDF of paper {paper_id} was not kept")
+    name = (p.source or f"paper-{paper_id}.pdf").rsplit("/", 1)[-1]
+    return FileResponse(path, media_type="application/pdf", filename=name, content_disposition_type="inline",
+                        headers={"Cache-Control": "private, max-age=3600"})

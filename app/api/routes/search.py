@@ -8,12 +8,13 @@ from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
 from app.api import schemas
-from app.api.deps import EngineDep, HolderDep, SessionDep, SettingsDep
+from app.api.deps import EngineDep, FiltersDep, HolderDep, SessionDep, SettingsDep
 from app.api.engine_holder import EngineHolder
 from app.api.problems import check_limit, responses
 from app.api.query_image import decode_query_image
 from app.api.serialize import scored_items
 from app.search.engine import SearchEngine
+from app.search.filters import FigureFilter, year_range
 from app.vision.fingerprint import embed_images
 from app.vision.vocabulary import types_named_in
 from app.settings import Settings
@@ -25,7 +26,8 @@ IMAGE_QUERIES_MESSAGE = ("the search index has no visual vectors yet: rebuild it
 
 
 def run_search(db: Session, settings: Settings, engine: SearchEngine | None, holder: EngineHolder,
-               q: str, k: int, offset: int, rerank: bool | None) -> schemas.SearchResponse:
+               q: str, k: int, offset: int, rerank: bool | None,
+               filters: FigureFilter | None = None) -> schemas.SearchResponse:
     if engine is None:
         return schemas.SearchResponse(query=q, k=k, offset=offset, items=[], has_more=False, reranked=False,
                                       message=holder.reason or "no search index")
@@ -35,28 +37,43 @@ def run_search(db: Session, settings: Settings, engine: SearchEngine | None, hol
     use = want and holder.encoder_ready and engine.vectors is not None
     if use and engine.encoder is None:
         engine.encoder = holder.encoder
-    hits = engine.search(q, k=k + 1, offset=offset, rerank=use, types=types_named_in(q))
+    allowed = filters.allowed_rows(db, engine.figure_ids) if filters is not None else None
+    hits = engine.search(q, k=k + 1, offset=offset, rerank=use, types=types_named_in(q), allowed_rows=allowed)
     has_more = len(hits) > k
     items = scored_items(db, hits[:k], offset, query_text=q, engine=engine, snippets=True)
     msg = None
     if not items and offset == 0:
         msg = "no figure shares these words or is close in meaning"
+        if allowed is not None:
+            msg = ("nothing in the search index passes these filters" if not allowed.any() else
+                   "no figure passing the filters shares these words or is close in meaning")
     return schemas.SearchResponse(query=q, k=k, offset=offset, items=items, has_more=has_more,
                                   reranked=use, index_version=engine.version, message=msg)
 
 
 @router.get("/search", response_model=schemas.SearchResponse, responses=responses(422))
-def search(db: SessionDep, settings: SettingsDep, engine: EngineDep, holder: HolderDep,
+def search(db: SessionDep, settings: SettingsDep, engine: EngineDep, holder: HolderDep, filters: FiltersDep,
            q: Annotated[str, Query(min_length=1, max_length=500, pattern=r"\S", description="Keywords (at least one non-space character).")],
            k: Annotated[int, Query(ge=1, le=1000, description="Results per page.")] = 20,
            offset: Annotated[int, Query(ge=0, le=1000, description="Results to skip.")] = 0,
            rerank: Annotated[bool | None, Query(description="Dense re-ranking (default: server setting).")] = None):
     """Figures for a keyword query: BM25 over captions and mention sentences, re-ranked with
-    MiniLM embeddings when enabled. Each result has the score breakdown and matched terms."""
+    MiniLM embeddings when enabled. Each result has the score breakdown and matched terms.
+    Filters (kind, year range, paper, figure type) restrict the results before ranking."""
     check_limit("k", k, settings)
     if not q.strip():
         raise HTTPException(422, "q must contain at least one word")
-    return run_search(db, settings, engine, holder, q.strip(), k, offset, rerank)
+    return run_search(db, settings, engine, holder, q.strip(), k, offset, rerank, filters)
+
+
+@router.get("/search/facets", response_model=schemas.Facets, responses=responses(422))
+def facets(db: SessionDep, filters: FiltersDep):
+    """What the filters can choose from: the collection's year range, and the number of figures
+    of each figure type under the other filters given (the `type` filter itself is not applied)."""
+    lo, hi = year_range(db)
+    counts = sorted(filters.type_counts(db).items(), key=lambda x: (-x[1], x[0]))
+    return schemas.Facets(year_min=lo, year_max=hi, types=[schemas.TypeCount(type=t, count=n) for t, n in counts],
+                          total=filters.count(db))
 
 
 def _sniff_image(head: bytes) -> str | None:

@@ -1,6 +1,45 @@
-// Figure page: the large figure, caption, mentions, its paper, and similar figures with a "why".
+// Figure page: the large figure, caption, where it is in the PDF, how to cite it, mentions, its
+// paper, and similar figures with a "why".
 import { api } from '../api.js';
 import { h, loading, notice, empty, figureCard, whyBlock, gridKeys, setTitle, captionBody } from '../ui.js';
+
+// Copy text to the clipboard; where the Clipboard API is missing (http on another host), a
+// selected textarea and execCommand do it. Resolves true when copied.
+async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    const ta = h('textarea', { class: 'offscreen', readonly: true });
+    ta.value = text;
+    document.body.append(ta);
+    ta.select();
+    let ok = false;
+    try { ok = document.execCommand('copy'); } catch { ok = false; }
+    ta.remove();
+    return ok;
+  }
+}
+
+function copyButton(id, label, text) {
+  const btn = h('button', { type: 'button', class: 'btn', id }, label);
+  btn.addEventListener('click', async () => {
+    const ok = await copyText(text);
+    btn.textContent = ok ? 'Copied ✓' : 'Select and copy it below';
+    setTimeout(() => { btn.textContent = label; }, 1800);
+  });
+  return btn;
+}
+
+function citeBlock(f) {
+  if (!f.citation) return null;
+  return h('div', { class: 'panel', id: 'cite' },
+    h('h3', {}, 'Cite this figure'),
+    h('p', { class: 'cite', id: 'citation' }, f.citation),
+    h('div', { class: 'actions' }, copyButton('copy-citation', 'Copy citation', f.citation),
+      f.bibtex ? copyButton('copy-bibtex', 'Copy BibTeX', f.bibtex) : null),
+    f.bibtex ? h('details', {}, h('summary', { class: 'small muted' }, 'BibTeX'), h('pre', { class: 'bibtex', id: 'bibtex' }, f.bibtex)) : null);
+}
 
 export async function renderFigure(root, id, { signal }) {
   root.append(loading());
@@ -15,7 +54,8 @@ export async function renderFigure(root, id, { signal }) {
 
   const img = h('img', { src: f.image_url, alt: `${f.label}: ${captionBody(f).slice(0, 200)}`, id: 'figure-image' });
   img.addEventListener('error', () => img.replaceWith(empty('The image file is missing.', '')), { once: true });
-  const main = h('a', { class: 'figure-main', href: f.image_url, target: '_blank', rel: 'noopener', title: 'Open the full-size image' }, img);
+  const big = f.hires_url ? `${f.hires_url}?scale=4` : f.image_url;
+  const main = h('a', { class: 'figure-main', href: big, target: '_blank', rel: 'noopener', title: f.hires_url ? 'Open at high resolution' : 'Open the full-size image' }, img);
 
   const mentions = f.mentions.length
     ? h('ul', { class: 'mentions' }, f.mentions.map((m) => h('li', {},
@@ -28,10 +68,18 @@ export async function renderFigure(root, id, { signal }) {
       h('p', { class: 'caption', id: 'figure-caption' }, captionBody(f)),
       h('div', { class: 'meta' },
         h('span', {}, `page ${f.page}`),
-        f.width && f.height ? h('span', {}, `${f.width}×${f.height} px`) : null,
-        h('a', { href: f.image_url, target: '_blank', rel: 'noopener' }, 'full size')),
+        f.figure_type ? h('span', { id: 'figure-type' }, f.figure_type.replace(/_/g, ' ')) : null,
+        f.width && f.height ? h('span', {}, `${f.width}×${f.height} px`) : null),
+      h('div', { class: 'actions' },
+        f.pdf_url
+          ? h('a', { class: 'btn btn-primary', id: 'open-pdf', href: f.pdf_url, target: '_blank', rel: 'noopener' }, `Open in PDF at page ${f.page} ↗`)
+          : h('span', { class: 'muted small', id: 'no-pdf' }, 'The PDF of this paper was not kept.'),
+        f.hires_url ? h('a', { class: 'btn', id: 'hires', href: `${f.hires_url}?scale=4`, target: '_blank', rel: 'noopener', title: 'Rendered from the PDF at 288 dpi' }, 'High resolution ↗') : null,
+        h('a', { class: 'btn', href: f.image_url, target: '_blank', rel: 'noopener' }, 'Full-size image ↗')),
       h('h3', { style: 'margin-top:14px' }, 'From the paper'),
-      h('p', {}, h('a', { href: `#/paper/${f.paper.paper_id}`, id: 'paper-link' }, f.paper.title), f.paper.year ? h('span', { class: 'muted' }, ` (${f.paper.year})`) : null)),
+      h('p', {}, h('a', { href: `#/paper/${f.paper.paper_id}`, id: 'paper-link' }, f.paper.title), f.paper.year ? h('span', { class: 'muted' }, ` (${f.paper.year})`) : null),
+      f.paper_authors ? h('p', { class: 'muted small' }, f.paper_authors) : null),
+    citeBlock(f),
     h('div', { class: 'panel' }, h('h3', {}, `Mentioned in the text (${f.mentions.length})`), mentions));
 
   const simHead = h('h2', { id: 'similar-title' }, 'Related figures in other papers');

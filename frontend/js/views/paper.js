@@ -1,4 +1,5 @@
-// Paper page (figures by central rank, cited and citing papers) and the paper list.
+// Paper page (figures in central order or in paper order, the PDF, cited and citing papers) and
+// the paper list.
 import { api } from '../api.js';
 import { h, loading, empty, figureCard, gridKeys, setTitle } from '../ui.js';
 
@@ -7,18 +8,30 @@ function paperList(items, none) {
   return h('ul', {}, items.map((p) => h('li', {}, h('a', { href: `#/paper/${p.paper_id}` }, p.title), p.year ? h('span', { class: 'muted' }, ` (${p.year})`) : null)));
 }
 
-export async function renderPaper(root, id, { signal }) {
+const byNumber = (a, b) => a.number - b.number || a.page - b.page;
+
+export async function renderPaper(root, id, params, { signal }) {
   root.append(loading());
   const p = await api(`papers/${id}`, { signal });
   setTitle(p.title);
   root.replaceChildren();
-  const figs = p.figures.filter((f) => f.kind === 'figure');
-  const tables = p.figures.filter((f) => f.kind !== 'figure');
+  const ranked = p.figures.some((f) => f.kind === 'figure' && f.central_rank);
+  // central order is the server's (central figure first); paper order is by number
+  const order = params.get('order') === 'paper' || !ranked ? 'paper' : 'central';
+  let figs = p.figures.filter((f) => f.kind === 'figure');
+  if (order === 'paper') figs = [...figs].sort(byNumber);
+  const tables = p.figures.filter((f) => f.kind !== 'figure').sort(byNumber);
   const status = p.status !== 'ok' ? h('span', { class: `badge ${p.status}` }, p.status.replace('_', ' ')) : null;
 
-  const grid = h('div', { class: 'grid', id: 'paper-figures' });
+  const grid = h('div', { class: 'grid even', id: 'paper-figures' });
   gridKeys(grid);
   for (const f of figs) grid.append(figureCard(f, { showPaper: false }));
+  const orderLink = (value, label) => h('a', { href: value === 'paper' ? `#/paper/${id}?order=paper` : `#/paper/${id}`,
+    class: `seg${order === value ? ' on' : ''}`, 'aria-current': order === value ? 'true' : null, dataset: { order: value } }, label);
+  const orderSwitch = ranked
+    ? h('span', { class: 'segmented', id: 'order-switch', role: 'group', 'aria-label': 'Order of the figures' },
+        orderLink('central', 'Central first'), orderLink('paper', 'In paper order'))
+    : h('span', { class: 'muted small' }, ' · in order of appearance');
 
   root.append(
     h('div', { class: 'crumbs' }, h('a', { href: '#/papers' }, '← All papers')),
@@ -30,13 +43,14 @@ export async function renderPaper(root, id, { signal }) {
       p.authors ? h('p', { class: 'authors' }, p.authors) : null,
       h('div', { class: 'meta' }, p.year ? h('span', {}, String(p.year)) : null, p.n_pages ? h('span', {}, `${p.n_pages} pages`) : null,
         h('span', {}, `${figs.length} figure${figs.length === 1 ? '' : 's'}`), tables.length ? h('span', {}, `${tables.length} table${tables.length === 1 ? '' : 's'}`) : null,
-        p.source ? h('span', { title: 'Source file' }, p.source) : null),
+        p.source ? h('span', { title: 'Source file' }, p.source) : null,
+        p.pdf_url ? h('a', { href: p.pdf_url, target: '_blank', rel: 'noopener', id: 'paper-pdf' }, 'Open the PDF ↗') : null),
       p.error ? h('p', { class: 'muted small' }, p.error) : null,
       p.abstract ? h('p', { class: 'abstract' }, p.abstract) : null),
-    h('h2', {}, 'Figures', h('span', { class: 'muted small' }, figs.some((f) => f.central_rank) ? ' · central figure first' : ' · in order of appearance')),
+    h('div', { class: 'section-head' }, h('h2', {}, 'Figures'), orderSwitch),
     figs.length ? grid : empty('No figures were found in this paper.', ''),
     tables.length ? h('h2', {}, 'Tables') : null,
-    tables.length ? (() => { const g = h('div', { class: 'grid' }); tables.forEach((t) => g.append(figureCard(t, { showPaper: false }))); gridKeys(g); return g; })() : null,
+    tables.length ? (() => { const g = h('div', { class: 'grid even tables', id: 'paper-tables' }); tables.forEach((t) => g.append(figureCard(t, { showPaper: false }))); gridKeys(g); return g; })() : null,
     h('div', { class: 'links', style: 'margin-top:18px' },
       h('div', { class: 'panel', id: 'cites' }, h('h3', {}, `Cites (${p.cites.length} in the collection)`), paperList(p.cites, 'No cited paper is in the collection.')),
       h('div', { class: 'panel', id: 'cited-by' }, h('h3', {}, `Cited by (${p.cited_by.length} in the collection)`), paperList(p.cited_by, 'No paper of the collection cites it.'))));

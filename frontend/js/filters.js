@@ -1,0 +1,84 @@
+// Search and browse filters (kind, year range, paper, figure type), kept in the URL's hash query
+// so they survive a reload and can be shared: #/?q=…&kind=both&year_from=2018&type=heatmap.
+import { api } from './api.js';
+import { h } from './ui.js';
+
+export const FILTER_KEYS = ['kind', 'year_from', 'year_to', 'paper_id', 'type'];
+const KINDS = [['figure', 'Figures'], ['table', 'Tables'], ['both', 'Both']];
+
+export function filterParams(params) {
+  const out = new URLSearchParams();
+  for (const key of FILTER_KEYS) {
+    const v = (params.get(key) || '').trim();
+    if (v && !(key === 'kind' && v === 'figure')) out.set(key, v);
+  }
+  return out;
+}
+
+export function typeName(t) { return (t || '').replace(/_/g, ' '); }
+
+// The hash for the search page with `q` and these filters.
+export function searchHash(q, filters) {
+  const p = new URLSearchParams();
+  if (q) p.set('q', q);
+  for (const [k, v] of filters) p.set(k, v);
+  const s = p.toString();
+  return s ? `#/?${s}` : '#/';
+}
+
+let papersPromise = null;
+function paperOptions() {
+  if (!papersPromise) papersPromise = api('papers?limit=100&status=ok').catch((e) => { papersPromise = null; throw e; });
+  return papersPromise;
+}
+
+// The filter bar; onChange(URLSearchParams of the filters) when the user changes one.
+export async function filterBar(params, { signal, onChange }) {
+  const current = filterParams(params);
+  const without = new URLSearchParams(current);
+  without.delete('type');
+  const [facets, papers] = await Promise.all([api(`search/facets?${without}`, { signal }), paperOptions()]);
+
+  const kind = h('select', { id: 'f-kind', 'aria-label': 'Figures or tables' },
+    KINDS.map(([v, label]) => h('option', { value: v, selected: (current.get('kind') || 'figure') === v }, label)));
+  const year = (id, key, label) => h('input', {
+    type: 'number', id, inputmode: 'numeric', placeholder: label, 'aria-label': label,
+    min: facets.year_min ?? null, max: facets.year_max ?? null, value: current.get(key) || null });
+  const yFrom = year('f-year-from', 'year_from', facets.year_min ? `from ${facets.year_min}` : 'from year');
+  const yTo = year('f-year-to', 'year_to', facets.year_max ? `to ${facets.year_max}` : 'to year');
+  const paper = h('select', { id: 'f-paper', 'aria-label': 'Paper' },
+    h('option', { value: '' }, 'All papers'),
+    papers.items.map((p) => h('option', { value: String(p.paper_id), selected: current.get('paper_id') === String(p.paper_id) },
+      (p.title.length > 60 ? `${p.title.slice(0, 58)}…` : p.title) + (p.year ? ` (${p.year})` : ''))));
+
+  function collect(type = current.get('type')) {
+    const out = new URLSearchParams();
+    if (kind.value !== 'figure') out.set('kind', kind.value);
+    if (yFrom.value) out.set('year_from', yFrom.value);
+    if (yTo.value) out.set('year_to', yTo.value);
+    if (paper.value) out.set('paper_id', paper.value);
+    if (type) out.set('type', type);
+    return out;
+  }
+  for (const el of [kind, paper]) el.addEventListener('change', () => onChange(collect()));
+  for (const el of [yFrom, yTo]) el.addEventListener('change', () => onChange(collect()));
+
+  const chips = facets.types.length
+    ? h('div', { class: 'chips facets', id: 'type-facets', role: 'group', 'aria-label': 'Figure type' },
+        facets.types.map((t) => {
+          const on = current.get('type') === t.type;
+          return h('button', { type: 'button', class: `chip facet${on ? ' on' : ''}`, 'aria-pressed': on ? 'true' : 'false',
+            dataset: { type: t.type }, onclick: () => onChange(collect(on ? null : t.type)) },
+          typeName(t.type), h('span', { class: 'count' }, String(t.count)));
+        }))
+    : null;
+  const active = [...current.keys()].length;
+  const reset = active ? h('a', { href: searchHash(params.get('q') || '', []), id: 'f-reset', class: 'small' }, 'Clear filters') : null;
+  return h('form', { class: 'filters', id: 'filters', role: 'search', 'aria-label': 'Filters', onsubmit: (e) => { e.preventDefault(); onChange(collect()); } },
+    h('div', { class: 'filter-row' },
+      h('label', { class: 'f' }, h('span', {}, 'Show'), kind),
+      h('label', { class: 'f years' }, h('span', {}, 'Years'), yFrom, h('span', { class: 'dash' }, '–'), yTo),
+      h('label', { class: 'f paper' }, h('span', {}, 'Paper'), paper),
+      reset),
+    chips);
+}

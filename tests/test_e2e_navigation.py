@@ -1,0 +1,206 @@
+"""Browser tests (Debian chromium, headless) of navigation: search filters kept in the URL, the
+figure page's PDF link, high-resolution crop and citation, the paper page's order switch and PDF
+link, and the header search box. Screenshots at desktop and phone width go to /tmp/ui-shots/;
+console errors fail the tests."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+
+from app.pdfs import attach_pdfs
+from app.settings import Settings
+from tests.test_api import build_sample_data
+from tests.test_e2e_browser import CHROMIUM, Console, _free_port, wait_js
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = Path(os.environ.get("FIGSEARCH_UI_SHOTS", "/tmp/ui-shots"))
+TOKEN = "nav-admin-token-0123456789abcdef"
+SERVER_DATA: list[Path] = []  # the data dir of the module's server
+
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not CHROMIUM.exists(), reason="needs the Debian chromium package")]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("nav-e2e")
+    sample = build_sample_data(tmp_path_factory.mktemp("nav-e2e-sample"))
+    data = root / "data"
+    shutil.copytree(sample, data)
+    attach_pdfs(Settings(data_dir=data, database_url="", broker_url=""), [sample.parent / "pdfs"])
+    port = _free_port()
+    env = {**os.environ, "FIGSEARCH_DATA_DIR": str(data), "FIGSEARCH_ADMIN_TOKEN": TOKEN,
+           "FIGSEARCH_BROKER_URL": "", "FIGSEARCH_DATABASE_URL": "", "FIGSEARCH_SEARCH_RERANK": "false",
+           "FIGSEARCH_WARM_ENCODER": "false"}
+    log = open(root / "server.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "app.api.main:create_app", "--factory",
+                             "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    SERVER_DATA[:] = [data]
+    try:
+        deadline = time.time() + 90
+        while True:
+            try:
+                if httpx.get(f"{base}/readyz", timeout=2).json()["index"]["loaded"]:
+                    break
+            except (httpx.HTTPError, ValueError, KeyError):
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError("server did not start:\n" + (root / "server.log").read_text()[-3000:])
+            time.sleep(0.3)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    pw_api = pytest.importorskip("playwright.sync_api")
+    with pw_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                               args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        yield b
+        b.close()
+
+
+def shot(page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def hash_params(page) -> dict:
+    frag = urlsplit(page.url).fragment
+    return {k: v[0] for k, v in parse_qs(frag.split("?", 1)[1] if "?" in frag else "").items()}
+
+
+@pytest.mark.parametrize("width,tag", [(1366, "desktop"), (390, "phone")])
+def test_filters_figure_and_paper_pages(server, browser, width, tag):
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.set_default_timeout(20_000)
+    console = Console(page)
+    papers = httpx.get(f"{server}/api/v1/papers").json()["items"]
+
+    # --- filters: kind, years and paper are reflected in the URL and survive a reload
+    page.goto(server + "/#/?q=model")
+    page.wait_for_selector("#results .card")
+    page.wait_for_selector("#filters")
+    everything = page.locator("#results .card").count()
+    shot(page, f"{tag}-01-search")
+    page.fill("#f-year-from", str(papers[1]["year"]))
+    page.press("#f-year-from", "Enter")
+    wait_js(page, "location.hash.includes('year_from=')")
+    page.wait_for_selector("#results .card")
+    assert hash_params(page) == {"q": "model", "year_from": str(papers[1]["year"])}
+    assert 0 < page.locator("#results .card").count() < everything
+    page.select_option("#f-paper", str(papers[2]["paper_id"]))
+    wait_js(page, "location.hash.includes('paper_id=')")
+    page.wait_for_selector("#results .card")
+    page.reload()
+    page.wait_for_selector("#results .card")
+    assert page.input_value("#f-paper") == str(papers[2]["paper_id"])
+    assert page.input_value("#f-year-from") == str(papers[1]["year"])
+    assert page.input_value("#q") == "model"
+    ids = {page.locator("#results .card").nth(i).get_attribute("data-figure-id")
+           for i in range(page.locator("#results .card").count())}
+    own = {str(f["figure_id"]) for f in httpx.get(f"{server}/api/v1/papers/{papers[2]['paper_id']}").json()["figures"]}
+    assert ids and ids <= own
+    shot(page, f"{tag}-02-filtered")
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # nothing overflows
+    # a new query from the header keeps the filters on the search page
+    page.fill("#q", "training")
+    page.press("#q", "Enter")
+    wait_js(page, "location.hash.includes('q=training')")
+    assert hash_params(page)["paper_id"] == str(papers[2]["paper_id"])
+    wait_js(page, "!!document.querySelector('#filters') && !!document.getElementById('result-info').textContent")
+    # browsing tables (no query)
+    page.goto(server + "/#/?kind=table")
+    page.wait_for_selector("#results .card")
+    assert page.input_value("#f-kind") == "table"
+    assert "Latest tables" in page.inner_text("h1")
+    shot(page, f"{tag}-03-tables")
+
+    # --- figure page: open in PDF at the page, high resolution, citation
+    page.goto(server + "/#/?q=model")
+    page.wait_for_selector("#results .card")
+    page.locator("#results .card").first.click()
+    page.wait_for_selector("#open-pdf")
+    fid = page.url.rsplit("/", 1)[1]
+    f = httpx.get(f"{server}/api/v1/figures/{fid}").json()
+    assert page.get_attribute("#open-pdf", "href") == f"/api/v1/papers/{f['paper_id']}/pdf#page={f['page']}"
+    assert f"page {f['page']}" in page.inner_text("#open-pdf")
+    assert httpx.get(server + page.get_attribute("#open-pdf", "href").split("#")[0]).content.startswith(b"%PDF")
+    hires = page.get_attribute("#hires", "href")
+    assert httpx.get(server + hires).headers["content-type"] == "image/png"
+    assert page.inner_text("#citation") == f["citation"] and f["label"] in f["citation"]
+    assert page.input_value("#q") == ""  # the header box keeps no old query on other pages
+    shot(page, f"{tag}-04-figure")
+
+    # --- paper page: order switch and the PDF
+    page.goto(f"{server}/#/paper/{papers[0]['paper_id']}")
+    page.wait_for_selector("#paper-figures .card")
+    assert page.get_attribute("#paper-pdf", "href") == f"/api/v1/papers/{papers[0]['paper_id']}/pdf"
+    numbers = lambda: [re.search(r"\d+", page.locator("#paper-figures .card .label").nth(i).inner_text()).group()
+                       for i in range(page.locator("#paper-figures .card").count())]
+    if page.locator("#order-switch").count():
+        page.click("#order-switch [data-order=paper]")
+        wait_js(page, "location.hash.endsWith('?order=paper')")
+        page.wait_for_selector("#paper-figures .card")
+    got = [int(n) for n in numbers()]
+    assert got == sorted(got)
+    heights = {round(page.locator("#paper-figures .card").nth(i).bounding_box()["height"])
+               for i in range(page.locator("#paper-figures .card").count())}
+    assert len(heights) == 1, heights  # even card heights
+    shot(page, f"{tag}-05-paper")
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    assert not console.errors, console.errors
+    page.close()
+
+
+def test_order_switch_reorders(server, browser):
+    """A paper whose central figure is its last: central order (the default) shows it first, paper
+    order shows the figures by number; the switch is a link, so the order survives a reload."""
+    from sqlalchemy import update
+
+    from app.db.schema import Figure
+    from app.db.session import session_scope
+
+    papers = httpx.get(f"{server}/api/v1/papers").json()["items"]
+    pid = papers[1]["paper_id"]
+    figs = sorted((f for f in httpx.get(f"{server}/api/v1/papers/{pid}").json()["figures"] if f["kind"] == "figure"),
+                  key=lambda f: f["number"])
+    assert len(figs) >= 2
+    url = Settings(data_dir=SERVER_DATA[0], database_url="", broker_url="").db_url
+    with session_scope(url) as s:
+        s.execute(update(Figure).where(Figure.paper_id == pid).values(central_rank=None))
+        for rank, f in enumerate(reversed(figs), 1):
+            s.execute(update(Figure).where(Figure.id == f["figure_id"]).values(central_rank=rank))
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    console = Console(page)
+    shown = lambda: [page.locator("#paper-figures .card").nth(i).get_attribute("data-figure-id")
+                     for i in range(page.locator("#paper-figures .card").count())]
+    page.goto(f"{server}/#/paper/{pid}")
+    page.wait_for_selector("#paper-figures .card")
+    assert shown() == [str(f["figure_id"]) for f in reversed(figs)]
+    assert page.locator("#paper-figures .card .badge.central").count() == 1
+    shot(page, "desktop-06-paper-central-order")
+    page.click("#order-switch [data-order=paper]")
+    wait_js(page, "location.hash.endsWith('?order=paper') && document.querySelector('#paper-figures .card')?"
+                  f".dataset.figureId === '{figs[0]['figure_id']}'")
+    page.reload()
+    page.wait_for_selector("#paper-figures .card")
+    assert shown() == [str(f["figure_id"]) for f in figs]
+    assert page.get_attribute("#order-switch [data-order=paper]", "aria-current") == "true"
+    assert not console.errors, console.errors
+    page.close()

@@ -1,0 +1,161 @@
+"""Navigation features of the API: search/browse filters and their facets, the stored PDF of a
+paper (opened at a figure's page), high-resolution crops rendered from it, and citations."""
+from __future__ import annotations
+
+import io
+
+import pytest
+from PIL import Image
+
+from app.pdfs import attach_pdfs, stored_pdf
+from app.settings import Settings
+from tests.test_api import AUTH, assert_problem, build_sample_data, copy_data, make_client, wait_ready
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    return build_sample_data(tmp_path_factory.mktemp("nav-sample"))
+
+
+@pytest.fixture(scope="module")
+def client(sample, tmp_path_factory):
+    """A copy of the sample collection whose papers' PDFs are kept (all but the last paper)."""
+    data = copy_data(sample, tmp_path_factory.mktemp("nav") / "data")
+    pdfs = sorted((sample.parent / "pdfs").glob("*.pdf"))
+    settings = Settings(data_dir=data, database_url="", broker_url="")
+    assert attach_pdfs(settings, pdfs[:-1]) == (len(pdfs) - 1, 0)
+    with make_client(data) as c:
+        wait_ready(c, encoder=False)
+        yield c
+
+
+@pytest.fixture(scope="module")
+def papers(client):
+    return client.get("/api/v1/papers").json()["items"]
+
+
+def search(client, **params):
+    r = client.get("/api/v1/search", params={"rerank": False, **params})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_filters_narrow_search_results(client, papers):
+    everything = search(client, q="model", k=50)["items"]
+    years = {p["paper_id"]: p["year"] for p in papers}
+    assert len({years[i["paper_id"]] for i in everything}) > 2  # the query spans several years
+    pid = everything[0]["paper_id"]
+    one = search(client, q="model", k=50, paper_id=pid)["items"]
+    assert one and {i["paper_id"] for i in one} == {pid}
+    assert [i["figure_id"] for i in one] == [i["figure_id"] for i in everything if i["paper_id"] == pid]
+    y = sorted(years.values())[1]
+    recent = search(client, q="model", k=50, year_from=y)["items"]
+    assert recent and all(i["paper_year"] >= y for i in recent)
+    assert len(recent) < len(everything)
+    old = search(client, q="model", k=50, year_to=y - 1)["items"]
+    assert {i["figure_id"] for i in old} | {i["figure_id"] for i in recent} == {i["figure_id"] for i in everything}
+
+
+def test_type_filter_uses_the_figure_type_column(client):
+    from sqlalchemy import select, update
+
+    from app.db.schema import Figure
+
+    hits = search(client, q="model", k=50)["items"]
+    target = hits[-1]["figure_id"]
+    with client.app.state.session_factory() as s:
+        saved = dict(s.execute(select(Figure.id, Figure.figure_type)).all())
+        s.execute(update(Figure).values(figure_type=None))  # as before any classifier ran
+        s.commit()
+    try:
+        assert search(client, q="model", type="heatmap")["items"] == []
+        assert client.get("/api/v1/search/facets").json()["types"] == []
+        with client.app.state.session_factory() as s:
+            s.execute(update(Figure).where(Figure.id == target).values(figure_type="heatmap"))
+            s.commit()
+        got = search(client, q="model", type="heatmap")["items"]
+        assert [i["figure_id"] for i in got] == [target]
+        facets = client.get("/api/v1/search/facets").json()
+        assert facets["types"] == [{"type": "heatmap", "count": 1}]
+        browse = client.get("/api/v1/figures", params={"type": "heatmap"}).json()
+        assert browse["total"] == 1 and browse["items"][0]["figure_id"] == target
+    finally:
+        with client.app.state.session_factory() as s:
+            for fid, t in saved.items():
+                s.execute(update(Figure).where(Figure.id == fid).values(figure_type=t))
+            s.commit()
+
+
+def test_kind_filter_on_browse_and_search(client):
+    figures = client.get("/api/v1/figures", params={"limit": 100}).json()
+    tables = client.get("/api/v1/figures", params={"limit": 100, "kind": "table"}).json()
+    both = client.get("/api/v1/figures", params={"limit": 100, "kind": "both"}).json()
+    assert tables["total"] >= 1 and {i["kind"] for i in tables["items"]} == {"table"}
+    assert both["total"] == figures["total"] + tables["total"]
+    assert client.get("/api/v1/figures", params={"kind": "all"}).json()["total"] == both["total"]
+    facets = client.get("/api/v1/search/facets", params={"kind": "table"}).json()
+    assert facets["total"] == tables["total"] and facets["year_min"] <= facets["year_max"]
+    r = search(client, q="model", kind="table")
+    assert all(i["kind"] == "table" for i in r["items"])
+    if not r["items"]:  # tables are not in the search index (app/search/collection.py)
+        assert "filters" in r["message"]
+
+
+@pytest.mark.parametrize("params,word", [({"year_from": 2022, "year_to": 2020}, "after"),
+                                         ({"type": "nonsense"}, ""), ({"kind": "poster"}, "")])
+def test_bad_filters_are_422(client, params, word):
+    assert_problem(client.get("/api/v1/search", params={"q": "x", **params}), 422, word)
+
+
+def test_figure_page_links_to_its_pdf_page_and_cites_it(client, papers):
+    kept, missing = papers[0], papers[-1]
+    paper = client.get(f"/api/v1/papers/{kept['paper_id']}").json()
+    assert paper["pdf_url"] == f"/api/v1/papers/{kept['paper_id']}/pdf"
+    pdf = client.get(paper["pdf_url"])
+    assert pdf.status_code == 200 and pdf.content.startswith(b"%PDF")
+    assert pdf.headers["content-type"] == "application/pdf" and pdf.headers["content-disposition"].startswith("inline")
+    for f in paper["figures"]:  # figures and tables alike
+        d = client.get(f"/api/v1/figures/{f['figure_id']}").json()
+        assert d["pdf_url"] == f"{paper['pdf_url']}#page={f['page']}"
+        assert d["label"] in d["citation"] and kept["title"] in d["citation"] and str(kept["year"]) in d["citation"]
+        assert d["bibtex"].startswith("@misc{") and f"year = {{{kept['year']}}}" in d["bibtex"]
+        assert kept["authors"].split(",")[0] in d["citation"]
+    gone = client.get(f"/api/v1/papers/{missing['paper_id']}").json()
+    assert gone["pdf_url"] is None
+    fid = gone["figures"][0]["figure_id"]
+    d = client.get(f"/api/v1/figures/{fid}").json()
+    assert d["pdf_url"] is None and d["hires_url"] is None and d["citation"]
+    assert_problem(client.get(f"/api/v1/papers/{missing['paper_id']}/pdf"), 404, "not kept")
+    assert_problem(client.get(f"/api/v1/figures/{fid}/hires"), 404, "not kept")
+    assert_problem(client.get("/api/v1/papers/999999/pdf"), 404)
+
+
+def test_hires_crop_is_sharper_than_the_stored_crop(client, papers):
+    fid = client.get(f"/api/v1/papers/{papers[0]['paper_id']}").json()["figures"][0]["figure_id"]
+    d = client.get(f"/api/v1/figures/{fid}").json()
+    stored = Image.open(io.BytesIO(client.get(d["image_url"]).content))
+    r = client.get(d["hires_url"], params={"scale": 4})
+    assert r.status_code == 200 and r.headers["content-type"] == "image/png"
+    hires = Image.open(io.BytesIO(r.content))
+    # the region is the figure with its caption (`bbox`, PDF points) at 4 x 72 = 288 dpi, where the
+    # stored crop is the figure alone at 150 dpi
+    x0, y0, x1, y1 = d["bbox"]
+    assert abs(hires.width - 4 * (x1 - x0)) <= 2 and abs(hires.height - 4 * (y1 - y0)) <= 2
+    assert hires.width > 1.7 * stored.width
+    assert client.get(d["hires_url"], params={"scale": 9}).status_code == 422
+
+
+def test_deleting_a_paper_removes_its_pdf(sample, tmp_path):
+    data = copy_data(sample, tmp_path / "data")
+    settings = Settings(data_dir=data, database_url="", broker_url="")
+    attach_pdfs(settings, [sample.parent / "pdfs"])
+    with make_client(data, auto_index=False) as c:
+        p = c.get("/api/v1/papers").json()["items"][0]
+        from app.db.session import session_scope
+        from app.db.schema import Paper
+
+        with session_scope(settings.db_url) as s:
+            sha = s.get(Paper, p["paper_id"]).sha256
+        assert stored_pdf(data, sha) is not None
+        assert c.delete(f"/api/v1/admin/papers/{p['paper_id']}", headers=AUTH).status_code == 200
+        assert stored_pdf(data, sha) is None
