@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import secrets
-from functools import lru_cache
 from pathlib import Path
 
 from pydantic import Field, field_validator
@@ -116,11 +115,6 @@ class Settings(BaseSettings):
     def ensure_dirs(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.figures_dir.mkdir(parents=True, exist_ok=True)
-
-
-@lru_cache
-def get_settings() -> Settings:
-    return Settings()
 
 
 class AdminTokenError(ValueError):

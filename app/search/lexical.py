@@ -38,7 +38,6 @@ _PROBE_DOCS = 300          # docs fully scored for that estimate (>= k)
 _CAND_CAP = 8_000          # above this many surviving candidates, scan the remaining terms too
 _SORT_MAX = 120_000        # below this many postings, accumulate by sorting instead of the C++ kernel
 _MAXSCORE_MIN = 200_000    # MaxScore only pays off when it can skip this many postings or more
-STATS: dict = {}           # last query's pruning statistics (diagnostics only)
 _SLACK = 1e-5              # relative safety margin on float32 bounds: pruning never drops a true hit
 
 
@@ -449,8 +448,6 @@ class LexicalIndex:
         limit = theta * (1.0 - _SLACK)
         n_ess = int(np.searchsorted(-tail, -limit, side="right")) if theta > 0 else len(q)
         n_ess = max(n_ess, 1)
-        STATS.update(n_terms=len(q), n_probe=n_probe, n_ess=n_ess, theta0=theta,
-                     ess_postings=int(df[:n_ess].sum()), all_postings=int(df.sum()))
         if n_ess == len(q):
             return self._brute(q, qw, k, exclude)
         ub_rest = float(tail[n_ess])
@@ -463,7 +460,6 @@ class LexicalIndex:
             return docs[part >= cut] if cut > 0 else docs[part > 0]
 
         cand = candidates(theta)
-        STATS["cand0"] = len(cand)
         if len(cand) > _CAND_CAP:
             # 3) sharpen theta with the best partial scores, then retry
             keep = part > 0
@@ -471,7 +467,6 @@ class LexicalIndex:
             s = self.score_docs(q, qw, top)
             theta = max(theta, self._kth(np.r_[scored, s], np.r_[scored_docs, top], k))
             cand = candidates(theta)
-            STATS["cand1"] = len(cand)
         if len(cand) > _CAND_CAP:
             # bounds too loose for this query: scan everything (still exact)
             return self._brute(q, qw, k, exclude)
