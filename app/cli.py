@@ -248,7 +248,9 @@ def figures(data_dir: Optional[Path] = DataDir,
                          "image_path": img, "thumbnail_path": thumb, "width": f.width, "height": f.height,
                          "mentions": [m.sentence for m in f.mentions],
                          "mention_contexts": [" ".join(x for x in (m.before, m.sentence, m.after) if x) for m in f.mentions],
-                         "central_score": f.central_score, "central_rank": f.central_rank})
+                         "central_score": f.central_score, "central_rank": f.central_rank,
+                         "figure_type": f.figure_type, "figure_types": f.figure_types or [],
+                         "crop_quality": f.crop_quality, "panels": f.panels or [], "text_source": f.text_source})
     _jsonl(rows)
 
 
@@ -326,10 +328,15 @@ def _print_hits(hits, json_out: bool) -> None:
 @cli.command()
 def index(data_dir: Optional[Path] = DataDir,
           lexical_only: bool = typer.Option(False, "--lexical-only", help="Skip the MiniLM embeddings.")) -> None:
-    """Build or refresh the lexical (BM25) and vector (FAISS) indexes; publishes a new version."""
+    """Build or refresh the lexical (BM25) and vector (FAISS) indexes; publishes a new version.
+    Figures without a figure type are classified first."""
+    from app.ingest.classify import classify_figures
     from app.search.indexing import build_index
 
     settings = _settings(data_dir)
+    n_typed = classify_figures(settings, progress=True)
+    if n_typed:
+        typer.echo(f"figure types: {n_typed} figures classified")
     r = build_index(settings, dense=settings.dense and not lexical_only, progress=True)
     typer.echo(f"index {r.version}: {r.n_figures} figures, {r.n_encoded} newly embedded, {r.seconds:.1f} s")
 
@@ -489,6 +496,9 @@ def _register_subcommands() -> None:
     from app.eval.scanned_cli import register as register_scanned
 
     register_scanned(cli)
+    from app.vision.cli import register as register_vision
+
+    register_vision(cli)
     try:
         from app.learn.cli import register as register_learn
     except ImportError:  # the learned-model package is optional at import time

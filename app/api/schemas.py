@@ -24,6 +24,11 @@ class PaperRef(BaseModel):
     year: int | None = None
 
 
+class TypeScore(BaseModel):
+    type: str
+    score: float
+
+
 class FigureSummary(BaseModel):
     figure_id: int
     paper_id: int
@@ -42,6 +47,11 @@ class FigureSummary(BaseModel):
     paper_year: int | None = None
     text_source: str = Field("text_layer", description="Where the caption came from: text_layer, or ocr "
                                                        "(read from a scanned page).")
+    figure_type: str | None = Field(None, description="Dominant figure type from the fixed vocabulary "
+                                                      "(line_chart, bar_chart, heatmap, diagram, ...), "
+                                                      "classified from the pixels.")
+    figure_types: list[TypeScore] = Field(default_factory=list,
+                                          description="Every type the figure shows, dominant first, with scores.")
 
 
 class FigurePage(BaseModel):

@@ -19,7 +19,7 @@ API = "/api/v1"
 # columns needed for a figure card (Core select: no ORM objects on the hot path)
 CARD_COLUMNS = (Figure.id, Figure.paper_id, Figure.kind, Figure.label, Figure.number, Figure.caption,
                 Figure.page, Figure.width, Figure.height, Figure.central_score, Figure.central_rank,
-                Paper.title, Paper.year, Figure.text_source)
+                Paper.title, Paper.year, Figure.text_source, Figure.figure_type, Figure.figure_types)
 
 
 def urls(figure_id: int) -> dict:
@@ -28,10 +28,12 @@ def urls(figure_id: int) -> dict:
 
 
 def card_from_row(r) -> dict:
-    (fid, pid, kind, label, number, caption, page, width, height, cscore, crank, title, year, text_source) = r
+    (fid, pid, kind, label, number, caption, page, width, height, cscore, crank, title, year, text_source, ftype,
+     ftypes) = r
     return dict(figure_id=fid, paper_id=pid, kind=kind, label=label, number=number, caption=caption,
                 page=page, width=width or 0, height=height or 0, central_score=cscore, central_rank=crank,
-                paper_title=title or "", paper_year=year, text_source=text_source or "text_layer", **urls(fid))
+                paper_title=title or "", paper_year=year, text_source=text_source or "text_layer",
+                figure_type=ftype, figure_types=ftypes or [], **urls(fid))
 
 
 def figure_card(f: Figure, paper: Paper | None = None) -> dict:
@@ -39,7 +41,8 @@ def figure_card(f: Figure, paper: Paper | None = None) -> dict:
                 caption=f.caption, page=f.page, width=f.width or 0, height=f.height or 0,
                 central_score=f.central_score, central_rank=f.central_rank,
                 paper_title=(paper.title if paper else "") or "", paper_year=paper.year if paper else None,
-                text_source=f.text_source or "text_layer", **urls(f.id))
+                text_source=f.text_source or "text_layer", figure_type=f.figure_type,
+                figure_types=f.figure_types or [], **urls(f.id))
 
 
 def cards_for(db: Session, figure_ids: list[int]) -> dict[int, dict]:

@@ -26,9 +26,11 @@ from sqlalchemy.orm import Session
 
 from app.db.schema import Job, JobFile, JobStatus
 from app.db.session import session_scope
+from app.ingest.classify import classify_new
 from app.ingest.extract import Extraction, Limits, extract_pdf, file_sha256
 from app.ingest.sources import ByteBudget, InputFile, SourceError, copy_to_shared, expand_inputs
 from app.ingest.store import Outcome, store_extraction
+from app.pdfs import store_pdf
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -221,11 +223,24 @@ def record_outcome(settings: Settings, job_file_id: int, ex: Extraction | None, 
     for attempt in range(3):
         try:
             with session_scope(settings.db_url) as s:
-                return _record(s, job_file_id, ex, error)
+                outcome = _record(s, job_file_id, ex, error)
+                source = s.get(JobFile, job_file_id).path
+            break
         except IntegrityError:  # a concurrent worker stored the same sha256 first: retry sees it
             if attempt == 2:
                 raise
-    raise AssertionError("unreachable")
+    if ex is not None and outcome.status == "ok":
+        _keep_pdf(settings, source, ex.sha256)
+    return outcome
+
+
+def _keep_pdf(settings: Settings, source: str, sha256: str) -> None:
+    """The paper's own copy of its PDF (for 'open in PDF' and high-resolution crops); a copy that
+    fails is logged: the figures are stored either way."""
+    try:
+        store_pdf(settings.data_dir, Path(source), sha256)
+    except (OSError, ValueError) as exc:
+        log.warning("could not keep the PDF of paper %s: %s", sha256[:12], exc)
 
 
 def _record(s: Session, job_file_id: int, ex: Extraction | None, error: str) -> Outcome:
@@ -275,6 +290,7 @@ def finish_job(settings: Settings, job_id: str) -> None:
         new_papers = [pid for (pid,) in s.execute(select(JobFile.paper_id).where(
             JobFile.job_id == job_id, JobFile.status == "ok", JobFile.paper_id.is_not(None)))]
     remove_job_files(settings, job_id)
+    classify_new(settings, new_papers)
     if settings.auto_index:
         score_central(settings, new_papers)
         refresh_index(settings)

@@ -1,0 +1,132 @@
+"""`figsearch eval-types`: the stored figure types against labels made by looking at the crops.
+
+- dominant accuracy: the predicted dominant type is the labelled dominant type;
+- shown accuracy: the predicted dominant type is one the figure shows (any labelled type);
+- per-type precision / recall of the dominant type, and a paper-cluster bootstrap interval;
+- type-name queries: each type's everyday name searched with the served keyword search,
+  restricted to the labelled figures so every result is judged by a label: the share of the top 5
+  that shows the type (precision@5) and whether the top 5 holds one (hit@5).
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy import select
+
+from app.db.schema import Figure, Paper
+from app.db.session import session_scope
+from app.ingest.classify import classify_figures
+from app.search.engine import SearchEngine
+from app.search.indexing import build_index, index_root
+from app.settings import Settings
+
+# the everyday name a researcher types for each type
+QUERIES = {"line_chart": "line chart", "bar_chart": "bar chart", "scatter_plot": "scatter plot",
+           "heatmap": "heatmap", "box_plot": "box plot", "pie_chart": "pie chart",
+           "network_graph": "network graph", "diagram": "architecture diagram", "photo": "photo",
+           "screenshot": "screenshot", "text": "algorithm", "map": "map"}
+
+
+def read_gold(path: Path) -> list[dict]:
+    return [json.loads(l) for l in Path(path).read_text().splitlines() if l.strip()]
+
+
+def _bootstrap(values_by_paper: dict[str, list[float]], n: int = 2000, seed: int = 0) -> list[float]:
+    papers = list(values_by_paper)
+    rng = np.random.default_rng(seed)
+    means = []
+    for _ in range(n):
+        pick = rng.integers(0, len(papers), len(papers))
+        vals = [v for i in pick for v in values_by_paper[papers[i]]]
+        means.append(np.mean(vals))
+    return [round(float(np.percentile(means, 2.5)), 3), round(float(np.percentile(means, 97.5)), 3)]
+
+
+def evaluate_types(settings: Settings, gold_path: Path, reclassify: bool = False) -> dict:
+    gold = read_gold(gold_path)
+    if reclassify:
+        classify_figures(settings, redo=True, progress=True)
+        build_index(settings, dense=settings.dense, progress=True)
+    with session_scope(settings.db_url) as s:
+        rows = s.execute(select(Figure.id, Paper.sha256, Figure.number, Figure.figure_type, Figure.figure_types)
+                         .join(Paper).where(Figure.kind == "figure")).all()
+    by_key = {(sha, num): (fid, ftype, ftypes) for fid, sha, num, ftype, ftypes in rows}
+    per_figure, dom_by_paper, shown_by_paper = [], defaultdict(list), defaultdict(list)
+    missing = 0
+    for g in gold:
+        hit = by_key.get((g["sha256"], g["number"]))
+        if hit is None:
+            missing += 1
+            continue
+        fid, ftype, ftypes = hit
+        gtypes = g.get("types") or [g["type"]]
+        dom_ok = float(ftype == g["type"])
+        shown_ok = float(ftype in gtypes)
+        dom_by_paper[g["sha256"]].append(dom_ok)
+        shown_by_paper[g["sha256"]].append(shown_ok)
+        per_figure.append({"figure_id": fid, "sha256": g["sha256"], "number": g["number"], "gold": g["type"],
+                           "gold_types": gtypes, "predicted": ftype,
+                           "predicted_types": [t["type"] for t in (ftypes or [])], "bad_crop": bool(g.get("bad_crop"))})
+    n = len(per_figure)
+    if not n:
+        raise ValueError("no labelled figure is in this collection (labels are matched by paper sha256 and number)")
+    good = [p for p in per_figure if not p["bad_crop"]]
+    per_type = {}
+    for t in sorted({p["gold"] for p in per_figure} | {p["predicted"] for p in per_figure if p["predicted"]}):
+        tp = sum(p["gold"] == t and p["predicted"] == t for p in per_figure)
+        n_gold = sum(p["gold"] == t for p in per_figure)
+        n_pred = sum(p["predicted"] == t for p in per_figure)
+        per_type[t] = {"n_gold": n_gold, "n_predicted": n_pred, "recall": round(tp / n_gold, 3) if n_gold else None,
+                       "precision": round(tp / n_pred, 3) if n_pred else None}
+    report = {
+        "n_labelled": len(gold), "n_matched": n, "n_missing": missing, "n_papers": len(dom_by_paper),
+        "dominant_accuracy": round(float(np.mean([p["gold"] == p["predicted"] for p in per_figure])), 3),
+        "dominant_accuracy_ci95": _bootstrap(dom_by_paper),
+        "shown_accuracy": round(float(np.mean([p["predicted"] in p["gold_types"] for p in per_figure])), 3),
+        "shown_accuracy_ci95": _bootstrap(shown_by_paper),
+        "good_crops": {"n": len(good),
+                       "dominant_accuracy": round(float(np.mean([p["gold"] == p["predicted"] for p in good])), 3) if good else None,
+                       "shown_accuracy": round(float(np.mean([p["predicted"] in p["gold_types"] for p in good])), 3) if good else None},
+        "gold_distribution": dict(Counter(p["gold"] for p in per_figure).most_common()),
+        "confusions": dict(Counter(f"{p['gold']} -> {p['predicted']}" for p in per_figure
+                                   if p["gold"] != p["predicted"]).most_common(15)),
+        "per_type": per_type,
+        "per_figure": per_figure,
+    }
+    report.update(_type_queries(settings, per_figure))
+    return report
+
+
+def _type_queries(settings: Settings, per_figure: list[dict]) -> dict:
+    """Every type with at least 5 labelled figures: its everyday name searched over the labelled
+    figures (the served search with MiniLM and type match)."""
+    try:
+        from app.search.encoder import MiniLMEncoder
+
+        encoder = MiniLMEncoder() if settings.dense else None
+    except Exception:  # noqa: BLE001 - without MiniLM the lexical + type search is measured
+        encoder = None
+    try:
+        engine = SearchEngine.load_current(index_root(settings), encoder=encoder)
+    except FileNotFoundError:
+        return {"queries": [], "type_query_precision_at_5": None}
+    from app.vision.vocabulary import types_named_in
+
+    labelled = {p["figure_id"]: p for p in per_figure}
+    allowed = np.array([fid in labelled for fid in engine.figure_ids], dtype=bool)
+    counts = Counter(t for p in per_figure for t in p["gold_types"])
+    out = []
+    for t, q in QUERIES.items():
+        if counts.get(t, 0) < 5:
+            continue
+        hits = engine.search(q, k=5, rerank=encoder is not None, types=types_named_in(q), allowed_rows=allowed)
+        shows = [t in labelled[h.figure_id]["gold_types"] for h in hits]
+        out.append({"type": t, "query": q, "n_labelled_of_type": counts[t], "returned": len(hits),
+                    "precision_at_5": round(sum(shows) / 5, 3), "hit_at_5": bool(any(shows)),
+                    "top5": [{"figure_id": h.figure_id, "gold_types": labelled[h.figure_id]["gold_types"]} for h in hits]})
+    return {"queries": out,
+            "type_query_precision_at_5": round(float(np.mean([q["precision_at_5"] for q in out])), 3) if out else None,
+            "type_query_hit_at_5": round(float(np.mean([q["hit_at_5"] for q in out])), 3) if out else None}

@@ -1,0 +1,77 @@
+"""Figure types of stored figures: the crops of figures without a type go through the pixel
+classifier (app/vision/figure_types.py) and the dominant type and the list of types shown are
+stored. Tables are `table` by construction. Runs after each ingest job and before an index build,
+so old collections get types too; a failure is logged and never loses the ingest."""
+from __future__ import annotations
+
+import logging
+
+from PIL import Image
+from sqlalchemy import select, update
+
+from app.db.schema import Figure
+from app.db.session import session_scope
+from app.settings import Settings
+from app.vision.figure_types import classifier
+
+log = logging.getLogger(__name__)
+TABLE_TYPES = [{"type": "table", "score": 1.0}]
+
+
+def classify_figures(settings: Settings, paper_ids: list[int] | None = None, redo: bool = False,
+                     batch: int = 64, progress: bool = False) -> int:
+    """Classify the figures of `paper_ids` (all papers when None) that have no type yet (every
+    figure with `redo`). Returns how many figures got a type."""
+    model = classifier()
+    with session_scope(settings.db_url) as s:
+        q = select(Figure.id, Figure.kind, Figure.image_path)
+        if paper_ids is not None:
+            q = q.where(Figure.paper_id.in_(paper_ids))
+        if not redo:
+            q = q.where(Figure.figure_type.is_(None))
+        rows = s.execute(q.order_by(Figure.id)).all()
+        tables = [fid for fid, kind, _ in rows if kind == "table"]
+        if tables:
+            s.execute(update(Figure).where(Figure.id.in_(tables)).values(figure_type="table", figure_types=TABLE_TYPES))
+    figures = [(fid, path) for fid, kind, path in rows if kind != "table"]
+    if model is None:
+        if figures:
+            log.warning("no figure-type weights installed: %d figures stay untyped", len(figures))
+        return len(tables)
+    done = 0
+    bar = None
+    if progress and figures:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(figures), desc="figure types", unit="fig")
+    for i in range(0, len(figures), batch):
+        part = figures[i:i + batch]
+        images = []
+        for _, rel in part:
+            try:
+                with Image.open(settings.data_dir / rel) as im:
+                    im.draft("RGB", (448, 448))
+                    images.append(im.convert("RGB"))
+            except (OSError, ValueError):  # a missing crop is classified as a blank picture
+                images.append(Image.new("RGB", (8, 8), "white"))
+        results = model.classify(images)
+        with session_scope(settings.db_url) as s:
+            for (fid, _), r in zip(part, results):
+                s.execute(update(Figure).where(Figure.id == fid)
+                          .values(figure_type=r.figure_type, figure_types=r.figure_types))
+        done += len(part)
+        if bar:
+            bar.update(len(part))
+    if bar:
+        bar.close()
+    return done + len(tables)
+
+
+def classify_new(settings: Settings, paper_ids: list[int]) -> None:
+    """After an ingest job: types for its papers' figures; errors are logged, never raised."""
+    if not paper_ids:
+        return
+    try:
+        classify_figures(settings, paper_ids)
+    except Exception:
+        log.exception("figure-type classification failed for papers %s", paper_ids[:10])

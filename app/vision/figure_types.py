@@ -1,0 +1,119 @@
+"""Figure types from pixels: a small CNN over the figure's crop gives a score per type of the fixed
+vocabulary (app/vision/vocabulary.py). Its weights are trained by the project itself
+(`figsearch train-types`, app/vision/train_types.py) on figures it draws (app/vision/synth.py) and
+on real crops whose caption names their type, and ship with the package, so a default install
+classifies figures without downloading anything."""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from app.vision.vocabulary import TYPES
+
+SIZE = 112
+LABELS: tuple[str, ...] = tuple(t for t in TYPES if t != "other")  # "other" = no type scores high enough
+WEIGHTS = Path(__file__).with_name("weights") / "figure_types.pt"
+SHOWN = 0.5  # a type the figure shows: its score passes this
+OTHER = 0.25  # below this for every type, the figure is "other"
+
+
+def to_array(img: Image.Image) -> np.ndarray:
+    """(3, SIZE, SIZE) uint8: the crop scaled to fit, centred on white (the aspect ratio is kept:
+    tables and text are wide, diagrams often tall)."""
+    rgb = img.convert("RGB")
+    rgb.draft("RGB", (SIZE * 2, SIZE * 2))
+    w, h = rgb.size
+    s = SIZE / max(w, h, 1)
+    small = rgb.resize((max(1, round(w * s)), max(1, round(h * s))), Image.Resampling.BOX)
+    canvas = Image.new("RGB", (SIZE, SIZE), "white")
+    canvas.paste(small, ((SIZE - small.width) // 2, (SIZE - small.height) // 2))
+    return np.asarray(canvas, dtype=np.uint8).transpose(2, 0, 1).copy()
+
+
+def aspect_of(img: Image.Image) -> float:
+    w, h = img.size
+    return float(np.log(max(w, 1) / max(h, 1)))
+
+
+def build_net():
+    """Five conv blocks, global average + max pooling, the log aspect ratio, one linear layer."""
+    import torch
+    from torch import nn
+
+    def block(cin, cout):
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
+                             nn.Conv2d(cout, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
+                             nn.MaxPool2d(2))
+
+    class TypeNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Sequential(block(4, 24), block(24, 48), block(48, 64), block(64, 96), block(96, 128))
+            self.head = nn.Sequential(nn.Dropout(0.2), nn.Linear(128 * 2 + 1, len(LABELS)))
+
+        def forward(self, x, aspect):
+            x = x.float() / 255.0
+            ink = 1.0 - x.mean(dim=1, keepdim=True)  # an explicit ink channel: figures are mostly white
+            f = self.features(torch.cat([x - 0.5, ink], dim=1))
+            pooled = torch.cat([f.mean(dim=(2, 3)), f.amax(dim=(2, 3)), aspect[:, None]], dim=1)
+            return self.head(pooled)
+
+    return TypeNet()
+
+
+@dataclass
+class TypeScores:
+    figure_type: str  # the dominant type
+    figure_types: list[dict]  # [{"type", "score"}], dominant first, every type the figure shows
+
+
+def decide(scores: np.ndarray) -> TypeScores:
+    """Scores (sigmoid, one per LABELS) -> dominant type and the list of types shown."""
+    order = np.argsort(-scores)
+    top = int(order[0])
+    if scores[top] < OTHER:
+        return TypeScores("other", [{"type": "other", "score": round(float(1 - scores[top]), 3)}])
+    shown = [int(i) for i in order if scores[i] >= SHOWN or i == top]
+    return TypeScores(LABELS[top], [{"type": LABELS[i], "score": round(float(scores[i]), 3)} for i in shown])
+
+
+class TypeClassifier:
+    def __init__(self, weights: Path = WEIGHTS):
+        import torch
+
+        self.torch = torch
+        self.net = build_net()
+        state = torch.load(weights, map_location="cpu", weights_only=True)
+        self.net.load_state_dict(state["model"])
+        self.net.eval()
+
+    def scores(self, images: list[Image.Image], batch: int = 64) -> np.ndarray:
+        torch = self.torch
+        out = []
+        with torch.inference_mode():
+            for i in range(0, len(images), batch):
+                part = images[i:i + batch]
+                x = torch.from_numpy(np.stack([to_array(im) for im in part]))
+                a = torch.tensor([aspect_of(im) for im in part], dtype=torch.float32)
+                out.append(torch.sigmoid(self.net(x, a)).numpy())
+        return np.concatenate(out) if out else np.zeros((0, len(LABELS)), np.float32)
+
+    def classify(self, images: list[Image.Image]) -> list[TypeScores]:
+        return [decide(s) for s in self.scores(images)]
+
+
+_lock = threading.Lock()
+_loaded: dict[str, TypeClassifier | None] = {}
+
+
+def classifier(weights: Path = WEIGHTS) -> TypeClassifier | None:
+    """The shipped classifier, loaded once per process; None when no weights are installed."""
+    key = str(weights)
+    with _lock:
+        if key not in _loaded:
+            _loaded[key] = TypeClassifier(weights) if weights.exists() else None
+        return _loaded[key]
