@@ -254,9 +254,28 @@ def figures(data_dir: Optional[Path] = DataDir,
     _jsonl(rows)
 
 
+def _table(header: list[str], rows: list[list[str]], right: set[int] = frozenset()) -> None:
+    """Aligned text columns; the last column is left unpadded (free text such as errors)."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(r: list[str]) -> str:
+        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r[:-1], widths))]
+        return "  ".join(cells + [r[-1]]).rstrip()
+
+    typer.echo(line(header))
+    for r in rows:
+        typer.echo(line(r))
+
+
 @cli.command()
-def jobs(job_id: Optional[str] = typer.Argument(None), data_dir: Optional[Path] = DataDir) -> None:
-    """Show ingest jobs (all, or one with its per-file results) as JSON lines."""
+def jobs(job_id: Optional[str] = typer.Argument(None, help="One job: show its per-file results."),
+         data_dir: Optional[Path] = DataDir,
+         json_out: bool = typer.Option(False, "--json", help="JSON lines (one object per job, with `files` "
+                                                              "when JOB_ID is given) instead of tables.")) -> None:
+    """Show ingest jobs: all of them, or one with its per-file results (file, status, figures,
+    tables, error). File names are relative (uploads by their uploaded name, the data dir, or
+    the folder holding the job's files), as in the admin API."""
+    from app.api.jobs import file_rows, public_error
     from app.db.schema import Job
     from app.db.session import session_scope
 
@@ -265,14 +284,44 @@ def jobs(job_id: Optional[str] = typer.Argument(None), data_dir: Optional[Path] 
         q = select(Job).options(selectinload(Job.files)).order_by(Job.created_at)
         if job_id:
             q = q.where(Job.id == job_id)
-        for j in s.scalars(q):
+        found = s.scalars(q).all()
+        if job_id and not found:
+            typer.echo(f"error: no job {job_id}", err=True)
+            raise typer.Exit(1)
+        rows = []
+        for j in found:
             row = {"job_id": j.id, "kind": j.kind, "status": j.status, "done": j.done, "total": j.total,
                    "created_at": j.created_at.isoformat() if j.created_at else None,
                    "finished_at": j.finished_at.isoformat() if j.finished_at else None}
             if job_id:
-                row["files"] = [{"name": f.name, "status": f.status, "paper_id": f.paper_id,
-                                 "n_figures": f.n_figures, "error": f.error} for f in j.files]
-            typer.echo(json.dumps(row))
+                row["error"] = public_error(settings, j.id, j.error or "")
+                row["files"] = file_rows(settings, s, j)
+            rows.append(row)
+    if json_out:
+        for row in rows:
+            typer.echo(json.dumps(row, ensure_ascii=False))
+        return
+    if not job_id:
+        if not rows:
+            typer.echo("no jobs")
+            return
+        _table(["JOB", "KIND", "STATUS", "DONE", "CREATED", "FINISHED"],
+               [[r["job_id"], r["kind"], r["status"], f"{r['done']}/{r['total']}",
+                 (r["created_at"] or "-")[:19].replace("T", " "), (r["finished_at"] or "-")[:19].replace("T", " ")]
+                for r in rows])
+        return
+    r = rows[0]
+    typer.echo(f"job {r['job_id']} ({r['kind']}): {r['status']}, {r['done']}/{r['total']} files")
+    if r["error"]:
+        typer.echo(f"error: {r['error']}")
+    files = r["files"]
+    if not files:
+        return
+    _table(["FILE", "STATUS", "FIGURES", "TABLES", "ERROR"],
+           [[f["name"], f["status"], "-" if f["status"] == "pending" else str(f["n_figures"]),
+             "-" if f["status"] == "pending" else str(f["n_tables"]), " ".join((f["error"] or "").split())]
+            for f in files], right={2, 3})
+    typer.echo(f"total: {sum(f['n_figures'] for f in files)} figures, {sum(f['n_tables'] for f in files)} tables")
 
 
 @cli.command()

@@ -373,6 +373,50 @@ def test_admin_upload_validation(client):
     assert client.get("/api/v1/admin/jobs", headers=AUTH).json()["items"][0]["status"] == "done"
 
 
+def test_job_files_same_in_api_and_cli(client):
+    """The API job view and `figsearch jobs JOB` (table and --json) show the same relative file
+    names and the same figure/table counts, which are those of each file's paper."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    job_id = client.get("/api/v1/admin/jobs", headers=AUTH).json()["items"][0]["job_id"]
+    api_files = client.get(f"/api/v1/admin/jobs/{job_id}", headers=AUTH).json()["files"]
+    assert len(api_files) == 4
+    for f in api_files:
+        assert not f["name"].startswith("/") and f["name"].endswith(".pdf"), f["name"]
+        paper = client.get(f"/api/v1/papers/{f['paper_id']}").json()
+        kinds = [x["kind"] for x in paper["figures"]]
+        assert (f["n_figures"], f["n_tables"]) == (kinds.count("figure"), kinds.count("table"))
+    assert sum(f["n_tables"] for f in api_files) > 0  # the sample papers have tables
+
+    data = client.app.state.settings.data_dir
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FIGSEARCH_")}
+
+    def cli(*args):
+        r = subprocess.run([sys.executable, "-m", "app.cli", "jobs", *args, "--data-dir", str(data)],
+                           capture_output=True, text=True, env=env, cwd=Path(__file__).resolve().parents[1], timeout=120)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    lines = cli(job_id, "--json").splitlines()
+    assert len(lines) == 1
+    row = json.loads(lines[0])
+    assert row["job_id"] == job_id and row["status"] == "done"
+    assert [{k: f[k] for k in ("name", "status", "paper_id", "n_figures", "n_tables", "error")} for f in row["files"]] \
+        == [{k: f[k] for k in ("name", "status", "paper_id", "n_figures", "n_tables", "error")} for f in api_files]
+    table = cli(job_id).splitlines()
+    assert table[0].startswith(f"job {job_id}")
+    assert table[1].split() == ["FILE", "STATUS", "FIGURES", "TABLES", "ERROR"]
+    body = [l.split() for l in table[2:2 + len(api_files)]]
+    assert body == [[f["name"], f["status"], str(f["n_figures"]), str(f["n_tables"])] for f in api_files]
+    assert str(data) not in "\n".join(table) and "/tmp" not in "\n".join(table)
+    listing = cli()
+    assert job_id in listing and "{" not in listing
+    assert json.loads(cli("--json").splitlines()[0])["job_id"] == job_id
+
+
 def test_admin_upload_too_large(sample, tmp_path):
     data = copy_data(sample, tmp_path / "data")
     with make_client(data, max_upload_mb=0.5, warm_encoder=False) as c:

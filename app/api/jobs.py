@@ -13,9 +13,12 @@ import re
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable
 
-from sqlalchemy import update
+from pathlib import PurePosixPath
 
-from app.db.schema import Job, JobStatus
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from app.db.schema import Figure, Job, JobStatus, Paper
 from app.db.session import session_scope
 from app.dispatch import dispatcher_for
 from app.ingest import pipeline
@@ -42,6 +45,73 @@ def display_name(settings: Settings, job_id: str, name: str) -> str:
         rest = name[len(root):]
         return rest.split("/", 1)[1] if "/" in rest else rest  # drop the "NN/" slot folder
     return name
+
+
+def _split_zip(name: str) -> tuple[str, str]:
+    """'/x/bundle.zip:dir/a.pdf' -> ('/x/bundle.zip', ':dir/a.pdf'); other names -> (name, '')."""
+    i = name.lower().find(".zip:")
+    return (name[:i + 4], name[i + 4:]) if i >= 0 else (name, "")
+
+
+def public_names(settings: Settings, job_id: str, names: list[str]) -> list[str]:
+    """The job's file names as shown to users, never absolute: uploads by their uploaded name
+    (`display_name`), files of the data dir relative to it, other absolute paths (given to
+    `figsearch ingest` or the server-side path field) relative to the folder holding all of them."""
+    shown = [display_name(settings, job_id, n) for n in names]
+    roots = {PurePosixPath(str(settings.data_dir.absolute())), PurePosixPath(str(settings.data_dir.resolve()))}
+
+    def data_root(p: PurePosixPath) -> PurePosixPath | None:
+        return next((r for r in roots if p.is_relative_to(r)), None)
+
+    outside = [PurePosixPath(_split_zip(n)[0]) for n in shown
+               if n.startswith("/") and data_root(PurePosixPath(_split_zip(n)[0])) is None]
+    common = PurePosixPath("/")
+    if outside:
+        parts = [p.parent.parts for p in outside]
+        first = parts[0]
+        k = 0
+        while k < len(first) and all(len(q) > k and q[k] == first[k] for q in parts):
+            k += 1
+        common = PurePosixPath(*first[:k]) if k else PurePosixPath("/")
+    out = []
+    for n in shown:
+        if not n.startswith("/"):
+            out.append(n)
+            continue
+        path, member = _split_zip(n)
+        p = PurePosixPath(path)
+        root = data_root(p) or common
+        rel = str(p.relative_to(root)) if p != root else p.name
+        out.append((rel if rel not in ("", ".") else p.name or "file") + member)
+    return out
+
+
+def file_rows(settings: Settings, db: Session, job: Job) -> list[dict]:
+    """Per-file results of a job, shared by the admin API and `figsearch jobs` so both show the
+    same names and counts. Figures and tables are those of the paper the file added (status ok
+    or no_text), counted in the database; 0 for duplicates, failures and pending files. A file
+    whose paper was deleted since keeps its recorded figure count (tables unknown: 0)."""
+    files = list(job.files)
+    ids = {f.paper_id for f in files if f.paper_id is not None and f.status in ("ok", "no_text")}
+    counts: dict[tuple[int, str], int] = {}
+    present: set[int] = set()
+    if ids:
+        for pid, kind, n in db.execute(select(Figure.paper_id, Figure.kind, func.count())
+                                       .where(Figure.paper_id.in_(ids)).group_by(Figure.paper_id, Figure.kind)):
+            counts[(pid, kind)] = n
+        present = set(db.scalars(select(Paper.id).where(Paper.id.in_(ids))))
+    names = public_names(settings, job.id, [f.name for f in files])
+    rows = []
+    for f, name in zip(files, names):
+        n_fig = n_tab = 0
+        if f.paper_id in ids:
+            if f.paper_id in present:
+                n_fig, n_tab = counts.get((f.paper_id, "figure"), 0), counts.get((f.paper_id, "table"), 0)
+            else:
+                n_fig = f.n_figures
+        rows.append({"name": name, "status": f.status, "paper_id": f.paper_id, "n_figures": n_fig,
+                     "n_tables": n_tab, "error": public_error(settings, job.id, f.error or "")})
+    return rows
 
 
 _ABSOLUTE_PATH = re.compile(r"(?<![\w.:/])/(?:[^\s'\"/:]+/)+([^\s'\"/:]*)")

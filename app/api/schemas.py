@@ -184,7 +184,8 @@ class JobFileOut(BaseModel):
     name: str
     status: str = Field(description="pending, ok, no_text, duplicate or failed")
     paper_id: int | None = None
-    n_figures: int = 0
+    n_figures: int = Field(0, description="Figures of the paper this file added (0 unless ok or no_text).")
+    n_tables: int = Field(0, description="Tables of the paper this file added (0 unless ok or no_text).")
     error: str = ""
 
 

@@ -13,11 +13,11 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import select
-from sqlalchemy.orm import selectinload
+from sqlalchemy.orm import Session, selectinload
 
 from app.api import schemas
 from app.api.deps import AdminDep, PaperId, SessionDep, SettingsDep
-from app.api.jobs import display_name, public_error
+from app.api.jobs import file_rows, public_error
 from app.api.uploads import UPLOAD_REQUEST_BODY, read_upload
 from app.api.problems import responses
 from app.db.schema import Figure, Job, Paper, new_job_id
@@ -32,14 +32,11 @@ log = logging.getLogger(__name__)
 router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[AdminDep], responses=responses(401, 403))
 
 
-def _job_out(settings: Settings, job: Job, with_files: bool) -> schemas.JobOut:
+def _job_out(settings: Settings, db: Session, job: Job, with_files: bool) -> schemas.JobOut:
     counts = Counter(f.status for f in job.files)
     files = None
     if with_files:
-        files = [schemas.JobFileOut(name=display_name(settings, job.id, f.name), status=f.status,
-                                    paper_id=f.paper_id, n_figures=f.n_figures,
-                                    error=public_error(settings, job.id, f.error))
-                 for f in job.files]
+        files = [schemas.JobFileOut(**row) for row in file_rows(settings, db, job)]
     return schemas.JobOut(job_id=job.id, kind=job.kind, status=job.status, done=job.done, total=job.total,
                           error=public_error(settings, job.id, job.error or ""), counts=dict(counts), created_at=job.created_at,
                           started_at=job.started_at, finished_at=job.finished_at, files=files)
@@ -88,7 +85,7 @@ async def upload_collection(request: Request, settings: SettingsDep):
 def list_jobs(db: SessionDep, settings: SettingsDep, limit: Annotated[int, Query(ge=1, le=100)] = 20):
     """The most recent jobs (without per-file results)."""
     jobs = db.scalars(select(Job).options(selectinload(Job.files)).order_by(Job.created_at.desc()).limit(limit)).all()
-    return schemas.JobList(items=[_job_out(settings, j, False) for j in jobs])
+    return schemas.JobList(items=[_job_out(settings, db, j, False) for j in jobs])
 
 
 @router.get("/jobs/{job_id}", response_model=schemas.JobOut, responses=responses(404))
@@ -97,7 +94,7 @@ def get_job(job_id: str, db: SessionDep, settings: SettingsDep):
     job = db.get(Job, job_id, options=[selectinload(Job.files)])
     if job is None:
         raise HTTPException(404, f"job {job_id} not found")
-    return _job_out(settings, job, True)
+    return _job_out(settings, db, job, True)
 
 
 def _remove_files(settings: Settings, paper: Paper, figures: list[Figure]) -> None:

@@ -174,11 +174,12 @@ async function renderDashboard(root, token, { signal }) {
       j.error ? notice(j.error, 'error') : null);
     if (j.files && j.files.length) {
       el.append(h('div', { class: 'table-wrap' }, h('table', { class: 'files' },
-        h('thead', {}, h('tr', {}, h('th', {}, 'File'), h('th', {}, 'Result'), h('th', {}, 'Figures'), h('th', {}, ''))),
+        h('thead', {}, h('tr', {}, h('th', {}, 'File'), h('th', {}, 'Result'), h('th', {}, 'Figures'), h('th', {}, 'Tables'), h('th', {}, ''))),
         h('tbody', {}, j.files.map((f) => h('tr', {},
           h('td', { class: 'name' }, f.name),
           h('td', {}, h('span', { class: `badge ${f.status}` }, f.status.replace('_', ' '))),
           h('td', {}, f.status === 'pending' ? '…' : String(f.n_figures)),
+          h('td', {}, f.status === 'pending' ? '…' : String(f.n_tables ?? 0)),
           f.error ? h('td', { class: 'err' }, f.error)
             : h('td', {}, f.paper_id && f.status !== 'pending' ? h('a', { href: `#/paper/${f.paper_id}`, class: 'paper-result' }, 'open paper →') : '')))))));
     }
