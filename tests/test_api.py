@@ -113,14 +113,47 @@ def test_metrics(client, ids):
     client.get(f"/api/v1/figures/{ids['figures'][0]}/similar")
     r = client.get("/metrics")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
+    from prometheus_client.parser import text_string_to_metric_families
+
     text = r.text
     assert '# TYPE figsearch_http_request_duration_seconds histogram' in text
-    assert 'figsearch_http_request_duration_seconds_bucket{method="GET",route="/api/v1/search",le="0.05"}' in text
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for f in text_string_to_metric_families(text) for s in f.samples}  # label order is free
+    assert samples[("figsearch_http_request_duration_seconds_bucket",
+                    (("le", "0.05"), ("method", "GET"), ("route", "/api/v1/search")))] >= 0
     assert 'route="/api/v1/figures/{figure_id}/similar"' in text
-    assert 'figsearch_http_requests_total{method="GET",route="/api/v1/search",status="200"}' in text
-    assert 'figsearch_ingest_files{status="ok"} 4' in text
-    assert "figsearch_index_figures 18" in text
-    assert 'figsearch_papers{status="ok"} 4' in text
+    assert samples[("figsearch_http_requests_total", (("method", "GET"), ("route", "/api/v1/search"), ("status", "200")))] >= 1
+    assert samples[("figsearch_ingest_files", (("status", "ok"),))] == 4
+    assert samples[("figsearch_index_figures", ())] == 18
+    assert samples[("figsearch_papers", (("status", "ok"),))] == 4
+
+
+def test_metrics_registry_is_prometheus_client():
+    """/metrics comes from prometheus_client (its parser reads it back); a failing scrape-time
+    gauge leaves only that gauge empty; each app has its own registry."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from app.api.metrics import Registry
+
+    def broken():
+        raise RuntimeError("database down")
+
+    reg, other = Registry(), Registry()
+    reg.latency.observe(0.004, "GET", "/api/v1/search")
+    reg.requests.inc("GET", "/api/v1/search", "200")
+    reg.gauge("figsearch_papers", "Papers.", lambda: [({"status": "ok"}, 3)])
+    reg.gauge("figsearch_broken", "Fails.", broken)
+    fams = {f.name: f for f in text_string_to_metric_families(reg.render())}
+    assert fams["figsearch_http_requests"].type == "counter"
+    assert [(s.name, s.labels, s.value) for s in fams["figsearch_http_requests"].samples] == \
+        [("figsearch_http_requests_total", {"method": "GET", "route": "/api/v1/search", "status": "200"}, 1.0)]
+    buckets = {s.labels["le"]: s.value for s in fams["figsearch_http_request_duration_seconds"].samples
+               if s.name.endswith("_bucket")}
+    assert buckets["0.0025"] == 0 and buckets["0.005"] == 1 and buckets["+Inf"] == 1
+    assert [(s.labels, s.value) for s in fams["figsearch_papers"].samples] == [({"status": "ok"}, 3.0)]
+    assert fams["figsearch_broken"].samples == []
+    assert not any(n.endswith("_created") for f in fams.values() for n in (s.name for s in f.samples))
+    assert "figsearch_http_requests_total{" not in other.render()
 
 
 def test_openapi_and_docs(client):

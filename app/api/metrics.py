@@ -1,105 +1,78 @@
-"""Prometheus metrics in the text exposition format (version 0.0.4), hand-rolled: one small
-registry per app (tests create many apps), no extra dependency.
+"""Prometheus metrics through `prometheus_client`: one `CollectorRegistry` per app (tests create
+many apps in one process), exposed by `generate_latest` in the text format (version 0.0.4).
 
 - `figsearch_http_request_duration_seconds` histogram per method and route template,
   `figsearch_http_requests_total` counter per method, route and status (pure ASGI middleware);
-- gauges computed at scrape time by callbacks: ingest files by status, papers by status,
-  figures in the database and in the loaded index.
+- gauges computed at scrape time by callbacks (a custom collector): ingest files by status,
+  papers by status, figures in the database and in the loaded index.
 """
 from __future__ import annotations
 
-import bisect
-import threading
+import logging
 import time
 from typing import Callable, Iterable
 
+import prometheus_client
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import Counter as _Counter
+from prometheus_client import Histogram as _Histogram
+from prometheus_client.core import Metric
+from prometheus_client.registry import Collector
+
+log = logging.getLogger(__name__)
+
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # what generate_latest writes
+
+# no `<counter>_created` / `<histogram>_created` series: the names stay the documented ones
+getattr(prometheus_client, "disable_created_metrics", lambda: None)()
 
 
-def _labels(d: dict[str, str]) -> str:
-    if not d:
-        return ""
-    esc = lambda v: str(v).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')  # noqa: E731
-    return "{" + ",".join(f'{k}="{esc(v)}"' for k, v in d.items()) + "}"
+class _ScrapeGauges(Collector):
+    """Gauges whose values a callback computes at each scrape: `collect()` of a gauge returns
+    [(labels dict, value), ...]. A failing callback (database down) is logged and leaves its
+    gauge without samples; the other metrics are still exposed."""
+
+    def __init__(self):
+        self.gauges: list[tuple[str, str, Callable[[], list[tuple[dict, float]]]]] = []
+
+    def collect(self) -> Iterable[Metric]:
+        for name, help, fn in self.gauges:
+            m = Metric(name, help, "gauge")
+            try:
+                for labels, v in fn():
+                    m.add_sample(name, {k: str(x) for k, x in labels.items()}, float(v))
+            except Exception as exc:
+                log.warning("metric %s unavailable: %s: %s", name, type(exc).__name__, exc)
+            yield m
 
 
-def _num(v: float) -> str:
-    if v == float("inf"):
-        return "+Inf"
-    return repr(float(v)) if isinstance(v, float) else str(v)
+class _Latency:
+    def __init__(self, registry: CollectorRegistry):
+        self._h = _Histogram("figsearch_http_request_duration_seconds", "HTTP request latency by route template.",
+                             ("method", "route"), buckets=BUCKETS, registry=registry)
+
+    def observe(self, value: float, method: str, route: str) -> None:
+        self._h.labels(method, route).observe(value)
 
 
-class Histogram:
-    def __init__(self, name: str, help: str, labelnames: tuple[str, ...], buckets=BUCKETS):
-        self.name, self.help, self.labelnames, self.buckets = name, help, labelnames, tuple(buckets)
-        self._data: dict[tuple, list] = {}  # labels -> [bucket counts..., sum, count]
-        self._lock = threading.Lock()
+class _Requests:
+    def __init__(self, registry: CollectorRegistry):
+        # prometheus_client adds the `_total` suffix: figsearch_http_requests_total
+        self._c = _Counter("figsearch_http_requests", "HTTP requests by route and status.",
+                           ("method", "route", "status"), registry=registry)
 
-    def observe(self, value: float, *labels: str) -> None:
-        i = bisect.bisect_left(self.buckets, value)
-        with self._lock:
-            row = self._data.get(labels)
-            if row is None:
-                row = self._data[labels] = [0] * (len(self.buckets) + 1) + [0.0, 0]
-            row[i] += 1  # index len(buckets) = above the largest bucket
-            row[-2] += value
-            row[-1] += 1
-
-    def render(self) -> Iterable[str]:
-        yield f"# HELP {self.name} {self.help}"
-        yield f"# TYPE {self.name} histogram"
-        with self._lock:
-            items = sorted((k, list(v)) for k, v in self._data.items())
-        for labels, row in items:
-            base = dict(zip(self.labelnames, labels))
-            cum = 0
-            for b, c in zip(self.buckets, row):
-                cum += c
-                yield f"{self.name}_bucket{_labels({**base, 'le': _num(float(b))})} {cum}"
-            yield f"{self.name}_bucket{_labels({**base, 'le': '+Inf'})} {row[-1]}"
-            yield f"{self.name}_sum{_labels(base)} {row[-2]!r}"
-            yield f"{self.name}_count{_labels(base)} {row[-1]}"
-
-
-class Counter:
-    def __init__(self, name: str, help: str, labelnames: tuple[str, ...]):
-        self.name, self.help, self.labelnames = name, help, labelnames
-        self._data: dict[tuple, float] = {}
-        self._lock = threading.Lock()
-
-    def inc(self, *labels: str, by: float = 1) -> None:
-        with self._lock:
-            self._data[labels] = self._data.get(labels, 0) + by
-
-    def render(self) -> Iterable[str]:
-        yield f"# HELP {self.name} {self.help}"
-        yield f"# TYPE {self.name} counter"
-        with self._lock:
-            items = sorted(self._data.items())
-        for labels, v in items:
-            yield f"{self.name}{_labels(dict(zip(self.labelnames, labels)))} {_num(v)}"
-
-
-class Gauge:
-    """Values computed at scrape time: `collect()` returns [(labels dict, value), ...]."""
-
-    def __init__(self, name: str, help: str, collect: Callable[[], list[tuple[dict, float]]]):
-        self.name, self.help, self.collect = name, help, collect
-
-    def render(self) -> Iterable[str]:
-        yield f"# HELP {self.name} {self.help}"
-        yield f"# TYPE {self.name} gauge"
-        for labels, v in self.collect():
-            yield f"{self.name}{_labels(labels)} {_num(v)}"
+    def inc(self, method: str, route: str, status: str) -> None:
+        self._c.labels(method, route, status).inc()
 
 
 class Registry:
     def __init__(self):
-        self.latency = Histogram("figsearch_http_request_duration_seconds",
-                                 "HTTP request latency by route template.", ("method", "route"))
-        self.requests = Counter("figsearch_http_requests_total", "HTTP requests by route and status.",
-                                ("method", "route", "status"))
-        self.gauges: list[Gauge] = []
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.latency = _Latency(self.registry)
+        self.requests = _Requests(self.registry)
+        self._gauges = _ScrapeGauges()
+        self.registry.register(self._gauges)
         self.templates: dict = {}  # endpoint function -> full route template
 
     def add_routes(self, routes, prefix: str = "") -> None:
@@ -108,18 +81,10 @@ class Registry:
                 self.templates[r.endpoint] = prefix + r.path
 
     def gauge(self, name: str, help: str, collect: Callable[[], list[tuple[dict, float]]]) -> None:
-        self.gauges.append(Gauge(name, help, collect))
+        self._gauges.gauges.append((name, help, collect))
 
     def render(self) -> str:
-        lines: list[str] = []
-        for m in (self.latency, self.requests):
-            lines += m.render()
-        for g in self.gauges:
-            try:
-                lines += list(g.render())
-            except Exception as exc:  # a failing collector (DB down) must not hide the others
-                lines.append(f"# {g.name} unavailable: {type(exc).__name__}")
-        return "\n".join(lines) + "\n"
+        return generate_latest(self.registry).decode("utf-8")
 
 
 def route_label(scope: dict, templates: dict | None = None) -> str:

@@ -54,8 +54,9 @@ def readyz(request: Request, holder: HolderDep):
             responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format"}})
 def metrics(request: Request):
     """Prometheus metrics: request latency per route, ingest files by status, index size."""
-    return PlainTextResponse(request.app.state.metrics.render(),
-                             media_type="text/plain; version=0.0.4; charset=utf-8")
+    from app.api.metrics import CONTENT_TYPE
+
+    return PlainTextResponse(request.app.state.metrics.render(), media_type=CONTENT_TYPE)
 
 
 @info_router.get("/info", response_model=schemas.Info)
