@@ -34,7 +34,7 @@ from app.settings import Settings, generated_token_notice, resolve_admin_token
 
 log = logging.getLogger(__name__)
 
-FRONTEND_DIR = Path(__file__).resolve().parents[2] / "frontend"
+FRONTEND_DIR = Path(__file__).resolve().parents[1] / "frontend"  # package data (pyproject)
 API_PREFIX = "/api/v1"
 VERSION = "0.1.0"
 
