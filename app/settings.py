@@ -23,9 +23,11 @@ ADMIN_TOKEN_FILE = "admin-token"
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FIGSEARCH_", env_file=None, extra="ignore")
 
-    data_dir: Path = Field(Path("./data"), description="Where the database, crops and indexes live.")
-    database_url: str = Field("", description="SQLAlchemy URL; empty = SQLite file in the data dir.")
-    broker_url: str = Field("", description="Celery broker URL; empty = run tasks in-process.")
+    data_dir: Path = Field(Path("./data"), description="Where the database (embedded mode), crops, stored PDFs, indexes and models live; the CLI's --data-dir overrides it.")
+    database_url: str = Field("", description="SQLAlchemy URL, e.g. postgresql+psycopg://postgres@127.0.0.1:5432/figsearch; "
+                                           "empty = SQLite file in the data dir.")
+    broker_url: str = Field("", description="Celery broker URL, e.g. redis://127.0.0.1:6379/0 (distributed mode: "
+                                         "Celery workers do the work); empty = run tasks in-process.")
     result_backend: str = Field("", description="Celery result backend; empty = same as the broker.")
     broker_visibility_timeout_s: int = Field(
         3600, ge=1, description="Redis: a task not acknowledged within this time (its worker died) is redelivered.")
@@ -39,11 +41,11 @@ class Settings(BaseSettings):
     ocr_threads: int = Field(2, ge=1, description="Tesseract processes per file for scanned pages.")
     worker_memory_mb: int = Field(4096, ge=0, description="Address-space cap per extraction process (0 = none).")
     ingest_workers: int = Field(2, ge=1, description="Extraction processes in embedded mode.")
-    figure_dpi: int = Field(150, ge=50, le=400)
-    thumbnail_px: int = Field(256, ge=32, le=1024)
+    figure_dpi: int = Field(150, ge=50, le=400, description="Resolution of the figure and table crops.")
+    thumbnail_px: int = Field(256, ge=32, le=1024, description="Longest side of the thumbnails.")
     # zip safety
-    zip_max_members: int = Field(5000, ge=1)
-    zip_max_total_mb: float = Field(2000.0, gt=0)
+    zip_max_members: int = Field(5000, ge=1, description="Zips with more members are refused.")
+    zip_max_total_mb: float = Field(2000.0, gt=0, description="Most a zip may unpack to, all members together.")
     zip_max_ratio: float = Field(200.0, gt=1, description="Refuse members compressed more than this.")
 
     # search
@@ -52,8 +54,11 @@ class Settings(BaseSettings):
     dense: bool = Field(True, description="Use MiniLM embeddings for re-ranking (off = lexical only).")
     auto_index: bool = Field(True, description="Refresh the search index after each ingest job.")
 
-    admin_token: str = Field("", description="Bearer token for admin endpoints (at least 24 characters); "
-                                             "empty = embedded mode generates one in the data dir.")
+    admin_token: str = Field("", description="Bearer token of the admin endpoints, at least 24 characters; "
+                                             "placeholders (change-me, ...) and shorter tokens are refused in every "
+                                             "mode. Empty: embedded mode generates a random token on first start, "
+                                             "stores it in DATA_DIR/admin-token (owner-only) and prints it once "
+                                             "(`figsearch admin-token` shows it); distributed mode refuses to start.")
 
     # web service (app/api)
     search_rerank: bool = Field(True, description="Dense (MiniLM) re-ranking of free-text /search results.")
@@ -62,12 +67,15 @@ class Settings(BaseSettings):
     index_poll_s: float = Field(2.0, ge=0, description="How often the API checks for a new index version.")
     max_page_size: int = Field(100, ge=1, le=1000, description="Largest k/limit a list or search request may ask "
                                                            "for (the API schema states the same bound).")
-    max_upload_mb: float = Field(200.0, gt=0, description="Largest admin upload (PDFs/zip) per request.")
+    max_upload_mb: float = Field(200.0, gt=0, description="Largest admin upload (PDFs/zip) per request, counted "
+                                                           "while the body streams in (chunked or not).")
     upload_quota_mb: float = Field(4096.0, gt=0, description="Disk space all pending uploads and unpacked zips "
-                                                             "together may use (data_dir/uploads + incoming).")
+                                                             "together may use (data_dir/uploads + incoming); past "
+                                                             "it uploads get 507.")
     max_image_mb: float = Field(10.0, gt=0, description="Largest image for POST /search/by-image.")
     max_image_megapixels: float = Field(
-        25.0, gt=0, description="Largest query image (width x height, read from its header before decoding).")
+        25.0, gt=0, description="Largest query image (width x height, read from its header before decoding); "
+                               "larger ones get 413.")
     upload_types: list[str] = Field(["application/pdf", "application/zip"],
                                     description="Accepted content types of admin uploads.")
     image_types: list[str] = Field(["image/png", "image/jpeg"], description="Accepted query image types.")
@@ -80,7 +88,7 @@ class Settings(BaseSettings):
     max_deliveries: int = Field(3, ge=1, description="Distributed mode: a file whose worker died this many times is "
                                                      "marked failed ('worker crashed N times').")
     ingest_stall_s: float = Field(600.0, gt=0, description="`figsearch ingest` in distributed mode gives up waiting "
-                                                           "when no file finishes for this long.")
+                                                           "(exit 1) when no file finishes for this long.")
 
     # central figure (app/central)
     central_model_dir: str = Field("", description="Trained central-figure model; empty = data_dir/models/central.")

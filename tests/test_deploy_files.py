@@ -68,3 +68,50 @@ def test_wheel_ships_the_web_ui_and_migrations(tmp_path):
         missing = [str(p.relative_to(ROOT)) for p in files if str(p.relative_to(ROOT)) not in names]
         assert not missing, missing
     assert "app/frontend/index.html" in names and "app/frontend/js/app.js" in names
+
+
+def _settings_table_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("settings_table", ROOT / "scripts" / "settings_table.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _readme_block(text: str, mod, name: str) -> str:
+    start, end = text.index(mod._begin(name)) + len(mod._begin(name)), text.index(mod._end(name))
+    return text[start:end].strip()
+
+
+def test_readme_lists_every_setting():
+    """Every Settings field is documented in README (env name, default, description), and the
+    table is the one scripts/settings_table.py generates (so defaults cannot drift)."""
+    from app.settings import Settings
+
+    mod = _settings_table_script()
+    readme = (ROOT / "README.md").read_text()
+    block = _readme_block(readme, mod, "settings")
+    rows = {line.split("|")[1].strip().strip("`"): line for line in block.splitlines()[2:]}
+    for name, field in Settings.model_fields.items():
+        env = f"FIGSEARCH_{name.upper()}"
+        assert field.description, f"Settings.{name} has no description"
+        assert env in rows, f"{env} missing from README (run python scripts/settings_table.py --write)"
+    assert len(rows) == len(Settings.model_fields)
+    assert block == mod.settings_table(), "README settings table out of date: python scripts/settings_table.py --write"
+    assert "| `FIGSEARCH_MAX_PAGES` | integer | `300` |" in block  # a default, as generated
+
+
+def test_readme_lists_every_command_and_celery_task():
+    mod = _settings_table_script()
+    readme = (ROOT / "README.md").read_text()
+    commands = _readme_block(readme, mod, "commands")
+    names = [name for name, _ in mod.command_rows()]
+    assert {"ingest", "jobs", "serve", "index", "train-types"} <= set(names)
+    for name in names:
+        assert f"| `figsearch {name}` |" in commands, f"figsearch {name} missing from README"
+    tasks = _readme_block(readme, mod, "tasks")
+    task_names = [name for name, _, _ in mod.task_rows()]
+    assert {"figsearch.ingest_pdf", "figsearch.ingest_collection", "figsearch.refresh_index"} <= set(task_names)
+    for name in task_names:
+        assert f"| `{name}` |" in tasks, f"Celery task {name} missing from README"
