@@ -381,9 +381,9 @@ def _photo(rng: random.Random, nprng: np.random.Generator, w: int, h: int) -> Im
     if rng.random() < 0.4:  # a grid of photos, as figures of examples are
         tiles = rng.randint(2, 4)
         canvas = Image.new("RGB", (w, h), "white")
-        tw = w // tiles
+        tw = max(1, w // tiles)
         for k in range(tiles):
-            canvas.paste(pic.resize((tw - 4, h)).rotate(rng.choice([0, 90, 180]), expand=False), (k * tw, 0))
+            canvas.paste(pic.resize((max(1, tw - 4), h)).rotate(rng.choice([0, 90, 180]), expand=False), (k * tw, 0))
         pic = canvas
     return pic
 
