@@ -25,8 +25,6 @@ class FigureFilter:
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}")
-        if self.year_from is not None and self.year_to is not None and self.year_from > self.year_to:
-            raise ValueError(f"year_from ({self.year_from}) is after year_to ({self.year_to})")
 
     @property
     def restricts_index(self) -> bool:
