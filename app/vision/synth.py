@@ -170,7 +170,9 @@ def _box(ax, rng: random.Random, nprng: np.random.Generator) -> None:
         for b, c in zip(parts["bodies"], _colors(rng, n)):
             b.set_facecolor(c)
     else:
-        bp = ax.boxplot(data, patch_artist=rng.random() < 0.6, vert=rng.random() < 0.8,
+        patch = rng.random() < 0.6
+        orientation = "vertical" if rng.random() < 0.8 else "horizontal"
+        bp = ax.boxplot(data, patch_artist=patch, orientation=orientation,
                         showfliers=rng.random() < 0.7, widths=rng.uniform(0.3, 0.8))
         for b, c in zip(bp["boxes"], _colors(rng, n)):
             if hasattr(b, "set_facecolor"):
