@@ -19,7 +19,7 @@ import pytest
 from app.pdfs import attach_pdfs
 from app.settings import Settings
 from tests.test_api import build_sample_data
-from tests.test_e2e_browser import CHROMIUM, Console, _free_port, wait_js
+from tests.test_e2e_browser import CHROMIUM, Console, _free_port, browser, wait_js  # noqa: F401 (fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = Path(os.environ.get("FIGSEARCH_UI_SHOTS", "/tmp/ui-shots"))
@@ -63,16 +63,6 @@ def server(tmp_path_factory):
         proc.terminate()
         proc.wait(10)
         log.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    pw_api = pytest.importorskip("playwright.sync_api")
-    with pw_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                               args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        yield b
-        b.close()
 
 
 def shot(page, name: str) -> None:

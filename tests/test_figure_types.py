@@ -61,7 +61,7 @@ def test_shipped_classifier_names_fresh_drawings(model):
 
 
 def test_ingest_stores_types(tmp_path):
-    """After an ingest job every figure has a type and tables are `table`."""
+    """After an ingest job (which refreshes the index) every figure has a type and tables are `table`."""
     from sqlalchemy import select
 
     from app.db.schema import Figure
@@ -71,7 +71,7 @@ def test_ingest_stores_types(tmp_path):
     from app.settings import Settings
 
     pdfs = generate_collection(tmp_path / "pdfs", n_papers=1, seed=3)
-    settings = Settings(data_dir=tmp_path / "data", database_url="", broker_url="", auto_index=False)
+    settings = Settings(data_dir=tmp_path / "data", database_url="", broker_url="", auto_index=True, dense=False)
     job = prepare_job(pdfs, settings)
     run_job_embedded(settings, job, workers=1)
     with session_scope(settings.db_url) as s:

@@ -10,7 +10,6 @@ papers' titles as topic queries, by OCR (the product's search index over OCR tex
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import time
@@ -23,6 +22,7 @@ from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
 from app.db.schema import Figure, Paper, PaperStatus
+from app.ingest.extract import file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -41,12 +41,6 @@ class Born:
     figures: list[dict]
 
 
-def _sha(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _read_only(db_url: str):
@@ -65,7 +59,7 @@ def load_born(db_url: str, pdf_root: Path) -> tuple[list[Born], list[Path]]:
 
     by_sha, real_scans = {}, []
     for p in sorted(pdf_root.rglob("*.pdf")):
-        by_sha[_sha(p)] = p
+        by_sha[file_sha256(p)] = p
         try:
             with pymupdf.open(p) as doc:
                 if source_kind(classify_pages(doc, 30)) != "born_digital":

@@ -1,7 +1,7 @@
 """Figure types of stored figures: the crops of figures without a type go through the pixel
 classifier (app/vision/figure_types.py) and the dominant type and the list of types shown are
-stored. Tables are `table` by construction. Runs after each ingest job and before an index build,
-so old collections get types too; a failure is logged and never loses the ingest."""
+stored. Tables are `table` by construction. Runs after each ingest job that refreshes the index,
+and before `figsearch index` builds, so old collections get types too; a failure is logged and never loses the ingest."""
 from __future__ import annotations
 
 import logging

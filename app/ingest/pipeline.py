@@ -16,6 +16,7 @@ import shutil
 import time
 from collections import Counter
 from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -290,8 +291,8 @@ def finish_job(settings: Settings, job_id: str) -> None:
         new_papers = [pid for (pid,) in s.execute(select(JobFile.paper_id).where(
             JobFile.job_id == job_id, JobFile.status == "ok", JobFile.paper_id.is_not(None)))]
     remove_job_files(settings, job_id)
-    classify_new(settings, new_papers)
-    if settings.auto_index:
+    if settings.auto_index:  # without it, `figsearch index` types the figures before it builds
+        classify_new(settings, new_papers)
         score_central(settings, new_papers)
         refresh_index(settings)
 
@@ -371,6 +372,8 @@ def _collect(settings: Settings, futures: list, on_file: Callable[[str, Outcome]
     from pebble import ProcessExpired
 
     for jf_id, name, limit, fut in futures:
+        while not fut.done():  # wake up often: a SIGTERM taken by another thread is handled here
+            wait_futures([fut], timeout=0.5)
         try:
             outcome = record_outcome(settings, jf_id, fut.result())
         except FutureTimeout:
