@@ -131,6 +131,9 @@ def ingest(paths: Optional[list[Path]] = typer.Argument(None, help="PDF files, f
     def on_term(_signum, _frame):
         raise KeyboardInterrupt
 
+    import pymupdf  # noqa: F401 - imported before the handler: its slow import (PyMuPDF 2 loads a layout
+    # model) swallows a KeyboardInterrupt raised inside it, and the job would run on after a SIGTERM
+
     previous = signal.signal(signal.SIGTERM, on_term)
     try:
         if status not in ("done", "failed"):
