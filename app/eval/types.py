@@ -103,12 +103,9 @@ def evaluate_types(settings: Settings, gold_path: Path, reclassify: bool = False
 def _type_queries(settings: Settings, per_figure: list[dict]) -> dict:
     """Every type with at least 5 labelled figures: its everyday name searched over the labelled
     figures (the served search with MiniLM and type match)."""
-    try:
-        from app.search.encoder import MiniLMEncoder
+    from app.learn.embed import text_query_encoder  # the served query encoder (CLI and API alike)
 
-        encoder = MiniLMEncoder() if settings.dense else None
-    except Exception:  # noqa: BLE001 - without MiniLM the lexical + type search is measured
-        encoder = None
+    encoder = text_query_encoder(settings.data_dir) if settings.dense else None
     try:
         engine = SearchEngine.load_current(index_root(settings), encoder=encoder)
     except FileNotFoundError:
