@@ -47,7 +47,7 @@ def test_random_expectation():
 
 def test_pick_first_and_tfidf():
     assert rank_by([2, 1, 5], pick_first_scores([2, 1, 5])) == [1, 2, 5]
-    tf = Tfidf.fit(["neural network architecture", "training loss curves", "ctr prediction model"])
+    tf = Tfidf.fit(["neural network architecture", "training loss curves", "a prediction model"])
     s = tf.scores("the architecture of our neural network", ["Training loss curves.", "Network architecture."])
     assert s[1] > s[0] and s[0] == 0.0
 
@@ -56,7 +56,7 @@ def test_mask_refs_and_clean_caption():
     assert mask_refs("as shown in Figure 3(b) and Fig. 4") == "as shown in figure and figure"
     assert mask_refs("Figs. 2 and 3 compare; Table 1 lists") == "figure compare; table lists"
     assert "3" not in mask_refs("see Figure3 for details")
-    assert clean_caption("Figure 3: The architecture of DeepFM.") == "The architecture of DeepFM."
+    assert clean_caption("Figure 3: The architecture of the model.") == "The architecture of the model."
     assert clean_caption("Fig. 12. Results") == "Results"
     seg = Segmenter.from_texts(["the neural network model with dropout is a simple model"])
     assert clean_caption("Figure1:DropoutNeuralNetModel.Left:a net", seg).startswith("Dropout Neural Net Model. Left:")
@@ -74,7 +74,8 @@ def test_split_papers_is_seeded_and_disjoint():
 
 
 def test_fit_weights_moves_towards_the_signal():
-    from app.central.scoring import DEFAULT_WEIGHTS, FEATURES, fit_weights
+    from app.central.defaults import DEFAULT_WEIGHTS
+    from app.central.scoring import FEATURES, fit_weights
 
     rng = np.random.default_rng(0)
     items = []
@@ -101,3 +102,58 @@ def test_shipped_gold_file_is_well_formed():
     for sha, numbers in gold.items():
         assert len(sha) == 64 and int(sha, 16) >= 0
         assert numbers and len(set(numbers)) == len(numbers) and all(n >= 1 for n in numbers)
+
+
+def test_bootstrap_interval_and_paper_grouped_test():
+    from app.central.stats import bootstrap_ci, paired_by_paper
+
+    assert bootstrap_ci([1.0] * 10) == [1.0, 1.0]
+    lo, hi = bootstrap_ci([0.0] * 10 + [1.0] * 10)
+    assert 0.2 < lo < 0.5 < hi < 0.8
+    # 10 papers, 5 queries each; a beats b on every paper: grouped by paper, 10 pairs, not 50
+    papers = [f"p{i}" for i in range(10) for _ in range(5)]
+    a = [1.0, 1.0, 0.0, 1.0, 0.0] * 10
+    b = [0.0, 1.0, 0.0, 0.0, 0.0] * 10
+    t = paired_by_paper(papers, a, b)
+    assert t["n_papers"] == 10 and t["mean_diff"] == pytest.approx(0.4) and t["papers_better"] == 10
+    assert t["p_t"] < 0.01 or t["p_wilcoxon"] < 0.01
+    same = paired_by_paper(papers, a, a)
+    assert same["p_t"] == 1.0 and same["mean_diff"] == 0.0
+    mixed = paired_by_paper(["p1", "p1", "p2", "p2"], [1, 0, 0, 0], [0, 0, 1, 0])
+    assert mixed["papers_better"] == 1 and mixed["papers_worse"] == 1 and mixed["p_t"] > 0.3
+
+
+def _paper(figs):
+    from app.central.data import FigureInfo, PaperInfo
+
+    return PaperInfo(id=1, sha256="a" * 64, title="T", abstract="", n_pages=10,
+                     figures=[FigureInfo(id=i, number=i, caption=c, text=c, page=pg, width=100, height=100, **kw)
+                              for i, (c, pg, kw) in enumerate(figs, 1)])
+
+
+def test_bad_crops_are_never_central_and_type_features():
+    from app.central.defaults import DEFAULT_WEIGHTS
+    from app.central.scoring import FEATURES, combine, crop_ok, feature_matrix
+
+    p = _paper([("Overview of the framework.", 2, {"crop_quality": "text_only"}),
+                ("Results on the test set.", 6, {"figure_types": [{"type": "diagram", "score": 0.9}], "n_panels": 4}),
+                ("Accuracy versus size.", 8, {"figure_types": [{"type": "line_chart", "score": 0.8}]})])
+    X = feature_matrix(p, None, [1.0, 0.0, 0.0])
+    assert X.shape == (3, len(FEATURES))
+    col = {k: X[:, i].tolist() for i, k in enumerate(FEATURES)}
+    assert col["diagram"] == [0.0, 0.9, 0.0] and col["panels"][1] == pytest.approx(4 / 6)
+    assert col["early_diagram"][1] == pytest.approx(0.9 * (1 - 5 / 9))
+    assert col["caption_kind"] == [1.0, -1.0, -1.0]
+    ok = crop_ok(p)
+    assert ok.tolist() == [False, True, True]
+    s = combine(X, DEFAULT_WEIGHTS, ok)
+    assert s[0] < min(s[1], s[2])  # first, diagram caption, best tf.idf: still below every good crop
+    assert combine(X, DEFAULT_WEIGHTS)[0] > s[0]
+
+
+def test_caption_kind_has_no_corpus_words():
+    """The caption keyword lists are generic: metric names of one field do not decide a caption's kind."""
+    from app.central.scoring import caption_type
+
+    for text in ("GAUC of the models.", "Logloss over training.", "AUC on the dataset.", "The app interface."):
+        assert caption_type(text) == 0.0

@@ -54,10 +54,11 @@ def tiny(tmp_path):
     return settings, ids
 
 
-def test_queries_and_triplets(tiny):
+def test_queries_and_batches(tiny):
     import random
 
-    from app.central.data import build_queries, load_papers, sample_triplets
+    from app.central.data import build_queries, load_papers
+    from app.central.train import make_batch
 
     settings, _ = tiny
     papers = load_papers(settings.db_url)
@@ -69,11 +70,26 @@ def test_queries_and_triplets(tiny):
     assert q.target == 1 and q.candidates == [1, 2, 3]
     assert "1" not in q.sentence and "figure" in q.sentence  # reference masked
     assert len(q.context) == 3 and q.sentence in q.context
-    trips = sample_triplets(qs, papers, random.Random(0), negatives=3)
-    t = trips[0]
-    assert t.positive == papers[0].figures[0].text
-    assert len(t.negatives) == 2 and t.positive not in t.negatives
-    assert t.sentence in q.context
+    caps = {p.sha256: {f.number: f.text for f in p.figures} for p in papers}
+    sents, texts, targets, mask = make_batch([qs[0], qs[3]], caps, random.Random(0), negatives=3)
+    assert sents[0] in qs[0].context and texts[targets[0]] == papers[0].figures[0].text
+    # every caption of the first query's paper is in the batch (hard negatives), once each
+    assert set(caps[papers[0].sha256].values()) <= set(texts) and len(set(texts)) == len(texts)
+    assert all(all(row) for row in mask)  # no co-mentioned figures here: nothing masked
+
+
+def test_batch_masks_co_mentioned_captions():
+    import random
+
+    from app.central.data import Query
+    from app.central.train import make_batch
+
+    caps = {"p": {1: "a", 2: "b", 3: "c"}}
+    q = Query(paper_sha="p", sentence="s", context=[], target=1, candidates=[1, 3])  # 2 co-mentioned
+    q2 = Query(paper_sha="p", sentence="t", context=[], target=2, candidates=[2, 3])
+    sents, texts, targets, mask = make_batch([q, q2], caps, random.Random(0), negatives=3)
+    assert mask[0][texts.index("b")] is False and mask[0][texts.index("c")] is True
+    assert mask[1][texts.index("a")] is False and mask[1][targets[1]] is True
 
 
 def test_co_mentioned_figures_are_not_negatives():
@@ -112,55 +128,54 @@ def test_tiny_training_save_load_score_and_eval(tiny, tmp_path):
     from app.central.cli import register
     from app.central.scoring import CentralScorer, score_papers
     from app.central.train import TrainConfig, model_dir, train_central
-    from models.central import CentralCrossEncoder, load_meta
+    from models.central import CentralBiEncoder, load_meta
 
     settings, ids = tiny
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps({"sha256": f"{i:064x}", "central": [1, 2]}) + "\n" for i in range(5)))
+    app = typer.Typer()
+    register(app)
+    runner = CliRunner()
+
+    # a model that trained on a gold paper: eval-central refuses to report the gold set
     cfg = TrainConfig(epochs=1, max_steps=2, batch_size=4, max_length=32, val_frac=0.2, seed=0)
     meta = train_central(settings, cfg, progress=False)
+    assert meta["steps"] == 2 and len(meta["val_papers"]) == 1 and len(meta["train_papers"]) == 4
+    res = runner.invoke(app, ["eval-central", "--data-dir", str(settings.data_dir), "--gold", str(gold),
+                              "--out", str(tmp_path / "refused")])
+    assert res.exit_code == 2 and "training papers" in res.output
+    assert not (tmp_path / "refused" / "report.json").exists()
+
+    # excluding three gold papers: the remaining one trains, the gold file lists the other four
+    excl = tmp_path / "excl.txt"
+    excl.write_text("".join(f"{i:064x}\n" for i in range(5) if f"{i:064x}" in meta["train_papers"][:3]))
+    res = runner.invoke(app, ["train-central", "--data-dir", str(settings.data_dir), "--exclude-papers", str(excl),
+                              "--epochs", "1", "--max-steps", "2", "--batch-size", "4", "--max-length", "32"])
+    assert res.exit_code == 0, res.output
     d = model_dir(settings)
-    assert meta["steps"] == 2 and len(meta["val_papers"]) == 1
     saved = load_meta(d)
-    assert saved["data_hash"] == meta["data_hash"] and saved["config"]["max_length"] == 32
+    assert saved["kind"] == "central-bi-encoder" and saved["config"]["max_length"] == 32
+    assert not set(saved["train_papers"]) & set(excl.read_text().split()) and len(saved["train_papers"]) == 1
     assert "val_selfsup" in saved["metrics"]
 
-    scorer = CentralScorer.from_settings(settings)  # loads the saved model (CentralCrossEncoder.load)
-    assert scorer.uses_model and isinstance(scorer.model, CentralCrossEncoder)
-    assert scorer.model.max_length == 32 and scorer.model.meta["data_hash"] == meta["data_hash"]
+    scorer = CentralScorer.from_settings(settings)  # loads the saved model
+    assert scorer.uses_model and isinstance(scorer.model, CentralBiEncoder)
     m = scorer.model
     s1 = m.score(["an attention network"], ["The architecture of the attention network."])
     s2 = m.score(["an attention network"], ["The architecture of the attention network."])
-    assert len(s1) == 1 and s1 == s2  # eval mode: deterministic
-    # the priors are saved with the model and add to the seed's cross-encoder score
-    assert m.use_prior and m.lexical is not None and saved["prior"] is True
-    pair = (["an attention network"], ["The architecture of the attention network."])
-    cross = m.score(*pair, cross_only=True)
-    extra = float(m.priors(*pair)[0])
-    assert extra > 0 and s1[0] == pytest.approx(cross[0] + extra, abs=1e-3)
-    assert meta["kept_epoch"] in (0, 1) and len(meta["dev_mrr_by_epoch"]) >= 1
+    assert len(s1) == 1 and s1 == s2 and -1.0 <= s1[0] <= 1.0  # eval mode: deterministic cosine
+    mat = m.score_matrix(["an attention network", "loss curves"], ["The architecture.", "Loss curves.", "AUC."])
+    assert mat.shape == (2, 3)
     r = score_papers(settings, paper_ids=ids[:2], scorer=scorer)
     assert r["figures"] == 6 and r["model"] is True
 
-    # CPU precision: fp32 and int8 (dynamic quantisation, the default without AMX) score alike
-    import os
-    from unittest import mock
-
-    with mock.patch.dict(os.environ, {"FIGSEARCH_CENTRAL_PRECISION": "fp32"}):
-        m32 = CentralCrossEncoder.load(d)
-    with mock.patch.dict(os.environ, {"FIGSEARCH_CENTRAL_PRECISION": "int8"}):
-        m8 = CentralCrossEncoder.load(d)
-    assert m32.precision == "fp32" and m8.precision == "int8"
-    caps = ["The architecture of the attention network.", "Accuracy versus training time.", "A user interface."]
-    s32, s8 = m32.score(["an attention network"] * 3, caps), m8.score(["an attention network"] * 3, caps)
-    assert s8 != s32 and s8 == pytest.approx(s32, abs=0.25)
-
-    # eval-central through the CLI registration
-    app = typer.Typer()
-    register(app)
-    gold = tmp_path / "gold.jsonl"
-    gold.write_text("".join(json.dumps({"sha256": f"{i:064x}", "central": [1, 2]}) + "\n" for i in range(5)))
+    # gold papers that were trained on are refused; without them (a gold file of held-out papers) it reports
+    held = [s_ for s_ in (f"{i:064x}" for i in range(5)) if s_ not in saved["train_papers"]]
+    gold2 = tmp_path / "gold2.jsonl"
+    gold2.write_text("".join(json.dumps({"sha256": s_, "central": [1, 2]}) + "\n" for s_ in held))
     out = tmp_path / "report"
-    res = CliRunner().invoke(app, ["eval-central", "--data-dir", str(settings.data_dir), "--gold", str(gold),
-                                   "--out", str(out)])
+    res = runner.invoke(app, ["eval-central", "--data-dir", str(settings.data_dir), "--gold", str(gold2),
+                              "--out", str(out)])
     assert res.exit_code == 0, res.output
     rep = json.loads((out / "report.json").read_text())
     methods = {"random", "pick_first", "tfidf", "model", "combined"}
@@ -168,7 +183,11 @@ def test_tiny_training_save_load_score_and_eval(tiny, tmp_path):
     for m_ in methods:
         assert {"acc@1", "mrr"} <= set(rep["selfsup"][m_])
         assert {"acc@1", "acc@3", "map", "mrr", "ndcg"} <= set(rep["gold"][m_])
-    assert rep["gold"]["pick_first"]["acc@1"] == 1.0
+    assert rep["gold"]["pick_first"]["acc@1"] == 1.0 and rep["gold"]["pick_first"]["ci95"]["acc@1"] == [1.0, 1.0]
+    assert len(rep["gold_details"]) == len(held) == rep["info"]["n_gold_papers"]
+    assert set(rep["gold_details"][0]["metrics"]) >= methods
+    assert rep["info"]["model_excluded_gold"] is True
+    assert "model_vs_tfidf" in rep["selfsup_tests"]
     assert (out / "report.md").read_text().startswith("# Central-figure evaluation")
 
 

@@ -1,11 +1,13 @@
-"""Central figure: which figure of a paper best summarises it (issue 5, seed 002).
+"""Central figure: which figure of a paper best summarises it.
 
 Modules, one concept each:
   data       reading papers/figures/mentions from the database, text clean-up, self-supervised
-             queries and training triplets, the held-out split
+             queries, the held-out split
   baselines  random, pick-first, tf.idf cosine
-  scoring    features, the combined (content + position) linear score, `score_papers`
+  scoring    features, the combined (content + position + figure type) linear score, `score_papers`
   evaluate   ranking metrics, the self-supervised and gold evaluations, report writing
-  train      fine-tuning the cross-encoder of `models/central.py`
+  train      fine-tuning the bi-encoder of `models/central.py`
+  stats      paper-level bootstrap intervals and paired tests
+  defaults   the default combined weights and where they came from
   cli        `figsearch train-central`, `eval-central`, `score-central`
 """

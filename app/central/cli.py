@@ -27,19 +27,19 @@ def _settings(data_dir: Optional[Path]):
 
 def train_central_cmd(
         data_dir: Optional[Path] = DataDir,
-        epochs: int = typer.Option(8, "--epochs", min=1),
+        epochs: int = typer.Option(4, "--epochs", min=1),
         max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, help="Stop after this many steps."),
         exclude_papers: Optional[Path] = typer.Option(None, "--exclude-papers", exists=True, dir_okay=False,
                                                       help="sha256 per line (or gold JSON lines): never train on these."),
-        max_length: int = typer.Option(64, "--max-length", min=16, max=512),
-        batch_size: int = typer.Option(16, "--batch-size", min=1),
-        time_budget: float = typer.Option(25.0, "--time-budget-min", min=0.1, help="Wall-clock limit in minutes."),
+        max_length: int = typer.Option(128, "--max-length", min=16, max=512),
+        batch_size: int = typer.Option(32, "--batch-size", min=2),
+        time_budget: float = typer.Option(20.0, "--time-budget-min", min=0.1, help="Wall-clock limit in minutes."),
         seed: int = typer.Option(0, "--seed"),
         tables: bool = typer.Option(True, "--tables/--no-tables",
                                     help="Also train on sentences that mention tables (table captions as candidates)."),
         out: Optional[Path] = typer.Option(None, "--out", help="Model directory (default data_dir/models/central)."),
 ) -> None:
-    """Fine-tune the central-figure cross-encoder on self-supervised (mention, caption) pairs."""
+    """Fine-tune the central-figure bi-encoder on self-supervised (mention sentence, caption) pairs."""
     from app.central.data import read_sha_list
     from app.central.train import TrainConfig, train_central
 
@@ -66,12 +66,18 @@ def eval_central_cmd(
         no_model: bool = typer.Option(False, "--no-model", help="Evaluate the non-learned fallback only."),
         seed: int = typer.Option(0, "--seed"),
 ) -> None:
-    """Evaluate random, pick-first, tf.idf, the model and the combined score (self-supervised + gold)."""
-    from app.central.evaluate import evaluate_central
+    """Evaluate random, pick-first, tf.idf, the model and the combined score (self-supervised + gold).
+
+    Refuses (exit 2) to report gold papers the model trained on."""
+    from app.central.evaluate import GoldLeak, evaluate_central
 
     settings = _settings(data_dir)
-    report = evaluate_central(settings, out, gold_path=gold, seed=seed, save_weights=save_weights,
-                              use_model=not no_model)
+    try:
+        report = evaluate_central(settings, out, gold_path=gold, seed=seed, save_weights=save_weights,
+                                  use_model=not no_model)
+    except GoldLeak as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2)
     typer.echo((out / "report.md").read_text())
     if report.get("info", {}).get("n_gold_papers") == 0 and gold:
         typer.echo("warning: no paper of the gold file is in the collection", err=True)

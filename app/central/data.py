@@ -1,5 +1,5 @@
 """Data for the central-figure task: papers with their figures and figure mentions, text clean-up,
-the self-supervised queries / training triplets, and the held-out split.
+the self-supervised queries, and the held-out split.
 
 Self-supervised signal (seed 002): a body paragraph that explicitly mentions "Figure k" is about
 figure k. The database keeps, per mention, the mentioning sentence and its two neighbours
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import random
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -34,8 +33,8 @@ from sqlalchemy import select
 from app.ingest.labels import LABEL_PREFIX_RE, MENTION_RE
 
 __all__ = [
-    "FigureInfo", "MentionInfo", "PaperInfo", "Query", "Triplet", "load_papers", "clean_caption",
-    "mask_refs", "abstract_sentences", "build_queries", "sample_triplets", "split_papers",
+    "FigureInfo", "MentionInfo", "PaperInfo", "Query", "load_papers", "clean_caption",
+    "mask_refs", "abstract_sentences", "build_queries", "split_papers",
     "data_hash", "read_sha_list", "Segmenter",
 ]
 
@@ -54,6 +53,9 @@ class FigureInfo:
     height: int = 0
     kind: str = "figure"
     n_mentions: int = 0
+    figure_types: list = field(default_factory=list)  # [{"type", "score"}] from the pixel classifier
+    crop_quality: str = "ok"  # "ok" or why the crop is not a real graphic (text_only, tiny, ...)
+    n_panels: int = 0  # sub-figures found in a compound figure
     text: str = ""  # cleaned caption: label stripped, glued words re-spaced (set by load_papers)
 
 
@@ -90,13 +92,6 @@ class Query:
     context: list[str]  # the 3-sentence window (paragraph proxy), references masked
     target: int  # figure number mentioned
     candidates: list[int]  # figure numbers to rank (target included, co-mentioned figures excluded)
-
-
-@dataclass
-class Triplet:
-    sentence: str
-    positive: str  # caption text of the target
-    negatives: list[str]  # caption texts of other figures of the same paper
 
 
 # ---------------------------------------------------------------------------------------------
@@ -235,7 +230,8 @@ def load_papers(db_url: str, paper_ids: Sequence[int] | None = None, segmenter: 
                 fm = list(f.mentions) if with_mentions else []
                 figs.append(FigureInfo(id=f.id, number=f.number, caption=f.caption or "", page=f.page or 1,
                                        bbox=list(f.bbox or []), width=f.width or 0, height=f.height or 0,
-                                       kind=f.kind, n_mentions=len(fm)))
+                                       kind=f.kind, n_mentions=len(fm), figure_types=list(f.figure_types or []),
+                                       crop_quality=f.crop_quality or "ok", n_panels=len(f.panels or [])))
                 ments.extend(MentionInfo(number=f.number, sentence=m.sentence or "", before=m.before or "",
                                          after=m.after or "", position=m.position or 0) for m in fm)
             ments.sort(key=lambda m: (m.position, m.number))
@@ -298,22 +294,6 @@ def build_queries(papers: Iterable[PaperInfo]) -> list[Query]:
                 cands = [k for k in numbers if k == n or k not in g["nums"]]
                 if n in numbers and len(cands) >= 2:
                     out.append(Query(paper_sha=p.sha256, sentence=sent, context=ctx, target=n, candidates=cands))
-    return out
-
-
-def sample_triplets(queries: Sequence[Query], papers: Sequence[PaperInfo], rng: random.Random,
-                    negatives: int = 3) -> list[Triplet]:
-    """One triplet per query (in the given order): a sentence sampled from the paragraph proxy,
-    the target caption, up to `negatives` other captions of the paper sampled without replacement."""
-    caps = {p.sha256: {f.number: f.text for f in p.figures} for p in papers}
-    out = []
-    for q in queries:
-        c = caps[q.paper_sha]
-        # half the time the mentioning sentence itself, else any sentence of the paragraph proxy
-        sent = rng.choice(q.context) if q.context and rng.random() >= 0.5 else q.sentence
-        others = [k for k in q.candidates if k != q.target]
-        negs = rng.sample(others, min(negatives, len(others)))
-        out.append(Triplet(sentence=sent, positive=c[q.target], negatives=[c[k] for k in negs]))
     return out
 
 

@@ -111,6 +111,10 @@ def selfsup_model_metrics(model, queries, papers, batch_size: int = 128) -> dict
 # full evaluation (eval-central)
 
 
+class GoldLeak(ValueError):
+    """The model trained on a paper of the gold set: its gold numbers would not be held out."""
+
+
 def read_gold(path: str | Path) -> dict[str, list[int]]:
     """{sha256: [figure numbers in preference order]} from JSON lines."""
     out: dict[str, list[int]] = {}
@@ -122,63 +126,96 @@ def read_gold(path: str | Path) -> dict[str, list[int]]:
     return out
 
 
-def _selfsup(scorer, papers, queries, seed: int) -> dict[str, dict[str, float]]:
+def check_gold_disjoint(meta: dict | None, gold: set[str], gold_path: str | Path = "GOLD") -> None:
+    """Raise GoldLeak when the model (meta.json) lists a gold paper among its training papers, or
+    does not say which papers it trained on."""
+    if meta is None:
+        return
+    trained = meta.get("train_papers")
+    if trained is None:
+        raise GoldLeak("the central-figure model does not list the papers it trained on, so its gold numbers "
+                       f"cannot be shown to be held out; retrain it with `figsearch train-central --exclude-papers "
+                       f"{gold_path}`, or evaluate without it (--no-model)")
+    leak = sorted(set(trained) & set(gold))
+    if leak:
+        raise GoldLeak(f"{len(leak)} of the {len(gold)} gold papers were training papers of the central-figure "
+                       f"model (first: {leak[0]}); its numbers on them would not be held out. Retrain with "
+                       f"`figsearch train-central --exclude-papers {gold_path}`, or evaluate without the model "
+                       "(--no-model)")
+
+
+def _with_ci(rows: list[dict[str, float]], seed: int) -> dict:
+    """Means over papers plus a paper-level bootstrap 95% interval per metric."""
+    from app.central.stats import bootstrap_ci
+
+    out: dict = mean_metrics(rows)
+    out["ci95"] = {k: bootstrap_ci([r[k] for r in rows], seed=seed) for k in rows[0]}
+    return out
+
+
+def _selfsup(scorer, papers, queries, seed: int) -> tuple[dict, dict]:
+    """Self-supervised task on held-out papers: (metrics per method, paper-grouped comparisons)."""
     from app.central.baselines import pick_first_scores
-    from app.central.scoring import feature_matrix, weight_vector
+    from app.central.scoring import combine, feature_matrix
+    from app.central.stats import bootstrap_ci, paired_by_paper, per_paper_means
 
     by_sha = {p.sha256: p for p in papers}
     caps = {p.sha256: {f.number: f.text for f in p.figures} for p in papers}
-    model_scores: list[float] | None = None
-    spans = []
-    sents, capts = [], []
+    spans, sents, capts = [], [], []
     for q in queries:
         spans.append((len(sents), len(q.candidates)))
         for k in q.candidates:
             sents.append(q.sentence)
             capts.append(caps[q.paper_sha][k])
-    ablations: dict[str, list[float]] = {}
+    scored: dict[str, list[float]] = {}
     if scorer.model is not None and sents:
-        model_scores = scorer.model.score(sents, capts, batch_size=128)
-        if getattr(scorer.model, "use_prior", False):  # what each part of the model does alone
-            ablations["model_cross_only"] = scorer.model.score(sents, capts, batch_size=128, cross_only=True)
-            ablations["model_biencoder_only"] = scorer.model.biencoder_prior(sents, capts).cpu().tolist()
-    w = weight_vector(scorer.weights)
-    rows: dict[str, list] = {m: [] for m in (*METHODS, *ablations)}
+        scored["model"] = scorer.model.score(sents, capts)
+    if sents:  # the untrained sentence embedding the model starts from: what fine-tuning adds
+        from app.search.encoder import default_encoder
+
+        e_s, e_c = default_encoder().encode(sents), default_encoder().encode(capts)
+        scored["pretrained_minilm"] = (e_s * e_c).sum(axis=1).tolist()
+    rows: dict[str, list] = {m: [] for m in (*METHODS, *scored)}
     for q, (s, n) in zip(queries, spans):
-        gold = [q.target]
-        cands = q.candidates
+        gold, cands = [q.target], q.candidates
         tf = scorer.tfidf.scores(q.sentence, [caps[q.paper_sha][k] for k in cands])
         rows["random"].append(random_expectation(len(cands)))
         rankings = {"pick_first": rank_by(cands, pick_first_scores(cands)), "tfidf": rank_by(cands, tf)}
-        ms = model_scores[s:s + n] if model_scores is not None else None
-        if ms is not None:
-            rankings["model"] = rank_by(cands, ms)
-        for name, sc in ablations.items():
+        for name, sc in scored.items():
             rankings[name] = rank_by(cands, sc[s:s + n])
+        ms = scored["model"][s:s + n] if "model" in scored else None
         X = feature_matrix(by_sha[q.paper_sha], ms, tf, numbers=cands)
-        rankings["combined"] = rank_by(cands, (X @ w).tolist())
+        rankings["combined"] = rank_by(cands, combine(X, scorer.weights).tolist())
         for m, r in rankings.items():
             rows[m].append({"acc@1": acc_at_k(r, gold, 1), "mrr": reciprocal_rank(r, gold)})
-    out = {m: mean_metrics(r) for m, r in rows.items() if r}
-    for m in METHODS:
-        out.setdefault(m, None)
-    for m in ("model", "combined", *ablations):  # paired two-tailed t-test on per-query acc@1
+    shas = [q.paper_sha for q in queries]
+    out: dict = {}
+    for m in METHODS + tuple(scored):
+        if not rows.get(m):
+            out[m] = None
+            continue
+        out[m] = mean_metrics(rows[m])
+        out[m]["ci95"] = {k: bootstrap_ci(per_paper_means(shas, [r[k] for r in rows[m]]), seed=seed)
+                          for k in ("acc@1", "mrr")}
+    tests: dict = {}
+    for m in ("model", "pretrained_minilm", "combined"):
         if out.get(m) and rows["tfidf"]:
-            out[m]["p_value_acc@1_vs_tfidf"] = _paired_p([r["acc@1"] for r in rows[m]],
-                                                         [r["acc@1"] for r in rows["tfidf"]])
-    return out
-
-
-def _paired_p(a: list[float], b: list[float]) -> float:
-    from app.eval.recommendation import paired_p
-
-    return round(paired_p(a, b), 6)
+            tests[f"{m}_vs_tfidf"] = {k: paired_by_paper(shas, [r[k] for r in rows[m]],
+                                                         [r[k] for r in rows["tfidf"]], seed) for k in ("acc@1", "mrr")}
+            out[m]["p_value_acc@1_vs_tfidf"] = tests[f"{m}_vs_tfidf"]["acc@1"]["p_t"]
+    if out.get("model") and out.get("pretrained_minilm"):
+        tests["model_vs_pretrained_minilm"] = {k: paired_by_paper(shas, [r[k] for r in rows["model"]],
+                                                                  [r[k] for r in rows["pretrained_minilm"]], seed)
+                                               for k in ("acc@1", "mrr")}
+    return out, tests
 
 
 def _gold_eval(scorer, papers, gold: dict[str, list[int]], seed: int, l2: float) -> dict:
+    """Gold evaluation; `combined` uses weights fitted on the *other* gold papers (leave one paper
+    out, pulled towards zero), `combined_default` the shipped defaults."""
     from app.central.baselines import pick_first_scores
-    from app.central.scoring import (DEFAULT_WEIGHTS, DEFAULT_WEIGHTS_NO_MODEL, FEATURES, feature_matrix,
-                                     fit_weights, weight_vector)
+    from app.central.scoring import FEATURES, combine, crop_ok, feature_matrix, fit_weights
+    from app.central.stats import paired_by_paper
 
     items = []
     for p in papers:
@@ -187,51 +224,69 @@ def _gold_eval(scorer, papers, gold: dict[str, list[int]], seed: int, l2: float)
             continue
         content = scorer.content_scores(p)
         X = feature_matrix(p, content["model"], content["tfidf"])
-        items.append({"paper": p, "gold": g, "content": content, "X": X})
+        items.append({"paper": p, "gold": g, "content": content, "X": X, "ok": crop_ok(p)})
     if not items:
         return {"n_papers": 0}
-    prior = DEFAULT_WEIGHTS if scorer.model is not None else DEFAULT_WEIGHTS_NO_MODEL
     use = FEATURES if scorer.model is not None else tuple(f for f in FEATURES if f != "model")
+    zero = {k: 0.0 for k in FEATURES}
     rng = random.Random(seed)
-    rows: dict[str, list] = {m: [] for m in (*METHODS, "combined_default")}
+    methods = (*METHODS, "combined_default")
+    rows: dict[str, list] = {m: [] for m in methods}
     details = []
     for i, it in enumerate(items):
         p, g, nums = it["paper"], it["gold"], it["paper"].numbers
         rand = [gold_metrics(rng.sample(nums, len(nums)), g) for _ in range(200)]
         rows["random"].append(mean_metrics(rand))
-        # leave-one-paper-out: weights fitted on the other gold papers only
         train = [(o["X"], o["paper"].numbers, o["gold"]) for j, o in enumerate(items) if j != i]
-        w_oof = fit_weights(train, prior, l2=l2, use=use)
+        w_oof = fit_weights(train, zero, l2=l2, use=use)
         rankings = {"pick_first": rank_by(nums, pick_first_scores(nums)),
                     "tfidf": rank_by(nums, it["content"]["tfidf"]),
-                    "combined": rank_by(nums, (it["X"] @ weight_vector(w_oof)).tolist()),
-                    "combined_default": rank_by(nums, (it["X"] @ weight_vector(prior)).tolist())}
+                    "combined": rank_by(nums, combine(it["X"], w_oof, it["ok"]).tolist()),
+                    "combined_default": rank_by(nums, combine(it["X"], scorer.weights, it["ok"]).tolist())}
         if it["content"]["model"] is not None:
             rankings["model"] = rank_by(nums, it["content"]["model"])
+        per = {}
         for m, r in rankings.items():
-            rows[m].append(gold_metrics(r, g))
+            per[m] = gold_metrics(r, g)
+            rows[m].append(per[m])
+        per["random"] = rows["random"][-1]
         details.append({"sha256": p.sha256, "title": p.title[:100], "gold": g, "figures": nums,
-                        "rankings": {m: r[:3] for m, r in rankings.items()}})
-    out = {m: mean_metrics(r) if r else None for m, r in rows.items()}
-    fitted = fit_weights([(o["X"], o["paper"].numbers, o["gold"]) for o in items], prior, l2=l2, use=use)
-    return {"metrics": out, "n_papers": len(items), "details": details, "weights_all": fitted,
-            "weights_prior": dict(prior)}
+                        "bad_crops": [n for n, ok in zip(nums, it["ok"]) if not ok],
+                        "metrics": per, "rankings": rankings})
+    out = {m: _with_ci(r, seed) if r else None for m, r in rows.items()}
+    shas = [it["paper"].sha256 for it in items]
+    tests = {}
+    for a, b in (("combined", "pick_first"), ("combined", "tfidf"), ("combined_default", "pick_first"),
+                 ("combined_default", "tfidf"), ("model", "tfidf"), ("model", "pick_first")):
+        if rows[a] and rows[b]:
+            tests[f"{a}_vs_{b}"] = {k: paired_by_paper(shas, [r[k] for r in rows[a]], [r[k] for r in rows[b]], seed)
+                                    for k in ("acc@1", "map")}
+    fitted = fit_weights([(o["X"], o["paper"].numbers, o["gold"]) for o in items], zero, l2=l2, use=use)
+    return {"metrics": out, "tests": tests, "n_papers": len(items), "details": details, "weights_all": fitted,
+            "n_gold_central_bad_crop": sum(1 for d in details if d["gold"][0] in d["bad_crops"])}
 
 
 def evaluate_central(settings, out_dir: str | Path, gold_path: str | Path | None = None, seed: int = 0,
                      l2: float = 1.0, save_weights: bool = False, use_model: bool = True) -> dict:
-    """Run both evaluations, write report.json and report.md into `out_dir`; returns the report."""
+    """Run both evaluations, write report.json and report.md into `out_dir`; returns the report.
+
+    Raises GoldLeak (before computing anything) when the model trained on a gold paper."""
     import time
 
     from app.central.data import build_queries, load_papers, split_papers
+    from app.central.defaults import FITTED_ON
     from app.central.scoring import WEIGHTS_FILE, CentralScorer, model_dir
 
     t0 = time.perf_counter()
+    gold = read_gold(gold_path) if gold_path else {}
     papers = load_papers(settings.db_url)
     scorer = CentralScorer.from_settings(settings, papers=papers)
     if not use_model:
         scorer = CentralScorer(scorer.tfidf, model=None, max_sentences=scorer.max_sentences)
-    meta = getattr(scorer.model, "meta", None) or {}
+    meta = getattr(scorer.model, "meta", None) if scorer.model is not None else None
+    if gold:
+        check_gold_disjoint(meta, set(gold) & {p.sha256 for p in papers}, gold_path)
+    meta = meta or {}
     if meta.get("val_papers"):
         val = set(meta["val_papers"])
         split_note = "held-out papers of the trained model (meta.json val_papers)"
@@ -240,19 +295,23 @@ def evaluate_central(settings, out_dir: str | Path, gold_path: str | Path | None
         val = set(v)
         split_note = f"seeded 20% split (seed {seed}); no trained model"
     queries = build_queries(p for p in papers if p.sha256 in val)
-    gold = read_gold(gold_path) if gold_path else {}
-    report: dict = {"selfsup": _selfsup(scorer, papers, queries, seed),
+    selfsup, selfsup_tests = _selfsup(scorer, papers, queries, seed)
+    report: dict = {"selfsup": selfsup, "selfsup_tests": selfsup_tests,
                     "info": {"n_papers": len(papers), "n_selfsup_papers": len(val), "n_selfsup_queries": len(queries),
                              "split": split_note, "model": str(model_dir(settings)) if scorer.model is not None else None,
-                             "model_meta": {k: meta.get(k) for k in ("data_hash", "steps", "train_seconds", "config",
+                             "model_meta": {k: meta.get(k) for k in ("kind", "data_hash", "steps", "train_seconds",
+                                                                     "config", "kept_epoch", "dev_mrr_by_epoch",
                                                                      "stopped_early") if k in meta},
                              "combined_weights": scorer.weights}}
     if gold:
         g = _gold_eval(scorer, papers, gold, seed, l2)
         report["gold"] = g.get("metrics", {})
+        report["gold_tests"] = g.get("tests", {})
         report["info"].update({"n_gold_papers": g.get("n_papers", 0), "gold_file": str(gold_path),
+                               "n_gold_central_bad_crop": g.get("n_gold_central_bad_crop"),
                                "weights_fitted_on_all_gold": g.get("weights_all"),
-                               "weights_prior": g.get("weights_prior")})
+                               "default_weights_fitted_on": FITTED_ON,
+                               "model_excluded_gold": bool(meta) and not (set(gold) & set(meta.get("train_papers", [])))})
         report["gold_details"] = g.get("details", [])
         if save_weights and g.get("weights_all"):
             d = model_dir(settings)
@@ -269,6 +328,20 @@ def evaluate_central(settings, out_dir: str | Path, gold_path: str | Path | None
     return report
 
 
+def _ci(v, k) -> str:
+    ci = (v or {}).get("ci95", {}).get(k)
+    return f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
+
+
+def _test_line(name: str, t: dict) -> str:
+    parts = []
+    for k, d in t.items():
+        parts.append(f"{k} {d['mean_diff']:+.3f} [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}], "
+                     f"p = {d['p_t']:.3g} (t), {d['p_wilcoxon']:.3g} (Wilcoxon), "
+                     f"papers better/worse {d['papers_better']}/{d['papers_worse']}")
+    return f"- {name}: " + "; ".join(parts)
+
+
 def render_markdown(report: dict) -> str:
     info = report.get("info", {})
     lines = ["# Central-figure evaluation", ""]
@@ -276,24 +349,31 @@ def render_markdown(report: dict) -> str:
               f"- self-supervised task: {info.get('n_selfsup_queries')} mention queries from "
               f"{info.get('n_selfsup_papers')} held-out papers ({info.get('split')})",
               f"- model: {info.get('model') or 'none (fallback: tf.idf + position)'}",
-              f"- combined weights used for the self-supervised task: `{json.dumps(info.get('combined_weights'))}`", ""]
+              f"- combined weights in use: `{json.dumps(info.get('combined_weights'))}`", ""]
     lines += ["## Self-supervised (held-out papers): rank the paper's captions for a mention sentence", "",
-              "`model_cross_only` / `model_biencoder_only`: parts of the trained model alone (the seed's "
-              "cross-encoder head without the priors; the frozen MiniLM bi-encoder cosine). p: paired "
-              "two-tailed t-test of per-query acc@1 against tf.idf.", "",
-              "| method | acc@1 | mrr | p vs tfidf |", "|---|---|---|---|"]
+              "`model`: the fine-tuned bi-encoder alone; `pretrained_minilm`: the sentence embedding it starts "
+              "from. [95% interval]: paper-level bootstrap. Tests pair methods per paper (mean over the "
+              "paper's queries), then test over papers.", "",
+              "| method | acc@1 | mrr |", "|---|---|---|"]
     for m, v in report.get("selfsup", {}).items():
-        p = "-" if not v or v.get("p_value_acc@1_vs_tfidf") is None else f"{v['p_value_acc@1_vs_tfidf']:.3g}"
-        lines.append(f"| {m} | {_fmt(v, 'acc@1')} | {_fmt(v, 'mrr')} | {p} |")
+        lines.append(f"| {m} | {_fmt(v, 'acc@1')}{_ci(v, 'acc@1')} | {_fmt(v, 'mrr')}{_ci(v, 'mrr')} |")
+    if report.get("selfsup_tests"):
+        lines += [""] + [_test_line(n, t) for n, t in report["selfsup_tests"].items()]
     gold = report.get("gold") or {}
     if gold:
         lines += ["", f"## Gold labels ({info.get('n_gold_papers')} papers, {info.get('gold_file')})", "",
-                  "`combined` = weights fitted leave-one-paper-out (out-of-fold numbers); "
-                  "`combined_default` = hand-set default weights, no fitting.", "",
+                  "`combined` = weights fitted leave-one-paper-out on the other gold papers (held-out numbers); "
+                  f"`combined_default` = the shipped default weights (fitted on {info.get('default_weights_fitted_on')}: "
+                  "held out only on other gold sets). [95% interval]: paper-level bootstrap.", "",
                   "| method | acc@1 | acc@3 | map | mrr | ndcg |", "|---|---|---|---|---|---|"]
         for m, v in gold.items():
-            lines.append(f"| {m} | " + " | ".join(_fmt(v, k) for k in ("acc@1", "acc@3", "map", "mrr", "ndcg")) + " |")
-        lines += ["", f"Weights fitted on all gold papers: `{json.dumps(info.get('weights_fitted_on_all_gold'))}`"]
+            lines.append(f"| {m} | {_fmt(v, 'acc@1')}{_ci(v, 'acc@1')} | {_fmt(v, 'acc@3')} | "
+                         f"{_fmt(v, 'map')}{_ci(v, 'map')} | {_fmt(v, 'mrr')} | {_fmt(v, 'ndcg')} |")
+        if report.get("gold_tests"):
+            lines += ["", "Paired over papers (difference, 95% interval):", ""]
+            lines += [_test_line(n, t) for n, t in report["gold_tests"].items()]
+        lines += ["", f"Gold central figures with a bad crop: {info.get('n_gold_central_bad_crop')}",
+                  f"Weights fitted on all gold papers: `{json.dumps(info.get('weights_fitted_on_all_gold'))}`"]
     lines.append("")
     return "\n".join(lines)
 

@@ -1,40 +1,41 @@
-"""Central-figure scores: content (cross-encoder, tf.idf) + position, combined linearly; the job that
-stores `Figure.central_score` / `Figure.central_rank`.
+"""Central-figure scores: content (bi-encoder, tf.idf) + position, figure type and crop quality,
+combined linearly; the job that stores `Figure.central_score` / `Figure.central_rank`.
 
 Content scores of a paper (figures of kind "figure" only):
-  model  sum over the abstract's sentences (at most `central_max_sentences`) of the cross-encoder
-         score of (sentence, caption) -- seed 002's inference; all pairs of a paper go through the
-         model in one batched forward pass
+  model  sum over the abstract's sentences (at most `central_max_sentences`) of the cosine between
+         the sentence and the caption under the fine-tuned bi-encoder (models/central.py)
   tfidf  cosine between the tf.idf vectors of the whole abstract and the caption (baselines.py)
 
 Combined score = w . x, a linear model over per-figure features (FEATURES); content features are
 standardised within the paper (z-scores), so the weights do not depend on the abstract length:
-  model     z-score of the summed cross-encoder score (0 when no trained model is available)
-  tfidf     z-score of the tf.idf cosine
-  first     1 for the paper's first figure (lowest number)
-  order     figure index / (n - 1): 0 = first, 1 = last
-  page      (page - 1) / (n_pages - 1): where in the paper the figure sits
-  area      figure area (bbox, else crop pixels) / the largest figure area of the paper
-  diagram   caption "type": +1 when it describes a diagram (architecture, framework, overview,
-            illustration, pipeline, ...), -1 when it describes results (performance, comparison,
-            effect of, AUC, ...) or a product screenshot (interface, app, scenarios, screenshot),
-            0 otherwise or both
-  mentions  log(1 + mentions in the body) / log(1 + the paper's most mentioned figure's count)
-  name      1 when the caption names the paper's own method: the title's short prefix before ":"
-            ("PEPNet: ..."), an acronym in parentheses in the title ("... (PLE): ..."), or the name
-            the abstract introduces ("we propose ... called DPSR", within 4 words of the verb, used at least twice in the abstract)
+  model          z-score of the summed bi-encoder score (0 when no trained model is available)
+  tfidf          z-score of the tf.idf cosine
+  first          1 for the paper's first figure (lowest number)
+  order          figure index / (n - 1): 0 = first, 1 = last
+  page           (page - 1) / (n_pages - 1): where in the paper the figure sits
+  area           figure area (bbox, else crop pixels) / the largest figure area of the paper
+  caption_kind   +1 when the caption describes a diagram (architecture, overview, pipeline, ...),
+                 -1 when it describes results (performance, comparison, effect of, ...), else 0
+  mentions       log(1 + mentions in the body) / log(1 + the most mentioned figure's count)
+  name           1 when the caption names the paper's own method: the title's short prefix before
+                 ":", an acronym in parentheses in the title, or a name the abstract introduces
+                 ("we propose ... called X", used at least twice in the abstract)
+  diagram        the pixel classifier's diagram score of the crop (app/vision; 0 when unclassified)
+  early_diagram  diagram * (1 - page position): an overview diagram in the first pages is the
+                 typical visual summary of a paper
+  panels         min(panels, 6) / 6: compound figures are mostly grids of result plots
+A figure whose crop is not a real graphic (`crop_quality` other than "ok": text only, tiny, page
+number, caption without a region) is never central: it is ranked after every good crop.
 
-Default weights (DEFAULT_WEIGHTS) are set by hand from what is known about CS papers (the seed's
-finding that the first figure is very often central; overview/architecture diagrams summarise a
-paper better than result plots; content agreement with the abstract), not fitted. When a gold file
-is supplied, `fit_weights` fits them (softmax over the paper's figures, target = graded gold
-relevance, L2 pull towards the defaults so a dozen papers cannot move them far) and the
-evaluation reports out-of-fold numbers only (leave-one-paper-out). `eval-central --save-weights`
-installs the weights fitted on all gold papers as `combined.json` in the model directory, where
-the scorer picks them up.
+Default weights (app/central/defaults.py) were fitted on the first hand-labelled gold set; where
+they came from and how to refit them is written there. `eval-central --gold` reports the combined
+score with weights fitted leave-one-paper-out on the other gold papers (pulled towards zero, not
+towards the defaults), so its numbers never come from weights fitted on the paper they rank.
+`eval-central --save-weights` installs the weights fitted on all gold papers as `combined.json` in
+the model directory, where the scorer picks them up.
 
 Without a trained model (or with `central_use_model=False`) the scorer is the non-learned
-fallback: tf.idf + position with DEFAULT_WEIGHTS_NO_MODEL; the product always works.
+fallback: the same features with the model weight set to zero; the product always works.
 """
 from __future__ import annotations
 
@@ -50,24 +51,23 @@ import numpy as np
 
 from app.central.baselines import Tfidf, fit_tfidf_for_papers
 from app.central.data import PaperInfo, Segmenter, abstract_sentences, load_papers
+from app.central.defaults import DEFAULT_WEIGHTS, DEFAULT_WEIGHTS_NO_MODEL
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
 
-FEATURES = ("model", "tfidf", "first", "order", "page", "area", "diagram", "mentions", "name")
-DEFAULT_WEIGHTS = {"model": 0.6, "tfidf": 0.4, "first": 1.5, "order": -0.5, "page": -0.5,
-                   "area": 0.3, "diagram": 1.0, "mentions": 0.3, "name": 1.0}
-DEFAULT_WEIGHTS_NO_MODEL = {**DEFAULT_WEIGHTS, "model": 0.0, "tfidf": 0.7}
+FEATURES = ("model", "tfidf", "first", "order", "page", "area", "caption_kind", "mentions", "name",
+            "diagram", "early_diagram", "panels")
 WEIGHTS_FILE = "combined.json"
+BAD_CROP_PENALTY = 1000.0  # subtracted from the score of a figure whose crop is not a real graphic
 
 _DIAGRAM_RE = re.compile(
     r"\b(architecture|framework|overview|illustrat\w*|pipeline|structure|workflow|schematic|diagram|"
-    r"overall|proposed|system|procedure|paradigm|design|flowchart|module|our (?:model|method|approach))\b", re.I)
+    r"overall|proposed|system|procedure|design|flowchart|module|our (?:model|method|approach))\b", re.I)
 _RESULT_RE = re.compile(
-    r"\b(performance|results?|comparisons?|compared|accuracy|auc|gauc|logloss|error|effects?|impacts?|"
-    r"influence|versus|vs\.?|varying|different values|ablation|sensitivity|convergence|curves?|"
-    r"histogram|distribution|visuali[sz]ation|t-sne|runtime|speed|examples?|samples?|statistics|"
-    r"improvement|trend|interface|app|screenshots?|scenarios)\b", re.I)
+    r"\b(performance|results?|comparisons?|compared|accuracy|error|effects?|impacts?|influence|versus|"
+    r"vs\.?|varying|ablation|sensitivity|convergence|curves?|histogram|distribution|"
+    r"visuali[sz]ation|runtime|examples?|samples?|statistics|improvement)\b", re.I)
 _ACRO = r"[A-Z][A-Za-z0-9\-]*[A-Z][A-Za-z0-9\-]*"
 _INTRO_RE = re.compile(r"\b(?:propose[sd]?|present(?:s|ed)?|introduce[sd]?|called|named|dubbed|termed|coined)\s+"
                        r"(?:[\w\-]+\s+){0,4}?\(?(" + _ACRO + r")\)?", re.S)
@@ -115,8 +115,12 @@ def _area(f) -> float:
     return float(max(f.width, 0) * max(f.height, 0))
 
 
+def _diagram_score(f) -> float:
+    return max([float(t.get("score", 0.0)) for t in f.figure_types or [] if t.get("type") == "diagram"] + [0.0])
+
+
 def position_features(paper: PaperInfo, numbers: Sequence[int] | None = None) -> np.ndarray:
-    """(n, 7) features first, order, page, area, diagram, mentions, name for `numbers` (default all)."""
+    """(n, len(FEATURES) - 2) non-content features (first ... panels) for `numbers` (default all)."""
     figs = {f.number: f for f in paper.figures}
     allnums = sorted(figs)
     nums = list(numbers) if numbers is not None else allnums
@@ -129,16 +133,28 @@ def position_features(paper: PaperInfo, numbers: Sequence[int] | None = None) ->
     for k in nums:
         f = figs[k]
         idx = allnums.index(k)
+        page_pos = (f.page - 1) / (pages - 1) if pages > 1 else 0.0
+        diagram = _diagram_score(f)
         rows.append([
             1.0 if idx == 0 else 0.0,
             idx / (n_all - 1) if n_all > 1 else 0.0,
-            (f.page - 1) / (pages - 1) if pages > 1 else 0.0,
+            page_pos,
             _area(f) / max_area if max_area > 0 else 0.0,
             caption_type(f.text or f.caption),
             math.log1p(f.n_mentions) / math.log1p(max_ment) if max_ment > 0 else 0.0,
             names_in(f.text or f.caption, names),
+            diagram,
+            diagram * (1.0 - page_pos),
+            min(f.n_panels, 6) / 6.0,
         ])
-    return np.asarray(rows, dtype=np.float64).reshape(len(nums), 7)
+    return np.asarray(rows, dtype=np.float64).reshape(len(nums), len(FEATURES) - 2)
+
+
+def crop_ok(paper: PaperInfo, numbers: Sequence[int] | None = None) -> np.ndarray:
+    """True where the figure's crop is a real graphic (crop_quality "ok")."""
+    figs = {f.number: f for f in paper.figures}
+    nums = list(numbers) if numbers is not None else sorted(figs)
+    return np.asarray([figs[k].crop_quality == "ok" for k in nums], dtype=bool)
 
 
 def feature_matrix(paper: PaperInfo, model_scores: Sequence[float] | None, tfidf_scores: Sequence[float],
@@ -152,6 +168,14 @@ def feature_matrix(paper: PaperInfo, model_scores: Sequence[float] | None, tfidf
 
 def weight_vector(weights: dict[str, float]) -> np.ndarray:
     return np.asarray([float(weights.get(k, 0.0)) for k in FEATURES])
+
+
+def combine(X: np.ndarray, weights: dict[str, float], ok: np.ndarray | None = None) -> np.ndarray:
+    """w . x per figure; figures with a bad crop (ok False) sink below every good one."""
+    s = X @ weight_vector(weights)
+    if ok is not None:
+        s = s - BAD_CROP_PENALTY * (~ok)
+    return s
 
 
 # ---------------------------------------------------------------------------------------------
@@ -250,16 +274,13 @@ class CentralScorer:
         if self.model is not None and caps:
             sents = abstract_sentences(paper.abstract, self.max_sentences) or ([paper.title] if paper.title else [])
             if sents:
-                pairs_s = [s for s in sents for _ in caps]
-                pairs_c = [c for _ in sents for c in caps]
-                sc = np.asarray(self.model.score(pairs_s, pairs_c))
-                out["model"] = sc.reshape(len(sents), len(caps)).sum(axis=0).tolist()
+                out["model"] = self.model.score_matrix(sents, caps).sum(axis=0).tolist()
         return out
 
     def combined(self, paper: PaperInfo, content: dict | None = None) -> list[float]:
         content = content or self.content_scores(paper)
         X = feature_matrix(paper, content["model"], content["tfidf"])
-        return (X @ weight_vector(self.weights)).tolist()
+        return combine(X, self.weights, crop_ok(paper)).tolist()
 
 
 _MODEL_CACHE: dict[tuple, object] = {}
@@ -267,25 +288,25 @@ _MODEL_LOCK = threading.Lock()
 
 
 def load_model(settings: Settings):
-    """The trained cross-encoder, or None (no model yet). Cached per directory and file mtime."""
-    from models.central import load_meta
+    """The trained bi-encoder, or None (no model yet). Cached per directory and file mtime."""
+    from models.central import META_FILE, load_meta
 
     d = model_dir(settings)
     if load_meta(d) is None:
         return None
-    key = (str(d), (d / "head.pt").stat().st_mtime)
+    key = (str(d), (d / META_FILE).stat().st_mtime)
     with _MODEL_LOCK:
         if key not in _MODEL_CACHE:
             import torch
 
-            from models.central import CentralCrossEncoder
+            from models.central import CentralBiEncoder
 
             if not torch.cuda.is_available():
                 import os
 
                 torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", 0)) or (os.cpu_count() or 1)))
             _MODEL_CACHE.clear()
-            _MODEL_CACHE[key] = CentralCrossEncoder.load(d)
+            _MODEL_CACHE[key] = CentralBiEncoder.load(d)
         return _MODEL_CACHE[key]
 
 

