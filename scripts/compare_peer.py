@@ -56,6 +56,7 @@ def main() -> None:
             row = {"paper": folder.name, "number": pf["number"], "found": f is not None}
             if f is not None:
                 found += 1
+                row.update(page=f.page, bbox=f.bbox, image=f.image_path)
                 sim = difflib.SequenceMatcher(None, _norm(pf["caption"]), _norm(f.caption)).ratio()
                 row["caption_sim"] = round(sim, 3)
                 cap_ok += sim >= 0.8

@@ -207,3 +207,85 @@ def test_huge_crops_are_rendered_within_the_pixel_budget():
     z = crop_zoom(big, 150)
     assert (big.width * z) * (big.height * z) <= MAX_CROP_PIXELS * 1.001
     assert crop_zoom(pymupdf.Rect(0, 0, 300, 200), 150) == 150 / 72
+
+
+def _figures(doc, tmp_path) -> dict:
+    """Figures by number, rendered at 72 dpi so a crop's pixel size is its size in points (+4)."""
+    return {f.number: f for f in extract_figures(doc, tmp_path / "out", "f", dpi=72) if f.kind == "figure"}
+
+
+def test_clipped_drawing_does_not_pull_the_region_across_the_page(tmp_path):
+    """A path painted through a clip (the hatching of a bar, drawn as a page-wide pattern cut to
+    the bar) counts only where it is painted: the figure stays in its column."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.draw_rect(pymupdf.Rect(80, 80, 290, 240), color=(0, 0, 0), width=1)
+    page.insert_textbox(pymupdf.Rect(72, 250, 295, 280), "Figure 1: Bars with hatching.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(72, 300, 295, 700), BODY, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(320, 60, 540, 700), BODY, fontsize=10)
+    # the hatch: a fill covering the whole page top (in PDF coordinates, y up), clipped to one bar
+    xref = doc.get_new_xref()
+    doc.update_object(xref, "<<>>")
+    doc.update_stream(xref, b"q 120 562 40 80 re W n 0 0 1 rg 20 552 570 170 re f Q")
+    doc.xref_set_key(page.xref, "Contents", "[" + " ".join(f"{x} 0 R" for x in page.get_contents() + [xref]) + "]")
+    pdf = tmp_path / "clip.pdf"
+    doc.save(pdf)
+    f = _figures(pymupdf.open(pdf), tmp_path)[1]
+    x0, y0, x1, y1 = f.bbox
+    assert x0 >= 70 and x1 <= 300 and y0 >= 70, f.bbox
+    assert f.height - 4 >= 155  # the whole frame
+
+
+def test_graphic_reaching_under_its_caption_is_kept(tmp_path):
+    """A raster image whose white margin runs a little under the caption's first line is still
+    the caption's graphic (was: a caption-only crop)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    pix = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 60, 40), False)
+    pix.set_rect(pix.irect, (255, 255, 255))
+    pix.set_rect(pymupdf.IRect(5, 5, 55, 30), (200, 30, 30))
+    page.insert_image(pymupdf.Rect(80, 80, 290, 204), pixmap=pix)
+    page.insert_textbox(pymupdf.Rect(72, 200, 295, 240), "Figure 1: Log-likelihood of two models.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(72, 260, 295, 700), BODY, fontsize=10)
+    pdf = tmp_path / "img.pdf"
+    doc.save(pdf)
+    f = _figures(pymupdf.open(pdf), tmp_path)[1]
+    assert f.crop_quality == "ok" and f.bbox[1] <= 81
+    assert f.height - 4 >= 110  # the image, not the caption
+
+
+def test_side_by_side_captions_keep_their_own_lines(tmp_path):
+    """Two figures side by side, each with a two-line caption whose lines nearly touch the other
+    caption's: each caption keeps its lines and its crop stays on its side."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    for x0, n, rest in ((72, 4, "greedy sampling."), (302, 5, "nucleus sampling.")):  # an 8-pt gutter
+        page.draw_rect(pymupdf.Rect(x0 + 10, 80, x0 + 210, 200), color=(0, 0, 0), width=1)
+        page.insert_textbox(pymupdf.Rect(x0, 210, x0 + 222, 260),
+                            f"Figure {n}: Generation speed of speculative decoding with different draft "
+                            f"tokens, {rest}", fontsize=10, align=pymupdf.TEXT_ALIGN_JUSTIFY)
+    page.insert_textbox(pymupdf.Rect(72, 270, 540, 700), BODY, fontsize=10)
+    pdf = tmp_path / "pair.pdf"
+    doc.save(pdf)
+    figs = _figures(pymupdf.open(pdf), tmp_path)
+    assert figs[4].caption.endswith("greedy sampling."), figs[4].caption
+    assert figs[5].caption.endswith("nucleus sampling."), figs[5].caption
+    assert "nucleus" not in figs[4].caption
+    assert figs[4].bbox[2] < 300 and figs[5].bbox[0] > 295
+
+
+def test_axis_title_between_plot_and_caption_is_kept(tmp_path):
+    """An x-axis title set a line below the tick labels (more than the usual label gap) lies
+    between the plot and its caption, so it is part of the figure."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.draw_rect(pymupdf.Rect(100, 80, 280, 200), color=(0, 0, 0), width=1)
+    for k in range(4):
+        page.insert_text((110 + 50 * k, 209), str(2 * k + 2), fontsize=7)
+    page.insert_text((160, 226), "Number of Views", fontsize=8)
+    page.insert_textbox(pymupdf.Rect(72, 240, 295, 280), "Figure 1: Accuracy with fewer views.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(72, 300, 295, 700), BODY, fontsize=10)
+    pdf = tmp_path / "axis.pdf"
+    doc.save(pdf)
+    f = _figures(pymupdf.open(pdf), tmp_path)[1]
+    assert f.height - 4 >= 226 - 80 - 1, f.height  # down to the axis title's baseline

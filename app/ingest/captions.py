@@ -159,9 +159,11 @@ def _extend_caption(cap: Caption, lines: list[Line], st: DocumentLayout) -> None
             break
         if nxt.block != cur.block and style is not None and _caption_font(nxt) != style and len(cap.lines) > 1:
             break
-        # same row continuation (split cell) or next row
+        # same row continuation (split cell) or next row; a piece of the row must lie within the
+        # caption's range as the line itself must: the row of a caption beside it (side-by-side
+        # figures) is not part of this caption
         row = [o for o in lines if id(o) not in used and o.horizontal and abs(o.y0 - nxt.y0) < 1.5
-               and min(o.x1, rb + size) - max(o.x0, ra - size) > 0]
+               and min(o.x1, rb + 0.5 * size) - max(o.x0, ra - 0.5 * size) >= 0.6 * (o.x1 - o.x0)]
         row.sort(key=lambda o: o.x0)
         for o in row:
             used.add(id(o))

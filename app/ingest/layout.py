@@ -188,6 +188,32 @@ def _invisible(path: dict) -> bool:
     return path.get("type") == "f" and fill is not None and len(fill) >= 3 and min(fill[:3]) >= 0.99
 
 
+def _visible_path_rects(paths: list[dict]) -> list[tuple]:
+    """Rects of the drawn paths, each cut to the clip paths around it. A clipped path's own rect
+    can reach far beyond what is painted (hatch patterns of bars, plot lines clipped to their
+    axes) and would pull a figure region across the page."""
+    clips: dict[int, tuple] = {}  # nesting level -> clip rect in force for deeper levels
+    out = []
+    for p in paths:
+        level, kind = p.get("level", 0), p.get("type")
+        if kind in ("clip", "group"):
+            for k in [k for k in clips if k >= level]:
+                del clips[k]
+            if kind == "clip" and p.get("scissor") is not None:
+                clips[level] = tuple(p["scissor"])
+            continue
+        r = p.get("rect")
+        if r is None or _invisible(p):
+            continue
+        x0, y0, x1, y1 = r
+        for k, c in clips.items():
+            if k < level:
+                x0, y0, x1, y1 = max(x0, c[0]), max(y0, c[1]), min(x1, c[2]), min(y1, c[3])
+        if x1 >= x0 and y1 >= y0:
+            out.append((x0, y0, x1, y1))
+    return out
+
+
 def page_graphics(page: pymupdf.Page) -> np.ndarray:
     """Rects of images and vector paths, minus page decoration (rules, borders, backgrounds)."""
     W, H = page.rect.width, page.rect.height
@@ -199,16 +225,14 @@ def page_graphics(page: pymupdf.Page) -> np.ndarray:
     except Exception:  # noqa: BLE001 - broken image streams must not kill the page
         log.debug("image info failed on page %s", page.number, exc_info=True)
     try:
-        paths = page.get_cdrawings()
+        paths = page.get_cdrawings(extended=True)
     except Exception:  # noqa: BLE001
         log.debug("drawings failed on page %s", page.number, exc_info=True)
         paths = []
-    if len(paths) > _MAX_DRAWINGS:
-        paths = paths[:: len(paths) // _MAX_DRAWINGS + 1]
-    for p in paths:
-        r = p.get("rect")
-        if r is not None and not _invisible(p):
-            rects.append(tuple(r))
+    drawn = _visible_path_rects(paths)
+    if len(drawn) > _MAX_DRAWINGS:
+        drawn = drawn[:: len(drawn) // _MAX_DRAWINGS + 1]
+    rects.extend(drawn)
     if not rects:
         return np.zeros((0, 4))
     a = np.asarray(rects, dtype=float)

@@ -94,7 +94,7 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
     if len(g):
         ix = np.clip(np.minimum(g[:, 2], sx1) - np.maximum(g[:, 0], sx0), 0, None)
         w = np.maximum(g[:, 2] - g[:, 0], 0.5)
-        inside_y = (g[:, 1] >= ry0 - 1) & (g[:, 3] <= ry1 + 1)
+        inside_y = _within_band(g, ry0, ry1, st.body_size)
         sel = inside_y & (ix > 0) & (ix >= 0.5 * np.minimum(w, sx1 - sx0))
     cap_ids = {id(l2) for c in caps for l2 in c.lines}
     # rotated text (y-axis titles and tick labels) belongs to the graphic too, unless it is long
@@ -104,8 +104,9 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
     has_g = bool(sel.any())
     if has_g:
         # grow through touching graphics (wide figures with a narrow caption)
-        u = _grow_touching(g, sel, (g[:, 1] >= ry0 - 1) & (g[:, 3] <= ry1 + 1))
+        u = _grow_touching(g, sel, inside_y)
         u = _grow_text(u, text_pool, st, ry0, ry1)
+        u = _fill_to_caption(u, text_pool, cap, up)
     elif use_text:
         u = _text_region([ln for ln in text_pool if ln.horizontal], cap, up, st)
         if u is None:
@@ -161,6 +162,29 @@ def _search_side(cap: Caption, right: bool, lines: list[Line], caps: list[Captio
         return none
     gap = (u[0] - cx1) if right else (cx0 - u[2])
     return Region(tuple(u), max(gap, 0.0), True, (u[2] - u[0]) * (u[3] - u[1]), side=True)
+
+
+def _within_band(g: np.ndarray, y0: float, y1: float, body_size: float) -> np.ndarray:
+    """Graphics lying between y0 and y1. A graphic may reach a little past an edge (a raster
+    image whose white margin runs under the caption's first line): up to 0.6 body lines and at
+    most a fifth of its height."""
+    h = np.maximum(g[:, 3] - g[:, 1], 0.0)
+    over = np.maximum(y0 - g[:, 1], 0.0) + np.maximum(g[:, 3] - y1, 0.0)
+    return over <= np.maximum(1.0, np.minimum(0.6 * body_size, 0.2 * h))
+
+
+def _fill_to_caption(u: list, pool: list[Line], cap: Caption, up: bool) -> list:
+    """Take in the text lines between the graphic and its caption (axis titles, legends and
+    panel labels set a little apart from the plot): what lies between a figure and its own
+    caption belongs to the figure. Only lines under (or over) the graphic's width count."""
+    edge = cap.bbox[1] if up else cap.bbox[3]
+    for _ in range(2):
+        band = [ln for ln in pool if ln.horizontal and overlap_1d(ln.x0, ln.x1, u[0], u[2]) >= 0.5 * (ln.x1 - ln.x0)
+                and ((ln.y0 >= u[3] - 1 and ln.y1 <= edge + 1) if up else (ln.y1 <= u[1] + 1 and ln.y0 >= edge - 1))]
+        if not band:
+            break
+        u = list(union([tuple(u)] + [ln.rect for ln in band]))
+    return u
 
 
 def _grow_touching(g: np.ndarray, sel: np.ndarray, within: np.ndarray, rounds: int = 6) -> list:
