@@ -426,13 +426,18 @@ def similar(figure_id: int = typer.Argument(..., help="Query figure id."),
 def search(query: str = typer.Argument(..., help="Keywords."), k: int = typer.Option(10, "--k", min=1, max=1000),
            data_dir: Optional[Path] = DataDir, json_out: bool = typer.Option(False, "--json"),
            rerank: bool = typer.Option(True, "--rerank/--no-rerank", help="Dense re-ranking of the top 100."),
-           method: str = typer.Option("bm25", "--method")) -> None:
-    """Keyword search over figure texts (caption + mention sentences)."""
+           method: str = typer.Option("bm25", "--method"),
+           kind: str = typer.Option("figure", "--kind", help="figure, table or both.")) -> None:
+    """Keyword search over figure texts (caption + mention sentences) or tables (+ their cells)."""
+    if kind not in ("figure", "table", "both"):
+        typer.echo("error: --kind must be figure, table or both", err=True)
+        raise typer.Exit(2)
     settings = _settings(data_dir)
     engine = _engine(settings, with_encoder=rerank)
     from app.vision.vocabulary import types_named_in
 
-    _print_hits(engine.search(query, k=k, rerank=rerank, method=method, types=types_named_in(query)), json_out)
+    _print_hits(engine.search(query, k=k, rerank=rerank, method=method, types=types_named_in(query), kind=kind),
+                json_out)
 
 
 @cli.command("eval")

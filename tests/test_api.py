@@ -280,10 +280,14 @@ def test_similar(client, ids):
     assert_problem(client.get(f"/api/v1/figures/{fid}/similar", params={"k": 1001}), 422)
 
 
-def test_similar_of_table_explains(client):
+def test_similar_of_table_gives_tables(client):
+    """Tables are indexed: a table's related items are tables (the sample's only table has none)."""
     table = client.get("/api/v1/figures", params={"kind": "table"}).json()["items"][0]
-    r = client.get(f"/api/v1/figures/{table['figure_id']}/similar").json()
-    assert r["items"] == [] and "tables" in r["message"]
+    for scope in ("other_papers", "same_paper", "all"):
+        r = client.get(f"/api/v1/figures/{table['figure_id']}/similar", params={"scope": scope}).json()
+        assert all(i["kind"] == "table" for i in r["items"])
+        if not r["items"]:
+            assert "tables" in r["message"]
 
 
 # ------------------------------------------------------------------ search by image

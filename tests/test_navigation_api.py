@@ -12,6 +12,7 @@ from sqlalchemy import select
 from app.db.schema import Paper
 from app.db.session import session_scope
 from app.pdfs import attach_pdfs, remove_pdf, stored_pdf
+from app.search.text import analyze
 from app.settings import Settings
 from tests.test_api import AUTH, assert_problem, build_sample_data, copy_data, make_client, wait_ready
 
@@ -104,10 +105,30 @@ def test_kind_filter_on_browse_and_search(client):
     assert client.get("/api/v1/figures", params={"kind": "all"}).json()["total"] == both["total"]
     facets = client.get("/api/v1/search/facets", params={"kind": "table"}).json()
     assert facets["total"] == tables["total"] and facets["year_min"] <= facets["year_max"]
-    r = search(client, q="model", kind="table")
-    assert all(i["kind"] == "table" for i in r["items"])
-    if not r["items"]:  # tables are not in the search index (app/search/collection.py)
-        assert "filters" in r["message"]
+    table = tables["items"][0]
+    r = search(client, q=table["caption"], kind="table")
+    assert r["items"][0]["figure_id"] == table["figure_id"] and all(i["kind"] == "table" for i in r["items"])
+    assert {i["kind"] for i in search(client, q=table["caption"], k=100, kind="both")["items"]} == {"figure", "table"}
+
+
+def test_tables_are_found_by_their_cells(client, sample):
+    """A word that a table holds only in its cells (not in its caption or the sentences that
+    mention it) finds the table (kind=table or both), with the cells as the matching snippet;
+    figure search (the default) returns no tables."""
+    from app.db.schema import Figure, Mention
+
+    with session_scope(Settings(data_dir=sample, database_url="", broker_url="").db_url) as s:
+        rows = s.execute(select(Figure.id, Figure.caption, Figure.region_text).where(Figure.kind == "table")).all()
+        said = {fid: " ".join(filter(None, (b, m, a))) for fid, b, m, a in
+                s.execute(select(Mention.figure_id, Mention.before, Mention.sentence, Mention.after))}
+    assert rows and all(cells for _, _, cells in rows), "every sample table keeps its cell text"
+    word, table_id = next((w, fid) for fid, caption, cells in rows for w in cells.split()
+                          if w.isalpha() and len(w) >= 4 and not set(analyze(w)) & set(analyze(f"{caption} {said.get(fid, '')}")))
+    found = search(client, q=word, kind="table")["items"]
+    assert found and found[0]["figure_id"] == table_id, word
+    assert found[0]["snippet"]["source"] == "table" and word.lower() in found[0]["snippet"]["text"].lower()
+    assert table_id in [i["figure_id"] for i in search(client, q=word, kind="both")["items"]]
+    assert all(i["kind"] == "figure" for i in search(client, q=word)["items"])
 
 
 @pytest.mark.parametrize("params,word", [({"type": "nonsense"}, ""), ({"kind": "poster"}, "")])
@@ -152,11 +173,13 @@ def test_hires_crop_is_sharper_than_the_stored_crop(client, papers):
     r = client.get(d["hires_url"], params={"scale": 4})
     assert r.status_code == 200 and r.headers["content-type"] == "image/png"
     hires = Image.open(io.BytesIO(r.content))
-    # the region is the figure with its caption (`bbox`, PDF points) at 4 x 72 = 288 dpi, where the
-    # stored crop is the figure alone at 150 dpi
-    x0, y0, x1, y1 = d["bbox"]
+    # the region is the graphic without its caption (`region_bbox`, PDF points, inside `bbox`)
+    # at 4 x 72 = 288 dpi, where the stored crop is the same graphic at 150 dpi
+    x0, y0, x1, y1 = d["region_bbox"]
+    bx0, by0, bx1, by1 = d["bbox"]
+    assert bx0 <= x0 and by0 <= y0 and x1 <= bx1 and y1 <= by1 and (y1 - y0) < (by1 - by0)
     assert abs(hires.width - 4 * (x1 - x0)) <= 2 and abs(hires.height - 4 * (y1 - y0)) <= 2
-    assert hires.width > 1.7 * stored.width
+    assert hires.width > 1.7 * stored.width and hires.height > 1.7 * stored.height
     assert client.get(d["hires_url"], params={"scale": 9}).status_code == 422
 
 

@@ -184,3 +184,27 @@ def test_search_finds_a_named_type_without_the_word(engine):
     eng.dense_match_min = 2.0  # only words or the named type count
     hits = eng.search("zzzz", k=3, types=["heatmap"])
     assert [h.figure_id for h in hits] == [104]
+
+
+def test_tables_are_rows_of_their_own_kind(tmp_path):
+    """Tables share the index with figures: search restricts by kind, a figure's related rows are
+    figures and a table's are tables, and the kinds survive save/load."""
+    ds = docs()
+    ds[1] = FigureDoc(101, 10, "Table 1: CTR", ds[1].text + " auc logloss criteo", kind="table")
+    ds[4] = FigureDoc(104, 11, "Table 2: gates", ds[4].text + " auc", kind="table")
+    eng = SearchEngine.build(ds, embeddings=emb(), encoder=FakeEncoder(emb()))
+    assert eng.count("figure") == 6 and eng.count("table") == 2
+    figs = eng.search("criteo factorization", k=10, rerank=False)
+    assert figs and all(h.figure_id not in (101, 104) for h in figs)
+    assert [h.figure_id for h in eng.search("criteo", k=10, rerank=False, kind="table")] == [101]
+    both = {h.figure_id for h in eng.search("criteo", k=10, rerank=False, kind="both")}
+    assert 101 in both and both & {100, 102}
+    for scope in ("all", "other_papers", "same_paper"):
+        assert {h.figure_id for h in eng.similar(101, k=10, scope=scope)} <= {104}
+        assert not {h.figure_id for h in eng.similar(100, k=10, scope=scope)} & {101, 104}
+    eng.save(tmp_path)
+    back = SearchEngine.load(tmp_path)
+    assert back.count("table") == 2 and back.kind_of_row(back.row_of(104)) == "table"
+    without = SearchEngine.build(docs())  # an index without tables stores no kinds
+    assert without.kinds is None and without.count("table") == 0
+    assert without.search("criteo", k=10, rerank=False, kind="table") == []

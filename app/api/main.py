@@ -132,9 +132,9 @@ def _install_gauges(app: FastAPI, reg: Registry, factory, holder: EngineHolder) 
 
     def index_size():
         eng = holder.engine
-        return [({}, len(eng) if eng is not None else 0)]
+        return [({}, eng.count("figure") if eng is not None else 0)]
 
-    reg.gauge("figsearch_index_figures", "Figures in the loaded search index.", index_size)
+    reg.gauge("figsearch_index_figures", "Figures in the loaded search index (tables not counted).", index_size)
 
     def index_info():
         eng = holder.engine

@@ -69,6 +69,9 @@ class Mention(BaseModel):
 
 class FigureDetail(FigureSummary):
     bbox: list[float] = Field(default_factory=list, description="Region on the page in PDF points.")
+    region_bbox: list[float] | None = Field(None, description=(
+        "The graphic (or table grid) alone, without its caption, in PDF points; None when only the "
+        "caption was found or the paper was ingested before regions were recorded."))
     mentions: list[Mention] = Field(default_factory=list)
     paper: PaperRef
     in_index: bool = Field(description="Whether the figure is in the current search index.")
@@ -97,7 +100,8 @@ class ScoredFigure(FigureSummary):
 
 class Snippet(BaseModel):
     text: str
-    source: Literal["caption", "body"] = Field(description="caption, or body text that mentions the figure.")
+    source: Literal["caption", "body", "table"] = Field(description=(
+        "caption, body text that mentions the figure, or table (the cells of a table)."))
     highlights: list[list[int]] = Field(default_factory=list, description="[start, end) character spans of matched words.")
 
 
@@ -227,6 +231,7 @@ class IndexState(BaseModel):
     loaded: bool
     version: str | None = None
     n_figures: int = 0
+    n_tables: int = Field(0, description="Tables in the index (searched by caption and cells).")
     has_vectors: bool = False
     reason: str | None = None
 

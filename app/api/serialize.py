@@ -97,6 +97,9 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
     extra = mention_texts(db, wanted)  # only for hits with a term outside both captions, or snippets
     types = dict(db.execute(select(Figure.id, Figure.figure_type)
                             .where(Figure.id.in_([h.figure_id for h in hits if h.signals]))).all()) if hits else {}
+    tables = [h.figure_id for h in hits if cards.get(h.figure_id, {}).get("kind") == "table"]
+    cells = dict(db.execute(select(Figure.id, Figure.region_text).where(Figure.id.in_(tables))).all()) \
+        if snippets and tables else {}
     out = []
     for i, h in enumerate(hits):
         card = cards.get(h.figure_id)
@@ -104,7 +107,8 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
             continue
         snippet = None
         if snippets and query_text:
-            snippet = best_sentence(query_text, h.caption, [extra.get(h.figure_id, "")], idf)
+            snippet = best_sentence(query_text, h.caption, [extra.get(h.figure_id, "")], idf,
+                                    cells=cells.get(h.figure_id) or "")
         out.append(schemas.ScoredFigure(
             **card, rank=offset + i + 1, score=round(h.score, 6), lexical_score=round(h.lexical_score, 6),
             embedding_score=None if h.embedding_score is None else round(h.embedding_score, 6),

@@ -112,6 +112,10 @@ class Figure(Base):
     crop_quality: Mapped[str] = mapped_column(String(16), default="ok", server_default="ok")
     # compound figures: [{label, bbox, caption_part}]
     panels: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    # the graphic (or table grid) alone, without its caption; None when only the caption was found
+    region_bbox: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    # the words inside a table's grid, indexed with its caption so tables are found by their cells
+    region_text: Mapped[str] = mapped_column(Text, default="", server_default="")
     # where the caption text came from: text_layer | ocr
     text_source: Mapped[str] = mapped_column(String(16), default="text_layer",
                                              server_default="text_layer")

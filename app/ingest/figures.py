@@ -13,7 +13,7 @@ import pymupdf
 
 from app.ingest.captions import Caption, find_captions
 from app.ingest.labels import CAPTION_RE
-from app.ingest.layout import DocumentLayout, build_layout, union
+from app.ingest.layout import DocumentLayout, build_layout, clean_text, union
 from app.ingest.regions import (Candidate, Region, analyse_page, choose_region, convention, crop_quality,
                                 split_overlaps)
 from app.ingest.render import render_crop
@@ -91,9 +91,21 @@ def _emit(page: pymupdf.Page, dl, c: Candidate, out_dir: pathlib.Path, rel_prefi
     img, thumb, w, h = render_crop(page, dl, crop, out_dir, rel_prefix, stem,
                                    dpi if cap.kind == "figure" else min(dpi, 110), thumb_px)
     full = union([crop, cap.bbox])
+    region_text = _cell_text(page, crop) if cap.kind == "table" and c.region is not None else ""
     label = f"{'Figure' if cap.kind == 'figure' else 'Table'} {cap.number}"
     return ExtractedFigure(
         kind=cap.kind, label=label, number=cap.number, caption=cap.text, page=c.page + 1,
         bbox=[round(v, 2) for v in full], image_path=img, thumbnail_path=thumb, width=w, height=h,
         caption_bbox=[round(v, 2) for v in cap.bbox], crop_quality=c.quality,
+        region_bbox=[round(v, 2) for v in crop] if c.region is not None else None, region_text=region_text,
     )
+
+
+MAX_CELL_TEXT = 4000
+
+
+def _cell_text(page: pymupdf.Page, rect) -> str:
+    """The words inside a table's grid in reading order, one space apart (bounded: a table is
+    searched by its cells, not stored as a document)."""
+    words = page.get_text("words", clip=pymupdf.Rect(rect), sort=True)
+    return clean_text(" ".join(w[4] for w in words))[:MAX_CELL_TEXT]

@@ -61,7 +61,8 @@ def store_extraction(session: Session, ex: Extraction) -> Outcome:
         fig = Figure(paper_id=paper.id, kind=f.kind, label=f.label, number=f.number, caption=f.caption,
                      page=f.page, bbox=[round(float(v), 2) for v in f.bbox], image_path=f.image_path,
                      thumbnail_path=f.thumbnail_path, width=f.width, height=f.height, text_source=f.text_source,
-                     crop_quality=f.crop_quality, panels=list(f.panels) or None)
+                     crop_quality=f.crop_quality, panels=list(f.panels) or None,
+                     region_bbox=f.region_bbox, region_text=f.region_text)
         by_key[(f.kind, f.number)] = fig
         session.add(fig)
     session.flush()

@@ -27,14 +27,18 @@ class Collection:
 
 
 def load_collection(session: Session, kinds: tuple[str, ...] = ("figure",)) -> Collection:
-    """Figures of successfully ingested papers, text = caption + mention contexts (seed 000)."""
+    """Figures (and, when asked, tables) of successfully ingested papers; text = caption + mention
+    contexts (the figure recommender's document), plus the cell text of a table."""
     q = (select(Figure).join(Paper).where(Paper.status == PaperStatus.OK, Figure.kind.in_(kinds))
          .options(selectinload(Figure.mentions)).order_by(Figure.id))
     docs = []
     col = Collection(docs)
     for f in session.scalars(q):
         contexts = [" ".join(x for x in (m.before, m.sentence, m.after) if x) for m in f.mentions]
-        docs.append(FigureDoc(f.id, f.paper_id, f.caption, figure_text(f.caption, contexts)))
+        text = figure_text(f.caption, contexts)
+        if f.kind == "table" and f.region_text:
+            text = f"{text}\n{f.region_text}"
+        docs.append(FigureDoc(f.id, f.paper_id, f.caption, text, f.kind))
         col.figure_type[f.id] = f.figure_type
         col.image_path[f.id] = f.image_path
     col.sha_of_paper = dict(session.execute(select(Paper.id, Paper.sha256)).all())

@@ -35,14 +35,19 @@ CURRENT = "CURRENT"
 W_FILE = "w.json"
 
 
+KINDS = ("figure", "table")  # what an index row is; stored per row as its position here
+
+
 @dataclass(frozen=True)
 class FigureDoc:
-    """One figure as the engine sees it. `text` = figure_text(caption, mention contexts)."""
+    """One figure (or table) as the engine sees it. `text` = figure_text(caption, mention
+    contexts), plus the cell text for a table."""
 
     figure_id: int
     paper_id: int
     caption: str
     text: str
+    kind: str = "figure"
 
 
 class Hit(NamedTuple):
@@ -83,7 +88,7 @@ class SearchEngine:
 
     def __init__(self, lexical: LexicalIndex, figure_ids, paper_ids, captions, vectors=None,
                  encoder: Encoder | None = None, w: float = 0.5, papers=None, visual=None,
-                 types=None, type_names: Sequence[str] = ()):
+                 types=None, type_names: Sequence[str] = (), kinds=None):
         self.figure_ids = np.asarray(figure_ids, dtype=np.int64)
         self.paper_ids = np.asarray(paper_ids, dtype=np.int64)
         n = len(self.figure_ids)
@@ -99,6 +104,10 @@ class SearchEngine:
         self.types = None if types is None else np.asarray(types, dtype=np.int16)  # -1 = unknown
         if self.types is not None and len(self.types) != n:
             raise ValueError("one figure type code per figure expected")
+        # per row: 0 figure, 1 table (KINDS); an index without tables has none
+        self.kinds = None if kinds is None else np.asarray(kinds, dtype=np.int8)
+        if self.kinds is not None and len(self.kinds) != n:
+            raise ValueError("one kind per row expected")
         self.encoder = encoder
         self.w = float(w)
         self.fusion: dict[str, dict[str, float]] = {}  # scope -> stored weights (fusion.json)
@@ -130,9 +139,11 @@ class SearchEngine:
             names = sorted({t for t in figure_types if t})
             code = {t: i for i, t in enumerate(names)}
             types = np.array([code.get(t, -1) if t else -1 for t in figure_types], dtype=np.int16)
+        kinds = np.array([KINDS.index(d.kind) for d in docs], dtype=np.int8)
         return cls(lexical, [d.figure_id for d in docs], [d.paper_id for d in docs],
                    [d.caption for d in docs], vectors=vectors, encoder=encoder, w=w,
-                   papers=papers, visual=visual, types=types, type_names=names)
+                   papers=papers, visual=visual, types=types, type_names=names,
+                   kinds=kinds if kinds.any() else None)
 
     @staticmethod
     def _make_vectors(embeddings, n, kind="auto", gpu="auto"):
@@ -168,6 +179,25 @@ class SearchEngine:
         lo = int(np.searchsorted(self._paper_sorted, paper_id, side="left"))
         hi = int(np.searchsorted(self._paper_sorted, paper_id, side="right"))
         return self._rows_by_paper[lo:hi]
+
+    def kind_mask(self, rows: np.ndarray, kind: str) -> np.ndarray:
+        """One bool per row in `rows`: the row holds `kind` ("figure", "table" or "both")."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if kind == "both":
+            return np.ones(len(rows), dtype=bool)
+        code = KINDS.index(kind)
+        if self.kinds is None:
+            return np.full(len(rows), code == 0)
+        return self.kinds[rows] == code
+
+    def count(self, kind: str) -> int:
+        """Rows of `kind` ("figure" or "table") in the index."""
+        if self.kinds is None:
+            return len(self) if kind == KINDS[0] else 0
+        return int((self.kinds == KINDS.index(kind)).sum())
+
+    def kind_of_row(self, row: int) -> str:
+        return KINDS[0] if self.kinds is None else KINDS[int(self.kinds[row])]
 
     def type_of_row(self, row: int) -> str | None:
         if self.types is None or self.types[row] < 0:
@@ -246,7 +276,7 @@ class SearchEngine:
         own_paper = int(self.paper_ids[row])
         if scope == "same_paper":
             rows = self.rows_of_paper(own_paper)
-            rows = rows[rows != row]
+            rows = rows[(rows != row) & self.kind_mask(rows, self.kind_of_row(row))]
             return rows, lex.score_docs(q, lex.query_weights(q, qtf), rows)
         n_own = len(self.rows_of_paper(own_paper)) if scope == "other_papers" else 0
         rows, scores = lex.search_terms(
@@ -272,6 +302,9 @@ class SearchEngine:
             if len(more):
                 rows = np.r_[rows, more]
                 scores = np.r_[scores, lex.score_docs(q, lex.query_weights(q, qtf), more)]
+        if self.kinds is not None:  # figures are related to figures, tables to tables
+            keep = self.kinds[rows] == self.kinds[row]
+            rows, scores = rows[keep], scores[keep]
         return rows, scores
 
     # First stage of `similar` on big collections (see LexicalIndex.search_terms): candidates from
@@ -328,20 +361,22 @@ class SearchEngine:
     def search(self, query: str, k: int = 10, rerank: bool = True, w: float | None = None,
                offset: int = 0, method: str = "bm25", candidates: int = 100,
                types: Sequence[str] = (), allowed_rows: np.ndarray | None = None,
-               union_dense: int = 100) -> list[Hit]:
+               union_dense: int = 100, kind: str = "figure") -> list[Hit]:
         """Free-text search by words and by meaning.
 
         Candidates: the lexical top-`candidates`, united (when an encoder and vectors exist) with
         the `union_dense` figures nearest to the query embedding that are at least
         `dense_match_min` close, and with near figures of the figure `types` the query names.
         Ranked by the fusion of lexical score, embedding cosine and type match; a query with no
-        real match returns nothing. `allowed_rows` (bool per row) restricts the results (filters).
+        real match returns nothing. `kind` (figure, table or both) and `allowed_rows` (bool per
+        row) restrict the results (filters).
         """
         w = self.w if w is None else float(w)
         lex = self.lexical(method)
         tokens = analyze(query)
         need = max(candidates, offset + k)
-        rows, scores = lex.search(tokens, k=need if allowed_rows is None else need * 10)
+        restricted = allowed_rows is not None or (self.kinds is not None and kind != "both")
+        rows, scores = lex.search(tokens, k=need * 10 if restricted else need)
         use_dense = rerank and self.encoder is not None and self.vectors is not None
         qvec = None
         type_codes = np.array([self.type_names.index(t) for t in types if t in self.type_names], dtype=np.int16)
@@ -363,8 +398,10 @@ class SearchEngine:
                 q, qtf = lex.query_vector(tokens)
                 rows = np.r_[rows, more]
                 scores = np.r_[scores, lex.score_docs(q, lex.query_weights(q, qtf), more)]
-        if allowed_rows is not None and len(rows):
-            keep = np.asarray(allowed_rows, dtype=bool)[rows]
+        if len(rows):
+            keep = self.kind_mask(rows, kind)
+            if allowed_rows is not None:
+                keep &= np.asarray(allowed_rows, dtype=bool)[rows]
             rows, scores = rows[keep], scores[keep]
         sig: dict[str, np.ndarray | None] = {"lexical": scores, "text": None, "type": None}
         weights = seed_weights(w) if qvec is not None else {"lexical": 1.0}
@@ -384,12 +421,14 @@ class SearchEngine:
         return self._hits(rows, final, scores, sig["text"], k, offset,
                           lambda r: lex.matched_terms(tokens, r), signals=sig)
 
-    def by_picture(self, vector: np.ndarray, k: int = 10) -> list[Hit]:
-        """Figures whose visual vector is nearest to `vector` (an uploaded picture's)."""
+    def by_picture(self, vector: np.ndarray, k: int = 10, kind: str = "figure") -> list[Hit]:
+        """Figures (of `kind`) whose visual vector is nearest to `vector` (an uploaded picture's)."""
         if self.visual is None:
             return []
-        ids, sims = self.visual.search(np.asarray(vector, dtype=np.float32)[None, :], k)
+        pool = k if self.kinds is None or kind == "both" else k + int((self.kinds != KINDS.index(kind)).sum())
+        ids, sims = self.visual.search(np.asarray(vector, dtype=np.float32)[None, :], pool)
         keep = ids[0] >= 0
+        keep[keep] = self.kind_mask(ids[0][keep], kind)
         rows, cos = ids[0][keep], sims[0][keep].astype(np.float64)
         return self._hits(rows, cos, np.zeros(len(rows)), None, k, 0, lambda r: [],
                           signals={"visual": cos}, ranked=np.arange(len(rows)))
@@ -429,6 +468,8 @@ class SearchEngine:
                 getattr(self, name).save(d / name)
         if self.types is not None:
             np.save(d / "types.npy", self.types)
+        if self.kinds is not None:
+            np.save(d / "kinds.npy", self.kinds)
         np.save(d / "figure_ids.npy", self.figure_ids)
         np.save(d / "paper_ids.npy", self.paper_ids)
         np.save(d / "captions_blob.npy", self.captions.blob)
@@ -455,12 +496,13 @@ class SearchEngine:
             loaded[name] = VectorIndex.load(path / name, gpu=gpu, mmap=mmap) if meta.get(flag) else None
         loaded["papers"] = PaperIndex.load(path / "papers", gpu=gpu, mmap=mmap) if meta.get("has_papers") else None
         types = np.load(path / "types.npy") if (path / "types.npy").exists() else None
+        kinds = np.load(path / "kinds.npy") if (path / "kinds.npy").exists() else None
         mm = "r" if mmap else None
         captions = _Captions(np.load(path / "captions_blob.npy", mmap_mode=mm),
                              np.load(path / "captions_offsets.npy"))
         eng = cls(lexical, np.load(path / "figure_ids.npy"), np.load(path / "paper_ids.npy"),
                   captions, encoder=encoder, w=meta.get("w", 0.5), types=types,
-                  type_names=meta.get("type_names", []), **loaded)
+                  type_names=meta.get("type_names", []), kinds=kinds, **loaded)
         eng.version = path.name
         eng.fusion = stored_fusion(path.parent)
         return eng

@@ -88,14 +88,16 @@ def highlight_spans(sentence: str, query_stems: set[str]) -> list[tuple[int, int
 
 
 def best_sentence(query: str, caption: str, body: Sequence[str],
-                  idf: Mapping[str, float] | None = None) -> dict | None:
-    """The caption or body sentence sharing the most (idf-weighted) query terms; None if none does.
-    Returns {"text", "source": "caption" | "body", "highlights": [[start, end], ...]}."""
+                  idf: Mapping[str, float] | None = None, cells: str = "") -> dict | None:
+    """The caption or body sentence (or, for a table, the run of its cells) sharing the most
+    (idf-weighted) query terms; None if none does.
+    Returns {"text", "source": "caption" | "body" | "table", "highlights": [[start, end], ...]}."""
     q = set(analyze(query))
     if not q:
         return None
     best, best_score = None, 0.0
-    for source, texts in (("caption", sentences(caption)), ("body", [s for t in body for s in sentences(t)])):
+    for source, texts in (("caption", sentences(caption)), ("body", [s for t in body for s in sentences(t)]),
+                          ("table", cell_windows(cells))):
         for s in texts:
             shared = q & set(analyze(s))
             score = sum((idf or {}).get(t, 1.0) for t in shared)
@@ -110,6 +112,13 @@ def best_sentence(query: str, caption: str, body: Sequence[str],
         text = text[:400].rsplit(" ", 1)[0] + " ..."
     return {"text": text, "source": source,
             "highlights": [list(sp) for sp in highlight_spans(text, q)]}
+
+
+def cell_windows(cells: str, width: int = 24) -> list[str]:
+    """A table's cell text (no sentences) as overlapping windows of `width` words."""
+    words = cells.split()
+    step = width // 2
+    return [" ".join(words[i:i + width]) for i in range(0, max(len(words) - step, 1), step)] if words else []
 
 
 class TermStats(dict):

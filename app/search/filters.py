@@ -28,9 +28,9 @@ class FigureFilter:
 
     @property
     def restricts_index(self) -> bool:
-        """Whether ranked search must be restricted (the index holds figures of OK papers only)."""
-        return (self.kind == "table" or any(v is not None for v in
-                (self.year_from, self.year_to, self.paper_id, self.figure_type)))
+        """Whether ranked search needs the database to restrict its rows (the index holds the
+        figures and tables of OK papers and tells them apart itself: `kind` is the engine's)."""
+        return any(v is not None for v in (self.year_from, self.year_to, self.paper_id, self.figure_type))
 
     def apply(self, stmt: Select, with_type: bool = True) -> Select:
         """`stmt` (a select joined with Paper) restricted to OK papers and these conditions."""

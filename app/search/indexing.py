@@ -121,14 +121,15 @@ def learned_embeddings(settings: Settings, docs: list[FigureDoc], progress: bool
 
 def build_index(settings: Settings, encoder: Encoder | None = None, encoder_name: str | None = None,
                 dense: bool = True, progress: bool = False) -> IndexReport:
-    """Rebuild the lexical index and refresh embeddings; write and publish a new version.
+    """Rebuild the lexical index and refresh embeddings of figures and tables; write and publish
+    a new version.
 
     Dense vectors: the trained default model's fused figure embeddings when one exists (text +
     image, app.learn), else MiniLM text embeddings; an explicit `encoder` always wins."""
     t0 = time.perf_counter()
     explicit = (encoder, encoder_name) if encoder is not None else (None, None)
     with session_scope(settings.db_url) as s:
-        col = load_collection(s)
+        col = load_collection(s, kinds=("figure", "table"))  # tables are searched by caption and cells
     root = index_root(settings)
     emb, n_new = None, 0
     info = {"kind": "minilm"}
@@ -148,7 +149,9 @@ def build_index(settings: Settings, encoder: Encoder | None = None, encoder_name
                                 visual_embeddings=visual,
                                 figure_types=[col.figure_type.get(d.figure_id) for d in col.docs])
     if dense and col.docs:
-        engine.papers = paper_index(col, root, engine.lexical(), engine.paper_ids, *explicit, progress=progress)
+        # a paper's "all figure texts" view is of its figures only (row paper -1 leaves a table out)
+        row_paper = engine.paper_ids if engine.kinds is None else np.where(engine.kinds == 0, engine.paper_ids, -1)
+        engine.papers = paper_index(col, root, engine.lexical(), row_paper, *explicit, progress=progress)
     version = engine.save(root)
     info["index_version"] = version
     tmp = root / f".{DENSE_FILE}.tmp"

@@ -50,7 +50,7 @@ def get_figure(figure_id: FigureId, db: SessionDep, holder: HolderDep, settings:
     pdf = pdf_url(settings, paper)
     title = paper_ref(paper).title
     return schemas.FigureDetail(
-        **figure_card(f, paper), bbox=list(f.bbox or []),
+        **figure_card(f, paper), bbox=list(f.bbox or []), region_bbox=f.region_bbox,
         mentions=[schemas.Mention(sentence=m.sentence, before=m.before, after=m.after) for m in f.mentions],
         paper=paper_ref(paper), in_index=engine is not None and figure_id in engine,
         paper_authors=paper.authors or "", pdf_url=pdf and f"{pdf}#page={f.page}",
@@ -90,15 +90,16 @@ HIRES_MAX_PIXELS = 16_000_000
 def figure_hires(figure_id: FigureId, db: SessionDep, settings: SettingsDep,
                  scale: Annotated[float, Query(ge=1, le=8, description=(
                      "Zoom over 72 dpi (4 = 288 dpi); lowered so the image stays under 16 megapixels."))] = 4):
-    """The figure's region with its caption (`bbox`) rendered from the paper's stored PDF at a
-    higher resolution (PNG)."""
+    """The figure's graphic (or table grid), without its caption, rendered from the paper's
+    stored PDF at a higher resolution (PNG); papers ingested before regions were recorded show
+    the region with its caption (`bbox`)."""
     f = _figure_or_404(db, figure_id)
     paper = db.get(Paper, f.paper_id)
     pdf = stored_pdf(settings.data_dir, paper.sha256 if paper else None)
     if pdf is None:
         raise HTTPException(404, f"the PDF of figure {figure_id}'s paper was not kept; use /image")
     try:
-        png = render_region(pdf, f.page, list(f.bbox or []), scale, HIRES_MAX_PIXELS)
+        png = render_region(pdf, f.page, list(f.region_bbox or f.bbox or []), scale, HIRES_MAX_PIXELS)
     except ValueError as exc:
         raise HTTPException(404, f"figure {figure_id}: {exc}") from None
     return Response(png, media_type="image/png", headers={"Cache-Control": "public, max-age=3600"})
@@ -110,9 +111,9 @@ def similar_figures(figure_id: FigureId, db: SessionDep, settings: SettingsDep, 
                     scope: Annotated[str, Query(pattern="^(other_papers|same_paper|all)$", description=(
                         "other_papers (default): related figures of other papers; same_paper: more "
                         "from this figure's paper; all: both, ranked by figure content only."))] = "other_papers"):
-    """Related figures: candidates by figure text (and, for other papers, by related papers),
-    ranked by the fusion of text, picture, figure type and paper-topic similarity; each result
-    says why (shared terms and reasons in words)."""
+    """Related figures (for a table: related tables): candidates by figure text (and, for other
+    papers, by related papers), ranked by the fusion of text, picture, figure type and
+    paper-topic similarity; each result says why (shared terms and reasons in words)."""
     check_limit("k", k, settings)
     if engine is None:
         if db.get(Figure, figure_id) is None:
@@ -121,16 +122,16 @@ def similar_figures(figure_id: FigureId, db: SessionDep, settings: SettingsDep, 
                                        message=holder.reason or "no search index")
     if figure_id not in engine:
         f = _figure_or_404(db, figure_id)
-        why = ("tables are not indexed for recommendations" if f.kind != "figure"
-               else "the figure is not in the search index yet (it is added at the next index refresh)")
+        why = f"the {f.kind} is not in the search index yet (it is added at the next index refresh)"
         return schemas.SimilarResponse(mode="figure", figure_id=figure_id, k=k, scope=scope, items=[],
                                        index_version=engine.version, message=why)
     hits = engine.similar(figure_id, k=k, scope=scope)
     source_text = engine.captions[engine.row_of(figure_id)] + " " + mention_texts(db, [figure_id]).get(figure_id, "")
     message = None
-    if not hits:
-        message = ("this paper has no other indexed figures" if scope == "same_paper"
-                   else "no related figures found")
+    if not hits:  # figures are related to figures, tables to tables
+        what = "tables" if engine.kind_of_row(engine.row_of(figure_id)) == "table" else "figures"
+        message = (f"this paper has no other indexed {what}" if scope == "same_paper"
+                   else f"no related {what} found")
     return schemas.SimilarResponse(mode="figure", figure_id=figure_id, k=k, scope=scope,
                                    items=scored_items(db, hits, query_text=source_text, engine=engine,
                                                       same_paper=scope == "same_paper"),

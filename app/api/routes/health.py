@@ -38,7 +38,8 @@ def readyz(request: Request, holder: HolderDep):
         ok, db_state = False, "unreachable (see the server log)"
     engine = holder.get()
     if engine is not None:
-        index = schemas.IndexState(loaded=True, version=engine.version, n_figures=len(engine),
+        index = schemas.IndexState(loaded=True, version=engine.version, n_figures=engine.count("figure"),
+                                   n_tables=engine.count("table"),
                                    has_vectors=engine.vectors is not None)
     elif holder.load_error:
         ok = False

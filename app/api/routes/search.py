@@ -38,14 +38,15 @@ def run_search(db: Session, settings: Settings, engine: SearchEngine | None, hol
     if use and engine.encoder is None:
         engine.encoder = holder.encoder
     allowed = filters.allowed_rows(db, engine.figure_ids) if filters is not None else None
-    hits = engine.search(q, k=k + 1, offset=offset, rerank=use, types=types_named_in(q), allowed_rows=allowed)
+    hits = engine.search(q, k=k + 1, offset=offset, rerank=use, types=types_named_in(q), allowed_rows=allowed,
+                         kind=filters.kind if filters is not None else "figure")
     has_more = len(hits) > k
     items = scored_items(db, hits[:k], offset, query_text=q, engine=engine, snippets=True)
     msg = None
     if not items and offset == 0:
         msg = "no figure shares these words or is close in meaning"
-        if allowed is not None:
-            msg = ("nothing in the search index passes these filters" if not allowed.any() else
+        if allowed is not None or (filters is not None and filters.kind != "figure"):
+            msg = ("nothing in the search index passes these filters" if allowed is not None and not allowed.any() else
                    "no figure passing the filters shares these words or is close in meaning")
     return schemas.SearchResponse(query=q, k=k, offset=offset, items=items, has_more=has_more,
                                   reranked=use, index_version=engine.version, message=msg)
@@ -57,9 +58,10 @@ def search(db: SessionDep, settings: SettingsDep, engine: EngineDep, holder: Hol
            k: Annotated[int, Query(ge=1, le=1000, description="Results per page.")] = 20,
            offset: Annotated[int, Query(ge=0, le=1000, description="Results to skip.")] = 0,
            rerank: Annotated[bool | None, Query(description="Dense re-ranking (default: server setting).")] = None):
-    """Figures for a keyword query: BM25 over captions and mention sentences, re-ranked with
-    MiniLM embeddings when enabled. Each result has the score breakdown and matched terms.
-    Filters (kind, year range, paper, figure type) restrict the results before ranking."""
+    """Figures (or tables: `kind`) for a keyword query: BM25 over captions, mention sentences and
+    table cells, re-ranked with MiniLM embeddings when enabled. Each result has the score
+    breakdown, matched terms and the best matching sentence. Filters (kind, year range, paper,
+    figure type) restrict the results before ranking."""
     check_limit("k", k, settings)
     if not q.strip():
         raise HTTPException(422, "q must contain at least one word")

@@ -79,9 +79,13 @@ export function snippetBlock(hit) {
     at = b;
   }
   parts.push(s.text.slice(at));
+  const where = {
+    caption: ['caption', 'Matched in the caption'],
+    body: ['body text', 'Matched in the body text that mentions the figure'],
+    table: ['table cells', 'Matched in the cells of the table'],
+  }[s.source] || ['body text', 'Matched in the body text'];
   return h('div', { class: 'snippet' },
-    h('span', { class: 'src', title: s.source === 'caption' ? 'Matched in the caption' : 'Matched in the body text that mentions the figure' },
-      s.source === 'caption' ? 'caption' : 'body text'),
+    h('span', { class: 'src', title: where[1] }, where[0]),
     ' ', ...parts);
 }
 

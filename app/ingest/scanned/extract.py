@@ -103,7 +103,7 @@ def _figures_from_pages(pages: list[OcrPage | None], out_dir: Path, rel: str, th
             kind=kind, label=f"{'Figure' if kind == 'figure' else 'Table'} {number}", number=number,
             caption=cap.text, page=pno + 1, bbox=[round(v, 2) for v in full], image_path=img,
             thumbnail_path=thumb, width=w, height=h, caption_bbox=[round(v, 2) for v in cb],
-            text_source="ocr"))
+            region_bbox=[round(v, 2) for v in crop], text_source="ocr"))
     return figures, graphics
 
 
