@@ -33,8 +33,8 @@ def test_dockerfile_copies_existing_paths():
 
 
 def test_wheel_ships_the_web_ui_and_migrations(tmp_path):
-    """A non-editable install serves the UI and migrates: the wheel holds every file of
-    app/frontend and migrations/, where app/api/main.py and app/db/session.py look for them."""
+    """A non-editable install serves the UI, migrates and runs: the wheel holds every file of
+    app/ (the web UI, weights, vocabularies) and migrations/, where the code looks for them."""
     import subprocess
     import sys
     import zipfile
@@ -62,8 +62,8 @@ def test_wheel_ships_the_web_ui_and_migrations(tmp_path):
     assert r.returncode == 0, r.stderr
     (wheel,) = out.glob("figsearch-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for d in (FRONTEND_DIR, MIGRATIONS_DIR):
-        files = [p for p in d.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    for d in (FRONTEND_DIR, MIGRATIONS_DIR, app_dir):  # app/: data files the code reads (weights, vocabularies)
+        files = [p for p in d.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"]
         assert files
         missing = [str(p.relative_to(ROOT)) for p in files if str(p.relative_to(ROOT)) not in names]
         assert not missing, missing
