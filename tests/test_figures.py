@@ -289,3 +289,79 @@ def test_axis_title_between_plot_and_caption_is_kept(tmp_path):
     doc.save(pdf)
     f = _figures(pymupdf.open(pdf), tmp_path)[1]
     assert f.height - 4 >= 226 - 80 - 1, f.height  # down to the axis title's baseline
+
+
+def test_caption_row_split_by_a_taller_glyph_keeps_its_text():
+    """"Figure 1: 1" then an enclosed number drawn taller, which PyMuPDF reports as a new line of
+    the same row: the caption goes on over the rest of the row and the full-width lines below
+    (was: a caption of just "Figure 1: 1")."""
+    from app.ingest.captions import captions_from_lines
+    from app.ingest.layout import DocumentLayout, Line
+
+    def line(x0, y0, x1, y1, text, idx):
+        return Line(x0, y0, x1, y1, text, 10.0, [{"text": text, "size": 10.0, "bbox": (x0, y0, x1, y1),
+                                                  "font": "Times-Roman", "flags": 0}], 0, idx)
+
+    lines = [line(71, 317, 120, 330, "Figure 1: 1", 0),
+             line(111, 317, 524, 335, "\u20dd Closing the knowledge gap at scale. LLMs and novice tutors", 1),
+             line(71, 329, 524, 341, "engage with student mistakes, yet they are readily available", 2),
+             line(71, 341, 299, 354, "have the pedagogical knowledge.", 3)]
+    st = DocumentLayout(pages=[], body_size=10.0, two_column=True, text_x0=71, text_x1=526, page_w=595)
+    (cap,) = captions_from_lines(lines, st)
+    assert cap.text.endswith("have the pedagogical knowledge."), cap.text
+    assert "Closing the knowledge gap" in cap.text
+
+
+def test_block_beyond_an_empty_band_stays_out_of_the_figure(tmp_path):
+    """An uncaptioned block (an algorithm between rules) sits above a figure with three empty
+    body lines between them: the figure's crop starts at its own panels."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.draw_line((72, 70), (540, 70), color=(0, 0, 0), width=1)
+    for k in range(8):
+        page.insert_text((90, 90 + 12 * k), f"x{k} <- update(x{k - 1}, M)", fontsize=9)
+    page.draw_line((72, 190), (540, 190), color=(0, 0, 0), width=1)
+    for x0 in (80, 250, 420):  # three panels, 40 pt below the block
+        page.draw_rect(pymupdf.Rect(x0, 230, x0 + 120, 330), color=(0, 0, 0), width=1)
+    page.insert_textbox(pymupdf.Rect(72, 340, 540, 370), "Figure 5: Effect of the rank on three models.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(72, 390, 540, 700), BODY, fontsize=10)
+    pdf = tmp_path / "algo.pdf"
+    doc.save(pdf)
+    f = _figures(pymupdf.open(pdf), tmp_path)[5]
+    assert f.bbox[1] >= 200, f.bbox
+    assert f.height - 4 >= 99
+
+
+def test_caption_line_starting_with_a_reference_continues_the_caption():
+    """"... under different distortions (see" / "Fig. 7 for details).": the second line starts
+    like a label but continues an unfinished sentence (was: the caption lost its last line)."""
+    from app.ingest.captions import captions_from_lines
+    from app.ingest.layout import DocumentLayout, Line
+
+    def line(x0, y0, x1, y1, text, idx):
+        return Line(x0, y0, x1, y1, text, 10.0, [{"text": text, "size": 10.0, "bbox": (x0, y0, x1, y1),
+                                                  "font": "Times-Roman", "flags": 0}], 0, idx)
+
+    lines = [line(71, 713, 524, 725, "Figure 15: t-SNE visualization of the same utterance under distortions (see", 0),
+             line(71, 725, 140, 737, "Fig. 7 for details).", 1)]
+    st = DocumentLayout(pages=[], body_size=10.0, two_column=False, text_x0=71, text_x1=526, page_w=595)
+    (cap,) = captions_from_lines(lines, st)
+    assert cap.text.endswith("(see Fig. 7 for details)."), cap.text
+
+
+def test_panels_drawn_as_text_join_the_panel_with_a_graphic(tmp_path):
+    """A grid of scatter plots drawn as text labels (no paths), with a legend box in the last
+    panel: the panels level with it, inside the caption's column span, belong to the figure."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    for x0 in (80, 250, 420):
+        for k in range(6):
+            page.insert_text((x0 + 7 * k, 240 + 11 * k), "ay ih", fontsize=6)
+        page.insert_text((x0 + 30, 320), "(a) Layer", fontsize=8)
+    page.draw_rect(pymupdf.Rect(500, 280, 530, 300), color=(0, 0, 0), width=0.5)  # the legend
+    page.insert_textbox(pymupdf.Rect(72, 340, 540, 370), "Figure 3: t-SNE of the representations.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(72, 390, 540, 700), BODY, fontsize=10)
+    pdf = tmp_path / "tsne.pdf"
+    doc.save(pdf)
+    f = _figures(pymupdf.open(pdf), tmp_path)[3]
+    assert f.bbox[0] <= 81 and f.width - 4 >= 530 - 81, (f.bbox, f.width)

@@ -125,14 +125,24 @@ def _extend_caption(cap: Caption, lines: list[Line], st: DocumentLayout) -> None
     first = cap.lines[0]
     if not first.horizontal:
         return
-    ranges = [(first.x0, first.x1)]
-    if cap.label_alone or (first.x1 - first.x0) < 0.3 * (st.text_x1 - st.text_x0):
-        lo, hi = column_span(cap.bbox, st)
-        ranges.append((min(first.x0, lo), max(first.x1, hi)))  # a short first line: the text may go on wider
     size = first.size
+    used = {id(first)}
+    # the rest of the first row when PyMuPDF reports it as lines of its own (a taller glyph of
+    # another font, such as an enclosed number, starts a new line): pieces level with the label
+    # that start within a word gap of it
+    row_x1 = first.x1
+    for o in sorted(lines, key=lambda o: o.x0):
+        if (id(o) not in used and o.horizontal and abs(o.size - size) <= 0.6 and abs(o.y0 - first.y0) < 0.3 * size
+                and -size <= o.x0 - row_x1 <= 1.5 * size):
+            used.add(id(o))
+            cap.lines.append(o)
+            row_x1 = max(row_x1, o.x1)
+    ranges = [(first.x0, row_x1)]
+    if cap.label_alone or (row_x1 - first.x0) < 0.3 * (st.text_x1 - st.text_x0):
+        lo, hi = column_span(cap.bbox, st)
+        ranges.append((min(first.x0, lo), max(row_x1, hi)))  # a short first line: the text may go on wider
     style = _caption_font(first)
     cur = first
-    used = {id(first)}
 
     def next_line(xa: float, xb: float) -> Line | None:
         best = None
@@ -155,8 +165,8 @@ def _extend_caption(cap: Caption, lines: list[Line], st: DocumentLayout) -> None
         if nxt is None or abs(nxt.size - size) > 0.6:
             break
         m = CAPTION_RE.match(nxt.text)
-        if m and not MULTI_REF_RE.match(m.group("rest")):
-            break
+        if m and not MULTI_REF_RE.match(m.group("rest")) and cap.lines[-1].text.rstrip()[-1:] in ".!?:;":
+            break  # a new label after a finished sentence; after "(see" it is the caption's own text
         if nxt.block != cur.block and style is not None and _caption_font(nxt) != style and len(cap.lines) > 1:
             break
         # same row continuation (split cell) or next row; a piece of the row must lie within the

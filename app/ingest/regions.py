@@ -101,11 +101,23 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
     # enough to be a margin stamp ("arXiv:... [cs.LG]")
     text_pool = [ln for ln in lines if not ln.body and id(ln) not in cap_ids and ln.y0 >= ry0 - 1
                  and ln.y1 <= ry1 + 1 and (ln.horizontal or ln.y1 - ln.y0 <= 0.25 * H)]
+    if sel.any() or text_pool:
+        # content beyond an empty band of three body lines belongs to something else (an
+        # algorithm block, an uncaptioned listing above the figure)
+        spans = [tuple(r) for r in g[sel][:, [1, 3]]] + [
+            (ln.y0, ln.y1) for ln in text_pool if overlap_1d(ln.x0, ln.x1, sx0, sx1) > 0.5 * (ln.x1 - ln.x0)]
+        far = _content_reach(spans, up, 3.0 * st.body_size)
+        if far is not None:
+            ry0, ry1 = (max(ry0, far - 1), ry1) if up else (ry0, min(ry1, far + 1))
+            if len(g):
+                inside_y = _within_band(g, ry0, ry1, st.body_size)
+                sel &= inside_y
+            text_pool = [ln for ln in text_pool if ln.y0 >= ry0 - 1 and ln.y1 <= ry1 + 1]
     has_g = bool(sel.any())
     if has_g:
         # grow through touching graphics (wide figures with a narrow caption)
         u = _grow_touching(g, sel, inside_y)
-        u = _grow_text(u, text_pool, st, ry0, ry1)
+        u = _grow_text(u, text_pool, st, (sx0, sx1))
         u = _fill_to_caption(u, text_pool, cap, up)
     elif use_text:
         u = _text_region([ln for ln in text_pool if ln.horizontal], cap, up, st)
@@ -157,11 +169,27 @@ def _search_side(cap: Caption, right: bool, lines: list[Line], caps: list[Captio
     cap_ids = {id(l2) for c in caps for l2 in c.lines}
     pool = [ln for ln in lines if not ln.body and id(ln) not in cap_ids and ln.y0 >= top - 1 and ln.y1 <= bot + 1
             and (ln.x0 >= cx1 - 2 if right else ln.x1 <= cx0 + 2)]
-    u = _grow_text(u, pool, st, top, bot)
+    u = _grow_text(u, pool, st)
     if u[2] - u[0] < 0.2 * (tx1 - tx0) or u[3] - u[1] < 3 * st.body_size:
         return none
     gap = (u[0] - cx1) if right else (cx0 - u[2])
     return Region(tuple(u), max(gap, 0.0), True, (u[2] - u[0]) * (u[3] - u[1]), side=True)
+
+
+def _content_reach(spans: list[tuple], up: bool, max_gap: float) -> float | None:
+    """How far the content next to a caption reaches: the vertical extents of the things found
+    on one side, taken from the caption outwards until an empty band wider than `max_gap`."""
+    if not spans:
+        return None
+    reach = None
+    for a, b in sorted(spans, key=lambda ab: -ab[1] if up else ab[0]):
+        if reach is None:
+            reach = a if up else b
+        elif (b < reach - max_gap) if up else (a > reach + max_gap):
+            break
+        else:
+            reach = min(reach, a) if up else max(reach, b)
+    return reach
 
 
 def _within_band(g: np.ndarray, y0: float, y1: float, body_size: float) -> np.ndarray:
@@ -200,8 +228,10 @@ def _grow_touching(g: np.ndarray, sel: np.ndarray, within: np.ndarray, rounds: i
     return u
 
 
-def _grow_text(u: list, pool: list[Line], st: DocumentLayout, ry0: float, ry1: float) -> list:
-    """Add short text lines touching the graphic (ticks, legends, axis titles, sub-captions)."""
+def _grow_text(u: list, pool: list[Line], st: DocumentLayout, span: tuple | None = None) -> list:
+    """Add short text lines touching the graphic (ticks, legends, axis titles, sub-captions) and,
+    given the caption's column span, lines inside it level with the graphic (panels of a grid
+    drawn as text, such as scatter plots of word labels, beside the panel that holds a graphic)."""
     px, py = 0.8 * st.body_size, 0.5 * st.body_size
     added = set()
     for _ in range(4):
@@ -209,7 +239,10 @@ def _grow_text(u: list, pool: list[Line], st: DocumentLayout, ry0: float, ry1: f
         for ln in pool:
             if id(ln) in added:
                 continue
-            if ln.x0 <= u[2] + px and ln.x1 >= u[0] - px and ln.y0 <= u[3] + py and ln.y1 >= u[1] - py:
+            touching = ln.x0 <= u[2] + px and ln.x1 >= u[0] - px and ln.y0 <= u[3] + py and ln.y1 >= u[1] - py
+            level = span is not None and u[1] <= ln.yc <= u[3] and \
+                overlap_1d(ln.x0, ln.x1, span[0], span[1]) >= 0.5 * (ln.x1 - ln.x0)
+            if touching or level:
                 added.add(id(ln))
                 u = [min(u[0], ln.x0), min(u[1], ln.y0), max(u[2], ln.x1), max(u[3], ln.y1)]
                 changed = True
