@@ -39,7 +39,8 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tests.badfiles import png_bomb  # noqa: E402
+from app.ingest.pipeline import dir_bytes  # noqa: E402
+from tests.badfiles import kill_worker_per_delivery, png_bomb  # noqa: E402
 
 TOKEN = "probe-" + uuid.uuid4().hex
 PY = sys.executable
@@ -67,18 +68,6 @@ def rss_mb(pid: int) -> float:
     except OSError:
         pass
     return 0.0
-
-
-def dir_bytes(*dirs: Path) -> int:
-    total = 0
-    for d in dirs:
-        for root, _d, names in os.walk(d):
-            for n in names:
-                try:
-                    total += os.lstat(os.path.join(root, n)).st_size
-                except OSError:
-                    pass
-    return total
 
 
 class Sampler:
@@ -270,22 +259,8 @@ def probe_schemathesis(port: int, examples: int) -> None:
         print("   " + line)
 
 
-def child_pids(pid: int) -> list[int]:
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(stat.parent.name))
-        except (OSError, ValueError, IndexError):
-            pass
-    return out
-
-
 def probe_poison(args) -> None:
-    from sqlalchemy import create_engine, select, text
-
-    from app.db.schema import JobFile
-    from app.db.session import session_scope
+    from sqlalchemy import create_engine, text
 
     name = f"figsearch_probe_{uuid.uuid4().hex[:8]}"
     admin = create_engine(args.pg, isolation_level="AUTOCOMMIT")
@@ -311,18 +286,8 @@ def probe_poison(args) -> None:
     t0 = time.time()
     cli = subprocess.Popen(FIGSEARCH + ["ingest", str(batch), "--json"], cwd=ROOT, env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    kills, seen = 0, 0
     try:
-        while cli.poll() is None and time.time() - t0 < 600:
-            with session_scope(db) as s:
-                row = s.execute(select(JobFile.status, JobFile.deliveries)
-                                .where(JobFile.name.like("%poison.pdf"))).first()
-            if row is not None and row.status == "pending" and row.deliveries > seen:
-                seen = row.deliveries
-                for c in child_pids(worker.pid):
-                    os.kill(c, signal.SIGKILL)  # what the OOM killer does to the process on that file
-                kills += 1
-            time.sleep(0.05)
+        kills = kill_worker_per_delivery(cli, worker.pid, db, "poison.pdf", timeout=600)
         out = cli.communicate(timeout=60)[0]
         elapsed = time.time() - t0
     finally:

@@ -119,3 +119,41 @@ def truncated_png(size: tuple[int, int] = (300, 200)) -> bytes:
     Image.fromarray(np.random.default_rng(0).integers(0, 255, (*size[::-1], 3), dtype=np.uint8)).save(buf, "PNG")
     data = buf.getvalue()
     return data[: int(len(data) * 0.6)]
+
+
+def child_pids(pid: int) -> list[int]:
+    """Direct children of a process (the Celery pool processes of a worker), from /proc."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+def kill_worker_per_delivery(cli, worker_pid: int, db_url: str, file_name: str, timeout: float) -> int:
+    """While the `figsearch ingest` process `cli` runs, SIGKILL the worker's pool processes each
+    time the file `file_name` is delivered again (what the OOM killer does to the process on a
+    file that exhausts memory); returns how many times it killed."""
+    import signal
+    import time
+
+    from sqlalchemy import select
+
+    from app.db.schema import JobFile
+    from app.db.session import session_scope
+
+    kills, seen, t0 = 0, 0, time.time()
+    while cli.poll() is None and time.time() - t0 < timeout:
+        with session_scope(db_url) as s:
+            row = s.execute(select(JobFile.status, JobFile.deliveries)
+                            .where(JobFile.name.like(f"%{file_name}"))).first()
+        if row is not None and row.status == "pending" and row.deliveries > seen:
+            seen = row.deliveries
+            for child in child_pids(worker_pid):
+                os.kill(child, signal.SIGKILL)
+            kills += 1
+        time.sleep(0.05)
+    return kills

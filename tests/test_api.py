@@ -80,13 +80,18 @@ def sample(tmp_path_factory) -> Path:
     return build_sample_data(tmp_path_factory.mktemp("api-sample"))
 
 
-@pytest.fixture(scope="module")
-def client(sample, tmp_path_factory):
-    """Read-only client over a copy of the sample collection."""
-    data = copy_data(sample, tmp_path_factory.mktemp("api-ro") / "data")
+def served_copy(sample, tmp_path_factory, name: str):
+    """A client of a server over a fresh copy of the sample collection, once it is ready."""
+    data = copy_data(sample, tmp_path_factory.mktemp(name) / "data")
     with make_client(data) as c:
         wait_ready(c)
         yield c
+
+
+@pytest.fixture(scope="module")
+def client(sample, tmp_path_factory):
+    """Read-only client over a copy of the sample collection."""
+    yield from served_copy(sample, tmp_path_factory, "api-ro")
 
 
 @pytest.fixture(scope="module")
@@ -501,10 +506,8 @@ def wait_index(c: TestClient, pred, timeout: float = 120) -> None:
 # ------------------------------------------------------------------ admin: the write path
 @pytest.fixture(scope="module")
 def admin_client(sample, tmp_path_factory):
-    data = copy_data(sample, tmp_path_factory.mktemp("api-rw") / "data")
-    with make_client(data) as c:
-        wait_ready(c)
-        yield c
+    """Client for the write path, over its own copy of the sample collection."""
+    yield from served_copy(sample, tmp_path_factory, "api-rw")
 
 
 def test_upload_pdf_job_and_search(admin_client, tmp_path_factory):

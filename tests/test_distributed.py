@@ -77,19 +77,6 @@ def test_ingest_through_redis_and_workers(demo_pdfs, redis_url, pg_url, tmp_path
                 print(err[-4000:])
 
 
-def child_pids(pid: int) -> list[int]:
-    """Direct children of a process (the Celery pool processes of a worker), from /proc."""
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            out.append(int(stat.parent.name))
-    return out
-
-
 def test_worker_killing_file_fails_after_max_deliveries_and_the_batch_finishes(demo_pdfs, real_papers,
                                                                                redis_url, pg_url, tmp_path):
     """A file whose worker process dies every time (killed here with SIGKILL while it works on
@@ -97,10 +84,7 @@ def test_worker_killing_file_fails_after_max_deliveries_and_the_batch_finishes(d
     deliveries; the other files are stored and `figsearch ingest` returns."""
     import shutil
 
-    from sqlalchemy import select
-
-    from app.db.schema import JobFile
-    from app.db.session import session_scope
+    from tests.badfiles import kill_worker_per_delivery
 
     data = tmp_path / "data"
     env = _env(redis_url, pg_url, data)
@@ -114,18 +98,8 @@ def test_worker_killing_file_fails_after_max_deliveries_and_the_batch_finishes(d
     t0 = time.time()
     cli = subprocess.Popen([sys.executable, "-m", "app.cli", "ingest", str(batch), "--json"], cwd=ROOT, env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    kills, seen = 0, 0
     try:
-        while cli.poll() is None and time.time() - t0 < 240:
-            with session_scope(pg_url) as s:
-                row = s.execute(select(JobFile.status, JobFile.deliveries)
-                                .where(JobFile.name.like("%poison.pdf"))).first()
-            if row is not None and row.status == "pending" and row.deliveries > seen:
-                seen = row.deliveries
-                for child in child_pids(worker.pid):
-                    os.kill(child, signal.SIGKILL)  # the pool process working on the poison file
-                kills += 1
-            time.sleep(0.05)
+        kills = kill_worker_per_delivery(cli, worker.pid, pg_url, "poison.pdf", timeout=240)
         out, err = cli.communicate(timeout=30)
         elapsed = time.time() - t0
     finally:

@@ -391,7 +391,9 @@ def mark_body(lines: list[Line], st: DocumentLayout) -> None:
 
 
 def column_span(bbox, st: DocumentLayout) -> tuple[float, float]:
-    """Horizontal extent a caption's graphic probably occupies (its column or the full text width)."""
+    """Horizontal extent a caption's graphic probably occupies (its column or the full text width).
+    `st` is any body-text geometry with text_x0, text_x1, two_column and page_w: the page model
+    of born-digital pages or the one OCR lines give scanned pages."""
     x0, x1 = bbox[0], bbox[2]
     full = (min(st.text_x0, x0), max(st.text_x1, x1))
     if not st.two_column:

@@ -61,8 +61,13 @@ def uploads_dir(settings: Settings, job_id: str) -> Path:
 
 def upload_area_bytes(settings: Settings) -> int:
     """Disk used by pending uploads and unpacked zips (what the upload quota bounds)."""
+    return dir_bytes(settings.data_dir / "uploads", settings.data_dir / "incoming")
+
+
+def dir_bytes(*dirs: Path) -> int:
+    """Bytes of the files below `dirs` (files that vanish meanwhile count 0)."""
     total = 0
-    for top in (settings.data_dir / "uploads", settings.data_dir / "incoming"):
+    for top in dirs:
         for root, _dirs, names in os.walk(top):
             for n in names:
                 try:

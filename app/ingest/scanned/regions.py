@@ -15,6 +15,7 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage
 
+from app.ingest.layout import column_span
 from app.ingest.scanned.captions import OcrCaption
 from app.ingest.scanned.detect import word_quality
 from app.ingest.scanned.ocr import OcrLine, OcrPage, otsu_threshold
@@ -73,20 +74,6 @@ def is_body(ln: OcrLine, lay: Layout) -> bool:
     return (len(ln.text) >= 30 and (ln.box[2] - ln.box[0]) >= 0.55 * col_w and ln.conf >= 60
             and 0.6 * lay.body_h <= ln.height <= 1.6 * lay.body_h and _dense(ln, lay.body_h)
             and word_quality(ln.text) >= 0.7)
-
-
-def column_span(box, lay: Layout) -> tuple[float, float]:
-    x0, x1 = box[0], box[2]
-    full = (min(lay.text_x0, x0), max(lay.text_x1, x1))
-    if not lay.two_column:
-        return full
-    mid = (lay.text_x0 + lay.text_x1) / 2
-    if x1 - x0 < 0.55 * (lay.text_x1 - lay.text_x0):
-        if x1 <= mid + 0.05 * lay.page_w and (x0 + x1) / 2 < mid:
-            return (min(lay.text_x0, x0), max(mid, x1))
-        if x0 >= mid - 0.05 * lay.page_w and (x0 + x1) / 2 > mid:
-            return (min(mid, x0), max(lay.text_x1, x1))
-    return full
 
 
 def _ink_box(ink: np.ndarray, s: float, x0: float, y0: float, x1: float, y1: float):
