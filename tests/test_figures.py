@@ -365,3 +365,43 @@ def test_panels_drawn_as_text_join_the_panel_with_a_graphic(tmp_path):
     doc.save(pdf)
     f = _figures(pymupdf.open(pdf), tmp_path)[3]
     assert f.bbox[0] <= 81 and f.width - 4 >= 530 - 81, (f.bbox, f.width)
+
+
+def test_image_running_under_its_caption_stays_with_it(tmp_path):
+    """Two boxes stacked in one column, each with its caption below; the first is a raster image
+    whose blank lower part runs under its caption and a little past it. Each caption keeps its
+    own box (was: the first caption took the top of the second box, the second its bottom)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    pix = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 80, 100), False)
+    pix.set_rect(pix.irect, (255, 255, 255))
+    pix.set_rect(pymupdf.IRect(4, 4, 76, 68), (210, 240, 210))
+    page.insert_image(pymupdf.Rect(100, 70, 500, 410), pixmap=pix)  # box drawn 70-288, blank below
+    page.insert_textbox(pymupdf.Rect(72, 314, 540, 344), "Figure 2: An example of the prompt we used to determine "
+                        "the summary of a user from the profile, the meta-data and the posts.", fontsize=9)
+    page.draw_rect(pymupdf.Rect(100, 345, 500, 540), color=(0.4, 0.7, 0.4), fill=(0.85, 0.95, 0.85))
+    for k in range(6):
+        page.insert_text((120, 370 + 22 * k), "User 1 Summary: this user is discussing the news.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(72, 549, 540, 579), "Figure 3: An example of the output shown when the model "
+                        "was given the summaries of three users and asked which of them agree.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(72, 600, 540, 740), BODY, fontsize=10)
+    pdf = tmp_path / "stacked.pdf"
+    doc.save(pdf)
+    figs = _figures(pymupdf.open(pdf), tmp_path)
+    assert figs[2].bbox[1] <= 71 and figs[2].bbox[3] <= 342, figs[2].bbox
+    assert figs[3].bbox[1] <= 346 and figs[3].height - 4 >= 190, (figs[3].bbox, figs[3].height)
+
+
+def test_small_panel_titles_a_line_above_the_graphic_are_kept(tmp_path):
+    """"Step 1: ..." titles in small type set a body line above their boxes belong to the figure."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    for k, x0 in enumerate((80, 250, 420)):
+        page.insert_text((x0, 82), f"Step {k + 1}: Retrieve", fontsize=8)
+        page.draw_rect(pymupdf.Rect(x0, 94, x0 + 110, 200), color=(0, 0, 0), width=1)
+    page.insert_textbox(pymupdf.Rect(72, 215, 540, 245), "Figure 1: Overview of the method.", fontsize=10)
+    page.insert_textbox(pymupdf.Rect(72, 260, 540, 700), BODY, fontsize=10)
+    pdf = tmp_path / "steps.pdf"
+    doc.save(pdf)
+    f = _figures(pymupdf.open(pdf), tmp_path)[1]
+    assert f.bbox[1] <= 76, f.bbox

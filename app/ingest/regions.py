@@ -94,7 +94,7 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
     if len(g):
         ix = np.clip(np.minimum(g[:, 2], sx1) - np.maximum(g[:, 0], sx0), 0, None)
         w = np.maximum(g[:, 2] - g[:, 0], 0.5)
-        inside_y = _within_band(g, ry0, ry1, st.body_size)
+        inside_y = _within_band(g, ry0, ry1, st.body_size, (sx0, sx1))
         sel = inside_y & (ix > 0) & (ix >= 0.5 * np.minimum(w, sx1 - sx0))
     cap_ids = {id(l2) for c in caps for l2 in c.lines}
     # rotated text (y-axis titles and tick labels) belongs to the graphic too, unless it is long
@@ -110,7 +110,7 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
         if far is not None:
             ry0, ry1 = (max(ry0, far - 1), ry1) if up else (ry0, min(ry1, far + 1))
             if len(g):
-                inside_y = _within_band(g, ry0, ry1, st.body_size)
+                inside_y = _within_band(g, ry0, ry1, st.body_size, (sx0, sx1))
                 sel &= inside_y
             text_pool = [ln for ln in text_pool if ln.y0 >= ry0 - 1 and ln.y1 <= ry1 + 1]
     has_g = bool(sel.any())
@@ -192,13 +192,17 @@ def _content_reach(spans: list[tuple], up: bool, max_gap: float) -> float | None
     return reach
 
 
-def _within_band(g: np.ndarray, y0: float, y1: float, body_size: float) -> np.ndarray:
+def _within_band(g: np.ndarray, y0: float, y1: float, body_size: float, span: tuple) -> np.ndarray:
     """Graphics lying between y0 and y1. A graphic may reach a little past an edge (a raster
     image whose white margin runs under the caption's first line): up to 0.6 body lines and at
-    most a fifth of its height."""
+    most a fifth of its height; or, when two thirds of it lie inside and it keeps to the
+    caption's column span, any distance (an image with a blank lower part that the caption is
+    printed over). The region is cut to the band."""
     h = np.maximum(g[:, 3] - g[:, 1], 0.0)
     over = np.maximum(y0 - g[:, 1], 0.0) + np.maximum(g[:, 3] - y1, 0.0)
-    return over <= np.maximum(1.0, np.minimum(0.6 * body_size, 0.2 * h))
+    in_span = (g[:, 0] >= span[0] - body_size) & (g[:, 2] <= span[1] + body_size)
+    return (over <= np.maximum(1.0, np.minimum(0.6 * body_size, 0.2 * h))) | (
+        (h > 3 * body_size) & (over <= h / 3) & in_span)
 
 
 def _fill_to_caption(u: list, pool: list[Line], cap: Caption, up: bool) -> list:
@@ -229,9 +233,10 @@ def _grow_touching(g: np.ndarray, sel: np.ndarray, within: np.ndarray, rounds: i
 
 
 def _grow_text(u: list, pool: list[Line], st: DocumentLayout, span: tuple | None = None) -> list:
-    """Add short text lines touching the graphic (ticks, legends, axis titles, sub-captions) and,
-    given the caption's column span, lines inside it level with the graphic (panels of a grid
-    drawn as text, such as scatter plots of word labels, beside the panel that holds a graphic)."""
+    """Add short text lines touching the graphic (ticks, legends, axis titles, sub-captions; text
+    smaller than the body's up to a line away: panel titles) and, given the caption's column
+    span, lines inside it level with the graphic (panels of a grid drawn as text, such as scatter
+    plots of word labels, beside the panel that holds a graphic)."""
     px, py = 0.8 * st.body_size, 0.5 * st.body_size
     added = set()
     for _ in range(4):
@@ -239,7 +244,9 @@ def _grow_text(u: list, pool: list[Line], st: DocumentLayout, span: tuple | None
         for ln in pool:
             if id(ln) in added:
                 continue
-            touching = ln.x0 <= u[2] + px and ln.x1 >= u[0] - px and ln.y0 <= u[3] + py and ln.y1 >= u[1] - py
+            # text smaller than the body's is figure text: a panel title may sit a line away
+            pad = 1.2 * st.body_size if ln.size < st.body_size - 0.5 else py
+            touching = ln.x0 <= u[2] + px and ln.x1 >= u[0] - px and ln.y0 <= u[3] + pad and ln.y1 >= u[1] - pad
             level = span is not None and u[1] <= ln.yc <= u[3] and \
                 overlap_1d(ln.x0, ln.x1, span[0], span[1]) >= 0.5 * (ln.x1 - ln.x0)
             if touching or level:
