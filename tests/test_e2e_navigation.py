@@ -120,6 +120,15 @@ def test_filters_figure_and_paper_pages(server, browser, width, tag):
     assert page.input_value("#f-kind") == "table"
     assert "Latest tables" in page.inner_text("h1")
     shot(page, f"{tag}-03-tables")
+    # searching tables: a word of a table's cells, shown as the matching snippet; its page relates tables
+    table = httpx.get(f"{server}/api/v1/figures", params={"kind": "table"}).json()["items"][0]
+    word = next(w for w in reversed(table["caption"].replace(",", " ").split()) if w.isalpha() and len(w) > 4)
+    page.goto(server + f"/#/?q={word}&kind=table")
+    page.wait_for_selector("#results .card .snippet")
+    labels = page.locator("#results .card .label").all_inner_texts()
+    assert labels and all(c.lower().startswith("table ") for c in labels), labels
+    page.goto(f"{server}/#/figure/{table['figure_id']}")
+    wait_js(page, "(document.getElementById('similar-title')?.textContent || '').startsWith('Related tables')")
 
     # --- figure page: open in PDF at the page, high resolution, citation
     page.goto(server + "/#/?q=model")

@@ -58,7 +58,7 @@ def reasons(signals: Mapping[str, float] | None, figure_type: str | None = None,
     if not signals:
         return []
     out = []
-    if signals.get("type", 0.0) >= SAME_TYPE_MIN:
+    if signals.get("type", 0.0) >= SAME_TYPE_MIN and figure_type != "table":  # tables relate only to tables
         out.append(f"same figure type ({figure_type.replace('_', ' ')})" if figure_type else "same figure type")
     if signals.get("visual", 0.0) >= SIMILAR_PICTURE_MIN:
         out.append("similar picture")

@@ -82,8 +82,9 @@ export async function renderFigure(root, id, { signal }) {
     citeBlock(f),
     h('div', { class: 'panel' }, h('h3', {}, `Mentioned in the text (${f.mentions.length})`), mentions));
 
-  const simHead = h('h2', { id: 'similar-title' }, 'Related figures in other papers');
-  const simStatus = h('div', {}, loading('Finding related figures…'));
+  const things = f.kind === 'table' ? 'tables' : 'figures';  // a table's related items are tables
+  const simHead = h('h2', { id: 'similar-title' }, `Related ${things} in other papers`);
+  const simStatus = h('div', {}, loading(`Finding related ${things}…`));
   const simGrid = h('div', { class: 'grid', id: 'similar' });
   const sameHead = h('h2', { id: 'same-paper-title' }, 'More from this paper');
   const sameStatus = h('div', {});
@@ -100,7 +101,7 @@ export async function renderFigure(root, id, { signal }) {
     api(`figures/${id}/similar?k=12&scope=same_paper`, { signal })]);
   simStatus.replaceChildren();
   if (!sim.items.length) {
-    simStatus.append(empty('No related figures in other papers.', sim.message || 'Nothing in the collection is related to this figure yet.'));
+    simStatus.append(empty(`No related ${things} in other papers.`, sim.message || `Nothing in the collection is related to this ${f.kind} yet.`));
   } else {
     const maxLex = Math.max(...sim.items.map((x) => x.lexical_score), 0);
     simHead.append(h('span', { class: 'muted small' }, ' · why each result: reasons, shared terms, keyword and meaning scores'));
