@@ -248,6 +248,7 @@ def figures(data_dir: Optional[Path] = DataDir,
             thumb = str(settings.data_dir / f.thumbnail_path) if absolute and f.thumbnail_path else f.thumbnail_path
             rows.append({"figure_id": f.id, "paper_id": f.paper_id, "kind": f.kind, "label": f.label,
                          "number": f.number, "caption": f.caption, "page": f.page, "bbox": f.bbox,
+                         "region_bbox": f.region_bbox, "cells": f.region_text if f.kind == "table" else "",
                          "image_path": img, "thumbnail_path": thumb, "width": f.width, "height": f.height,
                          "mentions": [m.sentence for m in f.mentions],
                          "mention_contexts": [" ".join(x for x in (m.before, m.sentence, m.after) if x) for m in f.mentions],
