@@ -405,3 +405,24 @@ def test_small_panel_titles_a_line_above_the_graphic_are_kept(tmp_path):
     doc.save(pdf)
     f = _figures(pymupdf.open(pdf), tmp_path)[1]
     assert f.bbox[1] <= 76, f.bbox
+
+
+def test_full_page_figure_takes_its_caption_from_the_facing_page(tmp_path):
+    """A figure filling its page (a raster image inside the margins, larger than most page
+    backgrounds) with only "Fig. 1." under it; its caption text is printed on the page before."""
+    doc = pymupdf.open()
+    p1 = doc.new_page(width=612, height=792)
+    p1.insert_textbox(pymupdf.Rect(60, 70, 550, 500), BODY * 2, fontsize=10)
+    p1.insert_textbox(pymupdf.Rect(60, 560, 550, 620), "Fig. 1. A: Mechanically induced calcium wave. Panels show "
+                      "the wave spreading from the stimulated cell to its neighbours.", fontsize=9)
+    p2 = doc.new_page(width=612, height=792)
+    pix = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 44, 60), False)  # the rect's aspect
+    pix.set_rect(pix.irect, (30, 60, 200))
+    p2.insert_image(pymupdf.Rect(64, 78, 548, 740), pixmap=pix)
+    p2.insert_text((299, 760), "Fig. 1.", fontsize=9)
+    pdf = tmp_path / "fullpage.pdf"
+    doc.save(pdf)
+    f = _figures(pymupdf.open(pdf), tmp_path)[1]
+    assert f.page == 2 and f.crop_quality == "ok"
+    assert f.caption.startswith("Fig. 1. A: Mechanically induced"), f.caption
+    assert f.height - 4 >= 660

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import pathlib
+from dataclasses import replace
 
 import pymupdf
 
@@ -49,6 +50,7 @@ def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: 
             dropped.append({"label": f"page {page.number + 1}", "reason": f"figure analysis failed: {exc}"[:200]})
     conv = {k: convention([(c, a, b) for _, c, a, b in analysed], k) for k in ("figure", "table")}
     best: dict[tuple[str, int], Candidate] = {}
+    seen: dict[tuple[str, int], list[Candidate]] = {}
     for i, cap, a, b in analysed:
         reg = choose_region(cap, a, b, conv[cap.kind])
         cand = Candidate(cap, i, reg.rect if reg else None, bool(reg and reg.has_graphics), cap.score,
@@ -62,10 +64,13 @@ def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: 
                     break
         cand.score += (3 if cand.has_graphics else 1 if cand.region is not None else 0) + 2 * (cand.quality == "ok")
         key = (cap.kind, cap.number)
+        seen.setdefault(key, []).append(cand)
         if key not in best or cand.score > best[key].score:
             best[key] = cand
     if not best:
         return []
+    for key, c in best.items():
+        _caption_from_facing_page(c, seen[key])
     split_overlaps(list(best.values()), st)
     out_dir.mkdir(parents=True, exist_ok=True)
     results = []
@@ -79,6 +84,17 @@ def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: 
             log.warning("rendering %s %d failed", kind, num, exc_info=True)
             dropped.append({"label": f"{kind.title()} {num}", "reason": f"rendering failed: {exc}"[:200]})
     return results
+
+
+def _caption_from_facing_page(c: Candidate, same_label: list[Candidate]) -> None:
+    """A full-page figure often carries only its label ("Fig. 1.") while the caption text is
+    printed on the facing page: the chosen candidate (the one with the graphic) takes the longest
+    caption text of its label found on an adjacent page."""
+    if len(c.cap.text.split()) > 3:
+        return
+    texts = [o.cap.text for o in same_label if abs(o.page - c.page) == 1 and len(o.cap.text) > len(c.cap.text)]
+    if texts:
+        c.cap = replace(c.cap, text=max(texts, key=len))
 
 
 def _emit(page: pymupdf.Page, dl, c: Candidate, out_dir: pathlib.Path, rel_prefix: str, dpi: int,

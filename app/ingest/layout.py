@@ -232,6 +232,7 @@ def page_graphics(page: pymupdf.Page) -> np.ndarray:
     drawn = _visible_path_rects(paths)
     if len(drawn) > _MAX_DRAWINGS:
         drawn = drawn[:: len(drawn) // _MAX_DRAWINGS + 1]
+    n_images = len(rects)
     rects.extend(drawn)
     if not rects:
         return np.zeros((0, 4))
@@ -242,7 +243,10 @@ def page_graphics(page: pymupdf.Page) -> np.ndarray:
     a[:, 3] = np.clip(a[:, 3], 0, H)
     w, h = a[:, 2] - a[:, 0], a[:, 3] - a[:, 1]
     keep = (w >= 0) & (h >= 0) & ((w > 1.5) | (h > 1.5))
-    keep &= ~((w * h) > 0.6 * W * H)  # page backgrounds / borders
+    # page backgrounds and borders; a raster image inside the margins is a full-page figure
+    image = np.arange(len(a)) < n_images
+    in_margins = (a[:, 0] > 0.05 * W) & (a[:, 2] < 0.95 * W) & (a[:, 1] > 0.05 * H) & (a[:, 3] < 0.95 * H)
+    keep &= ~(((w * h) > 0.6 * W * H) & ~(image & in_margins))
     keep &= ~((h < 3) & (w > 0.5 * W) & ((a[:, 1] < 0.09 * H) | (a[:, 3] > 0.91 * H)))  # header/footer rules
     keep &= ~((w < 3) & (h > 0.6 * H))  # column separators
     keep &= ~((a[:, 3] < _MARGIN * H) | (a[:, 1] > (1 - _MARGIN) * H))  # wholly in the top/bottom margin:

@@ -245,7 +245,8 @@ def _grow_text(u: list, pool: list[Line], st: DocumentLayout, span: tuple | None
             if id(ln) in added:
                 continue
             # text smaller than the body's is figure text: a panel title may sit a line away
-            pad = 1.2 * st.body_size if ln.size < st.body_size - 0.5 else py
+            # (not in the running-head zone at the page's top and bottom)
+            pad = 1.2 * st.body_size if ln.size < st.body_size - 0.5 and not _furniture_zone(ln, st) else py
             touching = ln.x0 <= u[2] + px and ln.x1 >= u[0] - px and ln.y0 <= u[3] + pad and ln.y1 >= u[1] - pad
             level = span is not None and u[1] <= ln.yc <= u[3] and \
                 overlap_1d(ln.x0, ln.x1, span[0], span[1]) >= 0.5 * (ln.x1 - ln.x0)
@@ -256,6 +257,12 @@ def _grow_text(u: list, pool: list[Line], st: DocumentLayout, span: tuple | None
         if not changed:
             break
     return u
+
+
+def _furniture_zone(ln: Line, st: DocumentLayout) -> bool:
+    """In the top or bottom 9% of its page, where running heads and page numbers sit."""
+    h = st.pages[ln.page].height if ln.page < len(st.pages) else 792.0
+    return ln.yc < 0.09 * h or ln.yc > 0.91 * h
 
 
 def _text_region(pool: list[Line], cap: Caption, up: bool, st: DocumentLayout) -> list | None:
