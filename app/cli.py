@@ -402,11 +402,12 @@ def similar(figure_id: int = typer.Argument(..., help="Query figure id."),
             method: Optional[str] = typer.Option(None, "--method", help="First stage: bm25 or tfidf (default: the one w was tuned for)."),
             union_dense: Optional[int] = typer.Option(None, "--union-dense", help="Also consider this many nearest figure-text embeddings (default: the engine's, 50)."),
             scope: str = typer.Option("other_papers", "--scope",
-                                      help="other_papers (related figures of other papers), same_paper, or all.")) -> None:
+                                      help="other_papers (related figures of other papers), same_paper, all, or "
+                                           "linked_papers (figures of the papers citing or cited by its paper).")) -> None:
     """Figures most related to FIGURE_ID (itself excluded) within SCOPE, with the signals behind
     each score (figure text, picture, type, paper topic)."""
-    if scope not in ("other_papers", "same_paper", "all"):
-        typer.echo("error: --scope must be other_papers, same_paper or all", err=True)
+    if scope not in ("other_papers", "same_paper", "all", "linked_papers"):
+        typer.echo("error: --scope must be other_papers, same_paper, all or linked_papers", err=True)
         raise typer.Exit(2)
     settings = _settings(data_dir)
     engine = _engine(settings, with_encoder=False)
@@ -416,7 +417,15 @@ def similar(figure_id: int = typer.Argument(..., help="Query figure id."),
 
         method = read_first_stage(index_root(settings))
     try:
-        hits = engine.similar(figure_id, k=k, w=w, method=method, union_dense=union_dense, scope=scope)
+        within = None
+        if scope == "linked_papers":
+            from app.db.session import session_scope
+            from app.search.collection import linked_papers
+
+            with session_scope(settings.db_url) as s:
+                within = linked_papers(s, int(engine.paper_ids[engine.row_of(figure_id)]))
+        hits = engine.similar(figure_id, k=k, w=w, method=method, union_dense=union_dense,
+                              scope="other_papers" if within is not None else scope, within_papers=within)
     except KeyError:
         typer.echo(f"error: figure {figure_id} is not in the index", err=True)
         raise typer.Exit(1)

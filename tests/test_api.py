@@ -285,6 +285,28 @@ def test_similar(client, ids):
     assert_problem(client.get(f"/api/v1/figures/{fid}/similar", params={"k": 1001}), 422)
 
 
+def test_figures_of_linked_papers(client):
+    """scope=linked_papers ranks the figures of the papers that cite or are cited by the figure's
+    paper (and only those); a paper without links says so."""
+    papers = client.get("/api/v1/papers").json()["items"]
+    linked = {}
+    for p in papers:
+        d = client.get(f"/api/v1/papers/{p['paper_id']}").json()
+        linked[p["paper_id"]] = {c["paper_id"] for c in d["cites"] + d["cited_by"]}
+    pid = next(p for p, ids in linked.items() if ids)
+    fid = next(f["figure_id"] for f in client.get(f"/api/v1/papers/{pid}").json()["figures"] if f["kind"] == "figure")
+    r = client.get(f"/api/v1/figures/{fid}/similar", params={"scope": "linked_papers", "k": 50}).json()
+    assert r["scope"] == "linked_papers" and r["items"]
+    assert {i["paper_id"] for i in r["items"]} <= linked[pid] and all(i["kind"] == "figure" for i in r["items"])
+    every = [f for q in linked[pid] for f in client.get(f"/api/v1/papers/{q}").json()["figures"] if f["kind"] == "figure"]
+    assert len(r["items"]) == len(every)  # every figure of the linked papers, ranked
+    lonely = [p for p, ids in linked.items() if not ids]
+    if lonely:
+        f = client.get(f"/api/v1/papers/{lonely[0]}").json()["figures"][0]["figure_id"]
+        r = client.get(f"/api/v1/figures/{f}/similar", params={"scope": "linked_papers"}).json()
+        assert r["items"] == [] and "cites" in r["message"]
+
+
 def test_similar_of_table_gives_tables(client):
     """Tables are indexed: a table's related items are tables (the sample's only table has none)."""
     table = client.get("/api/v1/figures", params={"kind": "table"}).json()["items"][0]

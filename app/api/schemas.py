@@ -138,7 +138,7 @@ class SimilarResponse(BaseModel):
     figure_id: int | None = None
     query: str | None = Field(None, description="The caption used as the query (mode caption).")
     k: int
-    scope: Literal["other_papers", "same_paper", "all"] | None = Field(
+    scope: Literal["other_papers", "same_paper", "all", "linked_papers"] | None = Field(
         None, description="Which figures were ranked (mode figure).")
     items: list[ScoredFigure]
     index_version: str | None = None

@@ -26,6 +26,14 @@ class Collection:
         return b in self.neighbours.get(a, ())
 
 
+def linked_papers(session: Session, paper_id: int) -> list[int]:
+    """Papers of the collection that cite, or are cited by, `paper_id` (for a block of their
+    figures; never a ranking signal: the evaluation counts these links as relevance)."""
+    cited = select(Citation.cited_paper_id).where(Citation.citing_paper_id == paper_id)
+    citing = select(Citation.citing_paper_id).where(Citation.cited_paper_id == paper_id)
+    return sorted(set(session.scalars(cited)) | set(session.scalars(citing)))
+
+
 def load_collection(session: Session, kinds: tuple[str, ...] = ("figure",)) -> Collection:
     """Figures (and, when asked, tables) of successfully ingested papers; text = caption + mention
     contexts (the figure recommender's document), plus the cell text of a table."""

@@ -175,6 +175,10 @@ class SearchEngine:
             raise KeyError(f"figure {figure_id} is not in the index")
         return int(self._fid_order[i])
 
+    def rows_of_papers(self, paper_ids: Sequence[int]) -> np.ndarray:
+        parts = [self.rows_of_paper(int(p)) for p in paper_ids]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
     def rows_of_paper(self, paper_id: int) -> np.ndarray:
         lo = int(np.searchsorted(self._paper_sorted, paper_id, side="left"))
         hi = int(np.searchsorted(self._paper_sorted, paper_id, side="right"))
@@ -322,14 +326,25 @@ class SearchEngine:
 
     def rank_rows(self, row: int, scope: str = "all", weights: dict[str, float] | None = None,
                   w: float | None = None, method: str = "bm25", candidates: int = 100,
-                  union_dense: int | None = None, union_papers: int | None = None, exact: bool = False):
+                  union_dense: int | None = None, union_papers: int | None = None, exact: bool = False,
+                  within_papers: Sequence[int] | None = None):
         """(candidate rows, lexical scores, signals, fused scores), best first, for the figure at
-        `row`: the one ranking rule behind `similar` and the evaluation."""
+        `row`: the one ranking rule behind `similar` and the evaluation. `within_papers` replaces
+        the first stage by every figure of those papers (the caller's choice, e.g. the papers
+        that cite this one; the figure's own paper is left out)."""
         if union_papers is None:
             union_papers = self.union_papers_default
         if union_dense is None:  # the seed recommender (`all`) keeps its lexical first stage
             union_dense = self.union_dense_default if scope == "other_papers" else 0
-        rows, scores = self.candidates(row, scope, method, candidates, union_dense, union_papers, exact)
+        if within_papers is not None:
+            own = int(self.paper_ids[row])
+            rows = self.rows_of_papers([p for p in set(within_papers) if p != own])
+            rows = rows[self.kind_mask(rows, self.kind_of_row(row))]
+            lex = self.lexical(method)
+            q, qtf = lex.doc_terms(row)
+            scores = lex.score_docs(q, lex.query_weights(q, qtf), rows)
+        else:
+            rows, scores = self.candidates(row, scope, method, candidates, union_dense, union_papers, exact)
         sig = self.signals(row, rows, scores)
         final = fuse(sig, weights if weights is not None else self.weights(scope, w))
         ranked = order(final)
@@ -342,12 +357,13 @@ class SearchEngine:
     def similar(self, figure_id: int, k: int = 10, w: float | None = None, method: str = "bm25",
                 candidates: int = 100, union_dense: int | None = None, exact: bool = False,
                 scope: str = "all", weights: dict[str, float] | None = None,
-                union_papers: int | None = None) -> list[Hit]:
-        """Figures related to `figure_id` (excluded from the results) within `scope`, ranked by
-        the fusion of their signals (fusion.py); each hit carries its signal values."""
+                union_papers: int | None = None, within_papers: Sequence[int] | None = None) -> list[Hit]:
+        """Figures related to `figure_id` (excluded from the results) within `scope` (or among the
+        figures of `within_papers`), ranked by the fusion of their signals (fusion.py); each hit
+        carries its signal values."""
         row = self.row_of(figure_id)
         rows, scores, sig, final = self.rank_rows(row, scope, weights, w, method, max(candidates, k),
-                                                  union_dense, union_papers, exact)
+                                                  union_dense, union_papers, exact, within_papers)
         lex = self.lexical(method)
         q, _ = lex.doc_terms(row)
         return self._hits(rows, final, scores, sig["text"], k, 0,

@@ -16,6 +16,7 @@ from app.api.serialize import (CARD_COLUMNS, card_from_row, figure_card, mention
 from app.cite import bibtex, citation_line
 from app.db.schema import Figure, Paper
 from app.pdfs import render_region, stored_pdf
+from app.search.collection import linked_papers
 
 router = APIRouter(tags=["figures"])
 
@@ -108,12 +109,15 @@ def figure_hires(figure_id: FigureId, db: SessionDep, settings: SettingsDep,
 @router.get("/figures/{figure_id}/similar", response_model=schemas.SimilarResponse, responses=responses(404, 422))
 def similar_figures(figure_id: FigureId, db: SessionDep, settings: SettingsDep, engine: EngineDep, holder: HolderDep,
                     k: Annotated[int, Query(ge=1, le=100)] = 12,
-                    scope: Annotated[str, Query(pattern="^(other_papers|same_paper|all)$", description=(
+                    scope: Annotated[str, Query(pattern="^(other_papers|same_paper|all|linked_papers)$", description=(
                         "other_papers (default): related figures of other papers; same_paper: more "
-                        "from this figure's paper; all: both, ranked by figure content only."))] = "other_papers"):
+                        "from this figure's paper; all: both, ranked by figure content only; "
+                        "linked_papers: the figures of the papers that cite or are cited by this "
+                        "figure's paper, ranked like other_papers."))] = "other_papers"):
     """Related figures (for a table: related tables): candidates by figure text (and, for other
     papers, by related papers), ranked by the fusion of text, picture, figure type and
-    paper-topic similarity; each result says why (shared terms and reasons in words)."""
+    paper-topic similarity; each result says why (shared terms and reasons in words). Citation
+    links are never a ranking signal; `linked_papers` only chooses whose figures are ranked."""
     check_limit("k", k, settings)
     if engine is None:
         if db.get(Figure, figure_id) is None:
@@ -125,13 +129,21 @@ def similar_figures(figure_id: FigureId, db: SessionDep, settings: SettingsDep, 
         why = f"the {f.kind} is not in the search index yet (it is added at the next index refresh)"
         return schemas.SimilarResponse(mode="figure", figure_id=figure_id, k=k, scope=scope, items=[],
                                        index_version=engine.version, message=why)
-    hits = engine.similar(figure_id, k=k, scope=scope)
+    if scope == "linked_papers":
+        paper_id = int(engine.paper_ids[engine.row_of(figure_id)])
+        linked = linked_papers(db, paper_id)
+        hits = engine.similar(figure_id, k=k, scope="other_papers", within_papers=linked)
+    else:
+        linked = None
+        hits = engine.similar(figure_id, k=k, scope=scope)
     source_text = engine.captions[engine.row_of(figure_id)] + " " + mention_texts(db, [figure_id]).get(figure_id, "")
     message = None
     if not hits:  # figures are related to figures, tables to tables
         what = "tables" if engine.kind_of_row(engine.row_of(figure_id)) == "table" else "figures"
-        message = (f"this paper has no other indexed {what}" if scope == "same_paper"
-                   else f"no related {what} found")
+        message = (f"this paper has no other indexed {what}" if scope == "same_paper" else
+                   "no paper of the collection cites or is cited by this paper" if linked == [] else
+                   f"the papers that cite or are cited by this paper have no indexed {what}" if linked else
+                   f"no related {what} found")
     return schemas.SimilarResponse(mode="figure", figure_id=figure_id, k=k, scope=scope,
                                    items=scored_items(db, hits, query_text=source_text, engine=engine,
                                                       same_paper=scope == "same_paper"),

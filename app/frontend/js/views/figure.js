@@ -89,16 +89,20 @@ export async function renderFigure(root, id, { signal }) {
   const sameHead = h('h2', { id: 'same-paper-title' }, 'More from this paper');
   const sameStatus = h('div', {});
   const sameGrid = h('div', { class: 'grid', id: 'same-paper' });
+  const linkedHead = h('h2', { id: 'linked-title', hidden: true }, `${f.kind === 'table' ? 'Tables' : 'Figures'} from papers that cite or are cited by this paper`);
+  const linkedGrid = h('div', { class: 'grid', id: 'linked-papers' });
   gridKeys(simGrid);
   gridKeys(sameGrid);
+  gridKeys(linkedGrid);
 
   root.append(h('div', { class: 'crumbs' }, back),
     h('div', { class: 'figure-layout' }, main, side),
-    simHead, simStatus, simGrid, sameHead, sameStatus, sameGrid);
+    simHead, simStatus, simGrid, sameHead, sameStatus, sameGrid, linkedHead, linkedGrid);
 
-  const [sim, same] = await Promise.all([
+  const [sim, same, linked] = await Promise.all([
     api(`figures/${id}/similar?k=12&scope=other_papers`, { signal }),
-    api(`figures/${id}/similar?k=12&scope=same_paper`, { signal })]);
+    api(`figures/${id}/similar?k=12&scope=same_paper`, { signal }),
+    api(`figures/${id}/similar?k=6&scope=linked_papers`, { signal })]);
   simStatus.replaceChildren();
   if (!sim.items.length) {
     simStatus.append(empty(`No related ${things} in other papers.`, sim.message || `Nothing in the collection is related to this ${f.kind} yet.`));
@@ -112,5 +116,10 @@ export async function renderFigure(root, id, { signal }) {
   } else {
     const maxLex = Math.max(...same.items.map((x) => x.lexical_score), 0);
     for (const hit of same.items) sameGrid.append(figureCard(hit, { extra: whyBlock(hit, maxLex), showPaper: false }));
+  }
+  if (linked.items.length) {  // citation links choose these papers; the ranking inside is the usual one
+    linkedHead.hidden = false;
+    const maxLex = Math.max(...linked.items.map((x) => x.lexical_score), 0);
+    for (const hit of linked.items) linkedGrid.append(figureCard(hit, { extra: whyBlock(hit, maxLex) }));
   }
 }
