@@ -3,12 +3,15 @@
     python scripts/bench_ingest.py ../shared/corpus/recsys [--workers 2] [--data-dir DIR]
 
 Ingests every PDF under the folder into a fresh data dir (embedded mode, SQLite) and prints one
-JSON object: files, seconds, pdfs_per_s, and the outcome counts.
+JSON object: files, seconds, pdfs_per_s, the seconds of the after-job steps (citation links,
+figure types, index refresh) within them, the 1-minute load average at the end (other jobs on
+the machine slow the run) and the outcome counts.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -25,6 +28,15 @@ def main() -> None:
     args = ap.parse_args()
     data = args.data_dir or Path(tempfile.mkdtemp(prefix="figsearch-bench-"))
     settings = Settings(data_dir=data, database_url="", broker_url="")
+    finish = pipeline.finish_job
+    finish_s = []
+
+    def timed_finish(*a, **kw):  # the after-job steps (citations, figure types, index) timed apart
+        t = time.perf_counter()
+        finish(*a, **kw)
+        finish_s.append(time.perf_counter() - t)
+
+    pipeline.finish_job = timed_finish
     t0 = time.perf_counter()
     job_id = pipeline.prepare_job([args.folder], settings)
     pipeline.run_job_embedded(settings, job_id, workers=args.workers)
@@ -32,6 +44,7 @@ def main() -> None:
     s = pipeline.summarise(settings, job_id)
     n = sum(s.counts.values())
     print(json.dumps({"files": n, "seconds": round(elapsed, 2), "pdfs_per_s": round(n / elapsed, 3),
+                      "after_job_seconds": round(sum(finish_s), 2), "load_avg_1min": round(os.getloadavg()[0], 2),
                       "workers": args.workers, "counts": dict(s.counts), "figures": s.n_figures,
                       "failures": s.failures, "data_dir": str(data)}, indent=1))
 

@@ -426,3 +426,34 @@ def test_full_page_figure_takes_its_caption_from_the_facing_page(tmp_path):
     assert f.page == 2 and f.crop_quality == "ok"
     assert f.caption.startswith("Fig. 1. A: Mechanically induced"), f.caption
     assert f.height - 4 >= 660
+
+
+def test_text_beside_a_column_figure_stays_out(tmp_path):
+    """Two columns: a figure in the left column, and beside it in the right column equation
+    pieces a few points from the graphic's edge; and a one-column page whose figure has body text
+    wrapped around it. Neither text joins the crop."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(54, 60, 300, 300), BODY, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(312, 60, 558, 300), BODY, fontsize=10)
+    page.draw_rect(pymupdf.Rect(80, 320, 303, 450), color=(0, 0, 0), width=1)
+    page.insert_text((308, 380), "(s, 2), ..., ET", fontsize=8)
+    page.insert_text((540, 380), "(4)", fontsize=8)
+    page.insert_textbox(pymupdf.Rect(54, 460, 300, 490), "Figure 4: Customized gate control model.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(54, 500, 300, 740), BODY, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(312, 500, 558, 740), BODY, fontsize=10)
+    pdf = tmp_path / "beside.pdf"
+    doc.save(pdf)
+    assert _figures(pymupdf.open(pdf), tmp_path)[4].bbox[2] <= 305
+    doc = pymupdf.open()  # one column
+    wrap = doc.new_page(width=612, height=792)
+    wrap.insert_textbox(pymupdf.Rect(72, 60, 540, 200), BODY, fontsize=10)
+    for k in range(9):  # body text wrapped to the left of the plot
+        wrap.insert_text((72, 230 + 12 * k), "dropout, classification experiments were done", fontsize=10)
+    wrap.draw_rect(pymupdf.Rect(330, 220, 540, 330), color=(0, 0, 0), width=1)
+    wrap.insert_textbox(pymupdf.Rect(330, 340, 540, 370), "Figure 10: Effect of varying data set size.", fontsize=9)
+    wrap.insert_textbox(pymupdf.Rect(72, 380, 540, 700), BODY, fontsize=10)
+    pdf = tmp_path / "wrap.pdf"
+    doc.save(pdf)
+    f = _figures(pymupdf.open(pdf), tmp_path)[10]
+    assert f.bbox[0] >= 320, f.bbox

@@ -6,8 +6,19 @@ Together they take over a second and a few hundred MB in every process that impo
 ingestion imports it in each worker process. Nothing here uses them (they serve
 ``Page.get_layout``, layout-guided table finding and Markdown export), so both are marked absent
 before PyMuPDF is first imported; PyMuPDF then behaves as when they are not installed.
+
+Importing pymupdf4llm also switches two PyMuPDF-wide settings, which the text geometry and the
+logs were tuned with: character boxes without quad corrections, and MuPDF's own error and
+warning messages not printed. They are set here explicitly, so extraction gives the same lines
+whichever module imported PyMuPDF first.
 """
 import sys
 
 for _addon in ("pymupdf.layout", "pymupdf4llm"):
     sys.modules.setdefault(_addon, None)
+
+import pymupdf  # noqa: E402  (after the add-ons are marked absent)
+
+pymupdf.TOOLS.unset_quad_corrections(True)
+pymupdf.TOOLS.mupdf_display_errors(False)
+pymupdf.TOOLS.mupdf_display_warnings(False)

@@ -55,6 +55,15 @@ def figure_dir_for(sha256: str) -> str:
     return f"figures/{sha256[:2]}/{sha256}"
 
 
+def limit_memory(max_mb: int) -> None:
+    """Cap the address space of a worker process (a pathological PDF fails instead of
+    exhausting the machine's memory)."""
+    import resource
+
+    if max_mb > 0:
+        resource.setrlimit(resource.RLIMIT_AS, (max_mb * 1024 * 1024, max_mb * 1024 * 1024))
+
+
 def _check_header(path: Path, limits: Limits) -> None:
     size = path.stat().st_size
     if size == 0:

@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 from app.db.schema import Job, JobFile, JobStatus
 from app.db.session import session_scope
 from app.ingest.classify import classify_new
-from app.ingest.extract import Extraction, Limits, extract_pdf, file_sha256
+from app.ingest.extract import Extraction, Limits, extract_pdf, file_sha256, limit_memory
 from app.ingest.sources import ByteBudget, InputFile, SourceError, copy_to_shared, expand_inputs
 from app.ingest.store import Outcome, store_extraction
 from app.pdfs import store_pdf
@@ -333,17 +333,6 @@ def refresh_index(settings: Settings) -> None:
 
 
 # ---------------------------------------------------------------- embedded runner
-def _limit_memory(max_mb: int) -> None:
-    import resource
-
-    if max_mb > 0:
-        resource.setrlimit(resource.RLIMIT_AS, (max_mb * 1024 * 1024, max_mb * 1024 * 1024))
-
-
-def _extract_guarded(path: str, name: str, data_dir: str, limits: Limits) -> Extraction:
-    return extract_pdf(path, data_dir, limits, source=Path(name).name)
-
-
 def run_job_embedded(settings: Settings, job_id: str, workers: int = 2,
                      on_file: Callable[[str, Outcome], None] | None = None) -> None:
     """Extract in a local process pool (per-file timeout, memory cap, children recycled),
@@ -356,14 +345,17 @@ def run_job_embedded(settings: Settings, job_id: str, workers: int = 2,
     import multiprocessing
 
     # spawn, not fork: the caller may be a server with torch and threads loaded
-    with ProcessPool(max_workers=max(1, workers), max_tasks=25, initializer=_limit_memory,
+    # the children run functions of app.ingest.extract, so they need not import this module (the
+    # database layer, settings, figure types) to start
+    with ProcessPool(max_workers=max(1, workers), max_tasks=25, initializer=limit_memory,
                      initargs=(settings.worker_memory_mb,),
                      context=multiprocessing.get_context("spawn")) as pool:
         futures = []
         for jf_id, name, path in files:
             limit = file_time_limit(settings, path)
             futures.append((jf_id, name, limit, pool.schedule(
-                _extract_guarded, args=(path, name, str(settings.data_dir), limits), timeout=limit)))
+                extract_pdf, args=(path, str(settings.data_dir), limits), kwargs={"source": Path(name).name},
+                timeout=limit)))
         try:
             _collect(settings, futures, on_file)
         except BaseException:  # Ctrl-C / SIGTERM: do not wait for files in flight

@@ -117,7 +117,12 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
     if has_g:
         # grow through touching graphics (wide figures with a narrow caption)
         u = _grow_touching(g, sel, inside_y)
-        u = _grow_text(u, text_pool, st, (sx0, sx1))
+        u[1], u[3] = max(u[1], ry0), min(u[3], ry1)  # a graphic running past the caption grows nothing there
+        # text joins within the caption's column span, or as wide as the graphics go (a wide figure
+        # over a narrow caption): never a chain of text pieces into the next column
+        reach = (min(sx0, u[0]), max(sx1, u[2]))
+        u = _grow_text(u, [ln for ln in text_pool if overlap_1d(ln.x0, ln.x1, *reach) >= 0.5 * (ln.x1 - ln.x0)],
+                       st, (sx0, sx1))
         u = _fill_to_caption(u, text_pool, cap, up)
     elif use_text:
         u = _text_region([ln for ln in text_pool if ln.horizontal], cap, up, st)
@@ -235,8 +240,8 @@ def _grow_touching(g: np.ndarray, sel: np.ndarray, within: np.ndarray, rounds: i
 def _grow_text(u: list, pool: list[Line], st: DocumentLayout, span: tuple | None = None) -> list:
     """Add short text lines touching the graphic (ticks, legends, axis titles, sub-captions; text
     smaller than the body's up to a line away: panel titles) and, given the caption's column
-    span, lines inside it level with the graphic (panels of a grid drawn as text, such as scatter
-    plots of word labels, beside the panel that holds a graphic)."""
+    span, small-type lines inside it level with the graphic (panels of a grid drawn as text, such
+    as scatter plots of word labels, beside the panel that holds a graphic)."""
     px, py = 0.8 * st.body_size, 0.5 * st.body_size
     added = set()
     for _ in range(4):
@@ -246,9 +251,10 @@ def _grow_text(u: list, pool: list[Line], st: DocumentLayout, span: tuple | None
                 continue
             # text smaller than the body's is figure text: a panel title may sit a line away
             # (not in the running-head zone at the page's top and bottom)
-            pad = 1.2 * st.body_size if ln.size < st.body_size - 0.5 and not _furniture_zone(ln, st) else py
+            small = ln.size < st.body_size - 0.5  # body-size lines beside a graphic are text wrapped around it
+            pad = 1.2 * st.body_size if small and not _furniture_zone(ln, st) else py
             touching = ln.x0 <= u[2] + px and ln.x1 >= u[0] - px and ln.y0 <= u[3] + pad and ln.y1 >= u[1] - pad
-            level = span is not None and u[1] <= ln.yc <= u[3] and \
+            level = span is not None and small and u[1] <= ln.yc <= u[3] and \
                 overlap_1d(ln.x0, ln.x1, span[0], span[1]) >= 0.5 * (ln.x1 - ln.x0)
             if touching or level:
                 added.add(id(ln))
