@@ -81,3 +81,65 @@ def test_ingest_stores_types(tmp_path):
         assert ftype in TYPES and ftypes and ftypes[0]["type"] == ftype
         if kind == "table":
             assert ftype == "table"
+
+
+def test_target_dominant_first_secondary_shown_other_empty():
+    from app.vision.real_crops import SECONDARY, target_of
+
+    y = target_of("diagram", ["diagram", "line_chart"])
+    assert y[LABELS.index("diagram")] == 1.0 and y[LABELS.index("line_chart")] == SECONDARY
+    assert SHOWN < SECONDARY < 1.0 and y.sum() == 1.0 + SECONDARY
+    assert decide(y).figure_type == "diagram" and [t["type"] for t in decide(y).figure_types] == ["diagram", "line_chart"]
+    assert target_of("other", ["other"]).sum() == 0
+
+
+def test_augment_keeps_a_similar_crop():
+    from app.vision.real_crops import augment
+
+    img = Image.new("RGB", (300, 200), "white")
+    img.paste((0, 0, 0), (100, 50, 200, 150))
+    rng = random.Random(0)
+    for _ in range(20):
+        out = augment(img, rng)
+        assert out.mode == "RGB" and 0.3 < out.width / 300 < 1.2 and 0.3 < out.height / 200 < 1.2
+        ink = (np.asarray(out.convert("L")) < 128).mean()
+        assert 0.08 < ink < 0.3  # the black square is still there, about a sixth of the crop
+
+
+def test_page_text_crops_are_text_runs(tmp_path):
+    import pymupdf
+
+    from app.vision.page_text import text_crops
+
+    doc = pymupdf.open()
+    page = doc.new_page()
+    para = "The model ranks items by their predicted click rate and the user reads them. " * 6
+    for i in range(4):
+        page.insert_textbox(pymupdf.Rect(72, 72 + i * 120, 520, 180 + i * 120), para, fontsize=10)
+    doc.save(tmp_path / "p.pdf")
+    crops = text_crops(tmp_path / "p.pdf", 3, random.Random(0))
+    assert crops
+    for im in crops:
+        ink = (np.asarray(im.convert("L")) < 128).mean()
+        assert im.width > 300 and 0.01 < ink < 0.4
+
+
+def test_head_shape_is_read_from_the_weights(tmp_path):
+    import torch
+
+    from app.vision.figure_types import TypeClassifier, build_net
+
+    net = build_net((3, 4), 16)
+    torch.save({"model": net.state_dict(), "meta": {"head": {"taps": [3, 4], "hidden": 16}}}, tmp_path / "w.pt")
+    r = TypeClassifier(tmp_path / "w.pt").classify([Image.new("RGB", (120, 80), "white")])
+    assert r[0].figure_type in TYPES
+
+
+def test_head_columns_select_the_tapped_blocks():
+    from app.vision.figure_types import WIDTHS
+    from app.vision.train_types import HEAD_TAPS, _columns
+
+    full = sum(WIDTHS[t] for t in HEAD_TAPS) * 2 + 1
+    assert list(_columns(HEAD_TAPS)) == list(range(full))
+    last = _columns((4,))
+    assert len(last) == WIDTHS[4] * 2 + 1 and last[-1] == full - 1 and last[0] == WIDTHS[3] * 2

@@ -1,8 +1,10 @@
 """Figure types from pixels: a small CNN over the figure's crop gives a score per type of the fixed
 vocabulary (app/vision/vocabulary.py). Its weights are trained by the project itself
-(`figsearch train-types`, app/vision/train_types.py) on figures it draws (app/vision/synth.py) and
-on real crops whose caption names their type, and ship with the package, so a default install
-classifies figures without downloading anything."""
+(`figsearch train-types`, app/vision/train_types.py): conv blocks on figures it draws
+(app/vision/synth.py), then a head on real crops labelled by looking (app/vision/real_crops.py)
+and text cut from papers' pages; they ship with the package, so a default install classifies
+figures without downloading anything. The head's shape is stored with the weights.
+"""
 from __future__ import annotations
 
 import threading
@@ -39,8 +41,12 @@ def aspect_of(img: Image.Image) -> float:
     return float(np.log(max(w, 1) / max(h, 1)))
 
 
-def build_net():
-    """Five conv blocks, global average + max pooling, the log aspect ratio, one linear layer."""
+WIDTHS = (24, 48, 64, 96, 128)  # channels of the five conv blocks
+
+
+def build_net(taps: tuple[int, ...] = (4,), hidden: int = 0):
+    """Five conv blocks; the mean and max of the blocks listed in `taps` (4 = the last) and the
+    log aspect ratio go through the head: one linear layer, or a hidden layer of `hidden` units."""
     import torch
     from torch import nn
 
@@ -49,18 +55,32 @@ def build_net():
                              nn.Conv2d(cout, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
                              nn.MaxPool2d(2))
 
+    dims = sum(WIDTHS[t] for t in taps) * 2 + 1
+
     class TypeNet(nn.Module):
         def __init__(self):
             super().__init__()
-            self.features = nn.Sequential(block(4, 24), block(24, 48), block(48, 64), block(64, 96), block(96, 128))
-            self.head = nn.Sequential(nn.Dropout(0.2), nn.Linear(128 * 2 + 1, len(LABELS)))
+            chans = (4,) + WIDTHS  # RGB + an ink channel in
+            self.features = nn.Sequential(*(block(chans[i], chans[i + 1]) for i in range(len(WIDTHS))))
+            if hidden:
+                self.head = nn.Sequential(nn.Dropout(0.2), nn.Linear(dims, hidden), nn.ReLU(inplace=True),
+                                          nn.Dropout(0.2), nn.Linear(hidden, len(LABELS)))
+            else:
+                self.head = nn.Sequential(nn.Dropout(0.2), nn.Linear(dims, len(LABELS)))
 
-        def forward(self, x, aspect):
+        def pooled(self, x, aspect, taps=taps):
             x = x.float() / 255.0
             ink = 1.0 - x.mean(dim=1, keepdim=True)  # an explicit ink channel: figures are mostly white
-            f = self.features(torch.cat([x - 0.5, ink], dim=1))
-            pooled = torch.cat([f.mean(dim=(2, 3)), f.amax(dim=(2, 3)), aspect[:, None]], dim=1)
-            return self.head(pooled)
+            h = torch.cat([x - 0.5, ink], dim=1)
+            out = []
+            for i, blk in enumerate(self.features[:max(taps) + 1]):
+                h = blk(h)
+                if i in taps:
+                    out += [h.mean(dim=(2, 3)), h.amax(dim=(2, 3))]
+            return torch.cat(out + [aspect[:, None]], dim=1)
+
+        def forward(self, x, aspect):
+            return self.head(self.pooled(x, aspect))
 
     return TypeNet()
 
@@ -86,8 +106,9 @@ class TypeClassifier:
         import torch
 
         self.torch = torch
-        self.net = build_net()
         state = torch.load(weights, map_location="cpu", weights_only=True)
+        head = state.get("meta", {}).get("head", {})
+        self.net = build_net(tuple(head.get("taps", (4,))), int(head.get("hidden", 0)))
         self.net.load_state_dict(state["model"])
         self.net.eval()
 
