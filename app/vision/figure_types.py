@@ -41,6 +41,21 @@ def aspect_of(img: Image.Image) -> float:
     return float(np.log(max(w, 1) / max(h, 1)))
 
 
+def run_batches(fn, images: list[Image.Image], width: int, batch: int = 64) -> np.ndarray:
+    """`fn(pixels, aspects)` over `images` in batches, as the classifier sees them (to_array,
+    aspect_of); one row of `width` numbers per image."""
+    import torch
+
+    out = []
+    with torch.inference_mode():
+        for i in range(0, len(images), batch):
+            part = images[i:i + batch]
+            x = torch.from_numpy(np.stack([to_array(im) for im in part]))
+            a = torch.tensor([aspect_of(im) for im in part], dtype=torch.float32)
+            out.append(fn(x, a).numpy())
+    return np.concatenate(out) if out else np.zeros((0, width), np.float32)
+
+
 WIDTHS = (24, 48, 64, 96, 128)  # channels of the five conv blocks
 
 
@@ -113,15 +128,7 @@ class TypeClassifier:
         self.net.eval()
 
     def scores(self, images: list[Image.Image], batch: int = 64) -> np.ndarray:
-        torch = self.torch
-        out = []
-        with torch.inference_mode():
-            for i in range(0, len(images), batch):
-                part = images[i:i + batch]
-                x = torch.from_numpy(np.stack([to_array(im) for im in part]))
-                a = torch.tensor([aspect_of(im) for im in part], dtype=torch.float32)
-                out.append(torch.sigmoid(self.net(x, a)).numpy())
-        return np.concatenate(out) if out else np.zeros((0, len(LABELS)), np.float32)
+        return run_batches(lambda x, a: self.torch.sigmoid(self.net(x, a)), images, len(LABELS), batch)
 
     def classify(self, images: list[Image.Image]) -> list[TypeScores]:
         return [decide(s) for s in self.scores(images)]

@@ -31,7 +31,7 @@ from app.db.schema import Figure, Paper, PaperStatus
 from app.db.session import session_scope
 from app.settings import Settings
 from app.pdfs import stored_pdf
-from app.vision.figure_types import LABELS, SIZE, WEIGHTS, WIDTHS, aspect_of, build_net, decide, to_array
+from app.vision.figure_types import LABELS, SIZE, WEIGHTS, WIDTHS, aspect_of, build_net, decide, run_batches, to_array
 from app.vision.page_text import text_crops
 from app.vision.real_crops import KEEP_PX, RealCrop, augment, labelled_crops, read_labels, target_of
 from app.vision.synth import labels_of, render, sample_types
@@ -174,16 +174,8 @@ def _load(path: Path, taps=(4,), hidden: int = 0):
 
 
 def _pool(net, images: list[Image.Image], batch: int = 32) -> np.ndarray:
-    import torch
-
-    out = []
-    with torch.inference_mode():
-        for i in range(0, len(images), batch):
-            part = images[i:i + batch]
-            x = torch.from_numpy(np.stack([to_array(im) for im in part]))
-            a = torch.tensor([aspect_of(im) for im in part], dtype=torch.float32)
-            out.append(net.pooled(x, a, taps=HEAD_TAPS).numpy())
-    return np.concatenate(out) if out else np.zeros((0, sum(WIDTHS[t] for t in HEAD_TAPS) * 2 + 1), np.float32)
+    width = sum(WIDTHS[t] for t in HEAD_TAPS) * 2 + 1
+    return run_batches(lambda x, a: net.pooled(x, a, taps=HEAD_TAPS), images, width, batch)
 
 
 def encode_crops(net, crops: list[RealCrop], copies: int, seed: int) -> Encoded:
