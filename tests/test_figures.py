@@ -457,3 +457,21 @@ def test_text_beside_a_column_figure_stays_out(tmp_path):
     doc.save(pdf)
     f = _figures(pymupdf.open(pdf), tmp_path)[10]
     assert f.bbox[0] >= 320, f.bbox
+
+
+def test_table_caption_stops_at_the_header_row(tmp_path):
+    """A table caption above its table ends with its sentence; the header row of separate cells
+    right under it is not caption text."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 60, 540, 200), BODY, fontsize=10)
+    page.insert_text((200, 220), "Table 2: Performance on CTR prediction.", fontsize=9)
+    for k, cells in enumerate((("Company", "Criteo"), ("AUC", "LogLoss", "AUC", "LogLoss"),
+                               ("0.8640", "0.02648", "0.7686", "0.47762"))):
+        for j, c in enumerate(cells):
+            page.insert_text((200 + 60 * j, 231 + 11 * k), c, fontsize=9)
+    page.insert_textbox(pymupdf.Rect(72, 300, 540, 600), BODY, fontsize=10)
+    pdf = tmp_path / "tab.pdf"
+    doc.save(pdf)
+    (tab,) = [f for f in extract_figures(pymupdf.open(pdf), tmp_path / "out", "f") if f.kind == "table"]
+    assert tab.caption == "Table 2: Performance on CTR prediction.", tab.caption

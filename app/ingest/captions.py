@@ -175,6 +175,8 @@ def _extend_caption(cap: Caption, lines: list[Line], st: DocumentLayout) -> None
         row = [o for o in lines if id(o) not in used and o.horizontal and abs(o.y0 - nxt.y0) < 1.5
                and min(o.x1, rb + 0.5 * size) - max(o.x0, ra - 0.5 * size) >= 0.6 * (o.x1 - o.x0)]
         row.sort(key=lambda o: o.x0)
+        if cap.lines[-1].text.rstrip()[-1:] in ".:" and any(b.x0 - a.x1 > 2 * size for a, b in zip(row, row[1:])):
+            break  # a finished sentence, then a row of separate cells: the table under its caption
         for o in row:
             used.add(id(o))
             cap.lines.append(o)
