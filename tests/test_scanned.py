@@ -131,14 +131,24 @@ def test_ocr_free_path_embeds_scanned_pages_and_queries(scans, tmp_path):
     q = space.embed(["reserve price auction"])[0]
     pages = space.embed([auction, neural])
     assert pages[0] @ q > pages[1] @ q
+    # word blobs are words, not letters: about one blob per printed word, each under its word
+    from app.ingest.scanned.topics import _blob_words, page_words
+
+    with pymupdf.open(scans["born"]) as doc:
+        words = doc[0].get_text("words")
+        blobs = page_words(page_image(doc[0]))
+    under = _blob_words(blobs, words)
+    assert 0.7 * len(words) <= len(blobs.centres) <= 1.4 * len(words)
+    assert sum(1 for w in under if w) >= 0.8 * len(under)
     # a (tiny) trained encoder maps a scanned page into the same space, from word shapes alone
     model_path = tmp_path / "topics.pt"
-    rep = train([scans["born"]] * 3, model_path, n_topics=2, epochs=2, per_page=4)
-    assert rep.n_regions > 0 and np.isfinite(rep.final_loss)
+    rep = train([scans["born"]] * 3, model_path, n_topics=2, epochs=2)
+    assert rep.n_blobs > 0 and np.isfinite(rep.final_loss)
     model = OcrFreeModel(model_path)
     with pymupdf.open(scans["scan"]) as doc:
         words = model.feature_map(page_image(doc[0]))
         v = model.figure_vector(words, GRAPHIC, doc[0].rect.width, doc[0].rect.height)
-    assert len(words.codes) >= 50  # the page's words, found without reading them
+    assert len(words.centres) >= 50  # the page's words, found without reading them
+    assert words.votes.shape == (len(words.centres), 2) and ((words.weights >= 0) & (words.weights <= 1)).all()
     assert v.shape == (2,) and abs(np.linalg.norm(v) - 1) < 1e-5
     assert model.query_vectors(["auction"]).shape == (1, 2)

@@ -9,7 +9,7 @@ figure extraction.
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,27 +39,29 @@ class ScannedResult:
 
 def ocr_pages(doc, kinds: list[str], threads: int = 2) -> list[OcrPage | None]:
     """OCR the `image` pages, read the `ocr_layer` pages' own text; None for `text` pages.
-    Pages are rendered here (PyMuPDF is not thread-safe) a few at a time, read in threads."""
+    Pages are rendered here (PyMuPDF is not thread-safe) a page or two ahead of the readers."""
     out: list[OcrPage | None] = [None] * len(kinds)
     todo = [i for i, k in enumerate(kinds) if k == detect.IMAGE]
     for i, k in enumerate(kinds):
         if k == detect.OCR_LAYER:
             out[i] = layer_page(doc[i])
-    chunk = max(1, 2 * threads)
+    window = max(1, threads) + 1  # pages rendered ahead: no reader waits for a whole batch to end
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        for start in range(0, len(todo), chunk):
-            batch = todo[start:start + chunk]
-            jobs = []
-            for i in batch:
-                try:
-                    grey, px_per_pt = page_grey(doc[i])
-                except Exception as exc:  # noqa: BLE001
-                    out[i] = OcrPage(width=doc[i].rect.width, height=doc[i].rect.height,
-                                     error=f"render failed: {type(exc).__name__}: {exc}")
-                    continue
-                jobs.append((i, pool.submit(ocr_image, grey, px_per_pt, doc[i].rect.width, doc[i].rect.height)))
-            for i, fut in jobs:
-                out[i] = fut.result()
+        jobs: dict = {}
+        for i in todo:
+            while len(jobs) >= window:
+                done, _ = wait(jobs, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    out[jobs.pop(fut)] = fut.result()
+            try:
+                grey, px_per_pt = page_grey(doc[i])
+            except Exception as exc:  # noqa: BLE001
+                out[i] = OcrPage(width=doc[i].rect.width, height=doc[i].rect.height,
+                                 error=f"render failed: {type(exc).__name__}: {exc}")
+                continue
+            jobs[pool.submit(ocr_image, grey, px_per_pt, doc[i].rect.width, doc[i].rect.height)] = i
+        for fut, i in jobs.items():
+            out[i] = fut.result()
     return out
 
 
