@@ -152,7 +152,7 @@ def _ingest(paths: list[Path], settings) -> dict[str, float]:
 
 
 def evaluate(data_dir: Path, out_dir: Path, pdf_root: Path, n_papers: int = 16, max_pages: int = 12,
-             seed: int = 0, ocr_free_model: Path | None = None, train_epochs: int = 30, dense: bool = True) -> dict:
+             seed: int = 0, ocr_free_model: Path | None = None, train_epochs: int = 8, dense: bool = True) -> dict:
     import pymupdf
 
     from app.ingest.scanned.simulate import ScanStyle, scan_like_pdf

@@ -20,7 +20,7 @@ def register(cli: typer.Typer) -> None:
                      model: Optional[Path] = typer.Option(None, "--ocr-free-model", exists=True, dir_okay=False,
                                                           help="A trained OCR-free model (default: train one on the "
                                                                "collection's other papers)."),
-                     epochs: int = typer.Option(30, "--epochs", min=1),
+                     epochs: int = typer.Option(8, "--epochs", min=1),
                      dense: bool = typer.Option(True, "--dense/--lexical", help="Search index with MiniLM re-ranking.")) -> None:
         """Scan-like copies of held-out papers vs their born-digital extraction: figures, captions,
         crops, and retrieval by OCR, OCR-free and both (Acc@1/5/10)."""
@@ -36,7 +36,7 @@ def register(cli: typer.Typer) -> None:
     @cli.command("train-scan-topics")
     def train_scan_topics(pdfs: Path = typer.Argument(..., exists=True, file_okay=False, help="Born-digital PDFs (recursive)."),
                           out: Path = typer.Option(Path("artifacts/scanned/ocr_free_topics.pt"), "--out"),
-                          topics: int = typer.Option(32, "--topics", min=2), epochs: int = typer.Option(30, "--epochs", min=1),
+                          topics: int = typer.Option(64, "--topics", min=2), epochs: int = typer.Option(8, "--epochs", min=1),
                           seed: int = typer.Option(0, "--seed")) -> None:
         """Train the OCR-free page encoder: LDA pseudo-labels from the pages' text, circle loss."""
         from app.ingest.scanned.topics import train
