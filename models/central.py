@@ -87,14 +87,22 @@ class CentralBiEncoder(nn.Module):
     def device(self) -> torch.device:
         return next(self.encoder.parameters()).device
 
-    def embed(self, texts: Sequence[str]) -> torch.Tensor:
-        """Unit embeddings (n, 384) with gradients (training)."""
-        enc = self.tokenizer([t or "" for t in texts], padding=True, truncation=True, max_length=self.max_length,
-                             return_tensors="pt")
-        enc = {k: v.to(self.device) for k, v in enc.items()}
-        hidden = self.encoder(**enc).last_hidden_state
-        mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-        mean = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+    def embed(self, texts: Sequence[str], chunk: int = 16) -> torch.Tensor:
+        """Unit embeddings (n, 384) with gradients (training). Texts go through the encoder in
+        chunks of similar token length, so short texts are not padded to the longest one."""
+        texts = [t or "" for t in texts]
+        ids = self.tokenizer(texts, truncation=True, max_length=self.max_length)["input_ids"]
+        order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
+        parts, where = [], []
+        for s in range(0, len(order), chunk):
+            idx = order[s:s + chunk]
+            enc = self.tokenizer.pad({"input_ids": [ids[i] for i in idx]}, return_tensors="pt")
+            enc = {k: v.to(self.device) for k, v in enc.items()}
+            hidden = self.encoder(**enc).last_hidden_state
+            mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            parts.append((hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9))
+            where.extend(idx)
+        mean = torch.cat(parts)[torch.argsort(torch.tensor(where))]
         return nn.functional.normalize(mean.float(), p=2, dim=1)
 
     @torch.inference_mode()
@@ -107,8 +115,8 @@ class CentralBiEncoder(nn.Module):
         vecs: dict[str, np.ndarray] = {}
         try:
             for s in range(0, len(uniq), batch_size):
-                chunk = uniq[s:s + batch_size]
-                for t, v in zip(chunk, self.embed(chunk).cpu().numpy()):
+                part = uniq[s:s + batch_size]
+                for t, v in zip(part, self.embed(part).cpu().numpy()):
                     vecs[t] = v
         finally:
             self.train(was_training)

@@ -157,3 +157,13 @@ def test_caption_kind_has_no_corpus_words():
 
     for text in ("GAUC of the models.", "Logloss over training.", "AUC on the dataset.", "The app interface."):
         assert caption_type(text) == 0.0
+
+
+def test_cluster_interval_contains_the_query_mean():
+    from app.central.stats import cluster_ci
+
+    papers = ["a"] * 8 + ["b", "c", "d", "e"]
+    values = [1.0] * 8 + [0.0] * 4  # query mean .667, mean of paper means .2
+    lo, hi = cluster_ci(papers, values)
+    assert lo <= 8 / 12 <= hi and hi <= 1.0
+    assert cluster_ci(["a", "b"], [0.5, 0.5]) == [0.5, 0.5]

@@ -27,13 +27,13 @@ def _settings(data_dir: Optional[Path]):
 
 def train_central_cmd(
         data_dir: Optional[Path] = DataDir,
-        epochs: int = typer.Option(4, "--epochs", min=1),
+        epochs: int = typer.Option(6, "--epochs", min=1),
         max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, help="Stop after this many steps."),
         exclude_papers: Optional[Path] = typer.Option(None, "--exclude-papers", exists=True, dir_okay=False,
                                                       help="sha256 per line (or gold JSON lines): never train on these."),
-        max_length: int = typer.Option(128, "--max-length", min=16, max=512),
-        batch_size: int = typer.Option(32, "--batch-size", min=2),
-        time_budget: float = typer.Option(20.0, "--time-budget-min", min=0.1, help="Wall-clock limit in minutes."),
+        max_length: int = typer.Option(96, "--max-length", min=16, max=512),
+        batch_size: int = typer.Option(16, "--batch-size", min=2),
+        time_budget: float = typer.Option(30.0, "--time-budget-min", min=0.1, help="Wall-clock limit in minutes."),
         seed: int = typer.Option(0, "--seed"),
         tables: bool = typer.Option(True, "--tables/--no-tables",
                                     help="Also train on sentences that mention tables (table captions as candidates)."),

@@ -157,7 +157,7 @@ def _selfsup(scorer, papers, queries, seed: int) -> tuple[dict, dict]:
     """Self-supervised task on held-out papers: (metrics per method, paper-grouped comparisons)."""
     from app.central.baselines import pick_first_scores
     from app.central.scoring import combine, feature_matrix
-    from app.central.stats import bootstrap_ci, paired_by_paper, per_paper_means
+    from app.central.stats import cluster_ci, paired_by_paper
 
     by_sha = {p.sha256: p for p in papers}
     caps = {p.sha256: {f.number: f.text for f in p.figures} for p in papers}
@@ -195,8 +195,7 @@ def _selfsup(scorer, papers, queries, seed: int) -> tuple[dict, dict]:
             out[m] = None
             continue
         out[m] = mean_metrics(rows[m])
-        out[m]["ci95"] = {k: bootstrap_ci(per_paper_means(shas, [r[k] for r in rows[m]]), seed=seed)
-                          for k in ("acc@1", "mrr")}
+        out[m]["ci95"] = {k: cluster_ci(shas, [r[k] for r in rows[m]], seed=seed) for k in ("acc@1", "mrr")}
     tests: dict = {}
     for m in ("model", "pretrained_minilm", "combined"):
         if out.get(m) and rows["tfidf"]:

@@ -3,6 +3,7 @@
 Queries of one paper share captions and vocabulary, so they are not independent; every interval
 and test here resamples or pairs *papers*:
   bootstrap_ci      95% percentile interval of a mean over papers (2000 seeded resamples)
+  cluster_ci        the same for a mean over queries: papers are resampled with all their queries
   paired_by_paper   difference of two methods: per-paper mean difference, its bootstrap interval
                     and a two-tailed paired t-test over papers (plus a Wilcoxon signed-rank p)
 """
@@ -36,6 +37,23 @@ def bootstrap_ci(per_paper: Sequence[float], n: int = N_BOOT, seed: int = 0, lev
     return [round(float(np.quantile(means, a)), 4), round(float(np.quantile(means, 1 - a)), 4)]
 
 
+def cluster_ci(papers: Sequence[str], values: Sequence[float], n: int = N_BOOT, seed: int = 0,
+               level: float = 0.95) -> list[float]:
+    """[low, high] of the mean over items when whole papers (with all their items) are resampled."""
+    groups: dict[str, list[float]] = defaultdict(list)
+    for p, v in zip(papers, values):
+        groups[p].append(float(v))
+    if not groups:
+        return [math.nan, math.nan]
+    sums = np.asarray([sum(v) for v in groups.values()])
+    counts = np.asarray([len(v) for v in groups.values()])
+    rng = np.random.default_rng(seed)
+    pick = rng.integers(0, sums.size, size=(n, sums.size))
+    means = sums[pick].sum(axis=1) / counts[pick].sum(axis=1)
+    a = (1 - level) / 2
+    return [round(float(np.quantile(means, a)), 4), round(float(np.quantile(means, 1 - a)), 4)]
+
+
 def paired_by_paper(papers: Sequence[str], a: Sequence[float], b: Sequence[float], seed: int = 0) -> dict:
     """a - b per item, averaged within each paper, then compared over papers."""
     from scipy.stats import ttest_1samp, wilcoxon
@@ -53,7 +71,3 @@ def paired_by_paper(papers: Sequence[str], a: Sequence[float], b: Sequence[float
         if nz.size >= 1:
             out["p_wilcoxon"] = round(float(wilcoxon(nz).pvalue), 6)
     return out
-
-
-def per_paper_means(papers: Sequence[str], values: Sequence[float]) -> np.ndarray:
-    return _means_by_paper(papers, values)[1]
