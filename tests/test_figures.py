@@ -100,9 +100,7 @@ def test_margin_watermark_does_not_join_a_figure(tmp_path):
     page.draw_line((340, 320), (530, 210), color=(1, 0, 0), width=1.5)
     page.insert_textbox(pymupdf.Rect(320, 340, 545, 370), "Figure 1: Training error of two networks.", fontsize=9)
     page.insert_textbox(pymupdf.Rect(72, 200, 290, 700), BODY, fontsize=10)
-    pdf = tmp_path / "wm.pdf"
-    doc.save(pdf)
-    figs = [f for f in extract_figures(pymupdf.open(pdf), tmp_path / "out", "f") if f.kind == "figure"]
+    figs = [f for f in extract_figures(_saved(doc, tmp_path / "wm.pdf"), tmp_path / "out", "f") if f.kind == "figure"]
     assert [f.number for f in figs] == [1]
     x0, y0, x1, y1 = figs[0].bbox
     assert y0 >= 190 and x0 >= 300 and y1 <= 372
@@ -209,6 +207,12 @@ def test_huge_crops_are_rendered_within_the_pixel_budget():
     assert crop_zoom(pymupdf.Rect(0, 0, 300, 200), 150) == 150 / 72
 
 
+def _saved(doc, pdf):
+    """The document written to `pdf` and opened again, as ingestion reads it."""
+    doc.save(pdf)
+    return pymupdf.open(pdf)
+
+
 def _figures(doc, tmp_path) -> dict:
     """Figures by number, rendered at 72 dpi so a crop's pixel size is its size in points (+4)."""
     return {f.number: f for f in extract_figures(doc, tmp_path / "out", "f", dpi=72) if f.kind == "figure"}
@@ -228,9 +232,7 @@ def test_clipped_drawing_does_not_pull_the_region_across_the_page(tmp_path):
     doc.update_object(xref, "<<>>")
     doc.update_stream(xref, b"q 120 562 40 80 re W n 0 0 1 rg 20 552 570 170 re f Q")
     doc.xref_set_key(page.xref, "Contents", "[" + " ".join(f"{x} 0 R" for x in page.get_contents() + [xref]) + "]")
-    pdf = tmp_path / "clip.pdf"
-    doc.save(pdf)
-    f = _figures(pymupdf.open(pdf), tmp_path)[1]
+    f = _figures(_saved(doc, tmp_path / "clip.pdf"), tmp_path)[1]
     x0, y0, x1, y1 = f.bbox
     assert x0 >= 70 and x1 <= 300 and y0 >= 70, f.bbox
     assert f.height - 4 >= 155  # the whole frame
@@ -247,9 +249,7 @@ def test_graphic_reaching_under_its_caption_is_kept(tmp_path):
     page.insert_image(pymupdf.Rect(80, 80, 290, 204), pixmap=pix)
     page.insert_textbox(pymupdf.Rect(72, 200, 295, 240), "Figure 1: Log-likelihood of two models.", fontsize=9)
     page.insert_textbox(pymupdf.Rect(72, 260, 295, 700), BODY, fontsize=10)
-    pdf = tmp_path / "img.pdf"
-    doc.save(pdf)
-    f = _figures(pymupdf.open(pdf), tmp_path)[1]
+    f = _figures(_saved(doc, tmp_path / "img.pdf"), tmp_path)[1]
     assert f.crop_quality == "ok" and f.bbox[1] <= 81
     assert f.height - 4 >= 110  # the image, not the caption
 
@@ -265,9 +265,7 @@ def test_side_by_side_captions_keep_their_own_lines(tmp_path):
                             f"Figure {n}: Generation speed of speculative decoding with different draft "
                             f"tokens, {rest}", fontsize=10, align=pymupdf.TEXT_ALIGN_JUSTIFY)
     page.insert_textbox(pymupdf.Rect(72, 270, 540, 700), BODY, fontsize=10)
-    pdf = tmp_path / "pair.pdf"
-    doc.save(pdf)
-    figs = _figures(pymupdf.open(pdf), tmp_path)
+    figs = _figures(_saved(doc, tmp_path / "pair.pdf"), tmp_path)
     assert figs[4].caption.endswith("greedy sampling."), figs[4].caption
     assert figs[5].caption.endswith("nucleus sampling."), figs[5].caption
     assert "nucleus" not in figs[4].caption
@@ -285,9 +283,7 @@ def test_axis_title_between_plot_and_caption_is_kept(tmp_path):
     page.insert_text((160, 226), "Number of Views", fontsize=8)
     page.insert_textbox(pymupdf.Rect(72, 240, 295, 280), "Figure 1: Accuracy with fewer views.", fontsize=9)
     page.insert_textbox(pymupdf.Rect(72, 300, 295, 700), BODY, fontsize=10)
-    pdf = tmp_path / "axis.pdf"
-    doc.save(pdf)
-    f = _figures(pymupdf.open(pdf), tmp_path)[1]
+    f = _figures(_saved(doc, tmp_path / "axis.pdf"), tmp_path)[1]
     assert f.height - 4 >= 226 - 80 - 1, f.height  # down to the axis title's baseline
 
 
@@ -325,9 +321,7 @@ def test_block_beyond_an_empty_band_stays_out_of_the_figure(tmp_path):
         page.draw_rect(pymupdf.Rect(x0, 230, x0 + 120, 330), color=(0, 0, 0), width=1)
     page.insert_textbox(pymupdf.Rect(72, 340, 540, 370), "Figure 5: Effect of the rank on three models.", fontsize=9)
     page.insert_textbox(pymupdf.Rect(72, 390, 540, 700), BODY, fontsize=10)
-    pdf = tmp_path / "algo.pdf"
-    doc.save(pdf)
-    f = _figures(pymupdf.open(pdf), tmp_path)[5]
+    f = _figures(_saved(doc, tmp_path / "algo.pdf"), tmp_path)[5]
     assert f.bbox[1] >= 200, f.bbox
     assert f.height - 4 >= 99
 
@@ -361,9 +355,7 @@ def test_panels_drawn_as_text_join_the_panel_with_a_graphic(tmp_path):
     page.draw_rect(pymupdf.Rect(500, 280, 530, 300), color=(0, 0, 0), width=0.5)  # the legend
     page.insert_textbox(pymupdf.Rect(72, 340, 540, 370), "Figure 3: t-SNE of the representations.", fontsize=9)
     page.insert_textbox(pymupdf.Rect(72, 390, 540, 700), BODY, fontsize=10)
-    pdf = tmp_path / "tsne.pdf"
-    doc.save(pdf)
-    f = _figures(pymupdf.open(pdf), tmp_path)[3]
+    f = _figures(_saved(doc, tmp_path / "tsne.pdf"), tmp_path)[3]
     assert f.bbox[0] <= 81 and f.width - 4 >= 530 - 81, (f.bbox, f.width)
 
 
@@ -385,9 +377,7 @@ def test_image_running_under_its_caption_stays_with_it(tmp_path):
     page.insert_textbox(pymupdf.Rect(72, 549, 540, 579), "Figure 3: An example of the output shown when the model "
                         "was given the summaries of three users and asked which of them agree.", fontsize=9)
     page.insert_textbox(pymupdf.Rect(72, 600, 540, 740), BODY, fontsize=10)
-    pdf = tmp_path / "stacked.pdf"
-    doc.save(pdf)
-    figs = _figures(pymupdf.open(pdf), tmp_path)
+    figs = _figures(_saved(doc, tmp_path / "stacked.pdf"), tmp_path)
     assert figs[2].bbox[1] <= 71 and figs[2].bbox[3] <= 342, figs[2].bbox
     assert figs[3].bbox[1] <= 346 and figs[3].height - 4 >= 190, (figs[3].bbox, figs[3].height)
 
@@ -401,9 +391,7 @@ def test_small_panel_titles_a_line_above_the_graphic_are_kept(tmp_path):
         page.draw_rect(pymupdf.Rect(x0, 94, x0 + 110, 200), color=(0, 0, 0), width=1)
     page.insert_textbox(pymupdf.Rect(72, 215, 540, 245), "Figure 1: Overview of the method.", fontsize=10)
     page.insert_textbox(pymupdf.Rect(72, 260, 540, 700), BODY, fontsize=10)
-    pdf = tmp_path / "steps.pdf"
-    doc.save(pdf)
-    f = _figures(pymupdf.open(pdf), tmp_path)[1]
+    f = _figures(_saved(doc, tmp_path / "steps.pdf"), tmp_path)[1]
     assert f.bbox[1] <= 76, f.bbox
 
 
@@ -420,9 +408,7 @@ def test_full_page_figure_takes_its_caption_from_the_facing_page(tmp_path):
     pix.set_rect(pix.irect, (30, 60, 200))
     p2.insert_image(pymupdf.Rect(64, 78, 548, 740), pixmap=pix)
     p2.insert_text((299, 760), "Fig. 1.", fontsize=9)
-    pdf = tmp_path / "fullpage.pdf"
-    doc.save(pdf)
-    f = _figures(pymupdf.open(pdf), tmp_path)[1]
+    f = _figures(_saved(doc, tmp_path / "fullpage.pdf"), tmp_path)[1]
     assert f.page == 2 and f.crop_quality == "ok"
     assert f.caption.startswith("Fig. 1. A: Mechanically induced"), f.caption
     assert f.height - 4 >= 660
@@ -442,9 +428,7 @@ def test_text_beside_a_column_figure_stays_out(tmp_path):
     page.insert_textbox(pymupdf.Rect(54, 460, 300, 490), "Figure 4: Customized gate control model.", fontsize=9)
     page.insert_textbox(pymupdf.Rect(54, 500, 300, 740), BODY, fontsize=10)
     page.insert_textbox(pymupdf.Rect(312, 500, 558, 740), BODY, fontsize=10)
-    pdf = tmp_path / "beside.pdf"
-    doc.save(pdf)
-    assert _figures(pymupdf.open(pdf), tmp_path)[4].bbox[2] <= 305
+    assert _figures(_saved(doc, tmp_path / "beside.pdf"), tmp_path)[4].bbox[2] <= 305
     doc = pymupdf.open()  # one column
     wrap = doc.new_page(width=612, height=792)
     wrap.insert_textbox(pymupdf.Rect(72, 60, 540, 200), BODY, fontsize=10)
@@ -453,9 +437,7 @@ def test_text_beside_a_column_figure_stays_out(tmp_path):
     wrap.draw_rect(pymupdf.Rect(330, 220, 540, 330), color=(0, 0, 0), width=1)
     wrap.insert_textbox(pymupdf.Rect(330, 340, 540, 370), "Figure 10: Effect of varying data set size.", fontsize=9)
     wrap.insert_textbox(pymupdf.Rect(72, 380, 540, 700), BODY, fontsize=10)
-    pdf = tmp_path / "wrap.pdf"
-    doc.save(pdf)
-    f = _figures(pymupdf.open(pdf), tmp_path)[10]
+    f = _figures(_saved(doc, tmp_path / "wrap.pdf"), tmp_path)[10]
     assert f.bbox[0] >= 320, f.bbox
 
 
@@ -471,7 +453,5 @@ def test_table_caption_stops_at_the_header_row(tmp_path):
         for j, c in enumerate(cells):
             page.insert_text((200 + 60 * j, 231 + 11 * k), c, fontsize=9)
     page.insert_textbox(pymupdf.Rect(72, 300, 540, 600), BODY, fontsize=10)
-    pdf = tmp_path / "tab.pdf"
-    doc.save(pdf)
-    (tab,) = [f for f in extract_figures(pymupdf.open(pdf), tmp_path / "out", "f") if f.kind == "table"]
+    (tab,) = [f for f in extract_figures(_saved(doc, tmp_path / "tab.pdf"), tmp_path / "out", "f") if f.kind == "table"]
     assert tab.caption == "Table 2: Performance on CTR prediction.", tab.caption
