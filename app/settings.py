@@ -93,7 +93,7 @@ class Settings(BaseSettings):
     # central figure (app/central)
     central_model_dir: str = Field("", description="Trained central-figure model; empty = data_dir/models/central.")
     central_max_sentences: int = Field(16, ge=1, description="Abstract sentences scored per paper (central figure).")
-    central_use_model: bool = Field(True, description="Use the trained cross-encoder when present (off = tf.idf + position).")
+    central_use_model: bool = Field(True, description="Use the trained central-figure content model (a tuned MiniLM bi-encoder) when present (off = tf.idf + position).")
 
     # learned figure embeddings (app/learn, issue 4)
     learned_embeddings: bool = Field(True, description="Index with the trained figure-embedding model when one "

@@ -91,7 +91,7 @@ def random_expectation(n: int) -> dict[str, float]:
 
 
 def selfsup_model_metrics(model, queries, papers, batch_size: int = 128) -> dict[str, float]:
-    """acc@1 / mrr of the cross-encoder alone on self-supervised queries (used after training)."""
+    """acc@1 / mrr of the content model alone on self-supervised queries (used after training)."""
     caps = {p.sha256: {f.number: f.text for f in p.figures} for p in papers}
     sents, capts, spans = [], [], []
     for q in queries:

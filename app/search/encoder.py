@@ -27,7 +27,7 @@ DIM = 384
 def cpu_prefers_bf16() -> bool:
     """bf16 matmul faster than fp32 on this CPU: AMX tiles (Linux /proc/cpuinfo flags). With
     AVX512-BF16 alone (no AMX) bf16 measured slower than fp32: MiniLM embedding 44-55 vs 57-66
-    texts/s, the central cross-encoder 0.73 vs 0.4-0.5 s per 80 pairs, on 2 cores."""
+    texts/s, a MiniLM cross-encoder over (sentence, caption) pairs 0.73 vs 0.4-0.5 s per 80 pairs, on 2 cores."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
