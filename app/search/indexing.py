@@ -114,7 +114,11 @@ def learned_embeddings(settings: Settings, docs: list[FigureDoc], progress: bool
 
     data = load_learn_data(settings)
     store, n_new = refresh_store(loaded, data, progress=progress)
-    vecs = store.lookup([d.figure_id for d in docs])["fused"]
+    # the model embeds figures; tables (not in its data) get zero vectors: found by their words only
+    have = np.isin([d.figure_id for d in docs], store.ids)
+    fused = store.lookup([d.figure_id for d, ok in zip(docs, have) if ok])["fused"]
+    vecs = np.zeros((len(docs), fused.shape[1]), dtype=fused.dtype)
+    vecs[have] = fused
     return vecs, n_new, {"kind": "learned", "model": name, "model_version": loaded.version,
                          "dim": int(vecs.shape[1]) if vecs.ndim == 2 else 0}
 
