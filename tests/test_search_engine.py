@@ -205,6 +205,10 @@ def test_tables_are_rows_of_their_own_kind(tmp_path):
     eng.save(tmp_path)
     back = SearchEngine.load(tmp_path)
     assert back.count("table") == 2 and back.kind_of_row(back.row_of(104)) == "table"
+    pics = SearchEngine.build(ds, visual_embeddings=emb(1))
+    assert [h.figure_id for h in pics.by_picture(emb(1)[1], k=1, kind="table")] == [101]
+    assert 101 not in [h.figure_id for h in pics.by_picture(emb(1)[1], k=8)]
+    assert len(pics.by_picture(emb(1)[0], k=8)) == 6 and len(pics.by_picture(emb(1)[0], k=8, kind="both")) == 8
     without = SearchEngine.build(docs())  # an index without tables stores no kinds
     assert without.kinds is None and without.count("table") == 0
     assert without.search("criteo", k=10, rerank=False, kind="table") == []

@@ -441,11 +441,16 @@ class SearchEngine:
         """Figures (of `kind`) whose visual vector is nearest to `vector` (an uploaded picture's)."""
         if self.visual is None:
             return []
-        pool = k if self.kinds is None or kind == "both" else k + int((self.kinds != KINDS.index(kind)).sum())
-        ids, sims = self.visual.search(np.asarray(vector, dtype=np.float32)[None, :], pool)
-        keep = ids[0] >= 0
-        keep[keep] = self.kind_mask(ids[0][keep], kind)
-        rows, cos = ids[0][keep], sims[0][keep].astype(np.float64)
+        q = np.asarray(vector, dtype=np.float32)[None, :]
+        pool = k if self.kinds is None or kind == "both" else 4 * k
+        while True:  # fetch more neighbours until k rows of `kind` are among them (or all rows are)
+            ids, sims = self.visual.search(q, min(pool, len(self)))
+            keep = ids[0] >= 0
+            keep[keep] = self.kind_mask(ids[0][keep], kind)
+            if keep.sum() >= k or pool >= len(self):
+                break
+            pool *= 4
+        rows, cos = ids[0][keep][:k], sims[0][keep][:k].astype(np.float64)
         return self._hits(rows, cos, np.zeros(len(rows)), None, k, 0, lambda r: [],
                           signals={"visual": cos}, ranked=np.arange(len(rows)))
 
