@@ -110,7 +110,8 @@ def test_tiny_training_registry_index_and_image_queries(collection, tmp_path):
     from app.learn.registry import current_model_version, load_current, publish
     from app.learn.train import train
     from app.search.engine import SearchEngine
-    from app.search.indexing import build_index, index_root, read_dense_info
+    from app.search.embeddings import read_dense_info
+    from app.search.indexing import build_index, index_root
 
     settings = Settings(data_dir=shutil.copytree(collection.data_dir, tmp_path / "data"), database_url="",
                         broker_url="", auto_index=False)

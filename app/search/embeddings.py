@@ -3,7 +3,6 @@ is new or changed (keyed by a hash of the text and the encoder name)."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 from typing import Callable

@@ -26,7 +26,7 @@ from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from .fusion import DEFAULT_WEIGHTS, SCOPES, diversify, fuse, minmax, order, read_all_weights, seed_weights
+from .fusion import DEFAULT_WEIGHTS, SCOPES, diversify, fuse, order, read_all_weights, seed_weights
 from .lexical import LexicalIndex
 from .text import analyze
 

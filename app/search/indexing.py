@@ -18,8 +18,7 @@ import numpy as np
 
 from app.db.session import session_scope
 from app.search.collection import Collection, load_collection
-from app.search.embeddings import (DENSE_FILE, PAPER_TEXT_TOKENS, Encoder, default_text_encoder, embed_docs,
-                                   read_dense_info)
+from app.search.embeddings import DENSE_FILE, PAPER_TEXT_TOKENS, Encoder, default_text_encoder, embed_docs
 from app.search.engine import FigureDoc, SearchEngine, read_w
 from app.search.lexical import LexicalIndex
 from app.search.papers import PaperIndex
