@@ -36,6 +36,10 @@ def word_quality(text: str) -> float:
 
 def _image_cover(page) -> float:
     """Largest share of the page covered by one image (scans are one image per page)."""
+    # Resource lookups first: most born-digital pages hold fonts and no image XObject. A page
+    # without fonts is still measured, since a scan may draw its page image inline.
+    if not page.get_images() and page.get_fonts():
+        return 0.0
     area = max(page.rect.width * page.rect.height, 1.0)
     best = 0.0
     for info in page.get_image_info():
