@@ -186,6 +186,26 @@ def test_search_finds_a_named_type_without_the_word(engine):
     assert [h.figure_id for h in hits] == [104]
 
 
+def test_search_ranks_a_named_type_by_its_score(tmp_path):
+    """A figure whose classifier scores the named type high without it being dominant is still
+    found, after the dominant one and before figures where the type scores low; the scores
+    survive save/load."""
+    e = emb()
+    scores = [{"line_chart": 0.9, "heatmap": 0.05} for _ in TEXTS]
+    scores[4] = {"line_chart": 0.1, "heatmap": 0.9}
+    scores[6] = {"line_chart": 0.6, "heatmap": 0.55}  # dominant: line chart, but shows a heatmap too
+    scores[2] = {"line_chart": 0.7, "heatmap": 0.3}  # below the threshold: not a heatmap
+    eng = SearchEngine.build(docs(), embeddings=e, encoder=FakeEncoder(e), vector_kind="flat", gpu="off",
+                             figure_types=[max(s, key=s.get) for s in scores], type_scores=scores)
+    eng.dense_match_min = 2.0  # only words or the named type count
+    assert [h.figure_id for h in eng.search("zzzz", k=5, types=["heatmap"])] == [104, 106]
+    eng.save(tmp_path)
+    back = SearchEngine.load(tmp_path, encoder=FakeEncoder(e))
+    back.dense_match_min = 2.0
+    assert [h.figure_id for h in back.search("zzzz", k=5, types=["heatmap"])] == [104, 106]
+    assert back.type_scores is not None and back.type_scores.shape == (len(TEXTS), 2)
+
+
 def test_tables_are_rows_of_their_own_kind(tmp_path):
     """Tables share the index with figures: search restricts by kind, a figure's related rows are
     figures and a table's are tables, and the kinds survive save/load."""

@@ -108,6 +108,9 @@ class Figure(Base):
     # dominant type from a fixed vocabulary (see app/figtypes) and [{type, score}], dominant first
     figure_type: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
     figure_types: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    # the classifier's score of every type ({type: score}): a query naming a type also finds the
+    # figures where that type scores high without being dominant
+    type_scores: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     # ok | text_only | tiny | page_number ...: a crop that is not a real graphic is never central
     crop_quality: Mapped[str] = mapped_column(String(16), default="ok", server_default="ok")
     # compound figures: [{label, bbox, caption_part}]

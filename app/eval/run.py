@@ -38,7 +38,8 @@ def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, se
     emb = l2_normalize(emb)
     engine = SearchEngine.build(col.docs, embeddings=emb,
                                 visual_embeddings=visual_embeddings(settings, col, progress=progress),
-                                figure_types=[col.figure_type.get(d.figure_id) for d in col.docs])
+                                figure_types=[col.figure_type.get(d.figure_id) for d in col.docs],
+                                type_scores=[col.type_scores.get(d.figure_id) for d in col.docs])
     engine.papers = paper_index(col, root, engine.lexical(), engine.paper_ids, progress=progress)
     data = EvalData(col, engine, {"minilm": emb})
     shas = None

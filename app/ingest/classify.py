@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 
 from PIL import Image
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 
 from app.db.schema import Figure
 from app.db.session import session_scope
@@ -16,23 +16,25 @@ from app.vision.figure_types import classifier
 
 log = logging.getLogger(__name__)
 TABLE_TYPES = [{"type": "table", "score": 1.0}]
+TABLE_SCORES = {"table": 1.0}
 
 
 def classify_figures(settings: Settings, paper_ids: list[int] | None = None, redo: bool = False,
                      batch: int = 64, progress: bool = False) -> int:
-    """Classify the figures of `paper_ids` (all papers when None) that have no type yet (every
-    figure with `redo`). Returns how many figures got a type."""
+    """Classify the figures of `paper_ids` (all papers when None) that have no type scores yet
+    (every figure with `redo`). Returns how many figures got a type."""
     model = classifier()
     with session_scope(settings.db_url) as s:
         q = select(Figure.id, Figure.kind, Figure.image_path)
         if paper_ids is not None:
             q = q.where(Figure.paper_id.in_(paper_ids))
         if not redo:
-            q = q.where(Figure.figure_type.is_(None))
+            q = q.where(or_(Figure.figure_type.is_(None), Figure.type_scores.is_(None)))
         rows = s.execute(q.order_by(Figure.id)).all()
         tables = [fid for fid, kind, _ in rows if kind == "table"]
         if tables:
-            s.execute(update(Figure).where(Figure.id.in_(tables)).values(figure_type="table", figure_types=TABLE_TYPES))
+            s.execute(update(Figure).where(Figure.id.in_(tables))
+                      .values(figure_type="table", figure_types=TABLE_TYPES, type_scores=TABLE_SCORES))
     figures = [(fid, path) for fid, kind, path in rows if kind != "table"]
     if model is None:
         if figures:
@@ -58,7 +60,8 @@ def classify_figures(settings: Settings, paper_ids: list[int] | None = None, red
         with session_scope(settings.db_url) as s:
             for (fid, _), r in zip(part, results):
                 s.execute(update(Figure).where(Figure.id == fid)
-                          .values(figure_type=r.figure_type, figure_types=r.figure_types))
+                          .values(figure_type=r.figure_type, figure_types=r.figure_types,
+                                  type_scores=r.scores))
         done += len(part)
         if bar:
             bar.update(len(part))

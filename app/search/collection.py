@@ -20,6 +20,7 @@ class Collection:
     neighbours: dict[int, set[int]] = field(default_factory=lambda: defaultdict(set))  # citing or cited
     paper_text: dict[int, str] = field(default_factory=dict)  # title + abstract, per paper id
     figure_type: dict[int, str | None] = field(default_factory=dict)  # per figure id
+    type_scores: dict[int, dict | None] = field(default_factory=dict)  # per figure id: {type: score}
     image_path: dict[int, str] = field(default_factory=dict)  # crop, relative to the data dir
 
     def paper_graph_related(self, a: int, b: int) -> bool:
@@ -48,6 +49,7 @@ def load_collection(session: Session, kinds: tuple[str, ...] = ("figure",)) -> C
             text = f"{text}\n{f.region_text}"
         docs.append(FigureDoc(f.id, f.paper_id, f.caption, text, f.kind))
         col.figure_type[f.id] = f.figure_type
+        col.type_scores[f.id] = f.type_scores
         col.image_path[f.id] = f.image_path
     col.sha_of_paper = dict(session.execute(select(Paper.id, Paper.sha256)).all())
     for pid, title, abstract in session.execute(

@@ -22,7 +22,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, NamedTuple, Sequence
+from typing import Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -88,7 +88,7 @@ class SearchEngine:
 
     def __init__(self, lexical: LexicalIndex, figure_ids, paper_ids, captions, vectors=None,
                  encoder: Encoder | None = None, w: float = 0.5, papers=None, visual=None,
-                 types=None, type_names: Sequence[str] = (), kinds=None):
+                 types=None, type_names: Sequence[str] = (), kinds=None, type_scores=None):
         self.figure_ids = np.asarray(figure_ids, dtype=np.int64)
         self.paper_ids = np.asarray(paper_ids, dtype=np.int64)
         n = len(self.figure_ids)
@@ -104,6 +104,10 @@ class SearchEngine:
         self.types = None if types is None else np.asarray(types, dtype=np.int16)  # -1 = unknown
         if self.types is not None and len(self.types) != n:
             raise ValueError("one figure type code per figure expected")
+        # (n, len(type_names)) classifier scores; a query naming a type ranks by them
+        self.type_scores = None if type_scores is None else np.asarray(type_scores, dtype=np.float16)
+        if self.type_scores is not None and self.type_scores.shape != (n, len(self.type_names)):
+            raise ValueError("one score per figure and type name expected")
         # per row: 0 figure, 1 table (KINDS); an index without tables has none
         self.kinds = None if kinds is None else np.asarray(kinds, dtype=np.int8)
         if self.kinds is not None and len(self.kinds) != n:
@@ -125,25 +129,35 @@ class SearchEngine:
               method: str = "bm25", encoder: Encoder | None = None, w: float = 0.5,
               vector_kind: str = "auto", gpu: str = "auto",
               papers=None, visual_embeddings: np.ndarray | None = None,
-              figure_types: Sequence[str | None] | None = None) -> "SearchEngine":
+              figure_types: Sequence[str | None] | None = None,
+              type_scores: Sequence[Mapping[str, float] | None] | None = None) -> "SearchEngine":
         """Analyse the figure texts and build the indexes. embeddings[i] and visual_embeddings[i]
-        belong to docs[i]; `papers` is a PaperIndex; figure_types[i] is a type name or None."""
+        belong to docs[i]; `papers` is a PaperIndex; figure_types[i] is a type name or None and
+        type_scores[i] the classifier's {type: score} (None: 1 for the dominant type)."""
         lexical = LexicalIndex.build([analyze(d.text) for d in docs], method=method)
         vectors = visual = None
         if embeddings is not None:
             vectors = cls._make_vectors(embeddings, len(docs), vector_kind, gpu)
         if visual_embeddings is not None:
             visual = cls._make_vectors(visual_embeddings, len(docs), vector_kind, gpu)
-        types, names = None, []
+        types, names, scores = None, [], None
         if figure_types is not None and any(t for t in figure_types):
-            names = sorted({t for t in figure_types if t})
+            per_row = list(type_scores) if type_scores is not None else [None] * len(figure_types)
+            names = sorted({t for t in figure_types if t} | {k for s in per_row if s for k in s})
             code = {t: i for i, t in enumerate(names)}
             types = np.array([code.get(t, -1) if t else -1 for t in figure_types], dtype=np.int16)
+            if any(per_row):
+                scores = np.zeros((len(figure_types), len(names)), dtype=np.float16)
+                for i, (t, s) in enumerate(zip(figure_types, per_row)):
+                    if s:
+                        scores[i, [code[k] for k in s]] = list(s.values())
+                    elif t:
+                        scores[i, code[t]] = 1.0
         kinds = np.array([KINDS.index(d.kind) for d in docs], dtype=np.int8)
         return cls(lexical, [d.figure_id for d in docs], [d.paper_id for d in docs],
                    [d.caption for d in docs], vectors=vectors, encoder=encoder, w=w,
                    papers=papers, visual=visual, types=types, type_names=names,
-                   kinds=kinds if kinds.any() else None)
+                   kinds=kinds if kinds.any() else None, type_scores=scores)
 
     @staticmethod
     def _make_vectors(embeddings, n, kind="auto", gpu="auto"):
@@ -373,6 +387,25 @@ class SearchEngine:
     # a match (MiniLM cosine of query and figure text; nonsense queries stay below it).
     dense_match_min = 0.3
     query_type_weight = 1.0
+    # a figure "is" a named type for a query when the classifier scores that type at least this
+    # (the classifier's own threshold for a type a figure shows); at most type_pool such figures
+    # join the candidates, the highest-scoring first
+    type_match_min = 0.5
+    type_pool = 400
+
+    def named_type_score(self, rows: np.ndarray | None, type_codes: np.ndarray) -> np.ndarray:
+        """Per row (all rows when None), the highest classifier score among the named types; in
+        an index built without scores, 1 when one of them is the row's dominant type, else 0."""
+        if self.type_scores is None:
+            return np.isin(self.types if rows is None else self.types[rows], type_codes).astype(np.float64)
+        part = self.type_scores[:, type_codes] if rows is None else self.type_scores[rows][:, type_codes]
+        return part.max(axis=1).astype(np.float64)
+
+    def named_type_match(self, rows: np.ndarray | None, type_codes: np.ndarray,
+                         score: np.ndarray | None = None) -> np.ndarray:
+        """Rows that show a named type: it is their dominant type or scores `type_match_min`."""
+        score = self.named_type_score(rows, type_codes) if score is None else score
+        return np.isin(self.types if rows is None else self.types[rows], type_codes) | (score >= self.type_match_min)
 
     def search(self, query: str, k: int = 10, rerank: bool = True, w: float | None = None,
                offset: int = 0, method: str = "bm25", candidates: int = 100,
@@ -382,8 +415,9 @@ class SearchEngine:
 
         Candidates: the lexical top-`candidates`, united (when an encoder and vectors exist) with
         the `union_dense` figures nearest to the query embedding that are at least
-        `dense_match_min` close, and with near figures of the figure `types` the query names.
-        Ranked by the fusion of lexical score, embedding cosine and type match; a query with no
+        `dense_match_min` close, and with the figures where a type the query names scores
+        highest (or, in an index without type scores, near figures of that dominant type).
+        Ranked by the fusion of lexical score, embedding cosine and type score; a query with no
         real match returns nothing. `kind` (figure, table or both) and `allowed_rows` (bool per
         row) restrict the results (filters).
         """
@@ -396,17 +430,29 @@ class SearchEngine:
         use_dense = rerank and self.encoder is not None and self.vectors is not None
         qvec = None
         type_codes = np.array([self.type_names.index(t) for t in types if t in self.type_names], dtype=np.int16)
+        if not len(type_codes) or self.types is None:
+            type_codes = np.zeros(0, dtype=np.int16)
+        if len(type_codes) and self.type_scores is not None:
+            by_type = self.named_type_score(None, type_codes)
+            by_type[~self.named_type_match(None, type_codes, by_type)] = -1.0
+            best = np.argpartition(-by_type, min(self.type_pool, len(by_type) - 1))[:self.type_pool]
+            best = best[by_type[best] >= 0]
+            best = best[~np.isin(best, rows)]
+            if len(best):
+                q, qtf = lex.query_vector(tokens)
+                rows = np.r_[rows, best]
+                scores = np.r_[scores, lex.score_docs(q, lex.query_weights(q, qtf), best)]
         if use_dense:
             from .vectors import l2_normalize
 
             qvec = l2_normalize(self.encoder([query]))[0]
-            pool = union_dense + (400 if len(type_codes) and self.types is not None else 0)
+            pool = union_dense + (400 if len(type_codes) and self.type_scores is None else 0)
             ids, sims = self.vectors.search(qvec[None, :], pool)
             ids, sims = ids[0], sims[0]
             ok = ids >= 0
             near = ok & (sims >= self.dense_match_min)
             near[union_dense:] = False
-            if len(type_codes) and self.types is not None:
+            if len(type_codes) and self.type_scores is None:
                 near |= ok & np.isin(self.types[np.maximum(ids, 0)], type_codes)
             more = ids[near]
             more = more[~np.isin(more, rows)]
@@ -426,12 +472,12 @@ class SearchEngine:
             sig["text"] = cos
             # a lexical match, a close embedding, or the named type: anything else is not a match
             keep = (scores > 0) | (cos >= self.dense_match_min)
-            if len(type_codes) and self.types is not None:
-                keep |= np.isin(self.types[rows], type_codes)
+            if len(type_codes):
+                keep |= self.named_type_match(rows, type_codes)
             rows, scores, cos = rows[keep], scores[keep], cos[keep]
             sig = {"lexical": scores, "text": cos, "type": None}
-        if len(type_codes) and self.types is not None and len(rows):
-            sig["type"] = np.isin(self.types[rows], type_codes).astype(np.float64)
+        if len(type_codes) and len(rows):
+            sig["type"] = self.named_type_score(rows, type_codes)
             weights = {**weights, "type": self.query_type_weight}
         final = fuse(sig, weights)
         return self._hits(rows, final, scores, sig["text"], k, offset,
@@ -491,6 +537,8 @@ class SearchEngine:
             np.save(d / "types.npy", self.types)
         if self.kinds is not None:
             np.save(d / "kinds.npy", self.kinds)
+        if self.type_scores is not None:
+            np.save(d / "type_scores.npy", self.type_scores)
         np.save(d / "figure_ids.npy", self.figure_ids)
         np.save(d / "paper_ids.npy", self.paper_ids)
         np.save(d / "captions_blob.npy", self.captions.blob)
@@ -519,11 +567,12 @@ class SearchEngine:
         types = np.load(path / "types.npy") if (path / "types.npy").exists() else None
         kinds = np.load(path / "kinds.npy") if (path / "kinds.npy").exists() else None
         mm = "r" if mmap else None
+        type_scores = np.load(path / "type_scores.npy", mmap_mode=mm) if (path / "type_scores.npy").exists() else None
         captions = _Captions(np.load(path / "captions_blob.npy", mmap_mode=mm),
                              np.load(path / "captions_offsets.npy"))
         eng = cls(lexical, np.load(path / "figure_ids.npy"), np.load(path / "paper_ids.npy"),
                   captions, encoder=encoder, w=meta.get("w", 0.5), types=types,
-                  type_names=meta.get("type_names", []), kinds=kinds, **loaded)
+                  type_names=meta.get("type_names", []), kinds=kinds, type_scores=type_scores, **loaded)
         eng.version = path.name
         eng.fusion = stored_fusion(path.parent)
         return eng

@@ -150,7 +150,8 @@ def build_index(settings: Settings, encoder: Encoder | None = None, encoder_name
     engine = SearchEngine.build(col.docs, embeddings=emb, w=0.5 if w is None else w,
                                 vector_kind=settings.vector_index, gpu=settings.faiss_gpu,
                                 visual_embeddings=visual,
-                                figure_types=[col.figure_type.get(d.figure_id) for d in col.docs])
+                                figure_types=[col.figure_type.get(d.figure_id) for d in col.docs],
+                                type_scores=[col.type_scores.get(d.figure_id) for d in col.docs])
     if dense and col.docs:
         # a paper's "all figure texts" view is of its figures only (row paper -1 leaves a table out)
         row_paper = engine.paper_ids if engine.kinds is None else np.where(engine.kinds == 0, engine.paper_ids, -1)

@@ -104,16 +104,18 @@ def build_net(taps: tuple[int, ...] = (4,), hidden: int = 0):
 class TypeScores:
     figure_type: str  # the dominant type
     figure_types: list[dict]  # [{"type", "score"}], dominant first, every type the figure shows
+    scores: dict[str, float]  # every type's score
 
 
 def decide(scores: np.ndarray) -> TypeScores:
     """Scores (sigmoid, one per LABELS) -> dominant type and the list of types shown."""
     order = np.argsort(-scores)
     top = int(order[0])
+    every = {t: round(float(s), 3) for t, s in zip(LABELS, scores)}
     if scores[top] < OTHER:
-        return TypeScores("other", [{"type": "other", "score": round(float(1 - scores[top]), 3)}])
+        return TypeScores("other", [{"type": "other", "score": round(float(1 - scores[top]), 3)}], every)
     shown = [int(i) for i in order if scores[i] >= SHOWN or i == top]
-    return TypeScores(LABELS[top], [{"type": LABELS[i], "score": round(float(scores[i]), 3)} for i in shown])
+    return TypeScores(LABELS[top], [{"type": LABELS[i], "score": every[LABELS[i]]} for i in shown], every)
 
 
 class TypeClassifier:
