@@ -30,3 +30,32 @@ def test_similarity_and_related_papers():
     sims = idx.similarity(1, [2, 3])
     assert sims["paper_text"][0] > sims["paper_text"][1] and sims["paper_figures"][0] > sims["paper_figures"][1]
     assert idx.related(1, 1).tolist() == [2]
+
+
+def test_body_view_compares_papers_by_their_body_terms(tmp_path):
+    """The body view ranks the paper whose body shares rare terms first, survives save/load, and is
+    absent (no signal) when no paper has body terms."""
+    from app.search.text import top_term_counts
+
+    bodies = {1: "We train a gating network over experts. The gating network routes each task to experts.",
+              2: "Experts and a gating network share the input; every task has its own gating weights.",
+              3: "Molecular dynamics simulations sample the folding landscape of a protein."}
+    pids = [1, 2, 3]
+    fig_index = LexicalIndex.build([analyze("figure") for _ in pids])
+    titles = [analyze("a study") for _ in pids]
+    idx = PaperIndex.build(pids, None, titles, fig_index, np.array(pids),
+                           body_terms=[top_term_counts(bodies[p]) for p in pids])
+    sims = idx.similarity(1, [2, 3])
+    assert sims["paper_body"][0] > 0 and sims["paper_body"][1] == 0
+    idx.save(tmp_path / "p")
+    assert PaperIndex.load(tmp_path / "p").similarity(1, [2, 3])["paper_body"].tolist() == sims["paper_body"].tolist()
+    assert "paper_body" not in PaperIndex.build(pids, None, titles, fig_index, np.array(pids)).similarity(1, [2])
+
+
+def test_body_terms_leave_citation_markers_out():
+    from app.search.text import top_term_counts
+
+    counts = top_term_counts("Gating networks [3, 12-14] route tasks (Smith and Lee, 2019). "
+                             "Jones et al. (2020) route tasks too (Wang et al., 2021; Li, 2018).")
+    assert counts[analyze("route")[0]] == 2
+    assert not {"smith", "lee", "jone", "jones", "wang", "li"} & set(counts)

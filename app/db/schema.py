@@ -77,6 +77,9 @@ class Paper(Base):
     status: Mapped[str] = mapped_column(String(16), default=PaperStatus.OK, index=True)
     error: Mapped[str] = mapped_column(Text, default="")
     references: Mapped[list] = mapped_column(JSON, default=list)
+    # the body text's most frequent analysed terms {term: count} (references and in-text citation
+    # markers left out): a compact view of what the paper is about, for related figures
+    body_terms: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     duplicate_of_id: Mapped[int | None] = mapped_column(
         ForeignKey("papers.id", ondelete="SET NULL"), nullable=True
     )

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from app.db.schema import Citation, Figure, Mention, Paper, PaperStatus
 from app.ingest.citations import TitleMatcher, normalise_title
 from app.ingest.extract import Extraction
+from app.search.text import top_term_counts
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,7 @@ def store_extraction(session: Session, ex: Extraction) -> Outcome:
                   authors=p.authors, year=p.year, abstract=p.abstract, n_pages=p.n_pages,
                   has_text_layer=p.has_text_layer, status=ex.status, error=ex.error,
                   references=list(p.references), source_kind=ex.source_kind,
+                  body_terms=top_term_counts(p.body_text) if p.body_text else None,
                   dropped_figures=list(ex.dropped_figures))
     original = _same_title_paper(session, paper.norm_title) if ex.status == PaperStatus.OK else None
     if original is not None:

@@ -19,6 +19,7 @@ class Collection:
     sha_of_paper: dict[int, str] = field(default_factory=dict)
     neighbours: dict[int, set[int]] = field(default_factory=lambda: defaultdict(set))  # citing or cited
     paper_text: dict[int, str] = field(default_factory=dict)  # title + abstract, per paper id
+    body_terms: dict[int, dict[str, int]] = field(default_factory=dict)  # per paper id (when stored)
     figure_type: dict[int, str | None] = field(default_factory=dict)  # per figure id
     type_scores: dict[int, dict | None] = field(default_factory=dict)  # per figure id: {type: score}
     image_path: dict[int, str] = field(default_factory=dict)  # crop, relative to the data dir
@@ -52,9 +53,11 @@ def load_collection(session: Session, kinds: tuple[str, ...] = ("figure",)) -> C
         col.type_scores[f.id] = f.type_scores
         col.image_path[f.id] = f.image_path
     col.sha_of_paper = dict(session.execute(select(Paper.id, Paper.sha256)).all())
-    for pid, title, abstract in session.execute(
-            select(Paper.id, Paper.title, Paper.abstract).where(Paper.status == PaperStatus.OK)):
+    for pid, title, abstract, body in session.execute(
+            select(Paper.id, Paper.title, Paper.abstract, Paper.body_terms).where(Paper.status == PaperStatus.OK)):
         col.paper_text[pid] = ". ".join(x for x in (title, abstract) if x)
+        if body:
+            col.body_terms[pid] = body
     for a, b in session.execute(select(Citation.citing_paper_id, Citation.cited_paper_id)):
         col.neighbours[a].add(b)
         col.neighbours[b].add(a)

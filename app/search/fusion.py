@@ -5,9 +5,9 @@ Signals of a candidate figure relative to a query figure (or text query):
   text     cosine of the figure-text embeddings (MiniLM, or a trained model's vectors)
   visual   cosine of the figures' visual embeddings (pixels)
   type     1 when both figures have the same dominant figure type, else 0
-  paper, paper_text, paper_figures
-           cosines of the two papers (title + abstract dense and tf.idf; all figure texts tf.idf),
-           paper-level fields (papers.py)
+  paper, paper_text, paper_figures, paper_body
+           cosines of the two papers (title + abstract dense and tf.idf; all figure texts tf.idf;
+           body text tf.idf), paper-level fields (papers.py)
 
 The seed recommender is the special case {lexical: w, text: 1 - w}. Weights are fitted on
 validation targets by `figsearch eval` (papers disjoint from the reported test targets) and stored
@@ -23,7 +23,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-SIGNALS = ("lexical", "text", "visual", "type", "paper", "paper_text", "paper_figures")
+SIGNALS = ("lexical", "text", "visual", "type", "paper", "paper_text", "paper_figures", "paper_body")
 FIGURE_LEVEL = ("lexical", "text", "visual", "type")  # no field that identifies the figure's paper
 SCOPES = ("other_papers", "same_paper", "all")
 FUSION_FILE = "fusion.json"

@@ -45,7 +45,8 @@ def paper_index(col: Collection, root: Path, figures: LexicalIndex, row_paper: n
                 progress: bool = False) -> PaperIndex | None:
     """Paper-level views of the papers that have figures in `col` (papers.py): title + abstract by
     MiniLM (or the given encoder; cached like figure embeddings) and by tf.idf, and all figure
-    texts of each paper from the figure index `figures` (row i belongs to paper row_paper[i])."""
+    texts of each paper from the figure index `figures` (row i belongs to paper row_paper[i]), and
+    the body terms stored at ingest."""
     pids = sorted({d.paper_id for d in col.docs})
     if not pids:
         return None
@@ -58,7 +59,8 @@ def paper_index(col: Collection, root: Path, figures: LexicalIndex, row_paper: n
     texts = [col.paper_text.get(p, "") or " " for p in pids]
     pseudo = [FigureDoc(p, p, "", t) for p, t in zip(pids, texts)]
     vecs, _ = embed_docs(pseudo, root, encoder, f"paper-{encoder_name or 'custom'}", progress=progress)
-    return PaperIndex.build(pids, vecs, [analyze(t) for t in texts], figures, row_paper)
+    return PaperIndex.build(pids, vecs, [analyze(t) for t in texts], figures, row_paper,
+                            body_terms=[col.body_terms.get(p) for p in pids])
 
 
 VISUAL_NAME = "fingerprint128"

@@ -1,10 +1,12 @@
 """Paper-level relatedness for "related figures in other papers".
 
 Two figures from different papers are more likely related when their papers are about the same
-thing. Three views of a paper, each compared by cosine:
+thing. Four views of a paper, each compared by cosine:
   paper          dense embedding of title + abstract (MiniLM)
   paper_text     tf.idf of title + abstract
   paper_figures  tf.idf of all of the paper's figure texts (captions + mention contexts) together
+  paper_body     tf.idf of the body text's most frequent terms (stored at ingest; references and
+                 in-text citation markers left out)
 Each paper keeps only its `max_terms` strongest terms, which bounds memory at millions of figures.
 Citation links are deliberately *not* a signal: they are what the evaluation counts as relevant.
 """
@@ -19,7 +21,7 @@ import numpy as np
 from app.search.lexical import LexicalIndex
 from app.search.vectors import VectorIndex
 
-PAPER_SIGNALS = ("paper", "paper_text", "paper_figures")
+PAPER_SIGNALS = ("paper", "paper_text", "paper_figures", "paper_body")
 
 
 def _grouped_counts(row_ptr: np.ndarray, row_terms: np.ndarray, row_tf: np.ndarray, order: np.ndarray,
@@ -79,6 +81,25 @@ def text_view(indptr: np.ndarray, tokens: np.ndarray, vocab: list[str], max_term
     return strongest_terms_index(row_ptr, row_terms, row_tf, vocab, np.arange(n), np.arange(n + 1), max_terms)
 
 
+def counts_view(term_counts: Sequence[dict[str, int] | None], max_terms: int) -> LexicalIndex:
+    """One document per paper, given as {term: count} (None or empty: a paper without terms)."""
+    ids: dict[str, int] = {}
+    lens = np.fromiter((len(c or ()) for c in term_counts), dtype=np.int64, count=len(term_counts))
+    terms = np.fromiter((ids.setdefault(t, len(ids)) for c in term_counts for t in (c or ())), dtype=np.int32,
+                        count=int(lens.sum()))
+    tf = np.fromiter((min(int(v), 65535) for c in term_counts for v in (c or {}).values()), dtype=np.uint16,
+                     count=int(lens.sum()))
+    ptr = np.r_[0, np.cumsum(lens)].astype(np.int64)
+    for i in range(len(term_counts)):  # rows of a CSR are sorted by term id
+        o = np.argsort(terms[ptr[i]:ptr[i + 1]], kind="stable")
+        terms[ptr[i]:ptr[i + 1]], tf[ptr[i]:ptr[i + 1]] = terms[ptr[i]:ptr[i + 1]][o], tf[ptr[i]:ptr[i + 1]][o]
+    vocab = [""] * len(ids)
+    for t, i in ids.items():
+        vocab[i] = t
+    n = len(term_counts)
+    return strongest_terms_index(ptr, terms, tf, vocab, np.arange(n), np.arange(n + 1), max_terms)
+
+
 def figures_view(figures: LexicalIndex, row_paper: np.ndarray, paper_ids: np.ndarray, max_terms: int) -> LexicalIndex:
     """All figure texts of each paper together, from the figure index's own (term, count) rows."""
     row_paper = np.asarray(row_paper, dtype=np.int64)
@@ -93,18 +114,19 @@ class PaperIndex:
     """Per-paper vectors, addressed by paper id."""
 
     def __init__(self, paper_ids, dense: VectorIndex | None = None, text: LexicalIndex | None = None,
-                 figures: LexicalIndex | None = None):
+                 figures: LexicalIndex | None = None, body: LexicalIndex | None = None):
         self.paper_ids = np.asarray(paper_ids, dtype=np.int64)
         order = np.argsort(self.paper_ids, kind="stable")
         self._sorted, self._order = self.paper_ids[order], order
-        self.dense, self.text, self.figures = dense, text, figures
+        self.dense, self.text, self.figures, self.body = dense, text, figures, body
 
     @classmethod
     def build(cls, paper_ids, dense_vectors: np.ndarray | None, text_tokens: Sequence[Sequence[str]],
               figures: LexicalIndex, row_paper: np.ndarray, max_terms: int = 100,
-              vector_kind: str = "auto") -> "PaperIndex":
+              vector_kind: str = "auto", body_terms: Sequence[dict[str, int] | None] | None = None) -> "PaperIndex":
         """Views of the papers `paper_ids` (sorted): title + abstract vectors and analysed tokens,
-        and the figure index with the paper of each of its rows."""
+        the figure index with the paper of each of its rows, and the body terms of each paper
+        (no body view when no paper has them)."""
         ids: dict[str, int] = {}
         lens = np.fromiter((len(d) for d in text_tokens), dtype=np.int64, count=len(text_tokens))
         tokens = np.fromiter((ids.setdefault(t, len(ids)) for d in text_tokens for t in d), dtype=np.int32,
@@ -112,13 +134,15 @@ class PaperIndex:
         vocab = [""] * len(ids)
         for t, i in ids.items():
             vocab[i] = t
+        body = counts_view(list(body_terms), max_terms) if body_terms is not None and any(body_terms) else None
         return cls.from_parts(paper_ids, dense_vectors, text_view(np.r_[0, np.cumsum(lens)], tokens, vocab, max_terms),
                               figures_view(figures, row_paper, np.asarray(paper_ids, dtype=np.int64), max_terms),
-                              vector_kind)
+                              vector_kind, body)
 
     @classmethod
     def from_parts(cls, paper_ids, dense_vectors: np.ndarray | None, text: LexicalIndex | None,
-                   figures: LexicalIndex | None, vector_kind: str = "auto") -> "PaperIndex":
+                   figures: LexicalIndex | None, vector_kind: str = "auto",
+                   body: LexicalIndex | None = None) -> "PaperIndex":
         paper_ids = np.asarray(paper_ids, dtype=np.int64)
         dense = None
         if dense_vectors is not None:
@@ -126,7 +150,7 @@ class PaperIndex:
                 vector_kind = "ivf" if len(paper_ids) >= 20_000 else "flat"
             dense = VectorIndex(np.asarray(dense_vectors).shape[1], kind=vector_kind)
             dense.add(np.arange(len(paper_ids)), dense_vectors)
-        return cls(paper_ids, dense, text, figures)
+        return cls(paper_ids, dense, text, figures, body)
 
     def __len__(self) -> int:
         return len(self.paper_ids)
@@ -145,7 +169,7 @@ class PaperIndex:
         out = {}
         if self.dense is not None:
             out["paper"] = (self.dense.vectors_for(rows) @ self.dense.vectors_for([me])[0]).astype(np.float64)
-        for name, lex in (("paper_text", self.text), ("paper_figures", self.figures)):
+        for name, lex in (("paper_text", self.text), ("paper_figures", self.figures), ("paper_body", self.body)):
             if lex is not None:
                 q, qtf = lex.doc_terms(me)
                 out[name] = lex.score_docs(q, lex.query_weights(q, qtf), rows).astype(np.float64)
@@ -175,7 +199,7 @@ class PaperIndex:
         d.mkdir(parents=True, exist_ok=True)
         np.save(d / "paper_ids.npy", self.paper_ids)
         parts = {}
-        for name in ("dense", "text", "figures"):
+        for name in ("dense", "text", "figures", "body"):
             part = getattr(self, name)
             if part is not None:
                 part.save(d / name)
@@ -189,4 +213,5 @@ class PaperIndex:
         dense = VectorIndex.load(d / "dense", gpu=gpu, mmap=mmap) if parts.get("dense") else None
         text = LexicalIndex.load(d / "text", mmap=mmap) if parts.get("text") else None
         figures = LexicalIndex.load(d / "figures", mmap=mmap) if parts.get("figures") else None
-        return cls(np.load(d / "paper_ids.npy"), dense, text, figures)
+        body = LexicalIndex.load(d / "body", mmap=mmap) if parts.get("body") else None
+        return cls(np.load(d / "paper_ids.npy"), dense, text, figures, body)

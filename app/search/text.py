@@ -1,4 +1,4 @@
-"""Text analysis shared by indexing and querying (seed 000: stop words removed, Porter stemming).
+"""Text analysis shared by indexing and querying (stop words removed, Porter stemming).
 
 Both sides of the match must go through the *same* `analyze`, so it lives here alone.
 
@@ -107,3 +107,24 @@ def figure_text(caption: str, mention_contexts: list[str] | None) -> str:
         if ctx and ctx.strip():
             parts.append(ctx.strip())
     return "\n".join(parts)
+
+
+# In-text citation markers: "[3, 12-14]", "(Smith and Lee, 2019; ...)", "(... et al., 2020)",
+# "Smith et al. (2020)". A body text without them says what the paper is about, not whom it cites
+# (which papers cite each other is what the related-figures evaluation counts as relevant).
+_CITATION_RE = re.compile(
+    r"\[[\d,;\s\u2013\-]+\]"
+    r"|\((?:[^()]*?\bet al\.?[^()]*?|[A-Z][A-Za-z\-]+(?: and [A-Z][A-Za-z\-]+)?,? (?:19|20)\d\d[a-z]?(?:;[^()]*)?)\)"
+    r"|\b[A-Z][A-Za-z\-]+ et al\.?(?: \(?(?:19|20)\d\d[a-z]?\)?)?")
+
+
+def without_citations(text: str) -> str:
+    return _CITATION_RE.sub(" ", text or "")
+
+
+def top_term_counts(text: str, n: int = 300) -> dict[str, int]:
+    """The `n` most frequent analysed terms of a long text with their counts (ties: first seen)."""
+    counts: dict[str, int] = {}
+    for t in analyze(without_citations(text)):
+        counts[t] = counts.get(t, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1])[:n])
