@@ -32,7 +32,7 @@ import numpy as np
 
 from app.search.engine import SearchEngine, _Captions
 from app.search.lexical import LexicalIndex
-from app.search.papers import PaperIndex, figures_view, text_view
+from app.search.papers import PaperIndex, figures_view, strongest_terms_index, text_view
 from app.search.text import analyze
 from app.search.vectors import VectorIndex
 
@@ -115,6 +115,7 @@ def synthetic_collection(n: int, seed: int = 0, n_general: int = 80_000, n_domai
 
 VISUAL_DIM = 128
 PAPER_TERMS = 100
+BODY_TERMS = 300  # body terms stored per paper at ingest (app.search.text.top_term_counts)
 TYPE_NAMES = ["bar_chart", "box_plot", "diagram", "heatmap", "line_chart", "map", "network_graph", "other",
               "photo", "pie_chart", "scatter_plot", "screenshot", "table", "text"]
 # what the API's related-figures call does (app/api/routes/figures.py)
@@ -124,8 +125,8 @@ SERVED_SIMILAR = dict(scope="other_papers")
 def synthetic_papers(col: dict, lexical: LexicalIndex, centres: np.ndarray, rng, dim: int,
                      vector_kind: str = "auto") -> PaperIndex:
     """Paper-level views of a synthetic collection: title + abstract of ~120 tokens (its topic's
-    words, general words), all figure texts of the paper (from the figure index), a vector near
-    its topic."""
+    words, general words), all figure texts of the paper (from the figure index), the body's 300
+    most frequent terms with their counts (as stored at ingest), a vector near its topic."""
     pids, starts = np.unique(col["paper_ids"], return_index=True)
     topic = col["topic"][starts]
     n_general = len(col["vocab"]) - 4_000
@@ -138,8 +139,21 @@ def synthetic_papers(col: dict, lexical: LexicalIndex, centres: np.ndarray, rng,
     is_topic = u < 0.4
     tokens[is_topic] = (n_general + (topic[owner[is_topic]] * 13 + rng.integers(0, 80, int(is_topic.sum()))) % 4_000)
     pv = centres[topic] + rng.standard_normal((len(pids), dim)).astype(np.float32) * np.float32(1.2 / np.sqrt(dim))
-    return PaperIndex.from_parts(pids, pv, text_view(text_indptr, tokens, col["vocab"], PAPER_TERMS),
-                                 figures_view(lexical, col["paper_ids"], pids, PAPER_TERMS), vector_kind)
+    text = text_view(text_indptr, tokens, col["vocab"], PAPER_TERMS)
+    del owner, u, tokens, is_topic
+    body_ptr = np.arange(len(pids) + 1, dtype=np.int64) * BODY_TERMS
+    body_owner = np.repeat(np.arange(len(pids)), BODY_TERMS)
+    body_terms = rng.integers(0, n_general, size=len(body_owner)).astype(np.int32)
+    on_topic = rng.random(len(body_owner)) < 0.5
+    body_terms[on_topic] = n_general + (topic[body_owner[on_topic]] * 13
+                                        + rng.integers(0, 80, int(on_topic.sum()))) % 4_000
+    del body_owner, on_topic
+    body_tf = np.minimum(rng.zipf(1.6, size=len(body_terms)), 500).astype(np.uint16)
+    body = strongest_terms_index(body_ptr, body_terms, body_tf, col["vocab"], np.arange(len(pids)),
+                                 np.arange(len(pids) + 1), PAPER_TERMS)
+    del body_terms, body_tf
+    return PaperIndex.from_parts(pids, pv, text, figures_view(lexical, col["paper_ids"], pids, PAPER_TERMS),
+                                 vector_kind, body)
 
 
 def collection_docs(col: dict, start: int = 0, stop: int | None = None) -> list[list[str]]:
@@ -236,11 +250,13 @@ def run_bench(n_figures: int, dim: int = 384, seed: int = 0, queries: int = 200,
         del v
     visual.build()
     types = rng.integers(0, len(TYPE_NAMES), size=n_figures).astype(np.int16)
+    type_scores = rng.random((n_figures, len(TYPE_NAMES)), dtype=np.float32).astype(np.float16)
     res["signals_build_s"] = round(time.perf_counter() - t, 2)
     res["build_s"] = round(res["lexical_build_s"] + t_vec + res["signals_build_s"], 2)
     log(f"papers ({len(papers)}), visual vectors and types in {res['signals_build_s']}s, rss {_rss_mb():.0f} MB")
     engine = SearchEngine(lexical, np.arange(n_figures), col["paper_ids"], captions, vectors=vectors, w=0.5,
-                          papers=papers, visual=visual, types=types, type_names=TYPE_NAMES)
+                          papers=papers, visual=visual, types=types, type_names=TYPE_NAMES,
+                          type_scores=type_scores)
 
     qdim = dim
     def fake_encoder(texts):
@@ -282,11 +298,15 @@ def run_bench(n_figures: int, dim: int = 384, seed: int = 0, queries: int = 200,
             got = first_ids[fid]
             got_scores = lexical.score_docs(*lexical.doc_terms(fid), got) if len(got) else np.zeros(0)
             recall.append(min(1.0, float((got_scores >= kth).sum()) / len(exact_ids)))
-    lat_search = []
-    for q in texts:
+    lat_search, lat_typed = [], []
+    for i, q in enumerate(texts):
         t = time.perf_counter()
         engine.search(q, k=10)
         lat_search.append(time.perf_counter() - t)
+        if i % 4 == 0:  # a query that also names a figure type ranks every figure by that type's score
+            t = time.perf_counter()
+            engine.search(q, k=10, types=[TYPE_NAMES[i % len(TYPE_NAMES)]])
+            lat_typed.append(time.perf_counter() - t)
     lat_union = []
     for fid in targets[: max(1, queries // 4)].tolist():
         t = time.perf_counter()
@@ -295,6 +315,7 @@ def run_bench(n_figures: int, dim: int = 384, seed: int = 0, queries: int = 200,
     res.update(similar_p50_ms=_pct(lat_sim, 50), similar_p99_ms=_pct(lat_sim, 99),
                similar_all_scope_p50_ms=_pct(lat_seed, 50),
                search_p50_ms=_pct(lat_search, 50), search_p99_ms=_pct(lat_search, 99),
+               search_naming_a_type_p50_ms=_pct(lat_typed, 50),
                first_stage_similar_p50_ms=_pct(lat_first, 50),
                first_stage_similar_mean_ms=float(np.mean(lat_first) * 1e3),
                first_stage_exact_p50_ms=_pct(lat_exact, 50),
