@@ -457,13 +457,13 @@ def eval_cmd(data_dir: Optional[Path] = DataDir,
                                                            help="sha256 per line: test targets only from these papers."),
              seed: int = typer.Option(0, "--seed"), min_same: int = typer.Option(5, "--min-same"),
              min_citing: int = typer.Option(5, "--min-citing"),
-             first_stage: str = typer.Option("tfidf", "--first-stage", help="tfidf (the seed's) or bm25."),
+             first_stage: str = typer.Option("tfidf", "--first-stage", help="tfidf (the published protocol's) or bm25."),
              learned: bool = typer.Option(False, "--learned/--no-learned",
                                           help="Add the learned default model's rows (cross-fitted training, minutes)."),
              ablation: bool = typer.Option(False, "--ablation", help="Add a row per learned-model variant (implies --learned)."),
              variants: Optional[str] = typer.Option(None, "--variants", help="Comma-separated variants for --ablation."),
              folds: int = typer.Option(3, "--folds", min=2, help="Cross-fitting folds of the target papers.")) -> None:
-    """Seed-000 evaluation: p@3/p@5 (Same, Citing), MAP, t-tests, pair accuracy; report + plots."""
+    """Related-figure evaluation (same-paper and citing-paper figures are relevant, plus a cross-paper section): p@3/p@5 (Same, Citing), MAP, t-tests, pair accuracy; report + plots."""
     from app.eval.run import evaluate_data_dir
 
     settings = _settings(data_dir)

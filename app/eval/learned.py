@@ -1,4 +1,4 @@
-"""Honest evaluation of learned embeddings (seed-000 protocol) by cross-fitting.
+"""Honest evaluation of learned embeddings (same-paper and citing-paper relevance) by cross-fitting.
 
 The papers that hold evaluation targets (test *and* validation) are split into K folds (seeded).
 For fold k a model is trained with `exclude_papers` = the fold's papers, so none of their figures
@@ -152,7 +152,7 @@ def learned_rows(data, split, name: str, embs: dict[str, FoldEmbeddings], first_
 
 
 def pair_rows(data, split, embs: dict[str, FoldEmbeddings], seed: int, n_pairs: int = 500) -> dict:
-    """Seed-000 Tables 1/3 pair accuracy with the cross-fitted embeddings (the first figure of each
+    """Pair accuracy (Kuzi & Zhai, Tables 1/3) with the cross-fitted embeddings (the first figure of each
     pair is from a target paper; its fold's model embeds both figures)."""
     rng = np.random.default_rng(seed + 1)
     val_pairs = sample_pairs(data, split.val, n_pairs // 5 or 1, rng) if split.val else None

@@ -1,4 +1,4 @@
-"""Seed-000 evaluation: figure recommendation (Table 5) and semantic-similarity pairs (Tables 1, 3).
+"""Related-figure evaluation (Kuzi & Zhai's protocol): figure recommendation (Table 5) and semantic-similarity pairs (Tables 1, 3).
 
 Relevance is weak and automatic: a retrieved figure is relevant to a target when it comes from the
 same paper ("Same") or from a paper that cites or is cited by the target's paper ("Citing").
@@ -61,7 +61,7 @@ class EvalData:
 
 
 def keep_evaluable(col: Collection, min_words: int = 5) -> Collection:
-    """The seed drops figures whose preprocessed text has fewer than 5 words."""
+    """The protocol drops figures whose preprocessed text has fewer than 5 words."""
     docs = [d for d in col.docs if len(analyze(d.text)) >= min_words]
     return replace(col, docs=docs)
 
@@ -172,7 +172,7 @@ def rerank_ranker(data: EvalData, method: str, emb: np.ndarray | Callable[[int],
 
 
 def evaluate_ranker(data: EvalData, rank: Ranker, targets: list[int], metrics=None) -> dict[str, list[float]]:
-    """Per-target metrics (seed protocol by default; `metrics=cross_paper_metrics` for the other)."""
+    """Per-target metrics (same-paper + citing relevance by default; `metrics=cross_paper_metrics` for the other)."""
     metrics = metrics or metrics_for
     per: dict[str, list[float]] = {}
     for t in targets:
@@ -308,7 +308,7 @@ def run_evaluation(data: EvalData, split: Split, seed: int = 0, first_stage: str
 def write_report(report: dict, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(report, indent=1))
-    lines = [f"# figsearch evaluation (seed-000 protocol)", "",
+    lines = [f"# figsearch evaluation (same-paper and citing-paper relevance)", "",
              f"Figures: {report['n_figures']}; qualifying targets: {report['n_qualifying']}; "
              f"test targets: {report['n_targets']}; validation targets: {report['n_val_targets']}; "
              f"first stage: {report['first_stage']}.", "",

@@ -64,7 +64,7 @@ def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, se
             f.write(learned_section(report))
     if store_w and split.val:
 
-        # the seed w is only meaningful for the vectors the index holds (MiniLM unless a model is trained)
+        # the tf.idf/embedding mixing weight w is only meaningful for the vectors the index holds (MiniLM unless a model is trained)
         if current_model_dir(settings.data_dir) is None and "rerank_minilm" in report["w"]:
             SearchEngine.store_w(root, report["w"]["rerank_minilm"])
             store_first_stage(root, first_stage)

@@ -1,4 +1,4 @@
-"""Weak supervision (seed 000): R = 1 for two figures of the same paper, 0.6 when one paper cites the
+"""Weak supervision (Kuzi & Zhai): R = 1 for two figures of the same paper, 0.6 when one paper cites the
 other (either direction), 0 for random pairs. Figures of excluded papers (evaluation targets) take
 part in no pair. Image pairs are filtered by visual similarity: positives kept when SSIM >= 0.5,
 negatives when SSIM < 0.3 (image labels are binary).

@@ -1,15 +1,15 @@
 """Training loops.
 
-Fusion models (seed 000) are trained on batches of *figures* rather than of pairs: a batch takes
+Fusion models (Kuzi & Zhai) are trained on batches of *figures* rather than of pairs: a batch takes
 ~12 random training papers (half of them with a citing/cited paper) and up to 4 figures of each, and
 every pair inside the batch is a weakly labelled pair (R from `PairBuilder.label_matrix`): one
 forward pass gives ~1,500 pairs, which is what makes CPU training take minutes. Losses on the
-cosine of the fused embeddings: "mse" (seed's best), "ce", "triplet"; plus the same loss on each
+cosine of the fused embeddings: "mse" (their best), "ce", "triplet"; plus the same loss on each
 branch's own embedding (text vs R; image vs the SSIM-filtered binary labels), so the branches are
 usable alone (text-only and image-only queries). Positive and negative pairs are weighted equally.
 
-FCC models (seed 001) train on (figure, caption) pairs with random captions as negatives (balanced),
-objective "ce" (seed 001) or "pearson" (seed 003).
+FCC models (figure-caption correspondence, Gomez-Perez & Ortega) train on (figure, caption) pairs with random captions as negatives (balanced),
+objective "ce" or "pearson" (a correlation loss).
 
 Validation accuracy (progress bar): balanced same-paper vs random pair accuracy of the fused cosine,
 threshold at the median, on a held-out 10% of the *training* papers (never evaluation papers).
@@ -33,8 +33,8 @@ class TrainConfig:
     kind: str = "fusion"             # fusion | fcc
     text: str | None = "minilm"      # minilm | lstm | bilstm | None (fusion only)
     image: bool = True
-    image_kind: str = "style"        # style (default) | simple (the seed's CNN)
-    ssim_filter: bool = False        # seed-000 SSIM filter on the image-branch pairs
+    image_kind: str = "style"        # style (default) | simple (the published fusion model's CNN)
+    ssim_filter: bool = False        # Kuzi & Zhai's SSIM filter on the image-branch pairs
     paper: bool = True               # paper-context branch (MiniLM of the paper's title + abstract)
     loss: str = "mse"                # mse | ce | triplet (fusion); ce | pearson (fcc)
     dim: int = 64

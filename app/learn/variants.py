@@ -7,7 +7,7 @@ from app.learn.train import TrainConfig
 
 DEFAULT_CONFIG = TrainConfig()
 
-# name -> config overrides (seed-000 and seed-001/003 variants); the default is "fused"
+# name -> config overrides (Kuzi & Zhai's fusion models and figure-caption correspondence models); the default is "fused"
 VARIANTS: dict[str, dict] = {
     "fused": {},                                   # text + style image + paper context (default)
     "fused_nopaper": {"paper": False},             # text + style image only

@@ -1,4 +1,4 @@
-"""Word ids for the from-scratch text branches: the seed's preprocessing (`app.search.text.analyze`:
+"""Word ids for the from-scratch text branches: the recommender's preprocessing (`app.search.text.analyze`:
 stop words out, stemming), vocabulary = the `size` most frequent words of the training texts,
 0 = padding, 1 = unknown; texts cut to the first `max_len` words (caption first)."""
 from __future__ import annotations

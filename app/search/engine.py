@@ -1,6 +1,6 @@
 """The search engine: lexical first stage + dense re-ranking, over an immutable, versioned index.
 
-Seed 000's recommendation protocol, generalised:
+The figure recommendation protocol of Kuzi & Zhai, generalised:
   similar(figure):  top-`candidates` by lexical score with the figure's own text as the query (the
                     figure excluded), optionally united with its `union_dense` nearest neighbours in
                     embedding space, re-ranked by  w * minmax(lexical) + (1 - w) * cosine(embeddings).
@@ -231,7 +231,7 @@ class SearchEngine:
 
     # --------------------------------------------------------------- queries
     def _rerank(self, rows, lex_scores, qvec, w):
-        """Seed fusion for text queries; returns (final, cosine or None)."""
+        """tf.idf + embedding fusion for text queries; returns (final, cosine or None)."""
         if qvec is None or self.vectors is None or len(rows) == 0:
             return np.asarray(lex_scores, dtype=np.float64), None
         cos = (self.vectors.vectors_for(rows) @ np.asarray(qvec, dtype=np.float32)).astype(np.float64)
@@ -348,7 +348,7 @@ class SearchEngine:
         that cite this one; the figure's own paper is left out)."""
         if union_papers is None:
             union_papers = self.union_papers_default
-        if union_dense is None:  # the seed recommender (`all`) keeps its lexical first stage
+        if union_dense is None:  # the tf.idf + embedding recommender (`all`) keeps its lexical first stage
             union_dense = self.union_dense_default if scope == "other_papers" else 0
         if within_papers is not None:
             own = int(self.paper_ids[row])

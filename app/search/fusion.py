@@ -9,7 +9,7 @@ Signals of a candidate figure relative to a query figure (or text query):
            cosines of the two papers (title + abstract dense and tf.idf; all figure texts tf.idf;
            body text tf.idf), paper-level fields (papers.py)
 
-The seed recommender is the special case {lexical: w, text: 1 - w}. Weights are fitted on
+The tf.idf + embedding recommender of Kuzi & Zhai is the special case {lexical: w, text: 1 - w}. Weights are fitted on
 validation targets by `figsearch eval` (papers disjoint from the reported test targets) and stored
 next to the index (`fusion.json`); the defaults below were chosen the same way and are used until
 an evaluation has stored its own.
@@ -67,7 +67,7 @@ def fuse(signals: Mapping[str, np.ndarray | None], weights: Mapping[str, float])
 
 
 def seed_weights(w: float) -> dict[str, float]:
-    """The seed recommender: w * minmax(lexical) + (1 - w) * text cosine."""
+    """The tf.idf + embedding recommender: w * minmax(lexical) + (1 - w) * text cosine."""
     return {"lexical": float(w), "text": 1.0 - float(w)}
 
 

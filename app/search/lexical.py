@@ -1,4 +1,4 @@
-"""Lexical first stage: BM25 (exactly rank_bm25.BM25Okapi's formula) or tf.idf cosine (seed 000).
+"""Lexical first stage: BM25 (exactly rank_bm25.BM25Okapi's formula) or tf.idf cosine (Kuzi & Zhai's first stage).
 
 Why this layout: at 1M figures (~80 distinct terms each) a Python-level scorer such as rank_bm25
 costs seconds per query. Here every (term, doc) weight is precomputed once into a column-major

@@ -97,7 +97,7 @@ def analyze_many(texts) -> list[list[str]]:
 
 
 def figure_text(caption: str, mention_contexts: list[str] | None) -> str:
-    """The text that represents a figure (seed 000): caption first, then every mention context.
+    """The text that represents a figure (as in Kuzi & Zhai's recommender): caption first, then every mention context.
 
     Each mention context is already "sentence before + mentioning sentence + sentence after",
     joined by the caller; all mentions are merged. Caption first matters for models that truncate.
