@@ -32,7 +32,8 @@ FUSION_FILE = "fusion.json"
 # fitted on validation targets of a 135-paper recommender-systems collection (README,
 # Measurements); same_paper has no relevance labels of its own and uses equal figure-level weights.
 DEFAULT_WEIGHTS: dict[str, dict[str, float]] = {
-    "other_papers": {"lexical": 1.0, "text": 0.0, "paper": 3.0, "paper_text": 10.0, "paper_figures": 10.0},
+    "other_papers": {"lexical": 1.0, "text": 0.0, "paper": 3.0, "paper_text": 10.0, "paper_figures": 0.0,
+                     "paper_body": 10.0},
     "same_paper": {"lexical": 1.0, "text": 1.0, "visual": 0.3, "type": 0.1},
     "all": {"lexical": 1.0, "text": 0.3},
 }
