@@ -479,6 +479,21 @@ def eval_cmd(data_dir: Optional[Path] = DataDir,
     typer.echo(f"wrote {out}/report.json, report.md, precision_at_k.png, w_sweep.png")
 
 
+@cli.command("eval-crops")
+def eval_crops_cmd(gold: Path = typer.Option(Path("tests/data/crop_gold.jsonl"), "--gold", exists=True, dir_okay=False,
+                                             help="JSON lines of hand-labelled boxes (see tests/data/crop_gold.md)."),
+                   data_dir: Optional[Path] = DataDir,
+                   out: Path = typer.Option(Path("artifacts/crops"), "--out"),
+                   sheet: int = typer.Option(16, "--sheet", min=0, help="Worst items drawn on the contact sheet.")) -> None:
+    """Extracted crops against hand-labelled boxes: recall, caption match, box IoU, spurious items
+    (paper-resampled 95% intervals); report.json and a contact sheet of the worst crops."""
+    from app.eval.crops import evaluate_crops, summary_text
+
+    report = evaluate_crops(_settings(data_dir), gold, out, n_sheet=sheet)
+    typer.echo(summary_text(report))
+    typer.echo(f"wrote {out}/report.json" + (f" and {report['contact_sheet']}" if report["contact_sheet"] else ""))
+
+
 @cli.command()
 def bench(figures: int = typer.Option(100_000, "--figures", min=100), queries: int = typer.Option(200, "--queries"),
           seed: int = typer.Option(0, "--seed"), json_out: bool = typer.Option(False, "--json")) -> None:
