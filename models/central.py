@@ -5,6 +5,9 @@ with transformers). A text is embedded by mean pooling over its tokens, then L2-
 score of (sentence, caption) is the cosine of their embeddings. Training (app/central/train.py)
 uses an InfoNCE loss over a batch's captions: each sentence must pick the caption of the figure it
 mentions among the batch's other captions and its own paper's other captions (hard negatives).
+The content model the central-figure scorer uses is a hybrid built on this cosine: cosine + w x
+tf.idf cosine of the same two texts, w fitted on dev papers after training and stored in meta.json
+as `lexical_weight` (app/central/scoring.CentralScorer.pair_scores).
 
 Why a bi-encoder and not the seed's cross-encoder: with the ~1k self-supervised pairs one
 collection gives, the seed's cross-encoder head stayed at chance on held-out papers, while the
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
 
@@ -41,6 +45,24 @@ def minilm_path() -> Path:
 def _offline() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@contextmanager
+def _quiet_loading():
+    """transformers logs a load report as a warning because the checkpoint's pooler weights are not
+    loaded (mean pooling needs no pooler); that is expected, so while loading only errors are shown
+    (and no progress bar)."""
+    from transformers.utils import logging as hf_logging
+
+    level, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 def info_nce(q: torch.Tensor, c: torch.Tensor, target: torch.Tensor, mask: torch.Tensor | None = None,
@@ -72,8 +94,9 @@ class CentralBiEncoder(nn.Module):
         from transformers import AutoModel, AutoTokenizer
 
         path = Path(path) if path else minilm_path()
-        tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-        enc = AutoModel.from_pretrained(str(path), local_files_only=True, add_pooling_layer=False)
+        with _quiet_loading():
+            tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+            enc = AutoModel.from_pretrained(str(path), local_files_only=True, add_pooling_layer=False)
         model = cls(enc, tok, max_length=max_length)
         if freeze_layers > 0:
             for p in enc.embeddings.parameters():
@@ -157,8 +180,9 @@ class CentralBiEncoder(nn.Module):
         meta = load_meta(path)
         if meta is None:
             raise FileNotFoundError(f"no central-figure model in {path}")
-        tok = AutoTokenizer.from_pretrained(str(path / "tokenizer"), local_files_only=True)
-        enc = AutoModel.from_pretrained(str(path / "encoder"), local_files_only=True, add_pooling_layer=False)
+        with _quiet_loading():
+            tok = AutoTokenizer.from_pretrained(str(path / "tokenizer"), local_files_only=True)
+            enc = AutoModel.from_pretrained(str(path / "encoder"), local_files_only=True, add_pooling_layer=False)
         model = cls(enc, tok, max_length=int(meta.get("max_length", 128)), meta=meta)
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         return model.to(device).eval()

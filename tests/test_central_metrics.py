@@ -167,3 +167,64 @@ def test_cluster_interval_contains_the_query_mean():
     lo, hi = cluster_ci(papers, values)
     assert lo <= 8 / 12 <= hi and hi <= 1.0
     assert cluster_ci(["a", "b"], [0.5, 0.5]) == [0.5, 0.5]
+
+
+class _FixedCosines:
+    """Stands in for the bi-encoder: a fixed cosine per (sentence, caption) pair, 0 when not listed."""
+
+    def __init__(self, table: dict[tuple[str, str], float], lexical_weight: float = 0.0):
+        self.table = table
+        self.meta = {"lexical_weight": lexical_weight}
+
+    def score(self, sentences, captions, batch_size: int = 64):
+        return [self.table.get((s, c), 0.0) for s, c in zip(sentences, captions)]
+
+    def score_matrix(self, sentences, captions):
+        return np.asarray([self.score([s] * len(captions), captions) for s in sentences])
+
+
+def _lexical_papers():
+    from app.central.data import FigureInfo, PaperInfo, Query
+
+    caps = ["Ranking loss of the sampler on sparse graphs.", "Encoder layout with gated experts.",
+            "Click rates under budget limits."]
+    paper = PaperInfo(id=1, sha256="p", abstract="We study gated experts on sparse graphs.",
+                      figures=[FigureInfo(id=i, number=i, caption=c, text=c) for i, c in enumerate(caps, 1)])
+    sents = ["the sampler keeps sparse graphs small", "gated experts share the encoder", "budget limits cut clicks"]
+    queries = [Query(paper_sha="p", sentence=s, context=[s], target=i, candidates=[1, 2, 3])
+               for i, s in enumerate(sents, 1)]
+    return paper, caps, sents, queries
+
+
+def test_lexical_weight_is_chosen_on_dev_queries():
+    from app.central.baselines import fit_tfidf_for_papers
+    from app.central.train import fit_lexical_weight
+
+    paper, caps, sents, queries = _lexical_papers()
+    tfidf = fit_tfidf_for_papers([paper])
+    # cosines that prefer the wrong caption a little: the shared words must win, so w > 0
+    wrong = {(s, caps[(i + 1) % 3]): 0.05 for i, s in enumerate(sents)}
+    fit = fit_lexical_weight(_FixedCosines(wrong), tfidf, queries, [paper])
+    assert fit["weight"] > 0 and fit["dev_mrr"] == 1.0 and fit["dev_mrr_bi_encoder"] < 1.0
+    # cosines that already rank every query right: ties go to the smaller weight, 0
+    right = {(s, caps[i]): 0.9 for i, s in enumerate(sents)}
+    assert fit_lexical_weight(_FixedCosines(right), tfidf, queries, [paper])["weight"] == 0.0
+
+
+def test_content_model_pair_score_adds_weighted_tfidf():
+    from app.central.baselines import fit_tfidf_for_papers
+    from app.central.scoring import CentralScorer
+
+    paper, caps, sents, _ = _lexical_papers()
+    tfidf = fit_tfidf_for_papers([paper])
+    cos = {(sents[0], caps[0]): 0.3, (sents[0], caps[1]): 0.5}
+    scorer = CentralScorer(tfidf, model=_FixedCosines(cos, lexical_weight=2.0))
+    got = scorer.pair_scores([sents[0], sents[0]], caps[:2])
+    tf = tfidf.pair_scores([sents[0], sents[0]], caps[:2])
+    assert tf[0] > 0 and tf[1] == 0.0
+    assert got == pytest.approx([0.3 + 2.0 * tf[0], 0.5])
+    content = scorer.content_scores(paper)
+    m = np.asarray(tfidf.matrix([paper.abstract], caps))[0]
+    assert content["bi_encoder"] == pytest.approx([0.0, 0.0, 0.0])
+    assert content["model"] == pytest.approx((2.0 * m).tolist()) and m.max() > 0
+    assert CentralScorer(tfidf, model=_FixedCosines(cos)).pair_scores(sents[:1], caps[1:2]) == [0.5]

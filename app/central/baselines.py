@@ -66,6 +66,26 @@ class Tfidf:
         q = self.vector(text)
         return [self.cosine(q, self.vector(c)) for c in captions]
 
+    def matrix(self, texts: Sequence[str], captions: Sequence[str]) -> list[list[float]]:
+        """Cosine of every (text, caption) pair: one row per text, each caption vectorised once."""
+        caps = [self.vector(c) for c in captions]
+        rows = []
+        for t in texts:
+            q = self.vector(t)
+            rows.append([self.cosine(q, c) for c in caps])
+        return rows
+
+    def pair_scores(self, texts: Sequence[str], captions: Sequence[str]) -> list[float]:
+        """Cosine of each (texts[i], captions[i]) pair; equal texts are vectorised once."""
+        cache: dict[str, dict[str, float]] = {}
+
+        def vec(t: str) -> dict[str, float]:
+            if t not in cache:
+                cache[t] = self.vector(t)
+            return cache[t]
+
+        return [self.cosine(vec(a), vec(b)) for a, b in zip(texts, captions)]
+
 
 def fit_tfidf_for_papers(papers) -> Tfidf:
     """idf over every caption and abstract of the given papers (data.PaperInfo)."""

@@ -90,8 +90,8 @@ def random_expectation(n: int) -> dict[str, float]:
 # self-supervised evaluation
 
 
-def selfsup_model_metrics(model, queries, papers, batch_size: int = 128) -> dict[str, float]:
-    """acc@1 / mrr of the content model alone on self-supervised queries (used after training)."""
+def selfsup_pairs(queries, papers) -> tuple[list[str], list[str], list[tuple[int, int]]]:
+    """Every (sentence, candidate caption) pair of the queries, flat, and each query's (start, count)."""
     caps = {p.sha256: {f.number: f.text for f in p.figures} for p in papers}
     sents, capts, spans = [], [], []
     for q in queries:
@@ -99,12 +99,22 @@ def selfsup_model_metrics(model, queries, papers, batch_size: int = 128) -> dict
         for k in q.candidates:
             sents.append(q.sentence)
             capts.append(caps[q.paper_sha][k])
-    scores = model.score(sents, capts, batch_size=batch_size)
+    return sents, capts, spans
+
+
+def selfsup_rank_metrics(queries, spans, scores: Sequence[float]) -> dict[str, float]:
+    """acc@1 / mrr of flat pair `scores` (selfsup_pairs order) ranking each query's candidates."""
     rows = []
     for q, (s, n) in zip(queries, spans):
         r = rank_by(q.candidates, scores[s:s + n])
         rows.append({"acc@1": acc_at_k(r, [q.target], 1), "mrr": reciprocal_rank(r, [q.target])})
     return mean_metrics(rows)
+
+
+def selfsup_model_metrics(model, queries, papers, batch_size: int = 128) -> dict[str, float]:
+    """acc@1 / mrr of the bi-encoder's cosine alone on self-supervised queries (used in training)."""
+    sents, capts, spans = selfsup_pairs(queries, papers)
+    return selfsup_rank_metrics(queries, spans, model.score(sents, capts, batch_size=batch_size))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -161,15 +171,12 @@ def _selfsup(scorer, papers, queries, seed: int) -> tuple[dict, dict]:
 
     by_sha = {p.sha256: p for p in papers}
     caps = {p.sha256: {f.number: f.text for f in p.figures} for p in papers}
-    spans, sents, capts = [], [], []
-    for q in queries:
-        spans.append((len(sents), len(q.candidates)))
-        for k in q.candidates:
-            sents.append(q.sentence)
-            capts.append(caps[q.paper_sha][k])
+    sents, capts, spans = selfsup_pairs(queries, papers)
     scored: dict[str, list[float]] = {}
     if scorer.model is not None and sents:
-        scored["model"] = scorer.model.score(sents, capts)
+        scored["model"] = scorer.pair_scores(sents, capts)
+        if scorer.lexical_weight:  # the hybrid's neural part alone
+            scored["bi_encoder"] = scorer.model.score(sents, capts)
     if sents:  # the untrained sentence embedding the model starts from: what fine-tuning adds
         from app.search.encoder import default_encoder
 
@@ -197,15 +204,15 @@ def _selfsup(scorer, papers, queries, seed: int) -> tuple[dict, dict]:
         out[m] = mean_metrics(rows[m])
         out[m]["ci95"] = {k: cluster_ci(shas, [r[k] for r in rows[m]], seed=seed) for k in ("acc@1", "mrr")}
     tests: dict = {}
-    for m in ("model", "pretrained_minilm", "combined"):
+    for m in ("model", "bi_encoder", "pretrained_minilm", "combined"):
         if out.get(m) and rows["tfidf"]:
             tests[f"{m}_vs_tfidf"] = {k: paired_by_paper(shas, [r[k] for r in rows[m]],
                                                          [r[k] for r in rows["tfidf"]], seed) for k in ("acc@1", "mrr")}
             out[m]["p_value_acc@1_vs_tfidf"] = tests[f"{m}_vs_tfidf"]["acc@1"]["p_t"]
-    if out.get("model") and out.get("pretrained_minilm"):
-        tests["model_vs_pretrained_minilm"] = {k: paired_by_paper(shas, [r[k] for r in rows["model"]],
-                                                                  [r[k] for r in rows["pretrained_minilm"]], seed)
-                                               for k in ("acc@1", "mrr")}
+    for a, b in (("model", "pretrained_minilm"), ("model", "bi_encoder"), ("bi_encoder", "pretrained_minilm")):
+        if out.get(a) and out.get(b):
+            tests[f"{a}_vs_{b}"] = {k: paired_by_paper(shas, [r[k] for r in rows[a]], [r[k] for r in rows[b]], seed)
+                                    for k in ("acc@1", "mrr")}
     return out, tests
 
 
@@ -229,7 +236,7 @@ def _gold_eval(scorer, papers, gold: dict[str, list[int]], seed: int, l2: float)
     use = FEATURES if scorer.model is not None else tuple(f for f in FEATURES if f != "model")
     zero = {k: 0.0 for k in FEATURES}
     rng = random.Random(seed)
-    methods = (*METHODS, "combined_default")
+    methods = (*METHODS, "combined_default", "bi_encoder")
     rows: dict[str, list] = {m: [] for m in methods}
     details = []
     for i, it in enumerate(items):
@@ -244,6 +251,8 @@ def _gold_eval(scorer, papers, gold: dict[str, list[int]], seed: int, l2: float)
                     "combined_default": rank_by(nums, combine(it["X"], scorer.weights, it["ok"]).tolist())}
         if it["content"]["model"] is not None:
             rankings["model"] = rank_by(nums, it["content"]["model"])
+            if scorer.lexical_weight:
+                rankings["bi_encoder"] = rank_by(nums, it["content"]["bi_encoder"])
         per = {}
         for m, r in rankings.items():
             per[m] = gold_metrics(r, g)
@@ -252,11 +261,12 @@ def _gold_eval(scorer, papers, gold: dict[str, list[int]], seed: int, l2: float)
         details.append({"sha256": p.sha256, "title": p.title[:100], "gold": g, "figures": nums,
                         "bad_crops": [n for n, ok in zip(nums, it["ok"]) if not ok],
                         "metrics": per, "rankings": rankings})
-    out = {m: _with_ci(r, seed) if r else None for m, r in rows.items()}
+    out = {m: _with_ci(r, seed) if r else None for m, r in rows.items() if r or m != "bi_encoder"}
     shas = [it["paper"].sha256 for it in items]
     tests = {}
     for a, b in (("combined", "pick_first"), ("combined", "tfidf"), ("combined_default", "pick_first"),
-                 ("combined_default", "tfidf"), ("model", "tfidf"), ("model", "pick_first")):
+                 ("combined_default", "tfidf"), ("model", "tfidf"), ("model", "pick_first"),
+                 ("bi_encoder", "tfidf")):
         if rows[a] and rows[b]:
             tests[f"{a}_vs_{b}"] = {k: paired_by_paper(shas, [r[k] for r in rows[a]], [r[k] for r in rows[b]], seed)
                                     for k in ("acc@1", "map")}
@@ -300,8 +310,8 @@ def evaluate_central(settings, out_dir: str | Path, gold_path: str | Path | None
                              "split": split_note, "model": str(model_dir(settings)) if scorer.model is not None else None,
                              "model_meta": {k: meta.get(k) for k in ("kind", "data_hash", "steps", "train_seconds",
                                                                      "config", "kept_epoch", "dev_mrr_by_epoch",
-                                                                     "stopped_early") if k in meta},
-                             "combined_weights": scorer.weights}}
+                                                                     "stopped_early", "lexical_fit") if k in meta},
+                             "combined_weights": scorer.weights, "lexical_weight": scorer.lexical_weight}}
     if gold:
         g = _gold_eval(scorer, papers, gold, seed, l2)
         report["gold"] = g.get("metrics", {})
@@ -350,9 +360,11 @@ def render_markdown(report: dict) -> str:
               f"- model: {info.get('model') or 'none (fallback: tf.idf + position)'}",
               f"- combined weights in use: `{json.dumps(info.get('combined_weights'))}`", ""]
     lines += ["## Self-supervised (held-out papers): rank the paper's captions for a mention sentence", "",
-              "`model`: the fine-tuned bi-encoder alone; `pretrained_minilm`: the sentence embedding it starts "
-              "from. [95% interval]: paper-level bootstrap. Tests pair methods per paper (mean over the "
-              "paper's queries), then test over papers.", "",
+              "`model`: the content model alone (the fine-tuned bi-encoder's cosine plus "
+              f"{info.get('lexical_weight') or 0:g} x the tf.idf cosine, weight fitted on dev papers); "
+              "`bi_encoder`: its cosine alone (shown when the weight is not 0); `pretrained_minilm`: the "
+              "sentence embedding it starts from. [95% interval]: paper-level bootstrap. Tests pair "
+              "methods per paper (mean over the paper's queries), then test over papers.", "",
               "| method | acc@1 | mrr |", "|---|---|---|"]
     for m, v in report.get("selfsup", {}).items():
         lines.append(f"| {m} | {_fmt(v, 'acc@1')}{_ci(v, 'acc@1')} | {_fmt(v, 'mrr')}{_ci(v, 'mrr')} |")

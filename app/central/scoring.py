@@ -2,8 +2,10 @@
 combined linearly; the job that stores `Figure.central_score` / `Figure.central_rank`.
 
 Content scores of a paper (figures of kind "figure" only):
-  model  sum over the abstract's sentences (at most `central_max_sentences`) of the cosine between
-         the sentence and the caption under the fine-tuned bi-encoder (models/central.py)
+  model  sum over the abstract's sentences (at most `central_max_sentences`) of the content model's
+         pair score: the cosine between the sentence and the caption under the fine-tuned
+         bi-encoder (models/central.py) plus `lexical_weight` x their tf.idf cosine (a hybrid: the
+         weight is fitted on dev papers after training, meta.json; 0 = the bi-encoder alone)
   tfidf  cosine between the tf.idf vectors of the whole abstract and the caption (baselines.py)
 
 Combined score = w . x, a linear model over per-figure features (FEATURES); content features are
@@ -267,14 +269,35 @@ class CentralScorer:
     def uses_model(self) -> bool:
         return self.model is not None
 
+    @property
+    def lexical_weight(self) -> float:
+        """Weight of the tf.idf cosine in the content model's pair score (meta.json `lexical_weight`,
+        fitted on dev papers after training; 0 = the bi-encoder's cosine alone)."""
+        return float(self.model.meta.get("lexical_weight", 0.0)) if self.model is not None else 0.0
+
+    def pair_scores(self, sentences: Sequence[str], captions: Sequence[str]) -> list[float]:
+        """Content model score of each (sentences[i], captions[i]) pair: bi-encoder cosine plus
+        `lexical_weight` x tf.idf cosine (the hybrid: rare words shared by both texts count too)."""
+        cos = self.model.score(sentences, captions)
+        w = self.lexical_weight
+        if not w:
+            return cos
+        return [c + w * t for c, t in zip(cos, self.tfidf.pair_scores(sentences, captions))]
+
     def content_scores(self, paper: PaperInfo) -> dict[str, list[float] | None]:
+        """Per figure: `tfidf` (abstract vs caption), `model` (content model: pair scores summed over
+        the abstract's sentences) and `bi_encoder` (the same sum of the cosines alone)."""
         caps = [f.text for f in paper.figures]
         out: dict[str, list[float] | None] = {"tfidf": self.tfidf.scores(paper.abstract or paper.title, caps),
-                                              "model": None}
+                                              "model": None, "bi_encoder": None}
         if self.model is not None and caps:
             sents = abstract_sentences(paper.abstract, self.max_sentences) or ([paper.title] if paper.title else [])
             if sents:
-                out["model"] = self.model.score_matrix(sents, caps).sum(axis=0).tolist()
+                cos = self.model.score_matrix(sents, caps)
+                out["bi_encoder"] = cos.sum(axis=0).tolist()
+                w = self.lexical_weight
+                pair = cos + w * np.asarray(self.tfidf.matrix(sents, caps)) if w else cos
+                out["model"] = pair.sum(axis=0).tolist()
         return out
 
     def combined(self, paper: PaperInfo, content: dict | None = None) -> list[float]:

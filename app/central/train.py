@@ -21,6 +21,9 @@ Training choices (2 CPU cores, a few minutes on a collection of ~170 papers):
     `eval-central` evaluates on exactly those papers. meta.json lists
     every paper whose text the model saw (`train_papers`), so `eval-central --gold` can refuse to
     report a gold paper the model trained on.
+  * then, with the kept epoch, the weight of the tf.idf cosine in the content model's pair score
+    (cosine + w x tf.idf cosine, a hybrid) is chosen on the same dev papers (`fit_lexical_weight`,
+    `lexical_weight` in meta.json); w = 0 is the bi-encoder alone.
   * seeded (python, numpy, torch); on CPU the run is reproducible for a fixed thread count.
 """
 from __future__ import annotations
@@ -105,6 +108,25 @@ def make_batch(queries: list[Query], caps: dict[str, dict[int, str]], rng: rando
     return sents, texts, targets, mask
 
 
+LEXICAL_WEIGHTS = tuple(round(0.1 * i, 1) for i in range(51))  # 0 .. 5: tf.idf cosines are about half the cosines' spread
+
+
+def fit_lexical_weight(model, tfidf, queries, papers) -> dict:
+    """Weight w of the content model's pair score cosine + w x tf.idf cosine, chosen by mrr on `queries`
+    (the dev papers: never the held-out ones); ties go to the smaller weight. The bi-encoder misses
+    rare words a mention shares with its caption (names, symbols, dataset words) that tf.idf
+    matches; the sum ranks better than either (see README)."""
+    from app.central.evaluate import selfsup_pairs, selfsup_rank_metrics
+
+    sents, capts, spans = selfsup_pairs(queries, papers)
+    cos = np.asarray(model.score(sents, capts))
+    tf = np.asarray(tfidf.pair_scores(sents, capts))
+    mrr = {w: selfsup_rank_metrics(queries, spans, (cos + w * tf).tolist())["mrr"] for w in LEXICAL_WEIGHTS}
+    best = max(LEXICAL_WEIGHTS, key=lambda w: (mrr[w], -w))
+    return {"weight": best, "dev_mrr": round(mrr[best], 4), "dev_mrr_bi_encoder": round(mrr[0.0], 4),
+            "n_dev_queries": len(queries)}
+
+
 def train_central(settings: Settings, cfg: TrainConfig | None = None, exclude: set[str] | None = None,
                   out_dir: str | Path | None = None, progress: bool = True, papers=None) -> dict:
     """Train, evaluate on the held-out papers, save to `out_dir` (default data_dir/models/central).
@@ -112,6 +134,7 @@ def train_central(settings: Settings, cfg: TrainConfig | None = None, exclude: s
     Returns the metadata written to meta.json."""
     import torch
 
+    from app.central.baselines import fit_tfidf_for_papers
     from app.central.evaluate import selfsup_model_metrics
     from models.central import CentralBiEncoder, info_nce
 
@@ -209,6 +232,8 @@ def train_central(settings: Settings, cfg: TrainConfig | None = None, exclude: s
     train_s = time.perf_counter() - t_start
 
     model.eval()
+    lexical = fit_lexical_weight(model, fit_tfidf_for_papers(by_sha.values()), dev_q, papers) if dev_q \
+        else {"weight": 0.0}
     val_metrics = selfsup_model_metrics(model, val_q, papers) if val_q else {}
     meta = {
         "kind": "central-bi-encoder",
@@ -223,12 +248,14 @@ def train_central(settings: Settings, cfg: TrainConfig | None = None, exclude: s
         "n_dev_queries": len(dev_q),
         "dev_mrr_by_epoch": dev_history,
         "kept_epoch": best["epoch"] if dev_q else None,
+        "lexical_weight": lexical["weight"],
+        "lexical_fit": lexical,
         "n_val_queries": len(val_q),
         "train_papers": sorted(train_set),  # fit + dev papers: their mention sentences and captions were seen
         "val_papers": val_shas,
         "excluded_papers": sorted(exclude),
         "data_hash": data_hash(train_q, papers),
-        "metrics": {"val_selfsup": val_metrics},
+        "metrics": {"val_selfsup": val_metrics},  # the bi-encoder alone; eval-central reports the hybrid
         "device": device,
         "torch_threads": torch.get_num_threads(),
     }
