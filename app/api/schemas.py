@@ -67,6 +67,13 @@ class Mention(BaseModel):
     after: str = ""
 
 
+class Panel(BaseModel):
+    label: str = Field(description='The panel\'s letter ("a", "b", ...).')
+    bbox: list[float] = Field(description="The panel on the page, in PDF points.")
+    caption_part: str = Field("", description="The part of the caption (or the sub-caption) about this panel.")
+    image_url: str = Field(description="The panel cut from the figure's crop (PNG).")
+
+
 class FigureDetail(FigureSummary):
     bbox: list[float] = Field(default_factory=list, description="Region on the page in PDF points.")
     region_bbox: list[float] | None = Field(None, description=(
@@ -82,6 +89,8 @@ class FigureDetail(FigureSummary):
                                                     "(?scale=2..8); None when the PDF was not kept.")
     citation: str = Field("", description="Authors, title, year and the figure's label, one line.")
     bibtex: str = Field("", description="A BibTeX entry for the paper, the figure named in its note.")
+    panels: list[Panel] = Field(default_factory=list, description=(
+        "The labelled panels of a compound figure, in letter order; empty for a single-panel figure."))
 
 
 # ---------------------------------------------------------------- search
@@ -96,6 +105,8 @@ class ScoredFigure(FigureSummary):
         "Why a related figure was ranked high, in words: same figure type, similar picture, related "
         "paper topic, similar description."))
     snippet: Snippet | None = Field(None, description="The sentence that matched a text query best.")
+    panel: Panel | None = Field(None, description=(
+        "For a compound figure, the panel whose part of the caption matches a text query best."))
 
 
 class Snippet(BaseModel):

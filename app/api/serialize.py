@@ -27,6 +27,10 @@ def urls(figure_id: int) -> dict:
             "thumbnail_url": f"{API}/figures/{figure_id}/thumbnail"}
 
 
+def panel_url(figure_id: int, label: str) -> str:
+    return f"{API}/figures/{figure_id}/panels/{label}/image"
+
+
 def card_from_row(r) -> dict:
     (fid, pid, kind, label, number, caption, page, width, height, cscore, crank, title, year, text_source, ftype,
      ftypes) = r
@@ -100,6 +104,9 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
     tables = [h.figure_id for h in hits if cards.get(h.figure_id, {}).get("kind") == "table"]
     cells = dict(db.execute(select(Figure.id, Figure.region_text).where(Figure.id.in_(tables))).all()) \
         if snippets and tables else {}
+    panels = dict(db.execute(select(Figure.id, Figure.panels).where(
+        Figure.id.in_([h.figure_id for h in hits]), Figure.panels.is_not(None))).all()) \
+        if snippets and query_text else {}
     out = []
     for i, h in enumerate(hits):
         card = cards.get(h.figure_id)
@@ -113,8 +120,20 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
             **card, rank=offset + i + 1, score=round(h.score, 6), lexical_score=round(h.lexical_score, 6),
             embedding_score=None if h.embedding_score is None else round(h.embedding_score, 6),
             matched_terms=display_terms(terms[h.figure_id], query_text, h.caption, extra.get(h.figure_id, "")),
-            reasons=reasons(h.signals, types.get(h.figure_id), same_paper), snippet=snippet))
+            reasons=reasons(h.signals, types.get(h.figure_id), same_paper), snippet=snippet,
+            panel=matching_panel(h.figure_id, panels.get(h.figure_id), query_text)))
     return out
+
+
+def matching_panel(figure_id: int, panels: list[dict] | None, query_text: str) -> schemas.Panel | None:
+    """The one panel whose caption part shares the most query terms (none on a tie or no match)."""
+    q = set(analyze(query_text))
+    shared = sorted(((len(q & set(analyze(p.get("caption_part", "")))), p) for p in panels or []),
+                    key=lambda sp: -sp[0])
+    if not shared or shared[0][0] == 0 or (len(shared) > 1 and shared[1][0] == shared[0][0]):
+        return None
+    p = shared[0][1]
+    return schemas.Panel(**p, image_url=panel_url(figure_id, p["label"]))
 
 
 def pdf_url(settings, paper: Paper | None) -> str | None:

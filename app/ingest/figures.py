@@ -14,7 +14,8 @@ import pymupdf
 
 from app.ingest.captions import Caption, find_captions
 from app.ingest.labels import CAPTION_RE
-from app.ingest.layout import DocumentLayout, build_layout, clean_text, union
+from app.ingest.layout import DocumentLayout, Line, build_layout, clean_text, union
+from app.ingest.panels import find_panels
 from app.ingest.regions import (Candidate, Region, analyse_page, choose_region, convention, crop_quality,
                                 split_overlaps)
 from app.ingest.render import render_crop
@@ -79,7 +80,7 @@ def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: 
         try:
             if c.page != dl_page:  # one display list per page, shared by its crops
                 dl_page, dl = c.page, doc[c.page].get_displaylist(annots=False)
-            results.append(_emit(doc[c.page], dl, c, out_dir, rel_prefix, dpi, thumb_px))
+            results.append(_emit(doc[c.page], dl, c, out_dir, rel_prefix, dpi, thumb_px, st.pages[c.page].lines))
         except Exception as exc:  # noqa: BLE001
             log.warning("rendering %s %d failed", kind, num, exc_info=True)
             dropped.append({"label": f"{kind.title()} {num}", "reason": f"rendering failed: {exc}"[:200]})
@@ -98,8 +99,8 @@ def _caption_from_facing_page(c: Candidate, same_label: list[Candidate]) -> None
 
 
 def _emit(page: pymupdf.Page, dl, c: Candidate, out_dir: pathlib.Path, rel_prefix: str, dpi: int,
-          thumb_px: int) -> ExtractedFigure:
-    """Render one candidate and build its record."""
+          thumb_px: int, lines: list[Line]) -> ExtractedFigure:
+    """Render one candidate and build its record (`lines`: the page model's lines, for panels)."""
     cap = c.cap
     crop = c.region if c.region is not None else cap.bbox
     stem = f"{'fig' if cap.kind == 'figure' else 'tab'}-{cap.number}"
@@ -109,11 +110,13 @@ def _emit(page: pymupdf.Page, dl, c: Candidate, out_dir: pathlib.Path, rel_prefi
     full = union([crop, cap.bbox])
     region_text = _cell_text(page, crop) if cap.kind == "table" and c.region is not None else ""
     label = f"{'Figure' if cap.kind == 'figure' else 'Table'} {cap.number}"
+    panels = find_panels(lines, crop, cap.text) if cap.kind == "figure" and c.region is not None else []
     return ExtractedFigure(
         kind=cap.kind, label=label, number=cap.number, caption=cap.text, page=c.page + 1,
         bbox=[round(v, 2) for v in full], image_path=img, thumbnail_path=thumb, width=w, height=h,
         caption_bbox=[round(v, 2) for v in cap.bbox], crop_quality=c.quality,
         region_bbox=[round(v, 2) for v in crop] if c.region is not None else None, region_text=region_text,
+        panels=panels,
     )
 
 

@@ -12,6 +12,7 @@ __all__ = ["MAX_CROP_PIXELS", "crop_zoom", "render_crop"]
 # A crop never exceeds this many pixels: a huge figure (a poster page, a 10,000-pt wide plot) is
 # rendered at a lower resolution instead of producing a 250-megapixel image.
 MAX_CROP_PIXELS = 4_000_000
+CROP_PADDING = 2.0  # points around the region, so strokes on its edge are not cut
 
 
 def crop_zoom(rect: pymupdf.Rect, dpi: int, max_pixels: int = MAX_CROP_PIXELS) -> float:
@@ -27,7 +28,7 @@ def render_crop(page: pymupdf.Page, dl, rect, out_dir: pathlib.Path, rel_prefix:
                 dpi: int, thumb_px: int, max_pixels: int = MAX_CROP_PIXELS) -> tuple[str, str, int, int]:
     """Write the crop and its thumbnail; return relative paths and pixel size. `dl` is the page's
     display list (shared by the crops of one page)."""
-    r = pymupdf.Rect(rect) + (-2, -2, 2, 2)
+    r = pymupdf.Rect(rect) + (-CROP_PADDING, -CROP_PADDING, CROP_PADDING, CROP_PADDING)
     r &= page.rect
     if r.is_empty or r.width < 1 or r.height < 1:
         r = page.rect

@@ -48,6 +48,10 @@ def load_collection(session: Session, kinds: tuple[str, ...] = ("figure",)) -> C
         text = figure_text(f.caption, contexts)
         if f.kind == "table" and f.region_text:
             text = f"{text}\n{f.region_text}"
+        sub_captions = [p["caption_part"] for p in f.panels or []
+                        if p.get("caption_part") and p["caption_part"] not in f.caption]
+        if sub_captions:  # panels' sub-captions printed inside the figure are searchable too
+            text = f"{text}\n{' '.join(sub_captions)}"
         docs.append(FigureDoc(f.id, f.paper_id, f.caption, text, f.kind))
         col.figure_type[f.id] = f.figure_type
         col.type_scores[f.id] = f.type_scores

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, HTTPException, Path, Query
 from fastapi.responses import FileResponse, Response
 from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
@@ -11,10 +11,11 @@ from sqlalchemy.orm import selectinload
 from app.api import schemas
 from app.api.deps import EngineDep, FigureId, FiltersDep, HolderDep, SessionDep, SettingsDep
 from app.api.problems import check_limit, responses
-from app.api.serialize import (CARD_COLUMNS, card_from_row, figure_card, mention_texts, paper_ref, pdf_url,
-                               scored_items)
+from app.api.serialize import (CARD_COLUMNS, card_from_row, figure_card, mention_texts, panel_url, paper_ref,
+                               pdf_url, scored_items)
 from app.cite import bibtex, citation_line
 from app.db.schema import Figure, Paper
+from app.ingest.panels import cut_panel
 from app.pdfs import render_region, stored_pdf
 from app.search.collection import linked_papers
 
@@ -57,7 +58,8 @@ def get_figure(figure_id: FigureId, db: SessionDep, holder: HolderDep, settings:
         paper_authors=paper.authors or "", pdf_url=pdf and f"{pdf}#page={f.page}",
         hires_url=pdf and f"/api/v1/figures/{figure_id}/hires",
         citation=citation_line(paper.authors, title, paper.year, f.label or f"{f.kind.title()} {f.number}"),
-        bibtex=bibtex(paper.authors, title, paper.year, f.label or f"{f.kind.title()} {f.number}"))
+        bibtex=bibtex(paper.authors, title, paper.year, f.label or f"{f.kind.title()} {f.number}"),
+        panels=[schemas.Panel(**p, image_url=panel_url(figure_id, p["label"])) for p in f.panels or []])
 
 
 def _file(db, settings, figure_id: int, attr: str) -> FileResponse:
@@ -82,6 +84,21 @@ def figure_image(figure_id: FigureId, db: SessionDep, settings: SettingsDep):
 def figure_thumbnail(figure_id: FigureId, db: SessionDep, settings: SettingsDep):
     """A small PNG thumbnail of the figure."""
     return _file(db, settings, figure_id, "thumbnail_path")
+
+
+@router.get("/figures/{figure_id}/panels/{label}/image", response_class=Response, responses=IMAGE_RESPONSES)
+def panel_image(figure_id: FigureId, label: Annotated[str, Path(pattern="^[a-h]$", description="The panel's letter.")],
+                db: SessionDep, settings: SettingsDep):
+    """One panel of a compound figure, cut from the figure's crop (PNG)."""
+    f = _figure_or_404(db, figure_id)
+    panel = next((p for p in f.panels or [] if p.get("label") == label), None)
+    if panel is None:
+        raise HTTPException(404, f"figure {figure_id} has no panel ({label})")
+    path = (settings.data_dir / f.image_path).resolve() if f.image_path else None
+    if path is None or not path.is_relative_to(settings.data_dir) or not path.is_file():
+        raise HTTPException(404, f"the image file of figure {figure_id} is missing")
+    png = cut_panel(path, f.region_bbox or f.bbox or [], panel["bbox"])
+    return Response(png, media_type="image/png", headers={"Cache-Control": "public, max-age=3600"})
 
 
 HIRES_MAX_PIXELS = 16_000_000

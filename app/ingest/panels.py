@@ -1,0 +1,129 @@
+"""Panels of compound figures: the sub-figure labels "(a)", "(b)", ... printed inside a figure's
+region split it into one box per panel, each with its part of the caption.
+
+Papers place a panel's label either under the panel (often as a sub-caption, "(a) Criteo") or in
+its top-left corner. Labels are read from the page model's lines inside the region; rows of
+labels cut the region into horizontal bands, and the labels of a row cut their band into columns
+(between label centres for sub-captions, at each label's left edge for corner labels). A figure
+gets panels only when its labels are "a", "b", ... in order, at least two of them: anything else
+(a lone "(a)" in a plot's legend, letters out of order) leaves the figure whole.
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from PIL import Image
+
+from app.ingest.labels import SUBFIGURE_RE
+from app.ingest.layout import Line
+from app.ingest.render import CROP_PADDING
+
+MIN_PANELS = 2
+MAX_PANEL_LETTERS = "abcdefgh"
+LABEL_ROW_TOLERANCE = 6.0  # points: labels of one row of panels are level within this
+CORNER_LABELS_TOP_SHARE = 0.2  # labels this close to the region's top are corner labels
+
+
+@dataclass(frozen=True)
+class _Label:
+    letter: str
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    rest: str  # the sub-caption printed after the label, if any
+
+    @property
+    def xc(self) -> float:
+        return (self.x0 + self.x1) / 2
+
+    @property
+    def yc(self) -> float:
+        return (self.y0 + self.y1) / 2
+
+
+def _labels(lines: Sequence[Line], region: Sequence[float]) -> list[_Label]:
+    """Lines inside the region that begin with a sub-figure label, the first of each letter in
+    reading order."""
+    x0, y0, x1, y1 = region
+    found: dict[str, _Label] = {}
+    for ln in sorted(lines, key=lambda l: (round(l.yc), l.x0)):
+        if not ln.horizontal or not (x0 - 2 <= (ln.x0 + ln.x1) / 2 <= x1 + 2 and y0 - 2 <= ln.yc <= y1 + 2):
+            continue
+        text = ln.text.strip()
+        m = SUBFIGURE_RE.match(text)
+        if m is None or m.start() != 0:
+            continue
+        letter = m.group("letter").lower()
+        if letter not in found:
+            found[letter] = _Label(letter, ln.x0, ln.y0, ln.x1, ln.y1, text[m.end():].strip())
+    return list(found.values())
+
+
+def caption_parts(caption: str) -> dict[str, str]:
+    """{letter: text} of a caption that describes its panels in turn ("... (a) Criteo. (b) Avazu.");
+    empty unless the letters run a, b, ... in order."""
+    marks = [m for m in SUBFIGURE_RE.finditer(caption or "")]
+    letters = [m.group("letter").lower() for m in marks]
+    if len(marks) < MIN_PANELS or letters != list(MAX_PANEL_LETTERS[:len(letters)]):
+        return {}
+    ends = [m.start() for m in marks[1:]] + [len(caption)]
+    return {l: caption[m.end():e].strip(" ;,.") for l, m, e in zip(letters, marks, ends)}
+
+
+def _rows(labels: list[_Label]) -> list[list[_Label]]:
+    rows: list[list[_Label]] = []
+    for lab in sorted(labels, key=lambda l: l.yc):
+        if rows and abs(lab.yc - rows[-1][0].yc) <= LABEL_ROW_TOLERANCE:
+            rows[-1].append(lab)
+        else:
+            rows.append([lab])
+    return [sorted(r, key=lambda l: l.x0) for r in rows]
+
+
+def find_panels(lines: Sequence[Line], region: Sequence[float], caption: str) -> list[dict]:
+    """[{label, bbox, caption_part}] for the panels of a figure region (PDF points), or [] when
+    the region is not a compound figure with labelled panels."""
+    labels = _labels(lines, region)
+    letters = sorted(l.letter for l in labels)
+    if len(labels) < MIN_PANELS or letters != list(MAX_PANEL_LETTERS[:len(letters)]):
+        return []
+    rx0, ry0, rx1, ry1 = region
+    rows = _rows(labels)
+    corner = rows[0][0].y0 - ry0 < CORNER_LABELS_TOP_SHARE * max(ry1 - ry0, 1.0)
+    parts = caption_parts(caption)
+    panels = []
+    for i, row in enumerate(rows):
+        if corner:  # a label starts its panel: the band runs down to the next row of labels
+            top = ry0 if i == 0 else min(l.y0 for l in row) - 2
+            bottom = ry1 if i == len(rows) - 1 else min(l.y0 for l in rows[i + 1]) - 2
+            cuts = [rx0] + [l.x0 - 2 for l in row[1:]] + [rx1]
+        else:  # a label (sub-caption) ends its panel: the band runs up to the previous row
+            top = ry0 if i == 0 else max(l.y1 for l in rows[i - 1]) + 1
+            bottom = ry1 if i == len(rows) - 1 else max(l.y1 for l in row) + 1
+            cuts = [rx0] + [(a.xc + b.xc) / 2 for a, b in zip(row, row[1:])] + [rx1]
+        for lab, left, right in zip(row, cuts, cuts[1:]):
+            if right - left < 4 or bottom - top < 4:
+                return []  # labels too close to make boxes: not a grid of panels
+            panels.append({"label": lab.letter, "bbox": [round(v, 2) for v in (left, top, right, bottom)],
+                           "caption_part": parts.get(lab.letter) or lab.rest})
+    return sorted(panels, key=lambda p: p["label"])
+
+
+def cut_panel(crop_png: Path, region: Sequence[float], panel: Sequence[float]) -> bytes:
+    """A panel (PDF points) cut out of its figure's rendered crop, which shows `region` padded by
+    CROP_PADDING (PNG bytes)."""
+    with Image.open(crop_png) as im:
+        x0, y0 = region[0] - CROP_PADDING, region[1] - CROP_PADDING
+        sx = im.width / max(region[2] - region[0] + 2 * CROP_PADDING, 1.0)
+        sy = im.height / max(region[3] - region[1] + 2 * CROP_PADDING, 1.0)
+        box = (max(0, round((panel[0] - x0) * sx)), max(0, round((panel[1] - y0) * sy)),
+               min(im.width, round((panel[2] - x0) * sx)), min(im.height, round((panel[3] - y0) * sy)))
+        if box[2] <= box[0] or box[3] <= box[1]:
+            box = (0, 0, im.width, im.height)
+        out = io.BytesIO()
+        im.crop(box).save(out, format="PNG")
+    return out.getvalue()

@@ -1,0 +1,103 @@
+"""Panels of compound figures: found from their "(a)", "(b)" labels, cut out, addressable and
+searchable."""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pymupdf
+from fastapi.testclient import TestClient
+from PIL import Image
+
+import app.ingest  # noqa: F401  (PyMuPDF set up as ingestion uses it)
+from app.ingest.figures import extract_figures
+from app.ingest.layout import Line
+from app.ingest.panels import caption_parts, find_panels
+
+BODY = ("This is a body paragraph of ordinary running text that discusses the results in detail and "
+        "goes on for several lines like the paragraphs of a research paper. ") * 3
+
+
+def _line(text: str, x0: float, y0: float, x1: float, size: float = 8.0) -> Line:
+    return Line(x0, y0, x1, y0 + size, text, size, [], 0, 0)
+
+
+def test_sub_captions_under_panels_split_the_region_between_their_centres():
+    region = (100, 100, 500, 300)
+    lines = [_line("(a) Criteo", 160, 285, 240), _line("(b) Avazu", 360, 285, 440)]
+    panels = find_panels(lines, region, "Figure 2: AUC over training.")
+    assert [p["label"] for p in panels] == ["a", "b"]
+    assert panels[0]["bbox"] == [100, 100, 300, 300] and panels[1]["bbox"] == [300, 100, 500, 300]
+    assert panels[0]["caption_part"] == "Criteo"
+
+
+def test_corner_labels_start_their_panels_and_rows_split_the_region():
+    region = (100, 100, 500, 500)
+    lines = [_line("(a)", 102, 102, 112), _line("(b)", 302, 102, 312),
+             _line("(c)", 102, 302, 112), _line("(d)", 302, 302, 312)]
+    caption = "Figure 3: Embeddings. (a) Epoch 1; (b) epoch 5; (c) epoch 10; (d) epoch 50."
+    panels = {p["label"]: p for p in find_panels(lines, region, caption)}
+    assert panels["a"]["bbox"] == [100, 100, 300, 300] and panels["d"]["bbox"] == [300, 300, 500, 500]
+    assert panels["c"]["caption_part"] == "epoch 10"
+
+
+def test_labels_out_of_order_or_alone_leave_the_figure_whole():
+    region = (100, 100, 500, 300)
+    assert find_panels([_line("(a) Criteo", 160, 285, 240)], region, "") == []
+    assert find_panels([_line("(a) x", 160, 285, 240), _line("(c) y", 360, 285, 440)], region, "") == []
+    assert find_panels([_line("(a) x", 160, 285, 240), _line("(b) y", 360, 285, 440)], (600, 0, 700, 50), "") == []
+    assert caption_parts("Figure 1: (b) first (a) second") == {}
+
+
+def _compound_pdf(path: Path) -> None:
+    """A figure of two plots side by side, each with a sub-caption under it."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    for x0, colour in ((80, (1, 0, 0)), (330, (0, 0, 1))):
+        page.draw_rect(pymupdf.Rect(x0, 80, x0 + 200, 240), color=(0, 0, 0), width=1)
+        page.draw_line((x0 + 10, 230), (x0 + 190, 90), color=colour, width=1.5)
+    page.insert_text((140, 258), "(a) Histogram of dwell times", fontsize=8)
+    page.insert_text((390, 258), "(b) Regression of clicks", fontsize=8)
+    page.insert_textbox(pymupdf.Rect(72, 275, 540, 300), "Figure 1: Two views of user behaviour.", fontsize=9,
+                        align=1)
+    page.insert_textbox(pymupdf.Rect(72, 320, 540, 460), BODY, fontsize=10)
+    doc.save(path)
+
+
+def test_extraction_finds_the_panels_of_a_drawn_compound_figure(tmp_path):
+    pdf = tmp_path / "compound.pdf"
+    _compound_pdf(pdf)
+    fig = next(f for f in extract_figures(pymupdf.open(pdf), tmp_path / "out", "figures/x") if f.kind == "figure")
+    panels = {p["label"]: p for p in fig.panels}
+    assert set(panels) == {"a", "b"}
+    assert panels["a"]["bbox"][2] <= 330 and panels["b"]["bbox"][0] >= 280  # each holds its own plot
+    assert panels["b"]["caption_part"] == "Regression of clicks"
+
+
+def test_panels_in_the_api_and_search(tmp_path, monkeypatch):
+    """A compound figure's panels are listed on its page with an image each, and a query that
+    matches one panel's sub-caption names that panel."""
+    from app.api.main import create_app
+    from app.ingest import pipeline
+    from app.search.indexing import build_index
+    from app.settings import Settings
+
+    pdf = tmp_path / "papers" / "compound.pdf"
+    pdf.parent.mkdir()
+    _compound_pdf(pdf)
+    settings = Settings(data_dir=tmp_path / "data", database_url="", broker_url="", dense=False)
+    job = pipeline.prepare_job([pdf.parent], settings)
+    pipeline.run_job_embedded(settings, job, workers=1)
+    build_index(settings, dense=False)
+    client = TestClient(create_app(settings))
+    fid = client.get("/api/v1/figures").json()["items"][0]["figure_id"]
+    detail = client.get(f"/api/v1/figures/{fid}").json()
+    assert [p["label"] for p in detail["panels"]] == ["a", "b"]
+    whole = Image.open(io.BytesIO(client.get(f"/api/v1/figures/{fid}/image").content))
+    part = client.get(detail["panels"][1]["image_url"])
+    assert part.status_code == 200 and part.headers["content-type"] == "image/png"
+    cut = Image.open(io.BytesIO(part.content))
+    assert cut.width < 0.7 * whole.width and cut.height <= whole.height
+    assert client.get(f"/api/v1/figures/{fid}/panels/c/image").status_code == 404
+    hits = client.get("/api/v1/search", params={"q": "regression clicks"}).json()["items"]
+    assert hits and hits[0]["figure_id"] == fid and hits[0]["panel"]["label"] == "b"
