@@ -84,8 +84,11 @@ export function snippetBlock(hit) {
     body: ['body text', 'Matched in the body text that mentions the figure'],
     table: ['table cells', 'Matched in the cells of the table'],
   }[s.source] || ['body text', 'Matched in the body text'];
+  const panel = hit.panel
+    ? h('span', { class: 'src', title: `The query matches panel (${hit.panel.label}): ${hit.panel.caption_part}` }, `panel (${hit.panel.label})`)
+    : null;
   return h('div', { class: 'snippet' },
-    h('span', { class: 'src', title: where[1] }, where[0]),
+    h('span', { class: 'src', title: where[1] }, where[0]), panel ? ' ' : null, panel,
     ' ', ...parts);
 }
 

@@ -79,6 +79,7 @@ export async function renderFigure(root, id, { signal }) {
       h('h3', { style: 'margin-top:14px' }, 'From the paper'),
       h('p', {}, h('a', { href: `#/paper/${f.paper.paper_id}`, id: 'paper-link' }, f.paper.title), f.paper.year ? h('span', { class: 'muted' }, ` (${f.paper.year})`) : null),
       f.paper_authors ? h('p', { class: 'muted small' }, f.paper_authors) : null),
+    panelsBlock(f),
     citeBlock(f),
     h('div', { class: 'panel' }, h('h3', {}, `Mentioned in the text (${f.mentions.length})`), mentions));
 
@@ -122,4 +123,16 @@ export async function renderFigure(root, id, { signal }) {
     const maxLex = Math.max(...linked.items.map((x) => x.lexical_score), 0);
     for (const hit of linked.items) linkedGrid.append(figureCard(hit, { extra: whyBlock(hit, maxLex) }));
   }
+}
+
+// The labelled panels of a compound figure, each cut out with its part of the caption.
+function panelsBlock(f) {
+  if (!f.panels || !f.panels.length) return null;
+  return h('div', { class: 'panel', id: 'panels' },
+    h('h3', {}, `Panels (${f.panels.length})`),
+    h('div', { class: 'panel-strip' }, f.panels.map((p) => h('a', {
+      class: 'panel-item', href: p.image_url, target: '_blank', rel: 'noopener', id: `panel-${p.label}`,
+      title: `Open panel (${p.label})`,
+    }, h('img', { src: p.image_url, alt: `Panel (${p.label}) of ${f.label}`, loading: 'lazy' }),
+    h('span', { class: 'small' }, h('b', {}, `(${p.label}) `), p.caption_part || '')))));
 }
