@@ -101,3 +101,15 @@ def test_panels_in_the_api_and_search(tmp_path, monkeypatch):
     assert client.get(f"/api/v1/figures/{fid}/panels/c/image").status_code == 404
     hits = client.get("/api/v1/search", params={"q": "regression clicks"}).json()["items"]
     assert hits and hits[0]["figure_id"] == fid and hits[0]["panel"]["label"] == "b"
+
+
+def test_panel_titles_above_split_between_their_centres():
+    region = (100, 100, 500, 300)
+    lines = [_line("(a) Criteo", 160, 102, 240), _line("(b) all datasets", 340, 102, 460)]
+    panels = find_panels(lines, region, "")
+    assert [p["bbox"] for p in panels] == [[100, 100, 300, 300], [300, 100, 500, 300]]
+
+
+def test_a_caption_part_ends_with_its_sentence():
+    parts = caption_parts("(a) Recall on Criteo. (b) Recall on all datasets. Our model wins everywhere.")
+    assert parts == {"a": "Recall on Criteo", "b": "Recall on all datasets"}

@@ -1,16 +1,18 @@
 """Panels of compound figures: the sub-figure labels "(a)", "(b)", ... printed inside a figure's
 region split it into one box per panel, each with its part of the caption.
 
-Papers place a panel's label either under the panel (often as a sub-caption, "(a) Criteo") or in
-its top-left corner. Labels are read from the page model's lines inside the region; rows of
-labels cut the region into horizontal bands, and the labels of a row cut their band into columns
-(between label centres for sub-captions, at each label's left edge for corner labels). A figure
+Papers place a panel's label under the panel (often as a sub-caption, "(a) Criteo"), above it (a
+panel title) or alone in its top-left corner. Labels are read from the page model's lines inside
+the region; rows of labels cut the region into horizontal bands, and the labels of a row cut
+their band into columns (between label centres for sub-captions and titles, which are centred on
+their panel; at each label's left edge for a bare letter in a corner). A figure
 gets panels only when its labels are "a", "b", ... in order, at least two of them: anything else
 (a lone "(a)" in a plot's legend, letters out of order) leaves the figure whole.
 """
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -21,10 +23,11 @@ from app.ingest.labels import SUBFIGURE_RE
 from app.ingest.layout import Line
 from app.ingest.render import CROP_PADDING
 
+_SENTENCE_END_RE = re.compile(r"(?<=[a-z0-9)])\.\s+(?=[A-Z])")
 MIN_PANELS = 2
 MAX_PANEL_LETTERS = "abcdefgh"
 LABEL_ROW_TOLERANCE = 6.0  # points: labels of one row of panels are level within this
-CORNER_LABELS_TOP_SHARE = 0.2  # labels this close to the region's top are corner labels
+LABELS_ABOVE_TOP_SHARE = 0.2  # labels this close to the region's top head their panels
 
 
 @dataclass(frozen=True)
@@ -65,13 +68,15 @@ def _labels(lines: Sequence[Line], region: Sequence[float]) -> list[_Label]:
 
 def caption_parts(caption: str) -> dict[str, str]:
     """{letter: text} of a caption that describes its panels in turn ("... (a) Criteo. (b) Avazu.");
-    empty unless the letters run a, b, ... in order."""
+    empty unless the letters run a, b, ... in order. A part ends with its first sentence: what
+    follows the last panel's part is usually about the whole figure."""
     marks = [m for m in SUBFIGURE_RE.finditer(caption or "")]
     letters = [m.group("letter").lower() for m in marks]
     if len(marks) < MIN_PANELS or letters != list(MAX_PANEL_LETTERS[:len(letters)]):
         return {}
     ends = [m.start() for m in marks[1:]] + [len(caption)]
-    return {l: caption[m.end():e].strip(" ;,.") for l, m, e in zip(letters, marks, ends)}
+    return {l: _SENTENCE_END_RE.split(caption[m.end():e].strip(), maxsplit=1)[0].strip(" ;,.")
+            for l, m, e in zip(letters, marks, ends)}
 
 
 def _rows(labels: list[_Label]) -> list[list[_Label]]:
@@ -93,17 +98,19 @@ def find_panels(lines: Sequence[Line], region: Sequence[float], caption: str) ->
         return []
     rx0, ry0, rx1, ry1 = region
     rows = _rows(labels)
-    corner = rows[0][0].y0 - ry0 < CORNER_LABELS_TOP_SHARE * max(ry1 - ry0, 1.0)
+    above = rows[0][0].y0 - ry0 < LABELS_ABOVE_TOP_SHARE * max(ry1 - ry0, 1.0)
     parts = caption_parts(caption)
     panels = []
     for i, row in enumerate(rows):
-        if corner:  # a label starts its panel: the band runs down to the next row of labels
+        if above:  # a label starts its panel: the band runs down to the next row of labels
             top = ry0 if i == 0 else min(l.y0 for l in row) - 2
             bottom = ry1 if i == len(rows) - 1 else min(l.y0 for l in rows[i + 1]) - 2
-            cuts = [rx0] + [l.x0 - 2 for l in row[1:]] + [rx1]
         else:  # a label (sub-caption) ends its panel: the band runs up to the previous row
             top = ry0 if i == 0 else max(l.y1 for l in rows[i - 1]) + 1
             bottom = ry1 if i == len(rows) - 1 else max(l.y1 for l in row) + 1
+        if above and not any(l.rest for l in row):  # bare corner letters: each starts its column
+            cuts = [rx0] + [l.x0 - 2 for l in row[1:]] + [rx1]
+        else:
             cuts = [rx0] + [(a.xc + b.xc) / 2 for a, b in zip(row, row[1:])] + [rx1]
         for lab, left, right in zip(row, cuts, cuts[1:]):
             if right - left < 4 or bottom - top < 4:
