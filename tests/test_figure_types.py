@@ -143,3 +143,55 @@ def test_head_columns_select_the_tapped_blocks():
     assert list(_columns(HEAD_TAPS)) == list(range(full))
     last = _columns((4,))
     assert len(last) == WIDTHS[4] * 2 + 1 and last[-1] == full - 1 and last[0] == WIDTHS[3] * 2
+
+
+def _text_block(w=420, h=220, line=14):
+    from PIL import ImageDraw
+
+    img = Image.new("RGB", (w, h), "white")
+    d = ImageDraw.Draw(img)
+    words = "the user reads ranked items and the model predicts each click from the query".split()
+    rng = random.Random(1)
+    for y in range(8, h - line, line):
+        d.text((8, y), " ".join(rng.choice(words) for _ in range(9)), fill="black")
+    return img
+
+
+def _colour_grid(w=300, h=300, cells=10):
+    import matplotlib
+
+    cmap = matplotlib.colormaps["viridis"]
+    a = np.zeros((h, w, 3), np.uint8)
+    rng = np.random.default_rng(0)
+    vals = np.cumsum(rng.normal(0, 0.08, (cells, cells)), axis=1)
+    vals = (vals - vals.min()) / np.ptp(vals)
+    for i in range(cells):
+        for j in range(cells):
+            a[i * h // cells:(i + 1) * h // cells, j * w // cells:(j + 1) * w // cells] = np.array(cmap(vals[i, j])[:3]) * 255
+    return Image.fromarray(a)
+
+
+def test_pixel_features_tell_text_lines_and_colour_scales():
+    from app.vision.pixel_features import COUNT, NAMES, pixel_features
+
+    text, grid = pixel_features(_text_block()), pixel_features(_colour_grid())
+    blank = pixel_features(Image.new("RGB", (200, 100), "white"))
+    assert text.shape == (COUNT,) and text.dtype == np.float32 and np.isfinite(text).all()
+    f = lambda v, name: v[NAMES.index(name)]  # noqa: E731
+    assert f(text, "text_lines") >= 10 and f(grid, "text_lines") == 0 and f(blank, "text_lines") == 0
+    assert f(text, "glyph_share") > 0.5 and f(text, "saturated") == 0
+    assert f(grid, "ramp_cells") > 0.05 and f(text, "ramp_cells") == 0
+    assert f(grid, "flat_colour_blocks") > 0.5 and f(blank, "ink_any") == 0
+
+
+def test_pixel_features_hardly_change_with_resolution():
+    """Crops come at any resolution: shares and relative sizes stay close when the crop is rendered larger."""
+    from app.vision.pixel_features import FEATURE_PX, NAMES, pixel_features
+
+    small = _text_block()
+    big = small.resize((small.width * 3, small.height * 3), Image.Resampling.NEAREST)
+    assert max(big.size) > FEATURE_PX
+    a, b = pixel_features(small), pixel_features(big)
+    for name in ("ink_mid", "saturated", "glyph_share", "ink_spread_x", "log_aspect"):
+        i = NAMES.index(name)
+        assert abs(a[i] - b[i]) < 0.15 * max(abs(a[i]), 0.05), (name, a[i], b[i])

@@ -25,6 +25,7 @@ def register(cli: typer.Typer) -> None:
             copies: int = typer.Option(3, "--copies", min=1, help="Versions of each real crop: as extracted + augmented ones."),
             taps: str = typer.Option("3,4", "--taps", help="Blocks (0-4) whose pooled features the new head reads."),
             hidden: int = typer.Option(128, "--hidden", min=0, help="Hidden units of the new head (0: linear)."),
+            pixels: bool = typer.Option(False, "--pixels", help="The new head also reads pixel statistics of the full-resolution crop (text, rules, colours)."),
             cv: bool = typer.Option(False, "--cv", help="Only compare heads by cross-validation over the labelled papers (prints the numbers)."),
             folds: int = typer.Option(4, "--folds", min=2),
             synthetic: int = typer.Option(4000, "--synthetic", min=100, help="Drawn figures to train on."),
@@ -56,7 +57,7 @@ def register(cli: typer.Typer) -> None:
         meta = train_types(settings, exclude, n_synthetic=synthetic, epochs=epochs, seed=seed, out=out or WEIGHTS,
                            cache=cache, progress=True, labels=labels, init=init, real_weight=real_weight,
                            page_text=page_text, copies=copies, taps=tuple(int(t) for t in taps.split(",")),
-                           hidden=hidden, command="figsearch " + " ".join(sys.argv[1:]))
+                           hidden=hidden, pixels=pixels, command="figsearch " + " ".join(sys.argv[1:]))
         typer.echo(json.dumps(meta))
 
     @cli.command("eval-types")

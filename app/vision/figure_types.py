@@ -3,7 +3,10 @@ vocabulary (app/vision/vocabulary.py). Its weights are trained by the project it
 (`figsearch train-types`, app/vision/train_types.py): conv blocks on figures it draws
 (app/vision/synth.py), then a head on real crops labelled by looking (app/vision/real_crops.py)
 and text cut from papers' pages; they ship with the package, so a default install classifies
-figures without downloading anything. The head's shape is stored with the weights.
+figures without downloading anything. The head's shape is stored with the weights; a head may
+also read statistics of the full-resolution crop (app/vision/pixel_features.py: text lines,
+rules, colours), which the 112 px view loses. Only the crop's pixels are used, never the PDF,
+so uploaded images are classified the same way as figures cut from papers.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from app.vision.pixel_features import COUNT as PIXEL_COUNT, pixel_features
 from app.vision.vocabulary import TYPES
 
 SIZE = 112
@@ -41,9 +45,10 @@ def aspect_of(img: Image.Image) -> float:
     return float(np.log(max(w, 1) / max(h, 1)))
 
 
-def run_batches(fn, images: list[Image.Image], width: int, batch: int = 64) -> np.ndarray:
+def run_batches(fn, images: list[Image.Image], width: int, batch: int = 64, pixels: bool = False) -> np.ndarray:
     """`fn(pixels, aspects)` over `images` in batches, as the classifier sees them (to_array,
-    aspect_of); one row of `width` numbers per image."""
+    aspect_of); with `pixels`, `fn(pixels, aspects, features)` also gets each crop's
+    full-resolution statistics (app/vision/pixel_features.py). One row of `width` numbers per image."""
     import torch
 
     out = []
@@ -52,16 +57,22 @@ def run_batches(fn, images: list[Image.Image], width: int, batch: int = 64) -> n
             part = images[i:i + batch]
             x = torch.from_numpy(np.stack([to_array(im) for im in part]))
             a = torch.tensor([aspect_of(im) for im in part], dtype=torch.float32)
-            out.append(fn(x, a).numpy())
+            if pixels:
+                p = torch.from_numpy(np.stack([pixel_features(im) for im in part]))
+                out.append(fn(x, a, p).numpy())
+            else:
+                out.append(fn(x, a).numpy())
     return np.concatenate(out) if out else np.zeros((0, width), np.float32)
 
 
 WIDTHS = (24, 48, 64, 96, 128)  # channels of the five conv blocks
 
 
-def build_net(taps: tuple[int, ...] = (4,), hidden: int = 0):
+def build_net(taps: tuple[int, ...] = (4,), hidden: int = 0, pixels: bool = False):
     """Five conv blocks; the mean and max of the blocks listed in `taps` (4 = the last) and the
-    log aspect ratio go through the head: one linear layer, or a hidden layer of `hidden` units."""
+    log aspect ratio go through the head: one linear layer, or a hidden layer of `hidden` units.
+    With `pixels` the head also reads the crop's full-resolution statistics (pixel_features),
+    standardised by the mean and spread of its training examples (kept with the weights)."""
     import torch
     from torch import nn
 
@@ -70,7 +81,7 @@ def build_net(taps: tuple[int, ...] = (4,), hidden: int = 0):
                              nn.Conv2d(cout, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
                              nn.MaxPool2d(2))
 
-    dims = sum(WIDTHS[t] for t in taps) * 2 + 1
+    dims = sum(WIDTHS[t] for t in taps) * 2 + 1 + (PIXEL_COUNT if pixels else 0)
 
     class TypeNet(nn.Module):
         def __init__(self):
@@ -82,6 +93,9 @@ def build_net(taps: tuple[int, ...] = (4,), hidden: int = 0):
                                           nn.Dropout(0.2), nn.Linear(hidden, len(LABELS)))
             else:
                 self.head = nn.Sequential(nn.Dropout(0.2), nn.Linear(dims, len(LABELS)))
+            if pixels:
+                self.register_buffer("pixel_mean", torch.zeros(PIXEL_COUNT))
+                self.register_buffer("pixel_std", torch.ones(PIXEL_COUNT))
 
         def pooled(self, x, aspect, taps=taps):
             x = x.float() / 255.0
@@ -94,8 +108,16 @@ def build_net(taps: tuple[int, ...] = (4,), hidden: int = 0):
                     out += [h.mean(dim=(2, 3)), h.amax(dim=(2, 3))]
             return torch.cat(out + [aspect[:, None]], dim=1)
 
-        def forward(self, x, aspect):
-            return self.head(self.pooled(x, aspect))
+        def head_input(self, pooled, features=None):
+            """What the head reads: pooled conv features, then the standardised pixel statistics."""
+            if not pixels:
+                return pooled
+            return torch.cat([pooled, (features - self.pixel_mean) / self.pixel_std], dim=1)
+
+        def forward(self, x, aspect, features=None):
+            return self.head(self.head_input(self.pooled(x, aspect), features))
+
+    TypeNet.pixels = pixels
 
     return TypeNet()
 
@@ -125,12 +147,13 @@ class TypeClassifier:
         self.torch = torch
         state = torch.load(weights, map_location="cpu", weights_only=True)
         head = state.get("meta", {}).get("head", {})
-        self.net = build_net(tuple(head.get("taps", (4,))), int(head.get("hidden", 0)))
+        self.net = build_net(tuple(head.get("taps", (4,))), int(head.get("hidden", 0)), bool(head.get("pixels", False)))
         self.net.load_state_dict(state["model"])
         self.net.eval()
 
     def scores(self, images: list[Image.Image], batch: int = 64) -> np.ndarray:
-        return run_batches(lambda x, a: self.torch.sigmoid(self.net(x, a)), images, len(LABELS), batch)
+        return run_batches(lambda x, a, p=None: self.torch.sigmoid(self.net(x, a, p)), images, len(LABELS), batch,
+                           pixels=self.net.pixels)
 
     def classify(self, images: list[Image.Image]) -> list[TypeScores]:
         return [decide(s) for s in self.scores(images)]

@@ -4,7 +4,8 @@ Two stages. From scratch: figures drawn by app/vision/synth.py in every type (la
 construction) and, when a data dir is given, real crops whose caption names a type (weak labels:
 the named type positive, the others unknown). Then fine-tuning on real crops labelled by hand
 (app/vision/real_crops.py, augmented every epoch) plus text cut from the same papers' pages
-(app/vision/page_text.py), mixed with drawn figures so no type is forgotten. `cross_validate`
+(app/vision/page_text.py), mixed with drawn figures so no type is forgotten; that head may also
+read pixel statistics of each full-resolution crop (app/vision/pixel_features.py, `--pixels`). `cross_validate`
 compares fine-tuning variants on the hand labels, never splitting a paper between training and
 scoring. Papers listed in `exclude` (sha256 per line) never give examples, so labelled checks
 stay held out. The drawn examples are cached between runs.
@@ -31,7 +32,9 @@ from app.db.schema import Figure, Paper, PaperStatus
 from app.db.session import session_scope
 from app.settings import Settings
 from app.pdfs import stored_pdf
-from app.vision.figure_types import LABELS, SIZE, WEIGHTS, WIDTHS, aspect_of, build_net, decide, run_batches, to_array
+from app.vision.figure_types import (LABELS, SIZE, WEIGHTS, WIDTHS, TypeClassifier, aspect_of, build_net, decide,
+                                     run_batches, to_array)
+from app.vision.pixel_features import COUNT as PIXEL_COUNT, pixel_features
 from app.vision.page_text import text_crops
 from app.vision.real_crops import KEEP_PX, RealCrop, augment, labelled_crops, read_labels, target_of
 from app.vision.synth import labels_of, render, sample_types
@@ -41,31 +44,32 @@ log = logging.getLogger(__name__)
 WEAK_TYPES = set(LABELS) - {"table"}  # a figure whose caption says "table" is rarely a table picture
 
 
-def _draw(seed: int) -> tuple[np.ndarray, float, np.ndarray]:
+def _draw(seed: int) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
     rng = random.Random(seed)
     types = sample_types(rng)
     img = render(types, rng)
     y = np.zeros(len(LABELS), np.float32)
     for t in labels_of(types):
         y[LABELS.index(t)] = 1.0
-    return to_array(img), aspect_of(img), y
+    return to_array(img), aspect_of(img), y, pixel_features(img)
 
 
 CHUNK = 1000
 
 
 def synthetic_set(n: int, seed: int, cache: Path | None, workers: int = 2, progress: bool = False):
-    """n drawn figures as (x uint8 (n,3,S,S), aspect (n,), y multi-hot (n, L)), drawn in chunks
-    of CHUNK that are cached as .npz (a larger set reuses the chunks of a smaller one)."""
+    """n drawn figures as (x uint8 (n,3,S,S), aspect (n,), y multi-hot (n, L), pixel statistics
+    (n, PIXEL_COUNT)), drawn in chunks of CHUNK that are cached as .npz (a larger set reuses the
+    chunks of a smaller one)."""
     parts = [_chunk(i, min(CHUNK, n - i * CHUNK), seed, cache, workers, progress) for i in range((n + CHUNK - 1) // CHUNK)]
-    return tuple(np.concatenate([p[k] for p in parts]) for k in range(3))
+    return tuple(np.concatenate([p[k] for p in parts]) for k in range(4))
 
 
 def _chunk(index: int, n: int, seed: int, cache: Path | None, workers: int, progress: bool):
-    path = cache / f"synthetic-{seed}-{index}-{n}-{SIZE}.npz" if cache else None
+    path = cache / f"synthetic-{seed}-{index}-{n}-{SIZE}-px{PIXEL_COUNT}.npz" if cache else None
     if path and path.exists():
         z = np.load(path)
-        return z["x"], z["a"], z["y"]
+        return z["x"], z["a"], z["y"], z["p"]
     seeds = [seed * 1_000_003 + index * CHUNK + i for i in range(n)]
     with ProcessPoolExecutor(workers) as pool:
         rows = []
@@ -76,10 +80,11 @@ def _chunk(index: int, n: int, seed: int, cache: Path | None, workers: int, prog
     x = np.stack([r[0] for r in rows])
     a = np.array([r[1] for r in rows], np.float32)
     y = np.stack([r[2] for r in rows])
+    p = np.stack([r[3] for r in rows])
     if path:
         path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez_compressed(path, x=x, a=a, y=y)
-    return x, a, y
+        np.savez_compressed(path, x=x, a=a, y=y, p=p)
+    return x, a, y, p
 
 
 def weak_set(settings: Settings, exclude: set[str]):
@@ -155,27 +160,36 @@ HEAD_TAPS = (3, 4)  # the blocks whose pooled features a retrained head may read
 class Encoded:
     """Pooled features of examples under the frozen conv blocks, with their targets."""
     f: np.ndarray  # (n, D) float32: mean and max of blocks HEAD_TAPS, then the log aspect ratio
+    p: np.ndarray  # (n, PIXEL_COUNT) float32: full-resolution pixel statistics
     y: np.ndarray  # (n, len(LABELS))
     group: np.ndarray  # (n,) paper sha256 ("" for drawn figures)
     copy: np.ndarray  # (n,) 0 = the crop as extracted, 1.. = augmented copies
     real: np.ndarray  # (n,) bool
 
 
-def _load(path: Path, taps=(4,), hidden: int = 0):
-    """A net whose conv blocks come from `path` (its head too when the shapes match)."""
+def _load(path: Path, taps=(4,), hidden: int = 0, pixels: bool = False):
+    """A net whose conv blocks come from `path` (its head too when it has the same shape)."""
     import torch
 
-    net = build_net(taps, hidden)
+    net = build_net(taps, hidden, pixels)
     state = torch.load(path, map_location="cpu", weights_only=True)["model"]
-    same = {k: v for k, v in state.items() if not k.startswith("head.") or (taps, hidden) == ((4,), 0)}
-    net.load_state_dict(same, strict=False)
+    mine = net.state_dict()
+    heads = [k for k in mine if not k.startswith("features.")]
+    same_head = all(k in state and state[k].shape == mine[k].shape for k in heads) and \
+        not any(k not in mine for k in state if not k.startswith("features."))
+    net.load_state_dict({k: v for k, v in state.items() if k.startswith("features.") or same_head}, strict=False)
     net.eval()
     return net
 
 
-def _pool(net, images: list[Image.Image], batch: int = 32) -> np.ndarray:
+def _pool(net, images: list[Image.Image], batch: int = 32) -> tuple[np.ndarray, np.ndarray]:
+    """Pooled conv features and pixel statistics of each image."""
+    import torch
+
     width = sum(WIDTHS[t] for t in HEAD_TAPS) * 2 + 1
-    return run_batches(lambda x, a: net.pooled(x, a, taps=HEAD_TAPS), images, width, batch)
+    both = run_batches(lambda x, a, p: torch.cat([net.pooled(x, a, taps=HEAD_TAPS), p], dim=1), images,
+                       width + PIXEL_COUNT, batch, pixels=True)
+    return both[:, :width], both[:, width:]
 
 
 def encode_crops(net, crops: list[RealCrop], copies: int, seed: int) -> Encoded:
@@ -188,19 +202,22 @@ def encode_crops(net, crops: list[RealCrop], copies: int, seed: int) -> Encoded:
             ys.append(c.target)
             groups.append(c.group)
             cps.append(k)
-    return Encoded(_pool(net, images), np.stack(ys), np.array(groups), np.array(cps), np.ones(len(ys), bool))
+    if not images:
+        return Encoded(*_pool(net, []), np.zeros((0, len(LABELS)), np.float32), np.array([], str),
+                       np.zeros(0, int), np.zeros(0, bool))
+    return Encoded(*_pool(net, images), np.stack(ys), np.array(groups), np.array(cps), np.ones(len(ys), bool))
 
 
 def encode_drawn(net, drawn) -> Encoded:
     import torch
 
-    xd, ad, yd = drawn
+    xd, ad, yd, pd = drawn
     out = [np.zeros((0, sum(WIDTHS[t] for t in HEAD_TAPS) * 2 + 1), np.float32)]
     with torch.inference_mode():
         for i in range(0, len(xd), 32):
             out.append(net.pooled(torch.from_numpy(xd[i:i + 32]), torch.from_numpy(ad[i:i + 32]), taps=HEAD_TAPS).numpy())
     n = len(xd)
-    return Encoded(np.concatenate(out), yd, np.array([""] * n), np.zeros(n, int), np.zeros(n, bool))
+    return Encoded(np.concatenate(out), pd, yd, np.array([""] * n), np.zeros(n, int), np.zeros(n, bool))
 
 
 def _columns(taps) -> np.ndarray:
@@ -214,17 +231,29 @@ def _columns(taps) -> np.ndarray:
     return np.array(cols + [start])
 
 
+def _head_input(net, enc: Encoded, taps):
+    import torch
+
+    with torch.no_grad():
+        return net.head_input(torch.from_numpy(enc.f[:, _columns(taps)].astype(np.float32)),
+                              torch.from_numpy(enc.p.astype(np.float32)))
+
+
 def fit_head(net, enc: Encoded, taps, real_weight: float = 3.0, epochs: int = 60, lr: float = 2e-3,
              seed: int = 0) -> None:
     """Train the head of `net` (built with `taps`) on encoded examples; the conv blocks stay as
-    they are. A real crop counts `real_weight` times a drawing."""
+    they are. A real crop counts `real_weight` times a drawing. A head reading pixel statistics
+    standardises them by these examples' mean and spread."""
     import torch
 
     torch.manual_seed(seed)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny steps: a second thread costs more than it gives
     rng = np.random.default_rng(seed)
-    X = torch.from_numpy(enc.f[:, _columns(taps)].astype(np.float32))
+    if net.pixels:
+        net.pixel_mean.copy_(torch.from_numpy(enc.p.mean(axis=0)))
+        net.pixel_std.copy_(torch.from_numpy(enc.p.std(axis=0) + 1e-3))
+    X = _head_input(net, enc, taps)
     Y = torch.from_numpy(enc.y.astype(np.float32))
     W = torch.from_numpy(np.where(enc.real, real_weight, 1.0).astype(np.float32))
     opt = torch.optim.AdamW(net.head.parameters(), lr=lr, weight_decay=1e-3)
@@ -246,16 +275,16 @@ def _predict(net, enc: Encoded, taps) -> list[str]:
     import torch
 
     with torch.inference_mode():
-        s = torch.sigmoid(net.head(torch.from_numpy(enc.f[:, _columns(taps)].astype(np.float32)))).numpy()
+        s = torch.sigmoid(net.head(_head_input(net, enc, taps))).numpy()
     return [decide(r).figure_type for r in s]
 
 
 def _subset(enc: Encoded, keep: np.ndarray) -> Encoded:
-    return Encoded(enc.f[keep], enc.y[keep], enc.group[keep], enc.copy[keep], enc.real[keep])
+    return Encoded(enc.f[keep], enc.p[keep], enc.y[keep], enc.group[keep], enc.copy[keep], enc.real[keep])
 
 
 def _concat(parts: list[Encoded]) -> Encoded:
-    return Encoded(*(np.concatenate([getattr(p, k) for p in parts]) for k in ("f", "y", "group", "copy", "real")))
+    return Encoded(*(np.concatenate([getattr(p, k) for p in parts]) for k in ("f", "p", "y", "group", "copy", "real")))
 
 
 def _page_text(settings: Settings, papers: list[str], per_paper: int, seed: int) -> list[RealCrop]:
@@ -274,14 +303,18 @@ def _page_text(settings: Settings, papers: list[str], per_paper: int, seed: int)
 
 
 def variants(real_weight: float, epochs: int) -> dict[str, dict]:
-    """The heads `figsearch train-types --cv` compares."""
+    """The heads `figsearch train-types --cv` compares (all with page text)."""
     out = {}
     for taps, hidden, head in (((4,), 0, "linear head on block 5"), ((3, 4), 128, "128-unit head on blocks 4+5")):
-        for text in (False, True):
-            name = f"{head}, real weight {real_weight:g}" + (", page text" if text else "")
-            out[name] = {"taps": taps, "hidden": hidden, "real_weight": real_weight, "page_text": text, "epochs": epochs}
-    out["128-unit head on blocks 4+5, real weight 1, page text"] = {"taps": (3, 4), "hidden": 128, "real_weight": 1.0,
-                                                                    "page_text": True, "epochs": epochs}
+        for pixels in (False, True):
+            name = f"{head}, real weight {real_weight:g}" + (", pixel statistics" if pixels else "")
+            out[name] = {"taps": taps, "hidden": hidden, "pixels": pixels, "real_weight": real_weight,
+                         "page_text": True, "epochs": epochs}
+    for hidden in (64, 256):
+        out[f"{hidden}-unit head on blocks 4+5, real weight {real_weight:g}, pixel statistics"] = {
+            "taps": (3, 4), "hidden": hidden, "pixels": True, "real_weight": real_weight, "page_text": True, "epochs": epochs}
+    out["128-unit head on blocks 4+5, real weight 1, pixel statistics"] = {
+        "taps": (3, 4), "hidden": 128, "pixels": True, "real_weight": 1.0, "page_text": True, "epochs": epochs}
     return out
 
 
@@ -291,7 +324,8 @@ def cross_validate(settings: Settings, labels: list[dict], init: Path, drawn, va
     """Each variant (taps, hidden, real_weight, page_text on/off, epochs) trained `folds` times,
     each time without one group of papers, and scored on that group's hand-labelled crops as
     extracted: the share whose predicted dominant type is the labelled one, and the share whose
-    prediction is a type the figure shows. The `init` net as it is gets scored the same way."""
+    prediction is a type the figure shows. The `init` net as saved gets scored the same way (in
+    sample if its head was trained on these labels)."""
     t0 = time.time()
     crops = labelled_crops(settings, labels, exclude or set())
     papers = sorted({c.group for c in crops})
@@ -309,18 +343,19 @@ def cross_validate(settings: Settings, labels: list[dict], init: Path, drawn, va
     enc_fold, text_fold = fold(enc), fold(text)
     test_all = _subset(enc, enc.copy == 0)
     crop_list = crops  # test_all holds each crop once, in this order
-    base_pred = _predict(base, test_all, (4,))
-    results = {"init (no retraining)": _cv_report(crop_list, base_pred, None)}
+    saved = TypeClassifier(init)
+    base_pred = [r.figure_type for r in saved.classify([c.image for c in crops])]
+    results = {"init as saved": _cv_report(crop_list, base_pred, None)}
     if progress:
-        r = results["init (no retraining)"]
-        print(f"  init (no retraining): dominant {r['dominant_accuracy']} shown {r['shown_accuracy']}", flush=True)
+        r = results["init as saved"]
+        print(f"  init as saved: dominant {r['dominant_accuracy']} shown {r['shown_accuracy']}", flush=True)
     for name, params in variants.items():
         preds = [None] * len(crop_list)
         for k in range(folds):
             train = [_subset(enc, enc_fold != k), enc_drawn]
             if params.get("page_text"):
                 train.append(_subset(text, text_fold != k))
-            net = _load(init, params["taps"], params["hidden"])
+            net = _load(init, params["taps"], params["hidden"], params.get("pixels", False))
             fit_head(net, _concat(train), params["taps"], params["real_weight"], params["epochs"], seed=seed + k)
             test_idx = np.flatnonzero(fold(test_all) == k)
             for i, p in zip(test_idx, _predict(net, _subset(test_all, test_idx), params["taps"])):
@@ -347,16 +382,17 @@ def train_types(settings: Settings | None = None, exclude: set[str] | None = Non
                 epochs: int = 12, seed: int = 0, out: Path = WEIGHTS, cache: Path | None = None,
                 progress: bool = False, labels: Path | None = None, init: Path | None = None,
                 real_weight: float = 3.0, page_text: int = 0, copies: int = 3, taps: tuple[int, ...] = (4,),
-                hidden: int = 0, command: str | None = None) -> dict:
+                hidden: int = 0, pixels: bool = False, command: str | None = None) -> dict:
     """Without `labels`: a net trained from scratch on drawn figures (+ weak caption labels of
     the data dir). With `labels` (hand labels of the data dir's figures): the conv blocks of the
     `init` net under a new head (reading blocks `taps`, `hidden` units) trained on those real
-    crops in `copies` versions (+ `page_text` text crops per labelled paper) and drawn ones."""
+    crops in `copies` versions (+ `page_text` text crops per labelled paper) and drawn ones; with
+    `pixels` the head also reads the crops' full-resolution pixel statistics."""
     import torch
 
     torch.manual_seed(seed)
     t0 = time.time()
-    xs, a_s, ys = synthetic_set(n_synthetic, seed, cache, progress=progress)
+    xs, a_s, ys, ps = synthetic_set(n_synthetic, seed, cache, progress=progress)
     meta: dict = {"labels": list(LABELS), "size": SIZE, "synthetic": n_synthetic, "epochs": epochs, "seed": seed,
                   "excluded_papers": len(exclude or ())}
     if labels is not None:
@@ -367,16 +403,17 @@ def train_types(settings: Settings | None = None, exclude: set[str] | None = Non
         drawn_s = time.time() - t0
         base = _load(init)
         enc = _concat([encode_crops(base, crops, copies, seed), encode_crops(base, extra, copies, seed + 1),
-                       encode_drawn(base, (xs, a_s, ys))])
-        net = _load(init, taps, hidden)
+                       encode_drawn(base, (xs, a_s, ys, ps))])
+        net = _load(init, taps, hidden, pixels)
         fit_head(net, enc, taps, real_weight, epochs, seed=seed)
         counts: dict[str, int] = {}
         for c in crops:
             counts[c.dominant] = counts.get(c.dominant, 0) + 1
         init_meta = torch.load(init, map_location="cpu", weights_only=True).get("meta", {})
-        meta.update({"head": {"taps": list(taps), "hidden": hidden},
+        meta.update({"head": {"taps": list(taps), "hidden": hidden, "pixels": pixels},
                      "init": Path(init).name, "init_meta": init_meta, "init_sha256": hashlib.sha256(Path(init).read_bytes()).hexdigest(),
                      "hand_labels": Path(labels).name, "hand_labelled_real": len(crops),
+                     "hand_labelled_papers": len({c.group for c in crops}),
                      "hand_labelled_by_type": counts, "page_text_crops": len(extra), "augmented_copies": copies,
                      "real_weight": real_weight})
     else:
