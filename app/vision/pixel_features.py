@@ -49,9 +49,8 @@ def pixel_features(img: Image.Image) -> np.ndarray:
     """(COUNT,) float32 statistics of one crop (see NAMES)."""
     from scipy import ndimage
 
-    rgb = img.convert("RGB")
+    rgb = img.convert("RGB")  # a copy: thumbnail below does not touch the caller's image
     if max(rgb.size) > FEATURE_PX:
-        rgb = rgb.copy()
         rgb.thumbnail((FEATURE_PX, FEATURE_PX), Image.Resampling.BILINEAR)
     a = np.asarray(rgb, dtype=np.float32) / 255.0
     h, w = a.shape[:2]
