@@ -147,8 +147,10 @@ def test_ocr_free_path_embeds_scanned_pages_and_queries(scans, tmp_path):
     model = OcrFreeModel(model_path)
     with pymupdf.open(scans["scan"]) as doc:
         words = model.feature_map(page_image(doc[0]))
-        v = model.figure_vector(words, GRAPHIC, doc[0].rect.width, doc[0].rect.height)
+        paper = model.paper_vector([words])
+        v = model.figure_vector(words, GRAPHIC, paper)
     assert len(words.centres) >= 50  # the page's words, found without reading them
     assert words.votes.shape == (len(words.centres), 2) and ((words.weights >= 0) & (words.weights <= 1)).all()
+    assert paper.shape == (2,) and abs(np.linalg.norm(paper) - 1) < 1e-5
     assert v.shape == (2,) and abs(np.linalg.norm(v) - 1) < 1e-5
     assert model.query_vectors(["auction"]).shape == (1, 2)

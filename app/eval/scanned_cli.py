@@ -11,7 +11,10 @@ import typer
 def register(cli: typer.Typer) -> None:
     @cli.command("eval-scanned")
     def eval_scanned(data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Born-digital collection (read only)."),
-                     out: Path = typer.Option(Path("artifacts/scanned"), "--out"),
+                     out: Path = typer.Option(Path("artifacts/scanned"), "--out",
+                                              help="Report folder. The folder of an earlier run is reused: its "
+                                                   "scans and their OCR collection are kept, retrieval is measured "
+                                                   "again (e.g. with another --ocr-free-model)."),
                      pdfs: Path = typer.Option(Path("../shared/corpus/recsys"), "--pdfs", exists=True, file_okay=False,
                                                help="Folder with the collection's PDFs (matched by sha256)."),
                      papers: int = typer.Option(16, "--papers", min=1, help="Held-out papers to scan."),
@@ -20,7 +23,7 @@ def register(cli: typer.Typer) -> None:
                      model: Optional[Path] = typer.Option(None, "--ocr-free-model", exists=True, dir_okay=False,
                                                           help="A trained OCR-free model (default: train one on the "
                                                                "collection's other papers)."),
-                     epochs: int = typer.Option(8, "--epochs", min=1),
+                     epochs: int = typer.Option(4, "--epochs", min=1),
                      dense: bool = typer.Option(True, "--dense/--lexical", help="Search index with MiniLM re-ranking.")) -> None:
         """Scan-like copies of held-out papers vs their born-digital extraction: figures, captions,
         crops, and retrieval by OCR, OCR-free and both (Acc@1/5/10)."""
@@ -36,10 +39,15 @@ def register(cli: typer.Typer) -> None:
     @cli.command("train-scan-topics")
     def train_scan_topics(pdfs: Path = typer.Argument(..., exists=True, file_okay=False, help="Born-digital PDFs (recursive)."),
                           out: Path = typer.Option(Path("artifacts/scanned/ocr_free_topics.pt"), "--out"),
-                          topics: int = typer.Option(64, "--topics", min=2), epochs: int = typer.Option(8, "--epochs", min=1),
+                          topics: int = typer.Option(128, "--topics", min=2, help="Dimensions of the text space."),
+                          pages: int = typer.Option(2, "--pages", min=1, help="First pages of each paper to train on."),
+                          epochs: int = typer.Option(4, "--epochs", min=1),
+                          workers: int = typer.Option(2, "--workers", min=1, help="Processes rendering the pages."),
                           seed: int = typer.Option(0, "--seed")) -> None:
-        """Train the OCR-free page encoder: LDA pseudo-labels from the pages' text, circle loss."""
+        """Train the OCR-free page encoder: word vectors of a latent semantic space of the pages' text
+        as pseudo-labels of the word shapes printed there, circle loss."""
         from app.ingest.scanned.topics import train
 
-        rep = train(sorted(pdfs.rglob("*.pdf")), out, n_topics=topics, epochs=epochs, seed=seed)
+        rep = train(sorted(pdfs.rglob("*.pdf")), out, n_topics=topics, max_pages=pages, epochs=epochs, seed=seed,
+                    workers=workers)
         typer.echo(json.dumps(rep.__dict__, default=float))

@@ -1,16 +1,18 @@
 """OCR-free retrieval of scanned pages and figures: a small vision encoder over page pixels that
-predicts topic vectors, so a text query mapped into the same topic space finds scanned figures
-without reading them.
+predicts word vectors of a text space, so a text query mapped into the same space finds scanned
+figures without reading them.
 
-Training needs no labels (topic distillation, after Molina's OCR-free retrieval thesis): an LDA
-topic model is fitted on the text of born-digital pages, which are rendered as scan-like images.
-The page image is cut into word-shaped ink blobs (ink joined horizontally); the pseudo-label of
-a blob is the topic profile of the word printed there in the born-digital page. A small network
-maps a blob's shape (grey levels on a fixed grid, at a resolution where word shapes are legible)
-to the topic space, trained with the circle loss (m = 0.4, gamma = 80) against the other words of
-the batch, plus a head that says whether a blob is a topical word at all. It never outputs
-characters or words, only topic votes. A scanned figure is the weighted mean vote of the blobs in
-its region (graphic + caption) plus its page; a query is mapped with the LDA model alone.
+Training needs no labels (distillation of a text model, after Molina's OCR-free retrieval
+thesis): a latent semantic space (tf.idf + truncated SVD, 128 dimensions) is fitted on the text
+of born-digital pages, which are rendered as scan-like images. The page image is cut into
+word-shaped ink blobs (ink joined horizontally); the pseudo-label of a blob is the vector of the
+word printed there in the born-digital page. A small network maps a blob's shape (grey levels on a
+fixed grid, at a resolution where word shapes are legible) to the space, trained with the circle
+loss (m = 0.4, gamma = 80) against the other words of the batch, plus a head that says whether a
+blob is a topical word at all. It never outputs characters or words, only vectors. A scanned
+figure is the weighted mean vote of the blobs in its region (graphic + caption) plus its page and
+its whole paper; a query is the sum of its words' vectors. (LDA topic profiles as pseudo-labels, with LDA inference
+for queries, found fewer figures: short captions get poor topic mixtures.)
 """
 from __future__ import annotations
 
@@ -33,49 +35,48 @@ MARGIN, GAMMA = 0.4, 80.0
 
 # ------------------------------------------------------------------ topic space
 class TopicSpace:
-    """LDA over page texts; texts -> centred, unit-length square-root topic mixtures (so cosine
-    compares mixtures, not the shared background topic)."""
+    """Latent semantic space of the training pages' text (tf.idf + truncated SVD). A word's vector
+    is its unit-length row of the SVD's term factors; a text is the sum of its words' vectors, so
+    a short caption and the words found in a region meet in the same space."""
 
-    def __init__(self, n_topics: int = 32, seed: int = 0):
-        from sklearn.decomposition import LatentDirichletAllocation
-        from sklearn.feature_extraction.text import CountVectorizer
+    TOKEN = r"(?u)\b[a-zA-Z][a-zA-Z]{2,}\b"
 
-        self.vectorizer = CountVectorizer(stop_words="english", token_pattern=r"(?u)\b[a-zA-Z][a-zA-Z]{2,}\b",
-                                          min_df=3, max_df=0.4, lowercase=True)
-        self.lda = LatentDirichletAllocation(n_components=n_topics, learning_method="batch", max_iter=30,
-                                             random_state=seed, n_jobs=1)
-        self.centre = np.zeros(n_topics, dtype=np.float32)
+    def __init__(self, n_topics: int = 128, seed: int = 0):
+        from sklearn.decomposition import TruncatedSVD
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        self.vectorizer = TfidfVectorizer(stop_words="english", token_pattern=self.TOKEN, min_df=3, max_df=0.4,
+                                          sublinear_tf=True, lowercase=True)
+        self.svd = TruncatedSVD(n_topics, random_state=seed)
+        self.vectors = np.zeros((0, n_topics), dtype=np.float32)
 
     @property
     def n_topics(self) -> int:
-        return self.lda.n_components
+        return self.svd.n_components
 
     def fit(self, texts: list[str]) -> "TopicSpace":
         if len(texts) < 50:  # a toy collection: keep every word
             self.vectorizer.set_params(min_df=1, max_df=1.0)
-        counts = self.vectorizer.fit_transform(texts)
-        self.lda.fit(counts)
-        self.centre = np.sqrt(self.lda.transform(counts)).mean(0).astype(np.float32)
+        self.svd.fit(self.vectorizer.fit_transform(texts))
+        terms = self.svd.components_.T * self.svd.singular_values_[None, :]
+        self.vectors = _unit(terms).astype(np.float32)
         return self
 
-    def mixtures(self, texts: list[str]) -> np.ndarray:
-        return self.lda.transform(self.vectorizer.transform(texts)).astype(np.float32)
-
     def embed(self, texts: list[str]) -> np.ndarray:
-        return self.from_mixtures(self.mixtures(texts))
+        """Sum of the vectors of each text's words (repeats count), unit length."""
+        from sklearn.feature_extraction.text import CountVectorizer
 
-    def from_mixtures(self, mix: np.ndarray) -> np.ndarray:
-        v = np.sqrt(mix) - self.centre
-        return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-8)
+        counts = CountVectorizer(vocabulary=self.vectorizer.vocabulary_, token_pattern=self.TOKEN,
+                                 lowercase=True).transform(texts)
+        return _unit(np.asarray(counts @ self.vectors, dtype=np.float32))
 
     def word_vectors(self) -> tuple[dict[str, int], np.ndarray]:
-        """Vocabulary and each word's topic embedding (its topic profile in the fitted model)."""
-        comp = self.lda.components_.T
-        return self.vectorizer.vocabulary_, self.from_mixtures(comp / comp.sum(1, keepdims=True))
+        """Vocabulary and each word's unit vector."""
+        return self.vectorizer.vocabulary_, self.vectors
 
-    def top_words(self, k: int = 8) -> list[list[str]]:
-        names = self.vectorizer.get_feature_names_out()
-        return [[names[i] for i in np.argsort(-comp)[:k]] for comp in self.lda.components_]
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-8)
 
 
 def circle_loss(emb, targets, same_group=None, m: float = MARGIN, gamma: float = GAMMA):
@@ -203,22 +204,35 @@ class TrainReport:
     final_loss: float
 
 
-def _training_pages(pdfs: list[Path], max_pages: int, rng: np.random.Generator):
-    """(paper index, word blobs of the page, the page's words with boxes) for born-digital pages
-    rendered with scan-like noise."""
+def _paper_training_pages(path: Path, max_pages: int, seed: int) -> list[tuple[PageWords, list]]:
+    """(word blobs, the page's PDF words with boxes) of a born-digital paper's first pages,
+    rendered with scan-like noise (seeded per page, so results do not depend on the workers)."""
     import pymupdf
 
-    for gi, path in enumerate(pdfs):
-        try:
-            with pymupdf.open(path) as doc:
-                for pno in range(min(doc.page_count, max_pages)):
-                    page = doc[pno]
-                    words = page.get_text("words")
-                    if len(words) < 50:
-                        continue
-                    yield gi, page_words(_scan_noise(page_image(page, clean=False), rng)), words
-        except Exception:  # noqa: BLE001 - a broken training PDF is skipped
-            log.warning("skipping %s", path, exc_info=True)
+    out = []
+    try:
+        with pymupdf.open(path) as doc:
+            for pno in range(min(doc.page_count, max_pages)):
+                page = doc[pno]
+                words = page.get_text("words")
+                if len(words) >= 50:
+                    rng = np.random.default_rng([seed, pno])
+                    out.append((page_words(_scan_noise(page_image(page, clean=False), rng)), words))
+    except Exception:  # noqa: BLE001 - a broken training PDF is skipped
+        log.warning("skipping %s", path, exc_info=True)
+    return out
+
+
+def _training_pages(pdfs: list[Path], max_pages: int, seed: int, workers: int) -> list[tuple[PageWords, list]]:
+    """Word blobs and words of every training page, papers read by `workers` processes."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    args = [(p, max_pages, seed * 100_003 + i) for i, p in enumerate(pdfs)]
+    if workers <= 1:
+        return [page for a in args for page in _paper_training_pages(*a)]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return [page for pages in pool.map(_paper_training_pages, *zip(*args)) for page in pages]
 
 
 def _blob_words(pw: PageWords, words) -> list[str]:
@@ -232,11 +246,12 @@ def _blob_words(pw: PageWords, words) -> list[str]:
     return ["" if j < 0 else words[j][4].lower().strip(".,;:!?()[]{}\"'`") for j in first]
 
 
-def train(pdfs: list[Path], out: Path, n_topics: int = 64, max_pages: int = 4, epochs: int = 8,
-          batch: int = 512, seed: int = 0, threads: int = 1) -> TrainReport:
+def train(pdfs: list[Path], out: Path, n_topics: int = 128, max_pages: int = 2, epochs: int = 4,
+          batch: int = 512, seed: int = 0, threads: int = 1, workers: int = 1) -> TrainReport:
     """Fit the topic space on the pages' text and distil it into the word-shape network with the
-    circle loss: each blob of a topical word is pulled to its word's topic profile and pushed
-    from the other words of the batch; a second head learns which blobs are topical words."""
+    circle loss: each blob of a topical word is pulled to its word's vector and pushed from the
+    other words of the batch; a second head learns which blobs are topical words. Pages are
+    rendered and cut into blobs by `workers` processes."""
     import time
 
     import torch
@@ -244,13 +259,12 @@ def train(pdfs: list[Path], out: Path, n_topics: int = 64, max_pages: int = 4, e
 
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
-    rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
-    pages = list(_training_pages(pdfs, max_pages, rng))
-    space = TopicSpace(n_topics, seed).fit([" ".join(w[4] for w in words) for _g, _pw, words in pages])
+    pages = _training_pages(pdfs, max_pages, seed, workers)
+    space = TopicSpace(n_topics, seed).fit([" ".join(w[4] for w in words) for _pw, words in pages])
     vocab, wvec = space.word_vectors()
     xs, ids = [], []
-    for _g, pw, words in pages:
+    for pw, words in pages:
         xs.append(pw.shapes)
         ids += [vocab.get(t, -1) for t in _blob_words(pw, words)]
     x = torch.from_numpy(np.concatenate(xs))
@@ -304,9 +318,22 @@ class OcrFreeModel:
         pw.votes, pw.weights = emb.numpy(), torch.sigmoid(logit).numpy()
         return pw
 
-    def figure_vector(self, pw: PageWords, box, page_w: float, page_h: float) -> np.ndarray:
-        """Region (graphic + caption) plus half its page, unit length."""
+    @staticmethod
+    def paper_vector(pages: list[PageWords]) -> np.ndarray:
+        """Weighted mean vote of all the blobs of a paper's pages (what the paper is about)."""
+        if not pages:
+            return np.zeros(0, np.float32)
+        return _pool(PageWords(np.concatenate([p.centres for p in pages]), np.zeros((0, N_FEATURES), np.float32),
+                               np.concatenate([p.votes for p in pages]), np.concatenate([p.weights for p in pages])),
+                     None)
+
+    def figure_vector(self, pw: PageWords, box, paper: np.ndarray | None = None) -> np.ndarray:
+        """Region (graphic + caption) plus half its page plus twice its paper, unit length: a
+        caption's few words rarely single out its region, but they do say which paper it is in
+        (weights chosen on papers held out from training, not on the evaluation papers)."""
         v = _pool(pw, box) + 0.5 * _pool(pw, None)
+        if paper is not None and len(paper):
+            v = v + 2.0 * paper
         return v / max(float(np.linalg.norm(v)), 1e-8)
 
     def query_vectors(self, texts: list[str]) -> np.ndarray:
