@@ -455,3 +455,100 @@ def test_table_caption_stops_at_the_header_row(tmp_path):
     page.insert_textbox(pymupdf.Rect(72, 300, 540, 600), BODY, fontsize=10)
     (tab,) = [f for f in extract_figures(_saved(doc, tmp_path / "tab.pdf"), tmp_path / "out", "f") if f.kind == "table"]
     assert tab.caption == "Table 2: Performance on CTR prediction.", tab.caption
+
+
+def _half_transparent_image(page, rect) -> None:
+    """An image whose left half is transparent: its rect reaches past what it paints."""
+    pix = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 80, 40), True)
+    pix.set_rect(pix.irect, (0, 0, 0, 0))
+    pix.set_rect(pymupdf.IRect(40, 0, 80, 40), (200, 30, 30, 255))
+    page.insert_image(rect, pixmap=pix)
+
+
+def test_region_never_crosses_into_the_text_column_beside_it(tmp_path):
+    """Two columns; the left one starts with an abstract set a point smaller than the body. A
+    figure in the right column is an image whose transparent half runs over the abstract: the
+    crop stays in the right column (was: it took the abstract's lines in)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 80, 295, 300), BODY, fontsize=10)  # the abstract
+    page.insert_textbox(pymupdf.Rect(72, 320, 295, 740), BODY * 2, fontsize=11)
+    _half_transparent_image(page, pymupdf.Rect(130, 100, 540, 300))
+    page.insert_textbox(pymupdf.Rect(317, 310, 540, 350), "Figure 1: Overview of the benchmark.", fontsize=10)
+    page.insert_textbox(pymupdf.Rect(317, 360, 540, 740), BODY * 2, fontsize=11)
+    f = _figures(_saved(doc, tmp_path / "abstract.pdf"), tmp_path)[1]
+    assert f.region_bbox[0] >= 300 and f.bbox[0] >= 300, f.region_bbox
+    assert f.region_bbox[3] >= 298  # the whole painted half
+
+
+
+def test_text_framed_by_rules_next_to_its_caption_is_the_content(tmp_path):
+    """A prompt printed as a table: paragraphs in the body font between two rules, the caption
+    under the lower rule. The framed text is the table (was: taken for running text, a
+    caption-only crop); a grid of ruled rows goes on to its top."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 60, 540, 190), BODY, fontsize=10)
+    page.draw_line((72, 210), (540, 210), color=(0, 0, 0), width=0.5)
+    page.insert_textbox(pymupdf.Rect(78, 214, 534, 330), BODY, fontsize=10)  # five lines, down to 287
+    page.draw_line((72, 292), (540, 292), color=(0, 0, 0), width=0.5)
+    page.insert_text((180, 308), "Table 3: The prompt given to the model.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(72, 380, 540, 480), BODY, fontsize=10)
+    for y in (500, 560, 620):  # three ruled rows of a grid, a paragraph in each cell
+        page.draw_line((72, y), (540, y), color=(0, 0, 0), width=0.5)
+        page.draw_line((150, y), (150, y + 60), color=(0, 0, 0), width=0.5)
+        page.insert_text((80, y + 14), "P17", fontsize=10)
+        page.insert_textbox(pymupdf.Rect(156, y + 3, 534, y + 58), BODY[:240], fontsize=10)
+    page.draw_line((72, 680), (540, 680), color=(0, 0, 0), width=0.5)
+    page.insert_text((180, 696), "Table 4: Relations and their prompts.", fontsize=9)
+    tabs = {f.number: f for f in extract_figures(_saved(doc, tmp_path / "framed.pdf"), tmp_path / "out", "f", dpi=72)
+            if f.kind == "table"}
+    assert tabs[3].crop_quality == "ok" and tabs[3].region_bbox is not None, tabs[3]
+    assert tabs[3].region_bbox[1] <= 216 and tabs[3].region_bbox[3] >= 286, tabs[3].region_bbox
+    assert tabs[4].region_bbox is not None and tabs[4].region_bbox[1] <= 502, tabs[4].region_bbox
+
+
+def test_label_alone_centred_over_its_title_starts_a_table_caption(tmp_path):
+    """A two-column page in the style of IEEE journals: the running head, then "TABLE 2" alone on a
+    line centred on the page and the title centred under it, then the table. The label starts a
+    caption that takes in the title (was: a label with nothing after it was never a caption), and
+    the running head is not part of the crop."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((48, 36), "JOURNAL OF CLASS FILES, VOL. 14, NO. 8, AUGUST 2015", fontsize=7)
+    page.insert_text((290.5, 60), "TABLE 2", fontsize=8)
+    page.insert_text((200, 71), "Main characteristics of the compared methods", fontsize=8)
+    for k, row in enumerate((("Method", "Type", "Complexity"), ("SAE", "AE", "O(M)"), ("DNGR", "AE", "O(N)"))):
+        for j, cell in enumerate(row):
+            page.insert_text((120 + 150 * j, 92 + 11 * k), cell, fontsize=8)
+    page.insert_textbox(pymupdf.Rect(48, 140, 300, 740), BODY * 2, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(312, 140, 564, 740), BODY * 2, fontsize=10)
+    tabs = {f.number: f for f in extract_figures(_saved(doc, tmp_path / "ieee.pdf"), tmp_path / "out", "f", dpi=72)
+            if f.kind == "table"}
+    assert 2 in tabs, tabs
+    assert tabs[2].caption == "TABLE 2 Main characteristics of the compared methods", tabs[2].caption
+    assert tabs[2].region_bbox is not None and tabs[2].region_bbox[1] >= 40, tabs[2].region_bbox
+    assert tabs[2].region_bbox[3] >= 112, tabs[2].region_bbox
+
+
+def test_rows_above_a_figure_do_not_pull_it_into_the_next_column(tmp_path):
+    """A full-width table under its caption, then body text in the left column and a figure in
+    the right one. The figure's region reaches up to the table, whose rows start in the left
+    column: they do not pull the crop across into the left column's text."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((100, 72), "Table 2: Results of the compared models on the two datasets, relative to the "
+                     "best one.", fontsize=9)
+    page.draw_line((54, 84), (558, 84), color=(0, 0, 0), width=0.5)
+    for k in range(5):
+        page.insert_text((250, 96 + 11 * k), "Model%d  0.8012  0.7012  0.6012  0.5012  0.4012  0.3012  0.2012" % k,
+                         fontsize=8)
+    page.draw_line((54, 150), (558, 150), color=(0, 0, 0), width=0.5)
+    page.insert_textbox(pymupdf.Rect(54, 166, 295, 740), BODY * 3, fontsize=10)
+    page.draw_rect(pymupdf.Rect(330, 172, 550, 270), color=(0, 0, 0), width=1)
+    page.insert_text((400, 282), "(a) Effect of the margin", fontsize=7)
+    page.insert_textbox(pymupdf.Rect(318, 292, 558, 320), "Figure 4: The effect of the margin parameter.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(318, 330, 558, 740), BODY * 2, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "cut.pdf"), tmp_path)[4]
+    assert f.region_bbox[0] >= 296 and f.region_bbox[1] >= 148, f.region_bbox
+    assert f.region_bbox[3] >= 282, f.region_bbox

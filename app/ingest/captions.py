@@ -74,7 +74,7 @@ def _caption_from_line(line: Line, lines: list[Line], st: DocumentLayout) -> Cap
     word, rest = m.group("word"), m.group("rest")
     kind = kind_of(word)
     rest_s = rest.lstrip()
-    if rest_s[:1] in ("),;]"):
+    if rest_s[:1] and rest_s[:1] in "),;]":
         return None  # "(see Fig. 3), ..." wrapped onto a new line: a reference
     if MULTI_REF_RE.match(rest):
         return None  # "Figures 11-13. ...", "Figs. 2 and 3": a reference to several figures

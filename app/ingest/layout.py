@@ -19,11 +19,18 @@ import pymupdf
 log = logging.getLogger(__name__)
 
 __all__ = ["Line", "PageLayout", "DocumentLayout", "TEXT_FLAGS", "build_document", "build_layout", "build_page",
-           "clean_text", "column_span", "is_bold", "lines_from_dict", "page_graphics", "union", "overlap_1d"]
+           "clean_text", "column_span", "in_page_margin", "is_bold", "lines_from_dict", "page_graphics",
+           "paragraph_blocks", "union", "overlap_1d"]
 
 TEXT_FLAGS = pymupdf.TEXT_MEDIABOX_CLIP  # ligatures expanded, no images
 _MAX_DRAWINGS = 30000  # beyond this a page is a huge vector plot; subsample
 _MARGIN = 0.065  # of the page height; a US-letter page's 72-pt margin is 0.09
+
+
+def in_page_margin(y0: float, y1: float, height: float) -> bool:
+    """Wholly in the top or bottom margin of a page, where running heads, page numbers and
+    publisher stamps sit (page_graphics drops the graphics there)."""
+    return y1 < _MARGIN * height or y0 > (1 - _MARGIN) * height
 
 
 # ----------------------------------------------------------------------------- text clean-up
@@ -365,18 +372,21 @@ def build_layout(doc: pymupdf.Document, max_pages: int | None = None) -> Documen
     return build_document(pages)
 
 
-def mark_body(lines: list[Line], st: DocumentLayout) -> None:
-    """Flag lines of body-text paragraphs: blocks of several long, dense lines in the body font."""
+def paragraph_blocks(lines: list[Line], st: DocumentLayout, size_tol: float = 0.6) -> list[list[Line]]:
+    """Blocks of running text: several long, dense lines, one per row, mostly in a font within
+    `size_tol` points of the body's (a wider tolerance also finds an abstract or footnotes set a
+    point smaller)."""
     by_block: dict[int, list[Line]] = {}
     for ln in lines:
         by_block.setdefault(ln.block, []).append(ln)
     col_w = (st.text_x1 - st.text_x0) / (2 if st.two_column else 1)
+    out = []
     for blk in by_block.values():
         hl = [ln for ln in blk if ln.horizontal]
         if not hl:
             continue
         chars = sum(len(ln.text) for ln in hl)
-        body_chars = sum(len(ln.text) for ln in hl if abs(ln.size - st.body_size) <= 0.6)
+        body_chars = sum(len(ln.text) for ln in hl if abs(ln.size - st.body_size) <= size_tol)
         if body_chars < 0.6 * chars:
             continue
         # visual rows (several split lines can share a row in tables)
@@ -390,8 +400,15 @@ def mark_body(lines: list[Line], st: DocumentLayout) -> None:
         if (len(hl) >= 2 and len(long_lines) >= max(1, 0.5 * len(hl)) and width >= 0.5 * col_w) or (
             len(hl) == 1 and len(long_lines) == 1 and (hl[0].x1 - hl[0].x0) >= 0.85 * col_w
         ):
-            for ln in blk:
-                ln.body = True
+            out.append(blk)
+    return out
+
+
+def mark_body(lines: list[Line], st: DocumentLayout) -> None:
+    """Flag lines of body-text paragraphs: blocks of several long, dense lines in the body font."""
+    for blk in paragraph_blocks(lines, st):
+        for ln in blk:
+            ln.body = True
 
 
 def column_span(bbox, st: DocumentLayout) -> tuple[float, float]:
@@ -403,9 +420,10 @@ def column_span(bbox, st: DocumentLayout) -> tuple[float, float]:
     if not st.two_column:
         return full
     mid = (st.text_x0 + st.text_x1) / 2
+    centre, tol = (x0 + x1) / 2, 0.02 * st.page_w  # a short label centred on the page ("TABLE 5") is full width
     if x1 - x0 < 0.55 * (st.text_x1 - st.text_x0):
-        if x1 <= mid + 0.05 * st.page_w and (x0 + x1) / 2 < mid:
+        if x1 <= mid + 0.05 * st.page_w and centre < mid - tol:
             return (min(st.text_x0, x0), max(mid, x1))
-        if x0 >= mid - 0.05 * st.page_w and (x0 + x1) / 2 > mid:
+        if x0 >= mid - 0.05 * st.page_w and centre > mid + tol:
             return (min(mid, x0), max(st.text_x1, x1))
     return full

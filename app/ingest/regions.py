@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.ingest.captions import Caption, captions_from_lines
-from app.ingest.layout import DocumentLayout, Line, PageLayout, column_span, overlap_1d, union
+from app.ingest.layout import (DocumentLayout, Line, PageLayout, column_span, in_page_margin, overlap_1d,
+                               paragraph_blocks, union)
 
 __all__ = ["Candidate", "Region", "analyse_page", "choose_region", "convention", "crop_quality", "split_overlaps"]
 
@@ -44,6 +45,19 @@ class Region:
     side: bool = False  # beside the caption (_search_side): no vote on the above/below convention
 
 
+def _big_graphics(graphics: np.ndarray) -> np.ndarray:
+    """Graphics large enough to hold a text box."""
+    if not len(graphics):
+        return graphics
+    return graphics[((graphics[:, 2] - graphics[:, 0]) > 30) & ((graphics[:, 3] - graphics[:, 1]) > 15)]
+
+
+def _inside_graphic(r: tuple, big: np.ndarray) -> bool:
+    """A text block drawn inside a figure's box."""
+    return bool(len(big)) and bool(((big[:, 0] <= r[0] + 2) & (big[:, 1] <= r[1] + 2) & (big[:, 2] >= r[2] - 2)
+                                    & (big[:, 3] >= r[3] - 2)).any())
+
+
 def _obstacles(lines: list[Line], caps: list[Caption], cap: Caption, graphics: np.ndarray) -> list[tuple]:
     """Rects that end a figure region: body paragraphs (not inside a graphic box) and other captions."""
     obs = [c.bbox for c in caps if c is not cap]
@@ -51,21 +65,40 @@ def _obstacles(lines: list[Line], caps: list[Caption], cap: Caption, graphics: n
     for ln in lines:
         if ln.body:
             blocks.setdefault(ln.block, []).append(ln)
-    big = graphics[((graphics[:, 2] - graphics[:, 0]) > 30) & ((graphics[:, 3] - graphics[:, 1]) > 15)] \
-        if len(graphics) else graphics
+    big = _big_graphics(graphics)
     for blk in blocks.values():
         r = union([ln.rect for ln in blk])
-        if len(big):
-            inside = (big[:, 0] <= r[0] + 2) & (big[:, 1] <= r[1] + 2) & (big[:, 2] >= r[2] - 2) & (big[:, 3] >= r[3] - 2)
-            if inside.any():
-                continue  # text box drawn inside a figure
-        obs.append(r)
+        if not _inside_graphic(r, big):
+            obs.append(r)
     return obs
 
 
+def _text_columns(lines: list[Line], st: DocumentLayout, graphics: np.ndarray) -> list[tuple]:
+    """Rects of the paragraphs of running text on a page (the body's, and an abstract or footnotes
+    in a slightly smaller font), except text boxes drawn inside a figure."""
+    big = _big_graphics(graphics)
+    rects = [union([ln.rect for ln in blk]) for blk in paragraph_blocks(lines, st, size_tol=1.5)]
+    return [r for r in rects if not _inside_graphic(r, big)]
+
+
+def _column_walls(columns: list[tuple], u: list, span: tuple, line: float) -> tuple[float, float]:
+    """How far a region may reach sideways: never into a paragraph of another text column level
+    with it (an image whose transparent part runs over the abstract beside it)."""
+    lo, hi = float("-inf"), float("inf")
+    for r in columns:
+        if overlap_1d(r[1], r[3], u[1], u[3]) < line or overlap_1d(r[0], r[2], *span) >= 0.25 * (r[2] - r[0]):
+            continue
+        if r[0] < span[0]:
+            lo = max(lo, r[2] + 0.5 * line)  # half a line clear of the text, so no glyph edge shows
+        else:
+            hi = min(hi, r[0] - 0.5 * line)
+    return lo, hi
+
+
 def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption], graphics: np.ndarray,
-            obstacles: list[tuple], st: DocumentLayout, page_rect, use_text: bool) -> Region:
-    """Collect the graphic region above/below a caption within its column span."""
+            obstacles: list[tuple], columns: list[tuple], st: DocumentLayout, page_rect, use_text: bool) -> Region:
+    """Collect the graphic region above/below a caption within its column span, never crossing
+    into the text `columns` beside it."""
     cx0, cy0, cx1, cy1 = cap.bbox
     sx0, sx1 = column_span(cap.bbox, st)
     # narrow the span when another caption sits at the same height (side-by-side figures)
@@ -118,6 +151,9 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
         # grow through touching graphics (wide figures with a narrow caption)
         u = _grow_touching(g, sel, inside_y)
         u[1], u[3] = max(u[1], ry0), min(u[3], ry1)  # a graphic running past the caption grows nothing there
+        lo, hi = _column_walls(columns, u, (sx0, sx1), st.body_size)
+        u[0], u[2] = max(u[0], lo), min(u[2], hi)
+        text_pool = [ln for ln in text_pool if ln.x0 >= lo and ln.x1 <= hi]
         # text joins within the caption's column span, or as wide as the graphics go (a wide figure
         # over a narrow caption): never a chain of text pieces into the next column
         reach = (min(sx0, u[0]), max(sx1, u[2]))
@@ -125,7 +161,8 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
                        st, (sx0, sx1))
         u = _fill_to_caption(u, text_pool, cap, up)
     elif use_text:
-        u = _text_region([ln for ln in text_pool if ln.horizontal], cap, up, st)
+        # text alone is content only inside the margins: a running head over a table is not
+        u = _text_region([ln for ln in text_pool if ln.horizontal and not in_page_margin(ln.y0, ln.y1, H)], cap, up, st)
         if u is None:
             return Region(None, float("inf"), False)
     else:
@@ -289,6 +326,53 @@ def _text_region(pool: list[Line], cap: Caption, up: bool, st: DocumentLayout) -
     return list(union([ln.rect for ln in got]))
 
 
+def _unmark_framed_text(caps: list[Caption], lines: list[Line], graphics: np.ndarray, st: DocumentLayout) -> None:
+    """Running text between two horizontal rules, the nearer of which touches a caption, is that
+    caption's content (a prompt or an example printed as a table or figure), not body text: its
+    lines stop being body lines, so they neither bound the region nor stay out of it. Beyond that
+    frame, rules of the same extent go on framing the content while vertical rules join them
+    (the rows of a ruled grid)."""
+    if not len(graphics):
+        return
+    g = graphics
+    flat = (g[:, 3] - g[:, 1]) < 3
+    rules = g[flat & ((g[:, 2] - g[:, 0]) > 0.25 * (st.text_x1 - st.text_x0))]
+    if len(rules) < 2:
+        return
+    uprights = g[((g[:, 2] - g[:, 0]) < 3) & ((g[:, 3] - g[:, 1]) > 3)]
+    for cap in caps:
+        if not cap.horizontal:
+            continue
+        sx0, sx1 = column_span(cap.bbox, st)
+        wide = rules[np.minimum(rules[:, 2], sx1) - np.maximum(rules[:, 0], sx0) >= 0.5 * (sx1 - sx0)]
+        for up in (True, False):
+            # the rule just beyond the caption
+            near = wide[(wide[:, 3] <= cap.bbox[1] + 1) & (wide[:, 3] >= cap.bbox[1] - 1.5 * st.body_size)] if up else \
+                wide[(wide[:, 1] >= cap.bbox[3] - 1) & (wide[:, 1] <= cap.bbox[3] + 1.5 * st.body_size)]
+            if not len(near):
+                continue
+            a = near[np.argmax(near[:, 1])] if up else near[np.argmin(near[:, 1])]
+            same = wide[(np.abs(wide[:, 0] - a[0]) < 5) & (np.abs(wide[:, 2] - a[2]) < 5)]
+            first = True
+            while True:
+                far = same[same[:, 3] < a[1] - 1] if up else same[same[:, 1] > a[3] + 1]
+                if not len(far):
+                    break
+                b = far[np.argmax(far[:, 3])] if up else far[np.argmin(far[:, 1])]
+                y0, y1 = (b[3], a[1]) if up else (a[3], b[1])
+                if any(o is not cap and o.bbox[1] < y1 and o.bbox[3] > y0
+                       and overlap_1d(o.bbox[0], o.bbox[2], a[0], a[2]) > 0 for o in caps):
+                    break  # another caption inside: not this caption's frame
+                joined = ((uprights[:, 0] >= a[0] - 2) & (uprights[:, 2] <= a[2] + 2) & (uprights[:, 1] <= y0 + 2)
+                          & (uprights[:, 3] >= y1 - 2)).any() if len(uprights) else False
+                if not (first or joined):
+                    break
+                for ln in lines:
+                    if ln.body and ln.y0 >= y0 - 1 and ln.y1 <= y1 + 1 and ln.x0 >= a[0] - 2 and ln.x1 <= a[2] + 2:
+                        ln.body = False
+                a, first = b, False
+
+
 def analyse_page(page: PageLayout, st: DocumentLayout) -> list[tuple[Caption, Region, Region]]:
     """Captions of a page with their candidate regions above and below. A figure caption with no
     graphic on either side gets the graphic beside it as its "below" region (side captions)."""
@@ -297,6 +381,8 @@ def analyse_page(page: PageLayout, st: DocumentLayout) -> list[tuple[Caption, Re
     if not caps:
         return []
     graphics = page.graphics()
+    _unmark_framed_text(caps, lines, graphics, st)
+    columns = _text_columns(lines, st, graphics)
     out = []
     for cap in caps:
         if not cap.horizontal:
@@ -306,8 +392,8 @@ def analyse_page(page: PageLayout, st: DocumentLayout) -> list[tuple[Caption, Re
             continue
         obs = _obstacles(lines, caps, cap, graphics)
         use_text = True
-        above = _search(cap, "above", lines, caps, graphics, obs, st, page.rect, use_text)
-        below = _search(cap, "below", lines, caps, graphics, obs, st, page.rect, use_text)
+        above = _search(cap, "above", lines, caps, graphics, obs, columns, st, page.rect, use_text)
+        below = _search(cap, "below", lines, caps, graphics, obs, columns, st, page.rect, use_text)
         if cap.kind == "figure" and not above.has_graphics and not below.has_graphics:
             # side captions: the graphic beside the caption, when nothing lies above or below
             for right in (True, False):
