@@ -52,7 +52,7 @@ def train_central_cmd(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1)
     typer.echo(json.dumps({k: meta.get(k) for k in ("steps", "train_seconds", "stopped_early", "final_loss",
-                                                     "n_train_queries", "n_val_queries", "dev_mrr_by_epoch", "kept_epoch",
+                                                     "n_train_queries", "n_val_queries", "dev_mrr_by_epoch", "kept_epoch", "lexical_fit",
                                                      "data_hash", "metrics")}))
 
 
