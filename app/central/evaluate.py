@@ -180,8 +180,9 @@ def _selfsup(scorer, papers, queries, seed: int) -> tuple[dict, dict]:
     if sents:  # the untrained sentence embedding the model starts from: what fine-tuning adds
         from app.search.encoder import default_encoder
 
-        e_s, e_c = default_encoder().encode(sents), default_encoder().encode(capts)
-        scored["pretrained_minilm"] = (e_s * e_c).sum(axis=1).tolist()
+        texts = sorted(set(sents) | set(capts))  # each text once: a query's sentence recurs per candidate
+        vec = dict(zip(texts, default_encoder().encode(texts)))
+        scored["pretrained_minilm"] = [float(vec[a] @ vec[b]) for a, b in zip(sents, capts)]
     rows: dict[str, list] = {m: [] for m in (*METHODS, *scored)}
     for q, (s, n) in zip(queries, spans):
         gold, cands = [q.target], q.candidates
