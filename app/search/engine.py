@@ -115,6 +115,7 @@ class SearchEngine:
         self.encoder = encoder
         self.w = float(w)
         self.fusion: dict[str, dict[str, float]] = {}  # scope -> stored weights (fusion.json)
+        self._type_top: dict[int, np.ndarray] = {}  # type code -> rows that show it best (rows_showing_type)
         self.version: str | None = None
         by_fid = np.argsort(self.figure_ids, kind="stable")
         self._sorted_fids, self._fid_order = self.figure_ids[by_fid], by_fid
@@ -401,6 +402,19 @@ class SearchEngine:
         part = self.type_scores[:, type_codes] if rows is None else self.type_scores[rows][:, type_codes]
         return part.max(axis=1).astype(np.float64)
 
+    def rows_showing_type(self, code: int) -> np.ndarray:
+        """The `type_pool` rows that show type `code` with the highest scores; one pass over the
+        scores the first time a type is asked for, then kept (an engine never changes)."""
+        top = self._type_top.get(code)
+        if top is None:
+            codes = np.array([code], dtype=np.int16)
+            score = self.named_type_score(None, codes)
+            score[~self.named_type_match(None, codes, score)] = -1.0
+            top = np.argpartition(-score, min(self.type_pool, len(score) - 1))[:self.type_pool]
+            top = np.sort(top[score[top] >= 0])
+            self._type_top[code] = top
+        return top
+
     def named_type_match(self, rows: np.ndarray | None, type_codes: np.ndarray,
                          score: np.ndarray | None = None) -> np.ndarray:
         """Rows that show a named type: it is their dominant type or scores `type_match_min`."""
@@ -433,10 +447,7 @@ class SearchEngine:
         if not len(type_codes) or self.types is None:
             type_codes = np.zeros(0, dtype=np.int16)
         if len(type_codes) and self.type_scores is not None:
-            by_type = self.named_type_score(None, type_codes)
-            by_type[~self.named_type_match(None, type_codes, by_type)] = -1.0
-            best = np.argpartition(-by_type, min(self.type_pool, len(by_type) - 1))[:self.type_pool]
-            best = best[by_type[best] >= 0]
+            best = np.unique(np.concatenate([self.rows_showing_type(int(c)) for c in type_codes]))
             best = best[~np.isin(best, rows)]
             if len(best):
                 q, qtf = lex.query_vector(tokens)
