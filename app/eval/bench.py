@@ -142,13 +142,17 @@ def synthetic_papers(col: dict, lexical: LexicalIndex, centres: np.ndarray, rng,
     text = text_view(text_indptr, tokens, col["vocab"], PAPER_TERMS)
     del owner, u, tokens, is_topic
     body_ptr = np.arange(len(pids) + 1, dtype=np.int64) * BODY_TERMS
-    body_owner = np.repeat(np.arange(len(pids)), BODY_TERMS)
-    body_terms = rng.integers(0, n_general, size=len(body_owner)).astype(np.int32)
-    on_topic = rng.random(len(body_owner)) < 0.5
-    body_terms[on_topic] = n_general + (topic[body_owner[on_topic]] * 13
+    body_terms = np.empty(len(pids) * BODY_TERMS, dtype=np.int32)
+    body_tf = np.empty(len(pids) * BODY_TERMS, dtype=np.uint16)
+    for s in range(0, len(pids), 10_000):  # in chunks: the temporaries stay small at any scale
+        e = min(len(pids), s + 10_000)
+        owner_ = np.repeat(np.arange(s, e), BODY_TERMS)
+        terms_ = rng.integers(0, n_general, size=len(owner_)).astype(np.int32)
+        on_topic = rng.random(len(owner_)) < 0.5
+        terms_[on_topic] = n_general + (topic[owner_[on_topic]] * 13
                                         + rng.integers(0, 80, int(on_topic.sum()))) % 4_000
-    del body_owner, on_topic
-    body_tf = np.minimum(rng.zipf(1.6, size=len(body_terms)), 500).astype(np.uint16)
+        body_terms[s * BODY_TERMS:e * BODY_TERMS] = terms_
+        body_tf[s * BODY_TERMS:e * BODY_TERMS] = np.minimum(rng.zipf(1.6, size=len(owner_)), 500)
     body = strongest_terms_index(body_ptr, body_terms, body_tf, col["vocab"], np.arange(len(pids)),
                                  np.arange(len(pids) + 1), PAPER_TERMS)
     del body_terms, body_tf
@@ -234,7 +238,10 @@ def run_bench(n_figures: int, dim: int = 384, seed: int = 0, queries: int = 200,
 
     # the token stream is not needed any more: keep what the queries and the oracle use, free the rest
     texts = _queries(col, rng, queries)
-    oracle_sub = collection_docs(col, 0, min(oracle_docs, n_figures))
+    # the oracle's documents as token ids until it runs (strings of 20k documents are ~100 MB)
+    m_oracle = min(oracle_docs, n_figures)
+    oracle_ids = {"vocab": col["vocab"], "indptr": col["indptr"][:m_oracle + 1].copy(),
+                  "tokens": col["tokens"][:col["indptr"][m_oracle]].copy()}
     del col["tokens"]
     gc.collect()
 
@@ -326,7 +333,7 @@ def run_bench(n_figures: int, dim: int = 384, seed: int = 0, queries: int = 200,
 
     # --- first stage vs rank_bm25 on a subsample (same run)
     m = min(oracle_docs, n_figures)
-    sub_docs = oracle_sub
+    sub_docs = collection_docs(oracle_ids)
     t = time.perf_counter()
     bm = BM25Okapi(sub_docs)
     res["rank_bm25_build_s"] = round(time.perf_counter() - t, 2)
