@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import select
 
+from app.central.stats import cluster_ci
 from app.db.schema import Figure, Paper
 from app.db.session import session_scope
 from app.ingest.classify import classify_figures
@@ -34,15 +35,11 @@ def read_gold(path: Path) -> list[dict]:
     return [json.loads(l) for l in Path(path).read_text().splitlines() if l.strip()]
 
 
-def _bootstrap(values_by_paper: dict[str, list[float]], n: int = 2000, seed: int = 0) -> list[float]:
-    papers = list(values_by_paper)
-    rng = np.random.default_rng(seed)
-    means = []
-    for _ in range(n):
-        pick = rng.integers(0, len(papers), len(papers))
-        vals = [v for i in pick for v in values_by_paper[papers[i]]]
-        means.append(np.mean(vals))
-    return [round(float(np.percentile(means, 2.5)), 3), round(float(np.percentile(means, 97.5)), 3)]
+def _paper_ci(values_by_paper: dict[str, list[float]]) -> list[float]:
+    """95% interval of the mean when whole papers are resampled (stats.cluster_ci)."""
+    papers = [p for p, vals in values_by_paper.items() for _ in vals]
+    values = [v for vals in values_by_paper.values() for v in vals]
+    return [round(x, 3) for x in cluster_ci(papers, values)]
 
 
 def evaluate_types(settings: Settings, gold_path: Path, reclassify: bool = False) -> dict:
@@ -84,9 +81,9 @@ def evaluate_types(settings: Settings, gold_path: Path, reclassify: bool = False
     report = {
         "n_labelled": len(gold), "n_matched": n, "n_missing": missing, "n_papers": len(dom_by_paper),
         "dominant_accuracy": round(float(np.mean([p["gold"] == p["predicted"] for p in per_figure])), 3),
-        "dominant_accuracy_ci95": _bootstrap(dom_by_paper),
+        "dominant_accuracy_ci95": _paper_ci(dom_by_paper),
         "shown_accuracy": round(float(np.mean([p["predicted"] in p["gold_types"] for p in per_figure])), 3),
-        "shown_accuracy_ci95": _bootstrap(shown_by_paper),
+        "shown_accuracy_ci95": _paper_ci(shown_by_paper),
         "good_crops": {"n": len(good),
                        "dominant_accuracy": round(float(np.mean([p["gold"] == p["predicted"] for p in good])), 3) if good else None,
                        "shown_accuracy": round(float(np.mean([p["predicted"] in p["gold_types"] for p in good])), 3) if good else None},

@@ -11,17 +11,12 @@ gets panels only when its labels are "a", "b", ... in order, at least two of the
 """
 from __future__ import annotations
 
-import io
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Sequence
-
-from PIL import Image
 
 from app.ingest.labels import SUBFIGURE_RE
 from app.ingest.layout import Line
-from app.ingest.render import CROP_PADDING
 
 _SENTENCE_END_RE = re.compile(r"(?<=[a-z0-9)])\.\s+(?=[A-Z])")
 MIN_PANELS = 2
@@ -119,18 +114,3 @@ def find_panels(lines: Sequence[Line], region: Sequence[float], caption: str) ->
                            "caption_part": parts.get(lab.letter) or lab.rest})
     return sorted(panels, key=lambda p: p["label"])
 
-
-def cut_panel(crop_png: Path, region: Sequence[float], panel: Sequence[float]) -> bytes:
-    """A panel (PDF points) cut out of its figure's rendered crop, which shows `region` padded by
-    CROP_PADDING (PNG bytes)."""
-    with Image.open(crop_png) as im:
-        x0, y0 = region[0] - CROP_PADDING, region[1] - CROP_PADDING
-        sx = im.width / max(region[2] - region[0] + 2 * CROP_PADDING, 1.0)
-        sy = im.height / max(region[3] - region[1] + 2 * CROP_PADDING, 1.0)
-        box = (max(0, round((panel[0] - x0) * sx)), max(0, round((panel[1] - y0) * sy)),
-               min(im.width, round((panel[2] - x0) * sx)), min(im.height, round((panel[3] - y0) * sy)))
-        if box[2] <= box[0] or box[3] <= box[1]:
-            box = (0, 0, im.width, im.height)
-        out = io.BytesIO()
-        im.crop(box).save(out, format="PNG")
-    return out.getvalue()

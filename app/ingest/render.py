@@ -1,13 +1,16 @@
-"""Rendering a figure crop and its thumbnail to PNG, within a pixel budget."""
+"""Rendering a figure crop and its thumbnail to PNG, within a pixel budget, and cutting a panel
+out of a rendered crop."""
 from __future__ import annotations
 
+import io
 import math
 import pathlib
+from typing import Sequence
 
 import pymupdf
 from PIL import Image
 
-__all__ = ["MAX_CROP_PIXELS", "crop_zoom", "render_crop"]
+__all__ = ["CROP_PADDING", "MAX_CROP_PIXELS", "crop_zoom", "cut_panel", "render_crop"]
 
 # A crop never exceeds this many pixels: a huge figure (a poster page, a 10,000-pt wide plot) is
 # rendered at a lower resolution instead of producing a 250-megapixel image.
@@ -43,3 +46,19 @@ def render_crop(page: pymupdf.Page, dl, rect, out_dir: pathlib.Path, rel_prefix:
     im.save(out_dir / thumb_name, compress_level=3)
     prefix = rel_prefix.rstrip("/")
     return f"{prefix}/{img_name}", f"{prefix}/{thumb_name}", pix.width, pix.height
+
+
+def cut_panel(crop_png: pathlib.Path, region: Sequence[float], panel: Sequence[float]) -> bytes:
+    """A panel (PDF points) cut out of its figure's rendered crop, which shows `region` padded by
+    CROP_PADDING (PNG bytes)."""
+    with Image.open(crop_png) as im:
+        x0, y0 = region[0] - CROP_PADDING, region[1] - CROP_PADDING
+        sx = im.width / max(region[2] - region[0] + 2 * CROP_PADDING, 1.0)
+        sy = im.height / max(region[3] - region[1] + 2 * CROP_PADDING, 1.0)
+        box = (max(0, round((panel[0] - x0) * sx)), max(0, round((panel[1] - y0) * sy)),
+               min(im.width, round((panel[2] - x0) * sx)), min(im.height, round((panel[3] - y0) * sy)))
+        if box[2] <= box[0] or box[3] <= box[1]:
+            box = (0, 0, im.width, im.height)
+        out = io.BytesIO()
+        im.crop(box).save(out, format="PNG")
+    return out.getvalue()

@@ -89,10 +89,7 @@ def counts_view(term_counts: Sequence[dict[str, int] | None], max_terms: int) ->
                         count=int(lens.sum()))
     tf = np.fromiter((min(int(v), 65535) for c in term_counts for v in (c or {}).values()), dtype=np.uint16,
                      count=int(lens.sum()))
-    ptr = np.r_[0, np.cumsum(lens)].astype(np.int64)
-    for i in range(len(term_counts)):  # rows of a CSR are sorted by term id
-        o = np.argsort(terms[ptr[i]:ptr[i + 1]], kind="stable")
-        terms[ptr[i]:ptr[i + 1]], tf[ptr[i]:ptr[i + 1]] = terms[ptr[i]:ptr[i + 1]][o], tf[ptr[i]:ptr[i + 1]][o]
+    ptr = np.r_[0, np.cumsum(lens)].astype(np.int64)  # rows need no order: the index groups them
     vocab = [""] * len(ids)
     for t, i in ids.items():
         vocab[i] = t

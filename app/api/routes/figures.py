@@ -15,7 +15,7 @@ from app.api.serialize import (CARD_COLUMNS, card_from_row, figure_card, mention
                                pdf_url, scored_items)
 from app.cite import bibtex, citation_line
 from app.db.schema import Figure, Paper
-from app.ingest.panels import cut_panel
+from app.ingest.render import cut_panel
 from app.pdfs import render_region, stored_pdf
 from app.search.collection import linked_papers
 
