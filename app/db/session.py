@@ -1,6 +1,7 @@
 """Engine and session factory per database URL; migrations applied on first use."""
 from __future__ import annotations
 
+import fcntl
 import threading
 from contextlib import contextmanager
 from functools import lru_cache
@@ -9,7 +10,7 @@ from typing import Iterator
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import create_engine, event
+from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -45,13 +46,37 @@ def alembic_config(url: str) -> Config:
     return cfg
 
 
+# Any stable number; it names the schema-migration lock among PostgreSQL advisory locks.
+_PG_MIGRATION_LOCK = 7_262_735_001
+
+
+@contextmanager
+def _sqlite_file_lock(url: str) -> Iterator[None]:
+    """An exclusive lock beside an SQLite file, held until the migration has committed."""
+    path = url.split("///", 1)[-1] if url.startswith("sqlite") else ""
+    if not path or path == ":memory:":
+        yield
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{path}.migrate-lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def migrate(url: str) -> None:
-    """Bring the database schema to the latest Alembic revision (idempotent)."""
+    """Bring the database schema to the latest Alembic revision (idempotent, safe across processes)."""
     with _lock:
         if url in _migrated:
             return
         engine = get_engine(url)
-        with engine.begin() as conn:
+        # A server, a worker and a CLI started together on a fresh database would otherwise run
+        # the same migration at once, and the loser fails on tables the winner made.
+        with _sqlite_file_lock(url), engine.begin() as conn:
+            if conn.dialect.name == "postgresql":  # released when this transaction ends
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
             cfg = alembic_config(url)
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "head")
