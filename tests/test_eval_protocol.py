@@ -65,3 +65,22 @@ def test_cross_paper_section_and_grouped_test():
     clear = paper_grouped_test(data, split.test, hi, lo)
     assert clear["diff"] == 1.0 and clear["ci95"] == [1.0, 1.0]
     assert paper_grouped_test(data, split.test, lo, lo)["p_value"] == 1.0
+
+
+def test_paper_views_rank_citation_neighbours():
+    from app.eval.recommendation import paper_view_ranking
+    from app.search.papers import PaperIndex
+
+    col = collection()
+    engine = SearchEngine.build(col.docs)
+    data = EvalData(col, engine, {})
+    pids = sorted({d.paper_id for d in col.docs})
+    # papers 2k and 2k + 1 cite each other and share a title word; nothing else is shared
+    titles = [[f"pair{p // 2}x", f"own{p}x"] for p in pids]
+    engine.papers = PaperIndex.build(pids, None, titles, engine.lexical(), data.paper_of)
+    targets = list(range(len(col.docs)))
+    out = paper_view_ranking(data, targets, {"paper_text": 1.0})
+    assert out["n_papers"] == len(pids)
+    assert out["views"]["paper_text"]["p@1"] == 1.0 and out["views"]["served_mix"]["p@1"] == 1.0
+    # the figures view has no such cue: the topic words its papers share are not the citation ring's
+    assert out["views"]["paper_figures"]["p@1"] < 0.5

@@ -338,6 +338,13 @@ def write_report(report: dict, out: Path) -> None:
             lines.append(f"| {name} | {m['p@5']:.3f} | {m['p@10']:.3f} | {m['map']:.3f} | "
                          f"{'yes' if m['uses_paper_fields'] else 'no'} | {m['p_value_vs_tfidf']:.3g} | "
                          f"{json.dumps(m['weights'])} |")
+        pv = cp.get("paper_views")
+        if pv and pv.get("views"):
+            lines += ["", f"Paper views alone: ranking the citing/cited papers of the test targets' "
+                          f"{pv['n_papers']} papers among all other papers (no figures; the served "
+                          f"ranking's top five come from its best two or three papers).", "",
+                      "| paper view | p@1 | p@3 | MAP |", "|---|---|---|---|"]
+            lines += [f"| {k} | {v['p@1']:.3f} | {v['p@3']:.3f} | {v['map']:.3f} |" for k, v in pv["views"].items()]
         d = cp["methods"].get("default")
         if d and "p_value_vs_tfidf_abstract" in d:
             lines.append(f"\nServed ranking vs tfidf_abstract: p = {d['p_value_vs_tfidf_abstract']:.3g}, "
@@ -534,6 +541,8 @@ def run_cross_paper(data: EvalData, split: Split, union_dense: int | None = None
                            "own paper is not a candidate",
                "significance": "paired t-test over per-paper means; 95% paper-cluster bootstrap "
                                "interval of the p@5 difference"}
+    if data.engine.papers is not None:
+        section["paper_views"] = paper_view_ranking(data, targets, w_def)
     for name, m in per.items():
         row = {"p@5": float(np.mean(m["p@5"])), "p@10": float(np.mean(m["p@10"])),
                "map": float(np.mean(m["ap"])), "uses_paper_fields": uses_paper[name],
@@ -546,6 +555,34 @@ def run_cross_paper(data: EvalData, split: Split, union_dense: int | None = None
             section["n_papers"] = test["n_papers"]
         section["methods"][name] = row
     return section, w_def
+
+
+def paper_view_ranking(data: EvalData, targets: list[int], weights: dict[str, float]) -> dict:
+    """How well each paper-level view alone ranks the papers that cite or are cited by a target's
+    paper among all other papers (p@1, p@3, MAP over the test targets' papers), and the views mixed
+    with the served `weights`. Cross-paper p@5 of the served ranking (at most a few figures per
+    paper) is bounded by this: its top five figures come from its two or three best papers."""
+    papers = data.engine.papers
+    pids = np.unique(data.paper_of)
+    mine = sorted({int(data.paper_of[t]) for t in targets})
+    per: dict[str, dict[str, list[float]]] = {}
+    for p in mine:
+        neigh = data.col.neighbours.get(p, set())
+        others = pids[pids != p]
+        if not neigh & set(others.tolist()):
+            continue
+        sims = papers.similarity(p, others)
+        sims["served_mix"] = sum(float(weights.get(k, 0)) * v for k, v in sims.items() if k in PAPER_SIGNALS)
+        for name, sc in sims.items():
+            rel = np.array([int(q) in neigh for q in others[order(sc)].tolist()], dtype=bool)
+            hits = np.flatnonzero(rel)
+            m = per.setdefault(name, {"p@1": [], "p@3": [], "ap": []})
+            m["p@1"].append(float(rel[:1].mean()))
+            m["p@3"].append(float(rel[:3].mean()))
+            m["ap"].append(float(np.mean((np.arange(len(hits)) + 1) / (hits + 1))))
+    return {"n_papers": len(next(iter(per.values()))["ap"]) if per else 0,
+            "views": {k: {"p@1": float(np.mean(m["p@1"])), "p@3": float(np.mean(m["p@3"])),
+                          "map": float(np.mean(m["ap"]))} for k, m in per.items()}}
 
 
 def run_figure_level(data: EvalData, split: Split, union_dense: int | None = None) -> tuple[dict[str, list[float]], dict[str, float]]:
