@@ -347,8 +347,9 @@ def write_report(report: dict, out: Path) -> None:
             lines += [f"| {k} | {v['p@1']:.3f} | {v['p@3']:.3f} | {v['map']:.3f} |" for k, v in pv["views"].items()]
         d = cp["methods"].get("default")
         if d and "p_value_vs_tfidf_abstract" in d:
+            lo, hi = d["diff_vs_tfidf_abstract_ci95"]
             lines.append(f"\nServed ranking vs tfidf_abstract: p = {d['p_value_vs_tfidf_abstract']:.3g}, "
-                         f"p@5 difference 95% CI {d['diff_vs_tfidf_abstract_ci95']}.")
+                         f"p@5 difference 95% CI [{lo:.3f}, {hi:.3f}].")
     lines += ["", "Relevant = same paper or citing/cited paper. Paired two-tailed t-test on per-target p@5.",
               "w tuned on validation targets (papers disjoint from test targets) over " + str(W_GRID) + "."]
     (out / "report.md").write_text("\n".join(lines) + "\n")
