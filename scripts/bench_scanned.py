@@ -4,6 +4,7 @@ then extracted as ingestion does (OCR of every page, figures, captions, mentions
 seconds wall and CPU, the load average (other jobs slow the run) and what was found.
 
     python scripts/bench_scanned.py ../shared/corpus/recsys [--pages 10] [--repeats 1]
+    python scripts/bench_scanned.py --paper some-paper.pdf  # that paper, whatever its length
 """
 from __future__ import annotations
 
@@ -23,11 +24,16 @@ from app.ingest.scanned.simulate import scan_like_pdf
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("folder", type=Path)
+    ap.add_argument("folder", type=Path, nargs="?")
+    ap.add_argument("--paper", type=Path, help="bench this PDF instead of the first of --pages pages in folder")
     ap.add_argument("--pages", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=1)
     args = ap.parse_args()
-    src = next(p for p in sorted(args.folder.rglob("*.pdf")) if pymupdf.open(p).page_count == args.pages)
+    if args.paper is None and args.folder is None:
+        ap.error("give a folder or --paper")
+    src = args.paper or next(p for p in sorted(args.folder.rglob("*.pdf")) if pymupdf.open(p).page_count == args.pages)
+    with pymupdf.open(src) as doc:
+        n_pages = doc.page_count
     work = Path(tempfile.mkdtemp(prefix="figsearch-scan-bench-"))
     scan = work / "scan.pdf"
     scan_like_pdf(src, scan, seed=0)
@@ -38,7 +44,7 @@ def main() -> None:
         runs.append({"seconds": round(time.perf_counter() - wall, 2),
                      "cpu_seconds_incl_ocr_children": round(time.process_time() + sum(os.times()[2:4]) - cpu, 2),
                      "load_avg_1min": round(os.getloadavg()[0], 2)})
-    print(json.dumps({"source": src.name, "pages": args.pages, "status": ex.status, "source_kind": ex.source_kind,
+    print(json.dumps({"source": src.name, "pages": n_pages, "status": ex.status, "source_kind": ex.source_kind,
                       "figures": sum(f.kind == "figure" for f in ex.figures),
                       "tables": sum(f.kind == "table" for f in ex.figures), "runs": runs}, indent=1))
 

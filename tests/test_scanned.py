@@ -90,6 +90,19 @@ def test_bad_scans_end_with_a_clear_status(scans, tmp_path):
     assert blank.status == "no_text" and "no readable text" in blank.error and not blank.figures
 
 
+def test_fast_median_filter_matches_pil():
+    from PIL import Image, ImageFilter
+
+    from app.ingest.scanned.ocr import median3
+
+    rng = np.random.default_rng(0)
+    for shape in ((1, 1), (2, 5), (37, 53)):
+        grey = rng.integers(0, 256, shape, dtype=np.uint8)
+        grey[rng.random(shape) < 0.3] = 255  # ties, as on paper
+        want = np.asarray(Image.fromarray(grey).filter(ImageFilter.MedianFilter(3)))
+        assert np.array_equal(median3(grey), want)
+
+
 def test_page_kinds_invisible_layer_good_or_garbage(tmp_path):
     def layered(text: str) -> pymupdf.Page:
         doc = pymupdf.open()

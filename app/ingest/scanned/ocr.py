@@ -8,10 +8,11 @@ boxes and confidences and are grouped into Tesseract's lines and paragraphs, in 
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
-from PIL import Image, ImageFilter
+from PIL import Image
 
 from app.ingest.scanned.detect import word_quality
 
@@ -119,6 +120,26 @@ def skew_angle(grey: np.ndarray, strips: int = 8) -> float:
     return -float(np.median(angles)) if angles else 0.0
 
 
+def median3(grey: np.ndarray) -> np.ndarray:
+    """3x3 median filter (edges replicated), the same pixels as PIL's MedianFilter(3) in a tenth
+    of its time: each column of three is sorted, and the median is the median of the columns'
+    largest low, middle median and smallest high."""
+    h, w = grey.shape
+    pad = np.pad(grey, 1, mode="edge")
+    lows, mids, highs = [], [], []
+    for j in range(3):
+        a, b, c = pad[0:h, j:j + w], pad[1:h + 1, j:j + w], pad[2:h + 2, j:j + w]
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
+        lows.append(np.minimum(lo, c))
+        upper = np.maximum(lo, c)
+        mids.append(np.minimum(hi, upper))
+        highs.append(np.maximum(hi, upper))
+    low = np.maximum(np.maximum(lows[0], lows[1]), lows[2])
+    high = np.minimum(np.minimum(highs[0], highs[1]), highs[2])
+    mid = np.maximum(np.minimum(mids[0], mids[1]), np.minimum(np.maximum(mids[0], mids[1]), mids[2]))
+    return np.maximum(np.minimum(low, mid), np.minimum(np.maximum(low, mid), high))
+
+
 def clean_page(grey: np.ndarray) -> tuple[np.ndarray, float]:
     """Deskew (two passes: the second measures what the first left) and denoise; returns the
     cleaned image and the rotation applied."""
@@ -130,15 +151,19 @@ def clean_page(grey: np.ndarray) -> tuple[np.ndarray, float]:
             break
         angle += residual
         im = src.rotate(angle, resample=Image.BICUBIC, fillcolor=255)
-    im = im.filter(ImageFilter.MedianFilter(3))
-    return np.asarray(im), angle
+    return median3(np.asarray(im)), angle
 
 
 def _tesseract(img: np.ndarray, px_per_pt: float) -> list[OcrLine]:
+    """Tesseract's words grouped into lines. The page goes to Tesseract as an uncompressed PGM
+    file: pytesseract's own PNG encoding of a 200 dpi page costs about a tenth of its OCR time."""
     import pytesseract
 
-    d = pytesseract.image_to_data(Image.fromarray(img), lang="eng", config="--psm 3",
-                                  output_type=pytesseract.Output.DICT, timeout=PAGE_OCR_TIMEOUT_S)
+    with tempfile.NamedTemporaryFile(prefix="figsearch-ocr-", suffix=".pgm") as f:
+        Image.fromarray(img).save(f, format="PPM")
+        f.flush()
+        d = pytesseract.image_to_data(f.name, lang="eng", config="--psm 3",
+                                      output_type=pytesseract.Output.DICT, timeout=PAGE_OCR_TIMEOUT_S)
     groups: dict[tuple[int, int, int], list[OcrWord]] = {}
     for i, text in enumerate(d["text"]):
         text = (text or "").strip()
@@ -222,7 +247,7 @@ def layer_page(page) -> OcrPage:
     out = OcrPage(width=page.rect.width, height=page.rect.height)
     try:
         grey, out.px_per_pt = page_grey(page)
-        out.image = np.asarray(Image.fromarray(grey).filter(ImageFilter.MedianFilter(3)))
+        out.image = median3(grey)
         groups: dict[tuple[int, int], list[OcrWord]] = {}
         for x0, y0, x1, y1, text, block, line, _wno in page.get_text("words"):
             groups.setdefault((block, line), []).append(OcrWord(text, 95.0, (x0, y0, x1, y1)))

@@ -55,6 +55,7 @@ def add_page(out: pymupdf.Document, page: OcrPage, exclude: list[tuple] = ()) ->
     and lines read with little confidence (noise, not prose)."""
     new = out.new_page(width=page.width, height=page.height)
     lines = [ln for ln in page.lines if ln.conf >= MIN_PROSE_CONF and not _inside(ln.box, exclude)]
+    shape = new.new_shape()  # one content stream per page: a commit per line costs more than the text
     for ln, size in zip(lines, block_sizes(lines)):
         text = "".join(c if ord(c) < 256 else "?" for c in ln.text)
         width = pymupdf.get_text_length(text, fontname=FONT, fontsize=size)
@@ -62,4 +63,5 @@ def add_page(out: pymupdf.Document, page: OcrPage, exclude: list[tuple] = ()) ->
         if width > 1.1 * box_w:  # keep the line inside its column
             size *= max(0.6, 1.1 * box_w / width)
         baseline = ln.box[3] - (0.22 * size if any(c in _DESCENDERS for c in ln.text) else 0.0)
-        new.insert_text((ln.box[0], baseline), text, fontsize=size, fontname=FONT)
+        shape.insert_text((ln.box[0], baseline), text, fontsize=size, fontname=FONT)
+    shape.commit()
