@@ -42,10 +42,11 @@ def _paper_ci(values_by_paper: dict[str, list[float]]) -> list[float]:
     return [round(x, 3) for x in cluster_ci(papers, values)]
 
 
-def evaluate_types(settings: Settings, gold_path: Path, reclassify: bool = False) -> dict:
+def evaluate_types(settings: Settings, gold_path: Path, reclassify: bool = False, captions: bool = True) -> dict:
+    """`reclassify` types every figure again first (`captions=False`: by pixels alone)."""
     gold = read_gold(gold_path)
     if reclassify:
-        classify_figures(settings, redo=True, progress=True)
+        classify_figures(settings, redo=True, progress=True, captions=captions)
         build_index(settings, dense=settings.dense, progress=True)
     with session_scope(settings.db_url) as s:
         rows = s.execute(select(Figure.id, Paper.sha256, Figure.number, Figure.figure_type, Figure.figure_types)

@@ -1,5 +1,6 @@
 """Figure types of stored figures: the crops of figures without a type go through the pixel
-classifier (app/vision/figure_types.py) and the dominant type and the list of types shown are
+classifier (app/vision/figure_types.py), a type their caption names becomes the dominant one
+(app/vision/caption_evidence.py), and the dominant type and the list of types shown are
 stored. Tables are `table` by construction. Runs after each ingest job that refreshes the index,
 and before `figsearch index` builds, so old collections get types too; a failure is logged and never loses the ingest."""
 from __future__ import annotations
@@ -12,6 +13,7 @@ from sqlalchemy import or_, select, update
 from app.db.schema import Figure
 from app.db.session import session_scope
 from app.settings import Settings
+from app.vision.caption_evidence import with_caption_evidence
 from app.vision.figure_types import classifier
 
 log = logging.getLogger(__name__)
@@ -20,22 +22,23 @@ TABLE_SCORES = {"table": 1.0}
 
 
 def classify_figures(settings: Settings, paper_ids: list[int] | None = None, redo: bool = False,
-                     batch: int = 64, progress: bool = False) -> int:
+                     batch: int = 64, progress: bool = False, captions: bool = True) -> int:
     """Classify the figures of `paper_ids` (all papers when None) that have no type scores yet
-    (every figure with `redo`). Returns how many figures got a type."""
+    (every figure with `redo`); `captions=False` types by pixels alone. Returns how many figures
+    got a type."""
     model = classifier()
     with session_scope(settings.db_url) as s:
-        q = select(Figure.id, Figure.kind, Figure.image_path)
+        q = select(Figure.id, Figure.kind, Figure.image_path, Figure.caption)
         if paper_ids is not None:
             q = q.where(Figure.paper_id.in_(paper_ids))
         if not redo:
             q = q.where(or_(Figure.figure_type.is_(None), Figure.type_scores.is_(None)))
         rows = s.execute(q.order_by(Figure.id)).all()
-        tables = [fid for fid, kind, _ in rows if kind == "table"]
+        tables = [fid for fid, kind, _, _ in rows if kind == "table"]
         if tables:
             s.execute(update(Figure).where(Figure.id.in_(tables))
                       .values(figure_type="table", figure_types=TABLE_TYPES, type_scores=TABLE_SCORES))
-    figures = [(fid, path) for fid, kind, path in rows if kind != "table"]
+    figures = [(fid, path, caption) for fid, kind, path, caption in rows if kind != "table"]
     if model is None:
         if figures:
             log.warning("no figure-type weights installed: %d figures stay untyped", len(figures))
@@ -49,7 +52,7 @@ def classify_figures(settings: Settings, paper_ids: list[int] | None = None, red
     for i in range(0, len(figures), batch):
         part = figures[i:i + batch]
         images = []
-        for _, rel in part:
+        for _, rel, _ in part:
             try:
                 with Image.open(settings.data_dir / rel) as im:
                     im.draft("RGB", (448, 448))
@@ -57,8 +60,10 @@ def classify_figures(settings: Settings, paper_ids: list[int] | None = None, red
             except (OSError, ValueError):  # a missing crop is classified as a blank picture
                 images.append(Image.new("RGB", (8, 8), "white"))
         results = model.classify(images)
+        if captions:
+            results = [with_caption_evidence(r, caption) for (_, _, caption), r in zip(part, results)]
         with session_scope(settings.db_url) as s:
-            for (fid, _), r in zip(part, results):
+            for (fid, _, _), r in zip(part, results):
                 s.execute(update(Figure).where(Figure.id == fid)
                           .values(figure_type=r.figure_type, figure_types=r.figure_types,
                                   type_scores=r.scores))

@@ -66,13 +66,16 @@ def register(cli: typer.Typer) -> None:
             gold: Path = typer.Option(..., "--gold", exists=True, dir_okay=False,
                                       help="JSON lines: sha256, number, type, types (labelled by looking at the crops)."),
             out: Optional[Path] = typer.Option(None, "--out", help="Write report.json here."),
-            reclassify: bool = typer.Option(False, "--reclassify", help="Classify every figure again first.")) -> None:
+            reclassify: bool = typer.Option(False, "--reclassify", help="Classify every figure again first."),
+            pixels_only: bool = typer.Option(False, "--pixels-only",
+                                             help="With --reclassify: type by pixels alone, ignoring the "
+                                                  "type a caption names.")) -> None:
         """Figure types against labels made by looking: dominant-type accuracy, a type the figure
         shows, per-type recall/precision, and type-name queries (top 5)."""
         from app.eval.types import evaluate_types
         from app.settings import settings_for
 
-        report = evaluate_types(settings_for(data_dir), gold, reclassify=reclassify)
+        report = evaluate_types(settings_for(data_dir), gold, reclassify=reclassify, captions=not pixels_only)
         if out:
             out.mkdir(parents=True, exist_ok=True)
             (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")

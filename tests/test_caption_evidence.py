@@ -1,0 +1,40 @@
+"""A caption naming one chart type makes it the dominant type; other names and pixels stay as they were."""
+import numpy as np
+
+from app.vision.caption_evidence import caption_named_type, with_caption_evidence
+from app.vision.figure_types import LABELS, decide
+
+
+def pixel_result(**scores):
+    return decide(np.array([scores.get(t, 0.05) for t in LABELS]))
+
+
+def test_caption_named_type_one_chart_type_only():
+    assert caption_named_type("Figure 4: t-SNE visualization of the learned embeddings.") == "scatter_plot"
+    assert caption_named_type("Figure 2: Confusion matrix on the test set.") == "heatmap"
+    assert caption_named_type("Figure 1: Overall architecture of the model.") == "diagram"
+    # names of what a chart measures are not evidence of the figure's type
+    assert caption_named_type("Figure 5: Runtime of the algorithm for each prompt length.") is None
+    assert caption_named_type("Figure 6: Results in Table 3 as a function of the batch size.") is None
+    # two chart types named: ambiguous
+    assert caption_named_type("Figure 3: The architecture (left) and a heat map of its weights (right).") is None
+    assert caption_named_type("") is None and caption_named_type(None) is None
+
+
+def test_named_type_becomes_dominant_and_the_pixel_types_stay_listed():
+    pixels = pixel_result(diagram=0.9, line_chart=0.6, heatmap=0.2)
+    assert pixels.figure_type == "diagram"
+    out = with_caption_evidence(pixels, "Figure 2: Attention weights between the two sentences.")
+    assert out.figure_type == "heatmap"
+    listed = [t["type"] for t in out.figure_types]
+    assert listed[0] == "heatmap" and "diagram" in listed and "line_chart" in listed
+    assert out.scores["diagram"] == pixels.scores["diagram"]
+
+
+def test_no_evidence_keeps_the_pixel_result():
+    pixels = pixel_result(bar_chart=0.8)
+    assert with_caption_evidence(pixels, "Figure 7: Results on the validation set.") is pixels
+    # even when the pixels score nothing (would be "other"), a named type wins
+    nothing = pixel_result()
+    assert nothing.figure_type == "other"
+    assert with_caption_evidence(nothing, "Figure 8: Box plots of the scores per annotator.").figure_type == "box_plot"
