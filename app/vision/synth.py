@@ -115,21 +115,31 @@ def _bar(ax, rng: random.Random, nprng: np.random.Generator) -> None:
 
 
 def _scatter(ax, rng: random.Random, nprng: np.random.Generator) -> None:
-    clusters = rng.randint(1, 10)
+    embedding = rng.random() < 0.35  # t-SNE / UMAP clouds: many clusters of small points, no axes
+    clusters = rng.randint(3, 20) if embedding else rng.randint(1, 10)
     for c in _colors(rng, clusters):
         n = rng.randint(10, 300)
         centre, spread = nprng.normal(0, 5, 2), rng.uniform(0.3, 2.5)
         pts = nprng.normal(centre, spread, (n, 2))
-        if rng.random() < 0.3:  # correlated cloud
+        if embedding and rng.random() < 0.5:  # elongated, curved clusters
+            t = nprng.uniform(0, rng.uniform(1, 4), n)
+            pts = centre + np.c_[t * rng.uniform(-2, 2), np.sin(t) * rng.uniform(-2, 2)] + nprng.normal(0, 0.3, (n, 2))
+        elif rng.random() < 0.3:  # correlated cloud
             pts[:, 1] = pts[:, 0] * rng.uniform(-2, 2) + nprng.normal(0, spread, n)
-        ax.scatter(pts[:, 0], pts[:, 1], s=rng.uniform(2, 30), color=c, alpha=rng.uniform(0.4, 1),
+        size = rng.uniform(0.5, 6) if embedding else (nprng.uniform(5, 200, n) if rng.random() < 0.15 else rng.uniform(2, 30))
+        ax.scatter(pts[:, 0], pts[:, 1], s=size, color=c, alpha=rng.uniform(0.4, 1),
                    marker=rng.choice(["o", "o", ".", "x", "^", "s"]), label=_word(rng))
+        if not embedding and rng.random() < 0.15:  # labelled points
+            for k in range(min(n, 5)):
+                ax.text(pts[k, 0], pts[k, 1], _word(rng), fontsize=5)
     if rng.random() < 0.2:
         lim = ax.get_xlim()
         ax.plot(lim, lim, "k--", linewidth=1)
-    if rng.random() < 0.4:  # t-SNE plots often have no axes
+    if embedding or rng.random() < 0.3:
         ax.set_xticks([])
         ax.set_yticks([])
+        if rng.random() < 0.4:
+            ax.axis("off")
     elif rng.random() < 0.5:
         _axes_style(ax, rng)
     if clusters > 1 and rng.random() < 0.4:
@@ -137,6 +147,10 @@ def _scatter(ax, rng: random.Random, nprng: np.random.Generator) -> None:
 
 
 def _heatmap(ax, rng: random.Random, nprng: np.random.Generator) -> None:
+    style = rng.random()
+    if style < 0.3:
+        _attention(ax, rng, nprng)
+        return
     r, c = rng.randint(3, 30), rng.randint(3, 30)
     if rng.random() < 0.3:
         c = r
@@ -145,38 +159,83 @@ def _heatmap(ax, rng: random.Random, nprng: np.random.Generator) -> None:
         m = m * 0.3 + np.eye(r, c) * rng.uniform(0.5, 2)
     if rng.random() < 0.3:
         m = np.cumsum(m, axis=rng.randint(0, 1))
-    im = ax.imshow(m, cmap=rng.choice(CMAPS), aspect="auto" if rng.random() < .5 else "equal")
-    if r * c <= 100 and rng.random() < 0.5:
+    if r == c and rng.random() < 0.2:  # a correlation triangle
+        m = np.where(np.tril(np.ones((r, c))) > 0, m, np.nan)
+    cmap = rng.choice(CMAPS)
+    if rng.random() < 0.3:  # cells parted by white lines, as seaborn draws them
+        im = ax.pcolormesh(m, cmap=cmap, edgecolors="white", linewidth=rng.uniform(0.5, 2))
+        ax.invert_yaxis()
+        offset = 0.5
+    else:
+        im = ax.imshow(m, cmap=cmap, aspect="auto" if rng.random() < .5 else "equal")
+        offset = 0.0
+    if r * c <= 150 and rng.random() < 0.5:
+        fmt = rng.randint(0, 2)
+        hi = np.nanmax(m)
         for i in range(r):
             for j in range(c):
-                ax.text(j, i, f"{m[i, j]:.{rng.randint(0, 2)}f}", ha="center", va="center", fontsize=rng.uniform(4, 8))
+                if not np.isnan(m[i, j]):
+                    ax.text(j + offset, i + offset, f"{m[i, j]:.{fmt}f}", ha="center", va="center",
+                            fontsize=rng.uniform(4, 8), color="white" if m[i, j] > 0.7 * hi and rng.random() < .7 else "black")
     if rng.random() < 0.6:
         ax.figure.colorbar(im, ax=ax, fraction=0.046)
     if rng.random() < 0.5:
-        ax.set_xticks(range(c))
-        ax.set_xticklabels([_word(rng) for _ in range(c)], rotation=90, fontsize=6)
-        ax.set_yticks(range(r))
+        ax.set_xticks(np.arange(c) + offset)
+        ax.set_xticklabels([_word(rng) for _ in range(c)], rotation=rng.choice([0, 45, 90]), fontsize=6)
+        ax.set_yticks(np.arange(r) + offset)
         ax.set_yticklabels([_word(rng) for _ in range(r)], fontsize=6)
     elif rng.random() < 0.5:
         ax.set_xticks([])
         ax.set_yticks([])
 
 
+def _attention(ax, rng: random.Random, nprng: np.random.Generator) -> None:
+    """Attention weights between tokens: mostly one bright cell per row, tokens on both axes,
+    often causal (upper triangle empty)."""
+    n = rng.randint(5, 24)
+    m = nprng.gamma(rng.uniform(0.2, 1.0), 1.0, (n, rng.choice([n, rng.randint(5, 24)])))
+    m[np.arange(min(m.shape)), np.arange(min(m.shape))] += rng.uniform(0, 3)
+    if m.shape[0] == m.shape[1] and rng.random() < 0.4:
+        m = np.tril(m)
+    m = m / m.sum(axis=1, keepdims=True)
+    im = ax.imshow(m, cmap=rng.choice(["Blues", "viridis", "Reds", "Greys", "YlOrRd", "Purples", "magma"]),
+                   aspect="equal" if rng.random() < 0.7 else "auto")
+    if rng.random() < 0.7:
+        ax.set_xticks(range(m.shape[1]))
+        ax.set_xticklabels([_word(rng) for _ in range(m.shape[1])], rotation=90, fontsize=rng.uniform(4, 7))
+        ax.set_yticks(range(m.shape[0]))
+        ax.set_yticklabels([_word(rng) for _ in range(m.shape[0])], fontsize=rng.uniform(4, 7))
+    else:
+        ax.set_xticks([])
+        ax.set_yticks([])
+    if rng.random() < 0.35:
+        ax.figure.colorbar(im, ax=ax, fraction=0.046)
+
+
 def _box(ax, rng: random.Random, nprng: np.random.Generator) -> None:
     n = rng.randint(2, 10)
     data = [nprng.normal(rng.uniform(0, 5), rng.uniform(0.3, 2), rng.randint(20, 200)) for _ in range(n)]
+    colours = _colors(rng, n)
     if rng.random() < 0.3:
-        parts = ax.violinplot(data, showmedians=True)
-        for b, c in zip(parts["bodies"], _colors(rng, n)):
+        parts = ax.violinplot(data, showmedians=rng.random() < 0.7, showextrema=rng.random() < 0.6)
+        for b, c in zip(parts["bodies"], colours):
             b.set_facecolor(c)
+            b.set_alpha(rng.uniform(0.4, 0.9))
     else:
         patch = rng.random() < 0.6
         orientation = "vertical" if rng.random() < 0.8 else "horizontal"
-        bp = ax.boxplot(data, patch_artist=patch, orientation=orientation,
-                        showfliers=rng.random() < 0.7, widths=rng.uniform(0.3, 0.8))
-        for b, c in zip(bp["boxes"], _colors(rng, n)):
+        positions = np.arange(1, n + 1, dtype=float)
+        if rng.random() < 0.25:  # grouped: pairs of boxes per position
+            positions = positions + np.tile([-0.2, 0.2], n)[:n]
+        bp = ax.boxplot(data, positions=positions, patch_artist=patch, orientation=orientation,
+                        showfliers=rng.random() < 0.7, widths=rng.uniform(0.2, 0.7), notch=rng.random() < 0.1)
+        for b, c in zip(bp["boxes"], colours):
             if hasattr(b, "set_facecolor"):
                 b.set_facecolor(c)
+    if rng.random() < 0.25:  # the points over the boxes (strip plot)
+        for i, d in enumerate(data):
+            ax.scatter(i + 1 + nprng.uniform(-0.12, 0.12, len(d)), d, s=rng.uniform(1, 5), color="black",
+                       alpha=rng.uniform(0.2, 0.6), zorder=3)
     ax.set_xticks(range(1, n + 1))
     ax.set_xticklabels([_word(rng) for _ in range(n)], rotation=rng.choice([0, 45]))
     _axes_style(ax, rng)
@@ -277,24 +336,61 @@ def _table(ax, rng: random.Random, nprng: np.random.Generator) -> None:
 
 
 def _text(ax, rng: random.Random, nprng: np.random.Generator) -> None:
+    """Text as figures show it: a plain or framed block, a prompt with a coloured header, a chat
+    of alternating turns, or an algorithm (numbered lines between rules)."""
+    from matplotlib.patches import FancyBboxPatch, Rectangle
+
     ax.axis("off")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
-    mono = rng.random() < 0.4
+    style = rng.choice(["block", "block", "prompt", "chat", "algorithm"])
+    mono = rng.random() < (0.7 if style == "algorithm" else 0.3)
     n = rng.randint(4, 22)
     fs = rng.uniform(5, 9)
-    if rng.random() < 0.5:
-        from matplotlib.patches import FancyBboxPatch
-
+    family = "monospace" if mono else rng.choice(["sans-serif", "serif"])
+    top = 0.95
+    if style == "block" and rng.random() < 0.5:
         ax.add_patch(FancyBboxPatch((0.02, 0.02), 0.96, 0.96, boxstyle="round,pad=0.01",
                                     fc=rng.choice(["white", "#f2f2f2", "#eef5ff", "#fff8e6"]), ec="black"))
+    elif style == "prompt":
+        colour = _colors(rng, 1)[0]
+        ax.add_patch(FancyBboxPatch((0.02, 0.02), 0.96, 0.96, boxstyle=rng.choice(["round,pad=0.01", "square,pad=0.0"]),
+                                    fc=rng.choice(["white", "#f7f7f7", "#f0f6ff"]), ec=colour, linewidth=rng.uniform(0.8, 2)))
+        ax.add_patch(Rectangle((0.02, 0.88), 0.96, 0.1, fc=colour, ec=colour))
+        ax.text(0.05, 0.93, _phrase(rng, 1, 3), fontsize=fs * 1.1, weight="bold", va="center",
+                color="white" if rng.random() < 0.7 else "black", family=family)
+        top = 0.84
+    elif style == "algorithm":
+        for y in (0.98, 0.9, 0.02):
+            ax.axhline(y, color="black", linewidth=0.8)
+        ax.text(0.03, 0.94, f"Algorithm {rng.randint(1, 3)} {_phrase(rng, 2, 4)}", fontsize=fs, weight="bold", va="center")
+        top = 0.87
+    if style == "chat":
+        y = top
+        while y > 0.12:
+            lines = rng.randint(1, 3)
+            hgt = lines * 0.07 + 0.03
+            left = rng.random() < 0.5
+            x0 = 0.04 if left else rng.uniform(0.25, 0.4)
+            ax.add_patch(FancyBboxPatch((x0, y - hgt), 0.6, hgt, boxstyle="round,pad=0.01",
+                                        fc=rng.choice(["#e8f0fe", "#eeeeee", "#e6f4ea", "#fff4e5"]), ec="#999999", linewidth=0.5))
+            for k in range(lines):
+                ax.text(x0 + 0.02, y - 0.02 - k * 0.07, " ".join(_word(rng) for _ in range(rng.randint(3, 8))),
+                        fontsize=fs, va="top", family=family)
+            y -= hgt + 0.04
+        return
+    keywords = ("for", "if", "return", "while", "end", "Input:", "Output:")
     for i in range(n):
-        indent = 0.05 + (0.04 * rng.randint(0, 3) if mono else 0)
+        indent = 0.05 + (0.04 * rng.randint(0, 3) if mono or style == "algorithm" else 0)
         words = " ".join(_word(rng) for _ in range(rng.randint(3, 14)))
-        if mono and rng.random() < 0.3:
+        if style == "algorithm":
+            words = f"{rng.choice(keywords)} {words[:60]}"
+            ax.text(0.01, top - i * (top - 0.05) / n, f"{i + 1}:", fontsize=fs * 0.9, va="top", family=family)
+        elif mono and rng.random() < 0.3:
             words = f"{i + 1}: " + words.replace(" ", " = ", 1)
-        ax.text(indent, 0.95 - i * 0.9 / n, words, fontsize=fs, family="monospace" if mono else "sans-serif",
-                weight="bold" if rng.random() < 0.08 else "normal", va="top")
+        ax.text(indent, top - i * (top - 0.05) / n, words, fontsize=fs, family=family,
+                weight="bold" if rng.random() < 0.08 else "normal", va="top",
+                color="black" if rng.random() < 0.9 else _colors(rng, 1)[0])
 
 
 def _map(ax, rng: random.Random, nprng: np.random.Generator) -> None:
