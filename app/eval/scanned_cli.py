@@ -40,7 +40,7 @@ def register(cli: typer.Typer) -> None:
     def train_scan_topics(pdfs: Path = typer.Argument(..., exists=True, file_okay=False, help="Born-digital PDFs (recursive)."),
                           out: Path = typer.Option(Path("artifacts/scanned/ocr_free_topics.pt"), "--out"),
                           topics: int = typer.Option(128, "--topics", min=2, help="Dimensions of the text space."),
-                          pages: int = typer.Option(2, "--pages", min=1, help="First pages of each paper to train on."),
+                          pages: int = typer.Option(6, "--pages", min=1, help="First pages of each paper to train on."),
                           epochs: int = typer.Option(4, "--epochs", min=1),
                           workers: int = typer.Option(2, "--workers", min=1, help="Processes rendering the pages."),
                           seed: int = typer.Option(0, "--seed")) -> None:

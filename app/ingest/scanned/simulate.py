@@ -25,14 +25,16 @@ class ScanStyle:
     upside_down: bool = False
 
 
-def scan_page_image(page, style: ScanStyle, rng: np.random.Generator) -> Image.Image:
+def scan_page_image(page, style: ScanStyle, rng: np.random.Generator, skew: float | None = None) -> Image.Image:
+    """One scanned sheet; `skew` (degrees) fixed by the caller, else drawn up to the style's maximum."""
     import pymupdf
 
     cs = pymupdf.csRGB if style.colour else pymupdf.csGRAY
     pix = page.get_pixmap(dpi=style.dpi, colorspace=cs, alpha=False, annots=False)
     mode = "RGB" if style.colour else "L"
     im = Image.frombytes(mode, (pix.width, pix.height), pix.samples)
-    skew = float(rng.uniform(-style.max_skew_deg, style.max_skew_deg))
+    if skew is None:
+        skew = float(rng.uniform(-style.max_skew_deg, style.max_skew_deg))
     im = im.rotate(skew, resample=Image.BILINEAR, fillcolor=(255, 255, 255) if style.colour else 255)
     if style.upside_down:
         im = im.rotate(180)

@@ -4,15 +4,17 @@ figures without reading them.
 
 Training needs no labels (distillation of a text model, after Molina's OCR-free retrieval
 thesis): a latent semantic space (tf.idf + truncated SVD, 128 dimensions) is fitted on the text
-of born-digital pages, which are rendered as scan-like images. The page image is cut into
-word-shaped ink blobs (ink joined horizontally); the pseudo-label of a blob is the vector of the
-word printed there in the born-digital page. A small network maps a blob's shape (grey levels on a
-fixed grid, at a resolution where word shapes are legible) to the space, trained with the circle
-loss (m = 0.4, gamma = 80) against the other words of the batch, plus a head that says whether a
-blob is a topical word at all. It never outputs characters or words, only vectors. A scanned
-figure is the weighted mean vote of the blobs in its region (graphic + caption) plus its page and
-its whole paper; a query is the sum of its words' vectors. (LDA topic profiles as pseudo-labels, with LDA inference
-for queries, found fewer figures: short captions get poor topic mixtures.)
+of born-digital pages (the first 6 of each paper), which go through the same scan simulation as
+the evaluation's scans (skew, noise, specks, JPEG, rendered again and cleaned). The page image is
+cut into word-shaped ink blobs (ink joined horizontally); the pseudo-label of a blob is the vector
+of the word printed there in the born-digital page. A small network maps a blob's shape (grey
+levels on a fixed grid, at a resolution where word shapes are legible) to the space, trained with
+the circle loss (m = 0.4, gamma = 80) against the other words of the batch, plus a head that says
+whether a blob is a topical word at all. It never outputs characters or words, only vectors. A
+scanned figure is the mean vote of the blobs in its region (graphic + caption), weighted by the
+cube of their topical-word probability, plus half its page and its whole paper; a query is the
+sum of its words' vectors. (LDA topic profiles as pseudo-labels, with LDA inference for queries,
+found fewer figures: short captions get poor topic mixtures.)
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ log = logging.getLogger(__name__)
 DPI = 150  # page resolution seen by the encoder: word shapes stay legible
 SHAPE_H, SHAPE_W = 12, 36  # word-blob descriptor (grey levels after area resampling)
 MARGIN, GAMMA = 0.4, 80.0
+TOPICAL_POWER = 3  # a blob's vote counts by P(topical word)^3: the few sure words outvote the many doubtful blobs
 
 
 # ------------------------------------------------------------------ topic space
@@ -161,14 +164,15 @@ def _shape_net(n_topics: int):
 
 
 def _pool(pw: PageWords, box) -> np.ndarray:
-    """Weighted mean of the topic votes of the blobs whose centre lies in `box` (None: page)."""
+    """Weighted mean of the topic votes of the blobs whose centre lies in `box` (None: page),
+    each weighted by how sure the encoder is that it is a topical word (sharpened)."""
     sel = np.ones(len(pw.centres), bool)
     if box is not None:
         x, y = pw.centres[:, 0], pw.centres[:, 1]
         sel = (x >= box[0]) & (x < box[2]) & (y >= box[1]) & (y < box[3])
     if not sel.any():
         return np.zeros(pw.votes.shape[1], np.float32)
-    v = (pw.weights[sel, None] * pw.votes[sel]).sum(0)
+    v = (pw.weights[sel, None] ** TOPICAL_POWER * pw.votes[sel]).sum(0)
     return v / max(float(np.linalg.norm(v)), 1e-8)
 
 
@@ -182,16 +186,30 @@ def page_image(page, dpi: int = DPI, clean: bool = True) -> np.ndarray:
     return np.asarray(im.filter(ImageFilter.MedianFilter(3)) if clean else im)
 
 
-def _scan_noise(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Cheap scan look for training pages: noise/JPEG, then the same cleaning as scanned pages,
-    so born-digital and scanned pages meet."""
-    x = a.astype(np.float32) + rng.normal(0, rng.uniform(0, 12), a.shape)
-    im = Image.fromarray(np.clip(x, 0, 255).astype(np.uint8))
-    if rng.random() < 0.5:
-        buf = io.BytesIO()
-        im.save(buf, format="JPEG", quality=int(rng.integers(40, 90)))
-        im = Image.open(io.BytesIO(buf.getvalue()))
-    return np.asarray(im.filter(ImageFilter.MedianFilter(3)))
+def _scan_like_page(page, rng: np.random.Generator) -> tuple[np.ndarray, float]:
+    """A training page as a scanned page reaches the encoder: the evaluation's scan simulation
+    (grey at 200 dpi, skew, noise, specks, JPEG) placed in a page of its own and rendered again at
+    the encoder's resolution and cleaned, so training and scanned word shapes are resampled alike.
+    Returns the image and its skew (degrees, counter-clockwise), to find the word under a blob."""
+    import pymupdf
+
+    from app.ingest.scanned.simulate import ScanStyle, scan_page_image
+
+    style = ScanStyle()
+    skew = float(rng.uniform(-style.max_skew_deg, style.max_skew_deg))
+    buf = io.BytesIO()
+    scan_page_image(page, style, rng, skew=skew).save(buf, format="JPEG", quality=style.jpeg_quality)
+    with pymupdf.open() as sheet:
+        sheet.new_page(width=page.rect.width, height=page.rect.height).insert_image(page.rect, stream=buf.getvalue())
+        return page_image(sheet[0]), skew
+
+
+def _unskewed(centres: np.ndarray, skew: float, width: float, height: float) -> np.ndarray:
+    """Blob centres (points) of a page turned by `skew` degrees about its centre, turned back."""
+    t = np.deg2rad(skew)
+    dx, dy = centres[:, 0] - width / 2, centres[:, 1] - height / 2
+    return np.stack([dx * np.cos(t) - dy * np.sin(t) + width / 2, dx * np.sin(t) + dy * np.cos(t) + height / 2],
+                    1).astype(np.float32)
 
 
 @dataclass
@@ -205,8 +223,9 @@ class TrainReport:
 
 
 def _paper_training_pages(path: Path, max_pages: int, seed: int) -> list[tuple[PageWords, list]]:
-    """(word blobs, the page's PDF words with boxes) of a born-digital paper's first pages,
-    rendered with scan-like noise (seeded per page, so results do not depend on the workers)."""
+    """(word blobs, the page's PDF words with boxes) of a born-digital paper's first pages, scanned
+    like the evaluation's scans (seeded per page, so results do not depend on the workers); blob
+    centres are in the unskewed page, where the PDF's word boxes are."""
     import pymupdf
 
     out = []
@@ -216,8 +235,10 @@ def _paper_training_pages(path: Path, max_pages: int, seed: int) -> list[tuple[P
                 page = doc[pno]
                 words = page.get_text("words")
                 if len(words) >= 50:
-                    rng = np.random.default_rng([seed, pno])
-                    out.append((page_words(_scan_noise(page_image(page, clean=False), rng)), words))
+                    grey, skew = _scan_like_page(page, np.random.default_rng([seed, pno]))
+                    pw = page_words(grey)
+                    pw.centres = _unskewed(pw.centres, skew, page.rect.width, page.rect.height)
+                    out.append((pw, words))
     except Exception:  # noqa: BLE001 - a broken training PDF is skipped
         log.warning("skipping %s", path, exc_info=True)
     return out
@@ -246,7 +267,7 @@ def _blob_words(pw: PageWords, words) -> list[str]:
     return ["" if j < 0 else words[j][4].lower().strip(".,;:!?()[]{}\"'`") for j in first]
 
 
-def train(pdfs: list[Path], out: Path, n_topics: int = 128, max_pages: int = 2, epochs: int = 4,
+def train(pdfs: list[Path], out: Path, n_topics: int = 128, max_pages: int = 6, epochs: int = 4,
           batch: int = 512, seed: int = 0, threads: int = 1, workers: int = 1) -> TrainReport:
     """Fit the topic space on the pages' text and distil it into the word-shape network with the
     circle loss: each blob of a topical word is pulled to its word's vector and pushed from the
@@ -328,12 +349,12 @@ class OcrFreeModel:
                      None)
 
     def figure_vector(self, pw: PageWords, box, paper: np.ndarray | None = None) -> np.ndarray:
-        """Region (graphic + caption) plus half its page plus twice its paper, unit length: a
-        caption's few words rarely single out its region, but they do say which paper it is in
-        (weights chosen on papers held out from training, not on the evaluation papers)."""
+        """Region (graphic + caption) plus half its page plus its paper, unit length: a caption's
+        few words rarely single out its region, but they do say which paper it is in (weights
+        chosen on papers held out from training, not on the evaluation papers)."""
         v = _pool(pw, box) + 0.5 * _pool(pw, None)
         if paper is not None and len(paper):
-            v = v + 2.0 * paper
+            v = v + paper
         return v / max(float(np.linalg.norm(v)), 1e-8)
 
     def query_vectors(self, texts: list[str]) -> np.ndarray:
