@@ -90,6 +90,15 @@ def split(born: list[Born], n_eval: int, max_pages: int, seed: int) -> tuple[lis
     return picked, train
 
 
+def training_sha256(db_url: str, pdf_root: Path, n_eval: int, seed: int, max_pages: int = 12) -> set[str]:
+    """sha256 of the papers eval-scanned may train on: the collection's papers other than its
+    held-out evaluation papers and their copies under another name (PDFs the collection does not
+    hold are not among them, so a copy refused at ingest is never trained on either)."""
+    born, _real = load_born(db_url, pdf_root)
+    _held, training = split(born, n_eval, max_pages, seed)
+    return {b.sha256 for b in training}
+
+
 def iou(a, b) -> float:
     if not a or not b:
         return 0.0
@@ -170,7 +179,7 @@ def _ingested_before(out_dir: Path, scan_of: dict[str, Born]) -> dict[str, float
 
 
 def evaluate(data_dir: Path, out_dir: Path, pdf_root: Path, n_papers: int = 16, max_pages: int = 12,
-             seed: int = 0, ocr_free_model: Path | None = None, train_epochs: int = 4, dense: bool = True) -> dict:
+             seed: int = 0, ocr_free_model: Path | None = None, train_epochs: int = 8, dense: bool = True) -> dict:
     import pymupdf
 
     from app.ingest.scanned.simulate import ScanStyle, scan_like_pdf

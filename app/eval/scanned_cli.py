@@ -23,7 +23,7 @@ def register(cli: typer.Typer) -> None:
                      model: Optional[Path] = typer.Option(None, "--ocr-free-model", exists=True, dir_okay=False,
                                                           help="A trained OCR-free model (default: train one on the "
                                                                "collection's other papers)."),
-                     epochs: int = typer.Option(4, "--epochs", min=1),
+                     epochs: int = typer.Option(8, "--epochs", min=1),
                      dense: bool = typer.Option(True, "--dense/--lexical", help="Search index with MiniLM re-ranking.")) -> None:
         """Scan-like copies of held-out papers vs their born-digital extraction: figures, captions,
         crops, and retrieval by OCR, OCR-free and both (Acc@1/5/10)."""
@@ -41,13 +41,28 @@ def register(cli: typer.Typer) -> None:
                           out: Path = typer.Option(Path("artifacts/scanned/ocr_free_topics.pt"), "--out"),
                           topics: int = typer.Option(128, "--topics", min=2, help="Dimensions of the text space."),
                           pages: int = typer.Option(6, "--pages", min=1, help="First pages of each paper to train on."),
-                          epochs: int = typer.Option(4, "--epochs", min=1),
+                          epochs: int = typer.Option(8, "--epochs", min=1),
                           workers: int = typer.Option(2, "--workers", min=1, help="Processes rendering the pages."),
-                          seed: int = typer.Option(0, "--seed")) -> None:
+                          seed: int = typer.Option(0, "--seed"),
+                          held_out_of: Optional[Path] = typer.Option(
+                              None, "--held-out-of", help="Data dir of the collection: train only on the papers "
+                                                          "eval-scanned trains on (its held-out papers, with the "
+                                                          "same --eval-papers and --eval-seed, left out)."),
+                          eval_papers: int = typer.Option(16, "--eval-papers", min=1),
+                          eval_seed: int = typer.Option(0, "--eval-seed")) -> None:
         """Train the OCR-free page encoder: word vectors of a latent semantic space of the pages' text
         as pseudo-labels of the word shapes printed there, circle loss."""
+        from app.ingest.extract import file_sha256
         from app.ingest.scanned.topics import train
 
-        rep = train(sorted(pdfs.rglob("*.pdf")), out, n_topics=topics, max_pages=pages, epochs=epochs, seed=seed,
-                    workers=workers)
+        paths = sorted(pdfs.rglob("*.pdf"))
+        if held_out_of is not None:
+            from app.eval.scanned import training_sha256
+            from app.settings import settings_for
+
+            allowed = training_sha256(settings_for(held_out_of).db_url, pdfs, eval_papers, eval_seed)
+            n_all = len(paths)
+            paths = [p for p in paths if file_sha256(p) in allowed]
+            typer.echo(f"training on {len(paths)} of {n_all} PDFs (held-out papers left out)")
+        rep = train(paths, out, n_topics=topics, max_pages=pages, epochs=epochs, seed=seed, workers=workers)
         typer.echo(json.dumps(rep.__dict__, default=float))

@@ -267,7 +267,7 @@ def _blob_words(pw: PageWords, words) -> list[str]:
     return ["" if j < 0 else words[j][4].lower().strip(".,;:!?()[]{}\"'`") for j in first]
 
 
-def train(pdfs: list[Path], out: Path, n_topics: int = 128, max_pages: int = 6, epochs: int = 4,
+def train(pdfs: list[Path], out: Path, n_topics: int = 128, max_pages: int = 6, epochs: int = 8,
           batch: int = 512, seed: int = 0, threads: int = 1, workers: int = 1) -> TrainReport:
     """Fit the topic space on the pages' text and distil it into the word-shape network with the
     circle loss: each blob of a topical word is pulled to its word's vector and pushed from the
