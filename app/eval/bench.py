@@ -193,12 +193,53 @@ def _queries(col: dict, rng, n: int) -> list[str]:
     return out
 
 
+def _oracle_comparison(col: dict, m: int, oracle_queries: int, queries: int, seed: int) -> dict:
+    """The first stage against rank-bm25's BM25Okapi on the first `m` documents: rank-bm25's time
+    per query (a document as the query, and short keyword queries), ours on the same documents,
+    and the overlap of the two top-100 lists."""
+    from rank_bm25 import BM25Okapi
+
+    rng = np.random.default_rng(seed + 2)
+    sub_col = {"vocab": col["vocab"], "indptr": col["indptr"][:m + 1], "tokens": col["tokens"][:col["indptr"][m]]}
+    sub_docs = collection_docs(sub_col)
+    t = time.perf_counter()
+    bm = BM25Okapi(sub_docs)
+    build_s = round(time.perf_counter() - t, 2)
+    sub = LexicalIndex.build(sub_docs)
+    first_kw = dict(max_query_terms=SearchEngine.similar_max_terms, max_postings=SearchEngine.similar_max_postings,
+                    rescore=SearchEngine.similar_rescore)
+    t_rb, agree = [], []
+    for d in rng.integers(0, m, size=oracle_queries).tolist():
+        t = time.perf_counter()
+        s = bm.get_scores(sub_docs[d])
+        t_rb.append(time.perf_counter() - t)
+        s[d] = -np.inf
+        top = np.argsort(-s, kind="stable")[:100]
+        q, qtf = sub.doc_terms(d)
+        ours, _ = sub.search_terms(q, qtf, k=100, exclude=d, **first_kw)
+        agree.append(len(set(top.tolist()) & set(ours.tolist())) / 100)
+    t_sub = []
+    for d in rng.integers(0, m, size=queries).tolist():
+        q, qtf = sub.doc_terms(d)
+        t = time.perf_counter()
+        sub.search_terms(q, qtf, k=100, exclude=d, **first_kw)
+        t_sub.append(time.perf_counter() - t)
+    t_rb_short = []
+    for q in [analyze(q) for q in _queries(col, rng, oracle_queries * 3)]:
+        t = time.perf_counter()
+        bm.get_scores(q)
+        t_rb_short.append(time.perf_counter() - t)
+    del bm, sub_docs, sub
+    gc.collect()
+    return {"docs": m, "rank_bm25_build_s": build_s, "rank_bm25_s": float(np.mean(t_rb)),
+            "ours_s": float(np.mean(t_sub)), "rank_bm25_short_s": float(np.mean(t_rb_short)),
+            "top100_overlap": float(np.mean(agree))}
+
+
 def run_bench(n_figures: int, dim: int = 384, seed: int = 0, queries: int = 200,
               oracle_docs: int = 20000, oracle_queries: int = 10, vector_kind: str = "auto",
               verbose: bool = True) -> dict:
     """Build and query an n_figures synthetic engine; returns timings/memory (see module doc)."""
-    from rank_bm25 import BM25Okapi
-
     log = (lambda *a: print("[bench]", *a, flush=True)) if verbose else (lambda *a: None)
     rng = np.random.default_rng(seed + 1)
     res: dict = {"n_figures": n_figures}
@@ -209,6 +250,10 @@ def run_bench(n_figures: int, dim: int = 384, seed: int = 0, queries: int = 200,
     res["gen_s"] = round(time.perf_counter() - t, 2)
     res["tokens_per_doc"] = round(len(col["tokens"]) / n_figures, 1)
     log(f"generated {n_figures} docs in {res['gen_s']}s, rss {_rss_mb():.0f} MB")
+    # the rank-bm25 comparison first, while the engine does not exist yet: its Python documents and
+    # dictionaries (a few hundred MB) are the benchmark's, not the engine's, and are freed before it
+    oracle = _oracle_comparison(col, min(oracle_docs, n_figures), oracle_queries, queries, seed)
+    log(f"rank-bm25 comparison on {oracle['docs']} docs, rss {_rss_mb():.0f} MB")
 
     # --- build: vectors (generated chunk-wise, generation excluded from the timing) then lexical
     centres = rng.standard_normal((col["n_topics"], dim)).astype(np.float32)
@@ -238,10 +283,6 @@ def run_bench(n_figures: int, dim: int = 384, seed: int = 0, queries: int = 200,
 
     # the token stream is not needed any more: keep what the queries and the oracle use, free the rest
     texts = _queries(col, rng, queries)
-    # the oracle's documents as token ids until it runs (strings of 20k documents are ~100 MB)
-    m_oracle = min(oracle_docs, n_figures)
-    oracle_ids = {"vocab": col["vocab"], "indptr": col["indptr"][:m_oracle + 1].copy(),
-                  "tokens": col["tokens"][:col["indptr"][m_oracle]].copy()}
     del col["tokens"]
     gc.collect()
 
@@ -331,54 +372,23 @@ def run_bench(n_figures: int, dim: int = 384, seed: int = 0, queries: int = 200,
                similar_union_dense100_p50_ms=_pct(lat_union, 50))
     log("latency", {k: round(v, 2) for k, v in res.items() if k.endswith("_ms")})
 
-    # --- first stage vs rank_bm25 on a subsample (same run)
-    m = min(oracle_docs, n_figures)
-    sub_docs = collection_docs(oracle_ids)
-    t = time.perf_counter()
-    bm = BM25Okapi(sub_docs)
-    res["rank_bm25_build_s"] = round(time.perf_counter() - t, 2)
-    sub = LexicalIndex.build(sub_docs)
-    sub_targets = rng.integers(0, m, size=oracle_queries)
-    t_rb, agree = [], []
-    for d in sub_targets.tolist():
-        t = time.perf_counter()
-        s = bm.get_scores(sub_docs[d])
-        t_rb.append(time.perf_counter() - t)
-        s[d] = -np.inf
-        top = np.argsort(-s, kind="stable")[:100]
-        q, qtf = sub.doc_terms(d)
-        ours, _ = sub.search_terms(q, qtf, k=100, exclude=d, **first_kw)
-        agree.append(len(set(top.tolist()) & set(ours.tolist())) / 100)
-    t_sub = []
-    for d in rng.integers(0, m, size=queries).tolist():
-        q, qtf = sub.doc_terms(d)
-        t = time.perf_counter()
-        sub.search_terms(q, qtf, k=100, exclude=d, **first_kw)
-        t_sub.append(time.perf_counter() - t)
-    short_q = [analyze(q) for q in texts[:oracle_queries * 3]]
-    t_rb_short = []
-    for q in short_q:
-        t = time.perf_counter()
-        bm.get_scores(q)
-        t_rb_short.append(time.perf_counter() - t)
     t_full_short = []
     for q in [analyze(q) for q in texts]:
         t = time.perf_counter()
         lexical.search(q, k=100)
         t_full_short.append(time.perf_counter() - t)
-    rb = float(np.mean(t_rb))
+    rb = oracle["rank_bm25_s"]
     res.update(
+        rank_bm25_build_s=oracle["rank_bm25_build_s"],
         rank_bm25_ms_per_query_subsample=rb * 1e3,
-        ours_ms_per_query_subsample=float(np.mean(t_sub)) * 1e3,
+        ours_ms_per_query_subsample=oracle["ours_s"] * 1e3,
         ours_ms_per_query_full=float(np.mean(lat_first)) * 1e3,
         first_stage_speedup_vs_rank_bm25=rb / float(np.mean(lat_first)),
-        first_stage_speedup_same_docs=rb / float(np.mean(t_sub)),
-        first_stage_speedup_short_queries=float(np.mean(t_rb_short)) / float(np.mean(t_full_short)),
-        oracle_subsample_docs=m,
-        oracle_top100_overlap=float(np.mean(agree)),
+        first_stage_speedup_same_docs=rb / oracle["ours_s"],
+        first_stage_speedup_short_queries=oracle["rank_bm25_short_s"] / float(np.mean(t_full_short)),
+        oracle_subsample_docs=oracle["docs"],
+        oracle_top100_overlap=oracle["top100_overlap"],
     )
-    del bm, sub_docs, sub
-    gc.collect()
     res["peak_rss_mb"] = round(_rss_mb(), 1)
     for k2, v in list(res.items()):
         if isinstance(v, float):
