@@ -47,6 +47,7 @@ def gold_key(record: dict) -> tuple[str, str, int]:
 
 
 def iou(a: list[float] | None, b: list[float] | None) -> float:
+    """Intersection over union of two (x0, y0, x1, y1) boxes; 0 when either is missing."""
     if not a or not b or len(a) != 4 or len(b) != 4:
         return 0.0
     ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))

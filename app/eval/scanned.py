@@ -22,6 +22,7 @@ from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
 from app.db.schema import Figure, Paper, PaperStatus
+from app.eval.crops import iou
 from app.ingest.extract import file_sha256
 
 log = logging.getLogger(__name__)
@@ -97,16 +98,6 @@ def training_sha256(db_url: str, pdf_root: Path, n_eval: int, seed: int, max_pag
     born, _real = load_born(db_url, pdf_root)
     _held, training = split(born, n_eval, max_pages, seed)
     return {b.sha256 for b in training}
-
-
-def iou(a, b) -> float:
-    if not a or not b:
-        return 0.0
-    w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = w * h
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
 
 
 def caption_ratio(a: str, b: str) -> float:
