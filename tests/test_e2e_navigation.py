@@ -150,21 +150,35 @@ def test_filters_figure_and_paper_pages(server, browser, width, tag):
     page.goto(f"{server}/#/paper/{papers[0]['paper_id']}")
     page.wait_for_selector("#paper-figures .card")
     assert page.get_attribute("#paper-pdf", "href") == f"/api/v1/papers/{papers[0]['paper_id']}/pdf"
-    numbers = lambda: [re.search(r"\d+", page.locator("#paper-figures .card .label").nth(i).inner_text()).group()
-                       for i in range(page.locator("#paper-figures .card").count())]
     if page.locator("#order-switch").count():
         page.click("#order-switch [data-order=paper]")
         wait_js(page, "location.hash.endsWith('?order=paper')")
         page.wait_for_selector("#paper-figures .card")
-    got = [int(n) for n in numbers()]
+    cards = _settled_cards(page)  # (label, height) of each card, read at once after re-rendering
+    got = [int(re.search(r"\d+", label).group()) for label, _ in cards]
     assert got == sorted(got)
-    heights = {round(page.locator("#paper-figures .card").nth(i).bounding_box()["height"])
-               for i in range(page.locator("#paper-figures .card").count())}
+    heights = {h for _, h in cards}
     assert len(heights) == 1, heights  # even card heights
     shot(page, f"{tag}-05-paper")
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     assert not console.errors, console.errors
     page.close()
+
+
+def _settled_cards(page, timeout: float = 10.0) -> list:
+    """The paper page's cards as (label, height), once two reads 0.2 s apart agree: the order
+    switch re-renders the list, and reading card by card could straddle that."""
+    read = ("[...document.querySelectorAll('#paper-figures .card')].map(c => "
+            "[c.querySelector('.label').innerText, Math.round(c.getBoundingClientRect().height)])")
+    deadline = time.time() + timeout
+    last = page.evaluate(read)
+    while time.time() < deadline:
+        page.wait_for_timeout(200)
+        now = page.evaluate(read)
+        if now and now == last:
+            return now
+        last = now
+    return last
 
 
 def test_order_switch_reorders(server, browser):
