@@ -87,8 +87,9 @@ class Console:
         self.errors: list[str] = []
         page.on("console", lambda m: self.errors.append(f"console: {m.text} @ {m.location}") if m.type == "error" else None)
         page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+        # a request the page aborted itself (the user went to another page first) is not a failure
         page.on("requestfailed", lambda r: self.errors.append(f"requestfailed: {r.url} {r.failure}")
-                if "/api/" in r.url else None)
+                if "/api/" in r.url and "ERR_ABORTED" not in (r.failure or "") else None)
 
 
 def wait_js(page, expression: str, timeout: float = 30) -> None:

@@ -25,7 +25,10 @@ export async function api(path, { method = 'GET', body, token, signal } = {}) {
     throw new ApiError(0, 'cannot reach the server; check your connection and try again');
   }
   const type = res.headers.get('content-type') || '';
-  const data = type.includes('json') ? await res.json().catch(() => null) : null;
+  // a body cut off by navigating away is an abort, not an empty answer
+  const data = type.includes('json')
+    ? await res.json().catch((err) => { if (err.name === 'AbortError' || (signal && signal.aborted)) throw err; return null; })
+    : null;
   if (!res.ok) {
     throw new ApiError(res.status, (data && (data.detail || data.title)) || `HTTP ${res.status}`, data);
   }

@@ -30,7 +30,8 @@ function parseHash() {
 
 async function route() {
   if (current) current.abort();
-  current = new AbortController();
+  const mine = new AbortController();
+  current = mine;
   const { path, params } = parseHash();
   const found = routes.find(([re]) => re.test(path));
   // the header box shows the query of the search page only (never an old one elsewhere)
@@ -46,11 +47,12 @@ async function route() {
   try {
     await found[2](path.match(found[0]), params);
   } catch (err) {
-    if (err && err.name === 'AbortError') return;
+    // a page left before it finished must not touch the page shown since
+    if (mine.signal.aborted || (err && err.name === 'AbortError')) return;
     clear(view);
     view.append(notice(err && err.message ? err.message : 'Something went wrong.', 'error'));
   }
-  if (!params.get('q')) window.scrollTo(0, 0);
+  if (!mine.signal.aborted && !params.get('q')) window.scrollTo(0, 0);
 }
 
 document.getElementById('search-form').addEventListener('submit', (e) => {

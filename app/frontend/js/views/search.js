@@ -12,7 +12,8 @@ export async function renderSearch(root, params, { signal }) {
   const kind = filters.get('kind') || 'figure';
   const what = kind === 'table' ? 'Tables' : kind === 'both' ? 'Figures and tables' : 'Figures';
   setTitle(q ? `“${q}”` : '');
-  const head = h('div', { class: 'bar' }, h('h1', {}, q ? `${what} for “${q}”` : `Latest ${what.toLowerCase()}`), h('span', { class: 'muted small', id: 'result-info' }));
+  const info = h('span', { class: 'muted small', id: 'result-info' });
+  const head = h('div', { class: 'bar' }, h('h1', {}, q ? `${what} for “${q}”` : `Latest ${what.toLowerCase()}`), info);
   const grid = h('div', { class: 'grid', id: 'results' });
   const status = h('div', {});
   const moreBtn = h('button', { class: 'btn', type: 'button', id: 'more' }, 'Load more');
@@ -49,7 +50,7 @@ export async function renderSearch(root, params, { signal }) {
     const firstNew = grid.children.length;
     for (const f of items) grid.append(figureCard(f, { extra: snippetBlock(f) }));
     shown += items.length;
-    document.getElementById('result-info').textContent = q ? `${shown}${hasMore ? '+' : ''} result${shown === 1 ? '' : 's'} · ${extraInfo}` : extraInfo;
+    info.textContent = q ? `${shown}${hasMore ? '+' : ''} result${shown === 1 ? '' : 's'} · ${extraInfo}` : extraInfo;
     if (!shown) {
       if (q) status.append(empty('No close matches.', message || 'No figure shares these words or is close in meaning. Try other or fewer words.'));
       else if (fq) status.append(empty('Nothing passes these filters.', h('a', { href: '#/' }, 'Clear the filters')));
