@@ -1,5 +1,5 @@
 """Why a result was returned: informative terms, reasons in words, the matched sentence."""
-from app.search.explain import TermStats, best_sentence, informative_terms, reasons
+from app.search.explain import TermStats, best_sentence, highlight_spans, informative_terms, reasons
 from app.search.text import analyze
 
 
@@ -28,3 +28,12 @@ def test_best_sentence_prefers_the_sentence_with_the_query_terms():
     assert s["text"][a:b] == "attention"
     assert best_sentence("training loss", caption, body)["source"] == "caption"
     assert best_sentence("zebra", caption, body) is None
+
+
+def test_hyphenated_name_is_highlighted_whole_when_every_indexed_part_matches():
+    def shown(sentence, query):
+        return [sentence[a:b] for a, b in highlight_spans(sentence, set(analyze(query)))]
+
+    assert shown("A t-SNE view of the item embeddings.", "t-SNE") == ["t-SNE"]
+    # a compound with a part the query lacks keeps word-by-word highlights
+    assert shown("Our state-of-the-art results on art data.", "art") == ["art", "art"]

@@ -71,6 +71,7 @@ def reasons(signals: Mapping[str, float] | None, figure_type: str | None = None,
 
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[])")
 _WORD_RE = re.compile(r"[^\W_]+")
+_COMPOUND_RE = re.compile(r"[^\W_]+(?:-[^\W_]+)+")
 
 
 def sentences(text: str) -> list[str]:
@@ -78,13 +79,22 @@ def sentences(text: str) -> list[str]:
 
 
 def highlight_spans(sentence: str, query_stems: set[str]) -> list[tuple[int, int]]:
-    """[start, end) character spans of the words of `sentence` whose stem is a query stem."""
+    """[start, end) character spans of the words of `sentence` whose stem is a query stem. A
+    hyphenated compound whose every indexed part matches is one span, so "t-SNE" is highlighted
+    whole although its one-letter part is not indexed."""
     spans = []
+    for m in _COMPOUND_RE.finditer(sentence):
+        st = analyze(m.group(0))
+        if st and all(t in query_stems for t in st):
+            spans.append((m.start(), m.end()))
+    whole = list(spans)
     for m in _WORD_RE.finditer(sentence):
+        if any(a <= m.start() < b for a, b in whole):
+            continue
         st = analyze(m.group(0))
         if len(st) == 1 and st[0] in query_stems:
             spans.append((m.start(), m.end()))
-    return spans
+    return sorted(spans)
 
 
 def best_sentence(query: str, caption: str, body: Sequence[str],
