@@ -6,6 +6,7 @@ from app.eval.recommendation import (EvalData, Split, engine_candidates, evaluat
                                      fused_ranker, paper_grouped_test, run_cross_paper, summarise)
 from app.search.collection import Collection
 from app.search.engine import FigureDoc, SearchEngine
+from app.search.fusion import SAME_TYPE_BONUS
 
 WORDS = [f"w{i}x" for i in range(60)]
 
@@ -59,6 +60,9 @@ def test_cross_paper_section_and_grouped_test():
         assert {"p@5", "p@10", "map", "p_value_vs_tfidf", "uses_paper_fields"} <= set(row)
     assert section["methods"]["tfidf"]["p_value_vs_tfidf"] == 1.0
     assert "lexical" in weights
+    # the same-type bonus is a fixed product choice: the fit never moves it
+    assert weights["type"] == SAME_TYPE_BONUS > 0
+    assert section["methods"]["default"]["weights"]["type"] == SAME_TYPE_BONUS
     # grouped test: a clear difference on every paper is significant, no difference is not
     n = len(split.test)
     hi, lo = [1.0] * n, [0.0] * n
@@ -84,3 +88,17 @@ def test_paper_views_rank_citation_neighbours():
     assert out["views"]["paper_text"]["p@1"] == 1.0 and out["views"]["served_mix"]["p@1"] == 1.0
     # the figures view has no such cue: the topic words its papers share are not the citation ring's
     assert out["views"]["paper_figures"]["p@1"] < 0.5
+
+
+def test_cross_paper_reports_how_many_related_figures_share_the_type():
+    """The served ranking's fixed same-type bonus shows in `same_type@5` (not a relevance metric)."""
+    col = collection()
+    types = ["line_chart" if d.figure_id % 2 else "bar_chart" for d in col.docs]
+    data = EvalData(col, SearchEngine.build(col.docs, figure_types=types), {})
+    rows = list(range(len(col.docs)))
+    split = Split(test=[r for r in rows if data.paper_of[r] < 8], val=[r for r in rows if data.paper_of[r] >= 8],
+                  n_qualifying=len(rows))
+    section, _ = run_cross_paper(data, split)
+    tfidf, served = section["methods"]["tfidf"], section["methods"]["default"]
+    assert 0.0 <= tfidf["same_type@5"] <= 1.0
+    assert served["same_type@5"] > tfidf["same_type@5"] + 0.2

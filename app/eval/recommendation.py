@@ -19,7 +19,7 @@ import numpy as np
 from app.search.collection import Collection
 from app.search.engine import SearchEngine
 from app.search.papers import PAPER_SIGNALS
-from app.search.fusion import DEFAULT_WEIGHTS, FIGURE_LEVEL, diversify, fuse, order, seed_weights
+from app.search.fusion import DEFAULT_WEIGHTS, FIGURE_LEVEL, SAME_TYPE_BONUS, diversify, fuse, order, seed_weights
 from app.search.text import analyze
 
 FIRST_STAGE_FILE = "first_stage.json"
@@ -332,10 +332,12 @@ def write_report(report: dict, out: Path) -> None:
         lines += ["", "## Related figures in other papers (cross-paper)", "",
                   f"Test targets: {cp['n_targets']} from {cp.get('n_papers', '?')} papers. Relevant: {cp['relevant']}. "
                   f"Significance: {cp['significance']}.", "",
-                  "| method | p@5 | p@10 | MAP | uses paper fields | p-value p@5 vs tf.idf | weights |",
-                  "|---|---|---|---|---|---|---|"]
+                  "| method | p@5 | p@10 | MAP | same type in top 5 | uses paper fields | p-value p@5 vs tf.idf "
+                  "| weights |",
+                  "|---|---|---|---|---|---|---|---|"]
         for name, m in cp["methods"].items():
-            lines.append(f"| {name} | {m['p@5']:.3f} | {m['p@10']:.3f} | {m['map']:.3f} | "
+            same = f"{m['same_type@5']:.3f}" if "same_type@5" in m else "-"
+            lines.append(f"| {name} | {m['p@5']:.3f} | {m['p@10']:.3f} | {m['map']:.3f} | {same} | "
                          f"{'yes' if m['uses_paper_fields'] else 'no'} | {m['p_value_vs_tfidf']:.3g} | "
                          f"{json.dumps(m['weights'])} |")
         pv = cp.get("paper_views")
@@ -444,6 +446,10 @@ def cross_paper_metrics(data: EvalData, target: int, rows: np.ndarray) -> dict[s
     neigh = data.col.neighbours.get(p, set())
     rel = np.array([int(q) in neigh for q in data.paper_of[rows].tolist()], dtype=bool)
     out = {f"p@{k}": float(rel[:k].sum()) / k for k in (5, 10)}
+    # not relevance: how many of the first five show the same kind of figure (dominant type)
+    own_type = data.engine.type_of_row(target)
+    if own_type is not None and len(rows):
+        out["same_type@5"] = float(np.mean([data.engine.type_of_row(int(r)) == own_type for r in rows[:5]]))
     n_rel = int(sum(1 for q in data.paper_of.tolist() if q in neigh and q != p))
     hits = np.flatnonzero(rel)
     denom = min(n_rel, TOP)
@@ -531,7 +537,11 @@ def run_cross_paper(data: EvalData, split: Split, union_dense: int | None = None
     from app.search.fusion import SIGNALS
 
     signals = SIGNALS + tuple(k for k in (served.signals[targets[0]] if targets else {}) if k not in SIGNALS)
-    w_def, _ = fit_fusion(served, val, val_p5, signals) if val else (DEFAULT_WEIGHTS["other_papers"], 0)
+    if val:  # the same-type bonus is the product's choice, not a fitted weight
+        w_def, _ = fit_fusion(served, val, val_p5, tuple(s for s in signals if s != "type"))
+        w_def["type"] = SAME_TYPE_BONUS
+    else:
+        w_def = DEFAULT_WEIGHTS["other_papers"]
     per["default"] = evaluate_cross(data, fused_ranker(served, w_def, data.paper_of, data.engine.max_per_paper),
                                     targets)
     per["default_undiversified"] = evaluate_cross(data, fused_ranker(served, w_def), targets)
@@ -548,6 +558,8 @@ def run_cross_paper(data: EvalData, split: Split, union_dense: int | None = None
         row = {"p@5": float(np.mean(m["p@5"])), "p@10": float(np.mean(m["p@10"])),
                "map": float(np.mean(m["ap"])), "uses_paper_fields": uses_paper[name],
                "weights": weights[name]}
+        if m.get("same_type@5"):
+            row["same_type@5"] = float(np.mean(m["same_type@5"]))
         test = paper_grouped_test(data, targets, m["p@5"], per["tfidf"]["p@5"])
         row["p_value_vs_tfidf"], row["diff_vs_tfidf_ci95"] = test["p_value"], test["ci95"]
         if name == "default":
