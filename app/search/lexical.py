@@ -117,6 +117,7 @@ class LexicalIndex:
         self.doc_norm = np.zeros(0, np.float64)    # tf.idf only: L2 norm of the doc vector
         self._nonneg = True
         self._postings = None                      # scipy CSR view (terms x docs) of the columns
+        self._rows = None                          # scipy CSR view (docs x terms) of the counts
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -409,6 +410,18 @@ class LexicalIndex:
             keep &= docs != exclude
         return _topk(docs[keep], scores[keep].astype(np.float64), k)
 
+    def _row_matrix(self):
+        """The counts as a scipy CSR (docs x terms) over the same arrays (no copy of the entries):
+        its row gather runs in C++."""
+        if self._rows is None:
+            import scipy.sparse as sp
+
+            idx = np.int32 if int(self.row_ptr[-1]) < 2**31 - 1 else np.int64
+            self._rows = sp.csr_matrix((self.row_tf, np.asarray(self.row_terms, dtype=idx),
+                                        np.asarray(self.row_ptr, dtype=idx)),
+                                       shape=(self.n_docs, len(self.vocab)), copy=False)
+        return self._rows
+
     def score_docs(self, q: np.ndarray, qw: np.ndarray, docs: np.ndarray) -> np.ndarray:
         """Exact scores of chosen docs for a query given as (term ids, *query weights*), via CSR."""
         docs = np.asarray(docs, dtype=np.int64)
@@ -416,13 +429,12 @@ class LexicalIndex:
             return np.zeros(len(docs))
         qdense = np.zeros(len(self.vocab))
         qdense[q] = qw
-        pos, owner = _gather_rows(self.row_ptr, docs)
-        terms = self.row_terms[pos]
-        qv = qdense[terms]
-        hit = qv != 0
-        pos, owner, terms, qv = pos[hit], owner[hit], terms[hit], qv[hit]
-        w = self._weights(docs[owner], terms, self.row_tf[pos])
-        return np.bincount(owner, weights=w * qv, minlength=len(docs))
+        sub = self._row_matrix()[docs]
+        qv = qdense[sub.indices]
+        hit = np.flatnonzero(qv)
+        owner = np.searchsorted(sub.indptr, hit, side="right") - 1  # the chosen doc of each hit
+        w = self._weights(docs[owner], sub.indices[hit], sub.data[hit])
+        return np.bincount(owner, weights=w * qv[hit], minlength=len(docs))
 
     def score(self, query_tokens: Iterable[str], docs: np.ndarray) -> np.ndarray:
         """Exact scores of chosen docs for analysed query tokens (e.g. dense-only candidates)."""
