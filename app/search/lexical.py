@@ -84,6 +84,15 @@ def _gather_rows(ptr: np.ndarray, rows: np.ndarray):
     return pos, owner
 
 
+def _csr_view(data: np.ndarray, indices: np.ndarray, ptr: np.ndarray, shape: tuple[int, int]):
+    """A scipy CSR matrix over existing CSR arrays: int32 indices when they fit (the index arrays
+    are int32 already, so nothing large is copied)."""
+    import scipy.sparse as sp
+
+    idx = np.int32 if int(ptr[-1]) < 2**31 - 1 else np.int64
+    return sp.csr_matrix((data, np.asarray(indices, dtype=idx), np.asarray(ptr, dtype=idx)), shape=shape, copy=False)
+
+
 def _topk(docs: np.ndarray, scores: np.ndarray, k: int):
     """Top-k by descending score, ties broken by ascending doc index (deterministic)."""
     if len(scores) > k:
@@ -377,11 +386,7 @@ class LexicalIndex:
             starts = np.flatnonzero(np.r_[True, docs[1:] != docs[:-1]])
             return docs[starts].astype(np.int64), np.add.reduceat(w, starts)
         if self._postings is None:
-            V = len(self.col_ptr) - 1
-            idx = np.int32 if int(self.col_ptr[-1]) < 2**31 - 1 else np.int64
-            self._postings = sp.csr_matrix(
-                (self.col_w, np.asarray(self.col_docs, dtype=idx), np.asarray(self.col_ptr, dtype=idx)),
-                shape=(V, self.n_docs), copy=False)
+            self._postings = _csr_view(self.col_w, self.col_docs, self.col_ptr, (len(self.col_ptr) - 1, self.n_docs))
         post = self._postings
         idx = post.indices.dtype
         qi = np.asarray(q, dtype=idx)
@@ -414,12 +419,7 @@ class LexicalIndex:
         """The counts as a scipy CSR (docs x terms) over the same arrays (no copy of the entries):
         its row gather runs in C++."""
         if self._rows is None:
-            import scipy.sparse as sp
-
-            idx = np.int32 if int(self.row_ptr[-1]) < 2**31 - 1 else np.int64
-            self._rows = sp.csr_matrix((self.row_tf, np.asarray(self.row_terms, dtype=idx),
-                                        np.asarray(self.row_ptr, dtype=idx)),
-                                       shape=(self.n_docs, len(self.vocab)), copy=False)
+            self._rows = _csr_view(self.row_tf, self.row_terms, self.row_ptr, (self.n_docs, len(self.vocab)))
         return self._rows
 
     def score_docs(self, q: np.ndarray, qw: np.ndarray, docs: np.ndarray) -> np.ndarray:
