@@ -102,6 +102,17 @@ def test_pruned_query_returns_exact_scores(corpus, oracle, index):
     assert same.tolist() == exact.tolist()
 
 
+def test_score_docs_matches_oracle_and_checks_bounds(corpus, oracle, index):
+    docs, _ = corpus
+    q, qtf = index.doc_terms(11)
+    chosen = np.array([2999, 0, 11, 500, 500])  # any order, repeats allowed
+    got = index.score_docs(q, index.query_weights(q, qtf), chosen)
+    np.testing.assert_allclose(got, oracle.get_scores(docs[11])[chosen], rtol=REL)
+    for bad in ([-1], [len(docs)]):
+        with pytest.raises(IndexError):
+            index.score_docs(q, index.query_weights(q, qtf), np.array(bad))
+
+
 def test_no_match_and_matched_terms(index, corpus):
     ids, scores = index.search(["zzznothingzzz"], k=10)
     assert len(ids) == 0 and len(scores) == 0

@@ -19,8 +19,8 @@ def test_flat_is_exact_and_ids_are_ours():
     vi.add(ids[200:], x[200:] * 3.0)           # add() normalises
     got, sc = vi.search(x[:5], 3)
     assert got[:, 0].tolist() == ids[:5].tolist()
-    np.testing.assert_allclose(sc[:, 0], 1.0, atol=1e-3)       # float16 store: ~1e-4 error
-    np.testing.assert_allclose(vi.vectors_for(ids[[3, 250]]), x[[3, 250]], atol=2e-3)  # float16 store
+    np.testing.assert_allclose(sc[:, 0], 1.0, atol=1e-3)       # added as float16: ~1e-4 error
+    np.testing.assert_allclose(vi.vectors_for(ids[[3, 250]]), x[[3, 250]], atol=2e-3)  # read back from the index
     with pytest.raises(KeyError):
         vi.vectors_for([5])
 
@@ -50,10 +50,59 @@ def test_ivf_and_auto_kind():
     assert auto._built_kind == "flat" and auto.effective_kind(10**6) == "ivf"
 
 
+def test_ivf_reads_vectors_back_from_its_codes():
+    """No second copy: an IVF index gives each row back from its 8-bit codes, close enough that
+    cosines keep their order."""
+    x = _data(3000)
+    ivf = VectorIndex(32, kind="ivf", gpu="off", nlist=16, nprobe=4)
+    ivf.add(np.arange(3000) + 10, x)
+    back = ivf.vectors_for(np.arange(3000) + 10)
+    assert np.abs(back - x).max() < 0.02
+    cos_exact, cos_back = x[1:200] @ x[0], back[1:200] @ back[0]
+    assert np.abs(cos_exact - cos_back).max() < 0.01
+    assert np.corrcoef(cos_exact, cos_back)[0, 1] > 0.999
+    ivf.add([5], x[:1])                              # adds after a build are indexed on demand
+    np.testing.assert_allclose(ivf.vectors_for([5]), back[:1], atol=0.02)
+
+
+def test_auto_rebuild_keeps_every_vector():
+    x = _data(300)
+    vi = VectorIndex(32, gpu="off")
+    vi.add(np.arange(200), x[:200])
+    vi.build()
+    assert vi._built_kind == "flat"
+    import app.search.vectors as V
+    old = V.FLAT_MAX
+    V.FLAT_MAX = 250
+    try:
+        vi.add(np.arange(200, 300), x[200:])
+        np.testing.assert_allclose(vi.vectors_for([0, 299]), x[[0, 299]], atol=0.02)
+        assert vi._built_kind == "ivf" and len(vi) == 300
+    finally:
+        V.FLAT_MAX = old
+
+
+def test_loads_an_index_saved_with_a_vector_copy(tmp_path):
+    """Indexes written by earlier versions kept a float16 copy beside the index: still readable."""
+    import json
+
+    x = _data(500)
+    vi = VectorIndex(32, kind="flat", gpu="off")
+    vi.add(np.arange(500), x)
+    vi.save(tmp_path)
+    np.save(tmp_path / "vectors.npy", (x * 0.5).astype(np.float16))  # a copy that differs, to see it is used
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    (tmp_path / "meta.json").write_text(json.dumps({**meta, "format": 1}))
+    back = VectorIndex.load(tmp_path, gpu="off", mmap=True)
+    np.testing.assert_allclose(back.vectors_for([3]), x[[3]] * 0.5, atol=2e-3)
+    back.add([900], x[:1])
+    np.testing.assert_allclose(back.vectors_for([900]), x[:1], atol=2e-3)
+
+
 def test_save_load(tmp_path):
     x = _data(1000)
-    for kind in ("flat", "hnsw"):
-        vi = VectorIndex(32, kind=kind, gpu="off")
+    for kind in ("flat", "hnsw", "ivf"):
+        vi = VectorIndex(32, kind=kind, gpu="off", nlist=8)
         vi.add(np.arange(1000) + 5, x)
         a, sa = vi.search(x[:20], 5)
         vi.save(tmp_path / kind)

@@ -27,10 +27,10 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-try:  # scipy's C++ SMMP kernel (private but stable for a decade); public `@` is the fallback
-    from scipy.sparse._sparsetools import csr_matmat as _csr_matmat
+try:  # scipy's C++ SMMP and row-gather kernels (private but stable for a decade); public API is the fallback
+    from scipy.sparse._sparsetools import csr_matmat as _csr_matmat, csr_row_index as _csr_row_index
 except ImportError:  # pragma: no cover
-    _csr_matmat = None
+    _csr_matmat = _csr_row_index = None
 
 METHODS = ("bm25", "tfidf")
 _PROBE_POSTINGS = 20_000   # postings scanned to get a first top-k threshold estimate
@@ -377,14 +377,17 @@ class LexicalIndex:
             # few postings: merging the sorted lists by a sort beats the kernel's N-sized
             # scratch arrays and cache misses at 1M docs
             pos, owner = _gather_rows(self.col_ptr, q)
-            docs = self.col_docs[pos]
-            w = self.col_w[pos] * np.asarray(qw, dtype=np.float32)[owner]
-            if len(docs) == 0:
+            if len(pos) == 0:
                 return np.zeros(0, np.int64), np.zeros(0, np.float32)
-            o = np.argsort(docs)
-            docs, w = docs[o], w[o]
+            w = self.col_w[pos] * np.asarray(qw, dtype=np.float32)[owner]
+            # one 64-bit key per posting, doc id high and the weight's bits low: a plain value sort
+            # (SIMD) groups each doc's weights about twice as fast as an argsort of the doc ids
+            key = (self.col_docs[pos].astype(np.uint64) << np.uint64(32)) | w.view(np.uint32)
+            key.sort()
+            docs = (key >> np.uint64(32)).astype(np.int64)
+            w = key.astype(np.uint32).view(np.float32)
             starts = np.flatnonzero(np.r_[True, docs[1:] != docs[:-1]])
-            return docs[starts].astype(np.int64), np.add.reduceat(w, starts)
+            return docs[starts], np.add.reduceat(w, starts)
         if self._postings is None:
             self._postings = _csr_view(self.col_w, self.col_docs, self.col_ptr, (len(self.col_ptr) - 1, self.n_docs))
         post = self._postings
@@ -429,12 +432,30 @@ class LexicalIndex:
             return np.zeros(len(docs))
         qdense = np.zeros(len(self.vocab))
         qdense[q] = qw
-        sub = self._row_matrix()[docs]
-        qv = qdense[sub.indices]
+        indptr, terms, tf = self._gather_doc_rows(docs)
+        qv = qdense[terms]
         hit = np.flatnonzero(qv)
-        owner = np.searchsorted(sub.indptr, hit, side="right") - 1  # the chosen doc of each hit
-        w = self._weights(docs[owner], sub.indices[hit], sub.data[hit])
+        owner = np.searchsorted(indptr, hit, side="right") - 1  # the chosen doc of each hit
+        w = self._weights(docs[owner], terms[hit], tf[hit])
         return np.bincount(owner, weights=w * qv[hit], minlength=len(docs))
+
+    def _gather_doc_rows(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(indptr, term ids, counts) of the chosen docs' rows, in their order: scipy's C++ row
+        gather called directly (its indexing wrapper costs more than the gather itself for a
+        few thousand rows)."""
+        m = self._row_matrix()
+        if _csr_row_index is None:  # pragma: no cover
+            sub = m[docs]
+            return sub.indptr, sub.indices, sub.data
+        if docs.min() < 0 or docs.max() >= self.n_docs:  # the kernel does not check bounds
+            raise IndexError("doc index out of range")
+        rows = docs.astype(m.indptr.dtype, copy=False)
+        indptr = np.zeros(len(rows) + 1, dtype=m.indptr.dtype)
+        np.cumsum(m.indptr[rows + 1] - m.indptr[rows], out=indptr[1:])
+        terms = np.empty(int(indptr[-1]), dtype=m.indices.dtype)
+        tf = np.empty(int(indptr[-1]), dtype=m.data.dtype)
+        _csr_row_index(len(rows), rows, m.indptr, m.indices, m.data, terms, tf)
+        return indptr, terms, tf
 
     def score(self, query_tokens: Iterable[str], docs: np.ndarray) -> np.ndarray:
         """Exact scores of chosen docs for analysed query tokens (e.g. dense-only candidates)."""
