@@ -96,6 +96,35 @@ def test_type_filter_uses_the_figure_type_column(client):
             s.commit()
 
 
+def all_matches(client, **params):
+    out, offset = [], 0
+    while True:
+        page = search(client, k=100, offset=offset, **params)
+        out += page["items"]
+        if not page["has_more"]:
+            return out
+        offset += 100
+
+
+def test_facets_of_a_query_count_its_matches(client):
+    """With a query, each type chip counts the query's matches of that type (what choosing the
+    chip returns), not the whole collection's figures."""
+    everything = client.get("/api/v1/search/facets").json()
+    hits = all_matches(client, q="model")
+    facets = client.get("/api/v1/search/facets", params={"q": "model", "rerank": False}).json()
+    assert facets["total"] == len(hits) < everything["total"]
+    expected = {}
+    for h in hits:
+        if h["figure_type"]:
+            expected[h["figure_type"]] = expected.get(h["figure_type"], 0) + 1
+    assert {t["type"]: t["count"] for t in facets["types"]} == expected
+    t = facets["types"][0]
+    chosen = all_matches(client, q="model", type=t["type"])
+    assert len(chosen) == t["count"] and all(h["figure_type"] == t["type"] for h in chosen)
+    nothing = client.get("/api/v1/search/facets", params={"q": "zzqqxxunmatched", "rerank": False}).json()
+    assert nothing["total"] == 0 and nothing["types"] == []
+
+
 def test_kind_filter_on_browse_and_search(client):
     figures = client.get("/api/v1/figures", params={"limit": 100}).json()
     tables = client.get("/api/v1/figures", params={"limit": 100, "kind": "table"}).json()

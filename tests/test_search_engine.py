@@ -105,6 +105,22 @@ def test_search_without_a_real_match_returns_nothing(engine):
         engine.dense_match_min = SearchEngine.dense_match_min
 
 
+def test_query_of_unknown_words_needs_a_clearly_close_meaning():
+    """A query none of whose words the collection knows (a keyboard mash) counts a figure found
+    only by its embedding from dense_match_unknown_words_min on; with a known word in the query,
+    dense_match_min is enough."""
+    e = np.eye(len(TEXTS), 16, dtype=np.float32)
+    q = np.zeros((1, 16), np.float32)
+    q[0, 0], q[0, 15] = 0.35, np.sqrt(1 - 0.35 ** 2)  # cosine .35 with the first figure, 0 with the rest
+    eng = SearchEngine.build(docs(), embeddings=e, encoder=lambda texts: q, vector_kind="flat", gpu="off")
+    assert SearchEngine.dense_match_min < 0.35 < SearchEngine.dense_match_unknown_words_min
+    assert eng.search("qwertyuiop", k=5) == []
+    known = [h.figure_id for h in eng.search("experts", k=8)]
+    assert set(known) == {100, 103, 104, 105}  # the three word matches and the close figure
+    eng.dense_match_unknown_words_min = 0.3
+    assert [h.figure_id for h in eng.search("qwertyuiop", k=5)] == [100]
+
+
 def test_lexical_only_engine_and_tfidf():
     eng = SearchEngine.build(docs())
     hits = eng.similar(103, k=3)

@@ -139,7 +139,8 @@ class Facets(BaseModel):
     year_max: int | None = None
     types: list[TypeCount] = Field(description="Figures per figure type (most first); empty until "
                                                "figures are classified.")
-    total: int = Field(description="Figures and/or tables passing the filters.")
+    total: int = Field(description="Figures and/or tables passing the filters (with a query: its matches, "
+                                   "at most 1000).")
 
 
 class SimilarResponse(BaseModel):

@@ -388,8 +388,14 @@ class SearchEngine:
                           lambda r: lex.matched_term_ids(q, r), signals=sig, ranked=np.arange(len(rows)))
 
     # Text queries: a figure found only by its embedding must be at least this close to count as
-    # a match (MiniLM cosine of query and figure text; nonsense queries stay below it).
+    # a match (MiniLM cosine of query and figure text; nonsense queries stay below it). A query none
+    # of whose words occurs in the collection (a keyboard mash, a misspelling, another field's
+    # words) must be much closer: MiniLM puts such strings of word pieces at up to .41 of arbitrary
+    # figure and table texts, so below .45 nothing is shown ("no close matches"); misspellings
+    # land in the same range and mostly find nothing either
+    # (`python scripts/query_matches.py --data-dir DIR` prints each kind).
     dense_match_min = 0.3
+    dense_match_unknown_words_min = 0.45
     query_type_weight = 1.0
     # a figure "is" a named type for a query when the classifier scores that type at least this
     # (the classifier's own threshold for a type a figure shows); at most type_pool such figures
@@ -446,6 +452,9 @@ class SearchEngine:
         rows, scores = lex.search(tokens, k=need * 10 if restricted else need)
         use_dense = rerank and self.encoder is not None and self.vectors is not None
         qvec = None
+        known_terms = lex.term_ids
+        dense_min = (self.dense_match_min if any(t in known_terms for t in tokens)
+                     else max(self.dense_match_min, self.dense_match_unknown_words_min))
         type_codes = np.array([self.type_names.index(t) for t in types if t in self.type_names], dtype=np.int16)
         if not len(type_codes) or self.types is None:
             type_codes = np.zeros(0, dtype=np.int16)
@@ -464,7 +473,7 @@ class SearchEngine:
             ids, sims = self.vectors.search(qvec[None, :], pool)
             ids, sims = ids[0], sims[0]
             ok = ids >= 0
-            near = ok & (sims >= self.dense_match_min)
+            near = ok & (sims >= dense_min)
             near[union_dense:] = False
             if len(type_codes) and self.type_scores is None:
                 near |= ok & np.isin(self.types[np.maximum(ids, 0)], type_codes)
@@ -485,7 +494,7 @@ class SearchEngine:
             cos = (self.vectors.vectors_for(rows) @ qvec).astype(np.float64)
             sig["text"] = cos
             # a lexical match, a close embedding, or the named type: anything else is not a match
-            keep = (scores > 0) | (cos >= self.dense_match_min)
+            keep = (scores > 0) | (cos >= dense_min)
             if len(type_codes):
                 keep |= self.named_type_match(rows, type_codes)
             rows, scores, cos = rows[keep], scores[keep], cos[keep]

@@ -1,6 +1,8 @@
 """Free-text search and search by an uploaded figure."""
 from __future__ import annotations
 
+import dataclasses
+from collections import Counter
 from typing import Annotated
 
 from fastapi import APIRouter, File, Form, HTTPException, Query, UploadFile
@@ -27,8 +29,12 @@ IMAGE_QUERIES_MESSAGE = ("the search index has no visual vectors yet: rebuild it
 
 def run_search(db: Session, settings: Settings, engine: SearchEngine | None, holder: EngineHolder,
                q: str, k: int, offset: int, rerank: bool | None,
-               filters: FigureFilter | None = None) -> schemas.SearchResponse:
+               filters: FigureFilter | None = None, serialize: bool = True):
+    """The search response; with `serialize=False`, only the figure type of each of the first
+    `k` matches (for facet counts)."""
     if engine is None:
+        if not serialize:
+            return []
         return schemas.SearchResponse(query=q, k=k, offset=offset, items=[], has_more=False, reranked=False,
                                       message=holder.reason or "no search index")
     want = settings.search_rerank if rerank is None else (rerank and holder.dense_enabled)
@@ -40,6 +46,8 @@ def run_search(db: Session, settings: Settings, engine: SearchEngine | None, hol
     allowed = filters.allowed_rows(db, engine.figure_ids) if filters is not None else None
     hits = engine.search(q, k=k + 1, offset=offset, rerank=use, types=types_named_in(q), allowed_rows=allowed,
                          kind=filters.kind if filters is not None else "figure")
+    if not serialize:
+        return [engine.type_of_row(engine.row_of(h.figure_id)) for h in hits[:k]]
     has_more = len(hits) > k
     items = scored_items(db, hits[:k], offset, query_text=q, engine=engine, snippets=True)
     msg = None
@@ -68,14 +76,30 @@ def search(db: SessionDep, settings: SettingsDep, engine: EngineDep, holder: Hol
     return run_search(db, settings, engine, holder, q.strip(), k, offset, rerank, filters)
 
 
+FACET_MATCHES = 1000  # a query's facet counts are over at most this many of its best matches
+
+
 @router.get("/search/facets", response_model=schemas.Facets, responses=responses(422))
-def facets(db: SessionDep, filters: FiltersDep):
+def facets(db: SessionDep, settings: SettingsDep, engine: EngineDep, holder: HolderDep, filters: FiltersDep,
+           q: Annotated[str | None, Query(max_length=500, description=(
+               "Count only the figures this query finds (its best 1000 matches), as the search "
+               "with the same filters ranks them."))] = None,
+           rerank: Annotated[bool | None, Query(description="With `q`: as in /search.")] = None):
     """What the filters can choose from: the collection's year range, and the number of figures
-    of each figure type under the other filters given (the `type` filter itself is not applied)."""
+    of each figure type under the other filters given (the `type` filter itself is not applied,
+    so each count is what choosing that type gives); with `q`, among the query's matches."""
     lo, hi = year_range(db)
-    counts = sorted(filters.type_counts(db).items(), key=lambda x: (-x[1], x[0]))
+    if q is not None and q.strip():
+        untyped = dataclasses.replace(filters, figure_type=None)
+        found = run_search(db, settings, engine, holder, q.strip(), FACET_MATCHES, 0, rerank, untyped, serialize=False)
+        by_type = Counter(found)
+        by_type.pop(None, None)
+        total = len(found)
+    else:
+        by_type, total = filters.type_counts(db), filters.count(db)
+    counts = sorted(by_type.items(), key=lambda x: (-x[1], x[0]))
     return schemas.Facets(year_min=lo, year_max=hi, types=[schemas.TypeCount(type=t, count=n) for t, n in counts],
-                          total=filters.count(db))
+                          total=total)
 
 
 def _sniff_image(head: bytes) -> str | None:

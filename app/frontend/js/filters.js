@@ -37,6 +37,7 @@ export async function filterBar(params, { signal, onChange }) {
   const current = filterParams(params);
   const without = new URLSearchParams(current);
   without.delete('type');
+  if (params.get('q')) without.set('q', params.get('q'));  // counts among the query's matches
   const [facets, papers] = await Promise.all([api(`search/facets?${without}`, { signal }), paperOptions()]);
 
   const kind = h('select', { id: 'f-kind', 'aria-label': 'Figures or tables' },
