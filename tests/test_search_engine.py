@@ -117,6 +117,8 @@ def test_query_of_unknown_words_needs_a_clearly_close_meaning():
     assert eng.search("qwertyuiop", k=5) == []
     known = [h.figure_id for h in eng.search("experts", k=8)]
     assert set(known) == {100, 103, 104, 105}  # the three word matches and the close figure
+    # a query naming a figure type counts as known words even where the collection never uses them
+    assert [h.figure_id for h in eng.search("photo", k=5, types=["photo"])] == [100]
     eng.dense_match_unknown_words_min = 0.3
     assert [h.figure_id for h in eng.search("qwertyuiop", k=5)] == [100]
 

@@ -389,8 +389,8 @@ class SearchEngine:
 
     # Text queries: a figure found only by its embedding must be at least this close to count as
     # a match (MiniLM cosine of query and figure text; nonsense queries stay below it). A query none
-    # of whose words occurs in the collection (a keyboard mash, a misspelling, another field's
-    # words) must be much closer: MiniLM puts such strings of word pieces at up to .41 of arbitrary
+    # of whose words occurs in the collection and that names no figure type (a keyboard mash, a
+    # misspelling, another field's words) must be much closer: MiniLM puts such strings of word pieces at up to .41 of arbitrary
     # figure and table texts, so below .45 nothing is shown ("no close matches"); misspellings
     # land in the same range and mostly find nothing either
     # (`python scripts/query_matches.py --data-dir DIR` prints each kind).
@@ -452,8 +452,9 @@ class SearchEngine:
         rows, scores = lex.search(tokens, k=need * 10 if restricted else need)
         use_dense = rerank and self.encoder is not None and self.vectors is not None
         qvec = None
+        # a figure type's name ("photo", "heat map") is a word the product knows, in any collection
         known_terms = lex.term_ids
-        dense_min = (self.dense_match_min if any(t in known_terms for t in tokens)
+        dense_min = (self.dense_match_min if types or any(t in known_terms for t in tokens)
                      else max(self.dense_match_min, self.dense_match_unknown_words_min))
         type_codes = np.array([self.type_names.index(t) for t in types if t in self.type_names], dtype=np.int16)
         if not len(type_codes) or self.types is None:
