@@ -125,6 +125,19 @@ def test_facets_of_a_query_count_its_matches(client):
     assert nothing["total"] == 0 and nothing["types"] == []
 
 
+def test_query_naming_an_absent_type_says_so(client):
+    """A query that names a figure type no figure shows still returns its word matches, and says
+    that none of them can be of that type."""
+    from app.vision.vocabulary import NAMES
+
+    present = {t["type"] for t in client.get("/api/v1/search/facets").json()["types"]}
+    absent = next(t for t in ("map", "pie_chart", "box_plot", "network_graph", "screenshot", "photo")
+                  if t not in present)
+    r = search(client, q=f"{NAMES[absent][0]} model")
+    assert r["items"] and r["message"] and absent.replace("_", " ") in r["message"]
+    assert search(client, q="model")["message"] is None
+
+
 def test_kind_filter_on_browse_and_search(client):
     figures = client.get("/api/v1/figures", params={"limit": 100}).json()
     tables = client.get("/api/v1/figures", params={"limit": 100, "kind": "table"}).json()

@@ -424,6 +424,15 @@ class SearchEngine:
             self._type_top[code] = top
         return top
 
+    def shows_type(self, name: str) -> bool:
+        """Whether any figure of the index shows the figure type `name` (True when the index
+        has no types: nothing can be said)."""
+        if self.types is None:
+            return True
+        if name not in self.type_names:
+            return False
+        return bool(len(self.rows_showing_type(self.type_names.index(name))))
+
     def named_type_match(self, rows: np.ndarray | None, type_codes: np.ndarray,
                          score: np.ndarray | None = None) -> np.ndarray:
         """Rows that show a named type: it is their dominant type or scores `type_match_min`."""

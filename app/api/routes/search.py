@@ -51,6 +51,10 @@ def run_search(db: Session, settings: Settings, engine: SearchEngine | None, hol
     has_more = len(hits) > k
     items = scored_items(db, hits[:k], offset, query_text=q, engine=engine, snippets=True)
     msg = None
+    absent = [t for t in types_named_in(q) if not engine.shows_type(t)]
+    if items and offset == 0 and absent:  # say why no figure of the named type is among the results
+        msg = (f"no figure in the collection is classified as {' or '.join(t.replace('_', ' ') for t in absent)}; "
+               "these results match the words")
     if not items and offset == 0:
         msg = "no figure shares these words or is close in meaning"
         if allowed is not None or (filters is not None and filters.kind != "figure"):

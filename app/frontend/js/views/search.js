@@ -55,7 +55,7 @@ export async function renderSearch(root, params, { signal }) {
       if (q) status.append(empty('No close matches.', message || 'No figure shares these words or is close in meaning. Try other or fewer words.'));
       else if (fq) status.append(empty('Nothing passes these filters.', h('a', { href: '#/' }, 'Clear the filters')));
       else status.append(empty('The collection is empty.', h('span', {}, 'An administrator can add papers on the ', h('a', { href: '#/admin' }, 'Admin page'), '.')));
-    } else if (message && !items.length) {
+    } else if (message && firstNew === 0) {
       status.append(notice(message));
     }
     more.hidden = !hasMore;
