@@ -123,6 +123,22 @@ def test_query_of_unknown_words_needs_a_clearly_close_meaning():
     assert [h.figure_id for h in eng.search("qwertyuiop", k=5)] == [100]
 
 
+def test_picture_search_prefers_figures_of_the_uploads_kind():
+    """By picture: the nearest fingerprint first, unless a slightly farther figure is of the
+    upload's kind (its type scores); an exact copy stays first; without type scores, fingerprint
+    order."""
+    vis = np.eye(len(TEXTS), 16, dtype=np.float32)
+    q = np.zeros(16, np.float32)
+    q[0], q[1] = 0.8, 0.6  # cosine .8 with figure 100, .6 with figure 101, 0 with the rest
+    types = ["line_chart", "heatmap"] + ["diagram"] * (len(TEXTS) - 2)
+    scores = [{t: 0.9} for t in types]
+    eng = SearchEngine.build(docs(), visual_embeddings=vis, figure_types=types, type_scores=scores)
+    assert [h.figure_id for h in eng.by_picture(q, k=2)] == [100, 101]
+    heat = {"heatmap": 0.95, "line_chart": 0.05}
+    assert [h.figure_id for h in eng.by_picture(q, k=2, type_scores=heat)] == [101, 100]
+    assert eng.by_picture(vis[0], k=1, type_scores=heat)[0].figure_id == 100  # a copy of figure 100
+
+
 def test_lexical_only_engine_and_tfidf():
     eng = SearchEngine.build(docs())
     hits = eng.similar(103, k=3)

@@ -3,12 +3,20 @@ figure copied out of a PDF or a screenshot looks like) are searched by picture a
 `POST /search/by-image` without a caption does on a default install; the figure itself should
 come first.
 
-    figsearch eval-image-copies --data-dir DIR [--n 300] [--seed 0]
+With `--labels` (figure types labelled by looking: JSON lines with sha256, number, type), each
+labelled figure is also uploaded as such a copy and the first five results from *other* papers are
+judged: the share whose labelled dominant type is the uploaded figure's (`same_type_at_5`), as
+served (fingerprint + type scores) and by the fingerprint alone, with a paper-cluster bootstrap
+interval of the difference.
+
+    figsearch eval-image-copies --data-dir DIR [--n 300] [--seed 0] [--labels FILE]
 """
 from __future__ import annotations
 
 import io
+import json
 import random
+from pathlib import Path
 
 import numpy as np
 from PIL import Image
@@ -16,7 +24,7 @@ from PIL import Image
 from app.search.engine import SearchEngine
 from app.search.indexing import index_root
 from app.settings import Settings
-from app.vision.fingerprint import embed_images
+from app.vision.picture_query import picture_query
 
 
 def _copy(img: Image.Image, rng: random.Random) -> Image.Image:
@@ -27,18 +35,20 @@ def _copy(img: Image.Image, rng: random.Random) -> Image.Image:
     return Image.open(io.BytesIO(out.getvalue())).convert("RGB")
 
 
-def evaluate_image_copies(settings: Settings, n: int = 300, seed: int = 0) -> dict:
+def evaluate_image_copies(settings: Settings, n: int = 300, seed: int = 0, labels: Path | None = None) -> dict:
     from sqlalchemy import select
 
-    from app.db.schema import Figure
+    from app.db.schema import Figure, Paper
     from app.db.session import session_scope
 
     engine = SearchEngine.load_current(index_root(settings))
     if engine.visual is None:
         raise ValueError("the index has no visual vectors: run `figsearch index`")
     with session_scope(settings.db_url) as s:
-        paths = dict(s.execute(select(Figure.id, Figure.image_path).where(Figure.id.in_(
-            [int(x) for x in engine.figure_ids]))).all())
+        rows = s.execute(select(Figure.id, Figure.image_path, Figure.paper_id, Paper.sha256, Figure.number)
+                         .join(Paper, Paper.id == Figure.paper_id)
+                         .where(Figure.id.in_([int(x) for x in engine.figure_ids]), Figure.kind == "figure")).all()
+    paths = {fid: path for fid, path, *_ in rows}  # figures (tables are searched as tables)
     rng = random.Random(seed)
     ids = sorted(paths)
     picked = rng.sample(ids, min(n, len(ids)))
@@ -46,12 +56,51 @@ def evaluate_image_copies(settings: Settings, n: int = 300, seed: int = 0) -> di
     for fid in picked:
         with Image.open(settings.data_dir / paths[fid]) as im:
             query = _copy(im, rng)
-        hits = engine.by_picture(embed_images([query])[0], k=10)
+        vec, type_scores = picture_query(query)
+        hits = engine.by_picture(vec, k=10, type_scores=type_scores)
         got = [h.figure_id for h in hits]
         ranks.append(got.index(fid) + 1 if fid in got else None)
     found = [r for r in ranks if r is not None]
-    return {"n_queries": len(ranks), "n_figures": len(ids),
-            "hit_at_1": round(sum(r == 1 for r in found) / len(ranks), 3),
-            "hit_at_5": round(sum(r <= 5 for r in found) / len(ranks), 3),
-            "mrr_at_10": round(float(np.mean([1 / r if r else 0.0 for r in ranks])), 3),
-            "copies": "rescaled x0.4-1.5, JPEG quality 50-90"}
+    report = {"n_queries": len(ranks), "n_figures": len(ids),
+              "hit_at_1": round(sum(r == 1 for r in found) / len(ranks), 3),
+              "hit_at_5": round(sum(r <= 5 for r in found) / len(ranks), 3),
+              "mrr_at_10": round(float(np.mean([1 / r if r else 0.0 for r in ranks])), 3),
+              "copies": "rescaled x0.4-1.5, JPEG quality 50-90"}
+    if labels is not None:
+        report["same_kind"] = _same_kind(settings, engine, rows, labels, rng)
+    return report
+
+
+def _same_kind(settings: Settings, engine: SearchEngine, rows, labels: Path, rng: random.Random) -> dict:
+    """Uploads of labelled figures: the share of the first five results from other papers with the
+    uploaded figure's labelled dominant type, served and by the fingerprint alone."""
+    from app.central.stats import cluster_ci
+
+    by_key = {}
+    for line in Path(labels).read_text().splitlines():
+        if line.strip():
+            d = json.loads(line)
+            by_key[(d["sha256"], int(d["number"]))] = d["type"]
+    label = {fid: by_key[(sha, num)] for fid, _, _, sha, num in rows if (sha, num) in by_key}
+    paper = {fid: pid for fid, _, pid, _, _ in rows}
+    path = {fid: p for fid, p, *_ in rows}
+
+    def same_type(fid: int, vec, scores) -> float | None:
+        hits = [h for h in engine.by_picture(vec, 60, type_scores=scores) if h.paper_id != paper[fid]][:5]
+        judged = [label[h.figure_id] == label[fid] for h in hits if h.figure_id in label]
+        return float(np.mean(judged)) if judged else None
+
+    served, alone, papers = [], [], []
+    for fid in sorted(label):
+        with Image.open(settings.data_dir / path[fid]) as im:
+            vec, scores = picture_query(_copy(im, rng))
+        a, b = same_type(fid, vec, scores), same_type(fid, vec, None)
+        if a is not None and b is not None:
+            served.append(a)
+            alone.append(b)
+            papers.append(str(paper[fid]))
+    diff = [x - y for x, y in zip(served, alone)]
+    return {"n_queries": len(served), "n_papers": len(set(papers)),
+            "same_type_at_5": round(float(np.mean(served)), 3) if served else None,
+            "same_type_at_5_fingerprint_only": round(float(np.mean(alone)), 3) if alone else None,
+            "difference_ci95": [round(x, 3) for x in cluster_ci(papers, diff)] if diff else None}

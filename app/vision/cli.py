@@ -84,10 +84,15 @@ def register(cli: typer.Typer) -> None:
     @cli.command("eval-image-copies")
     def eval_image_copies_cmd(data_dir: Optional[Path] = typer.Option(None, "--data-dir"),
                               n: int = typer.Option(300, "--n", min=1, help="Figures to copy and search."),
-                              seed: int = typer.Option(0, "--seed")) -> None:
+                              seed: int = typer.Option(0, "--seed"),
+                              labels: Optional[Path] = typer.Option(
+                                  None, "--labels", exists=True, dir_okay=False,
+                                  help="Figure types labelled by looking (JSON lines): also judge whether "
+                                       "uploads find figures of their kind in other papers.")) -> None:
         """Search by picture with rescaled JPEG copies of collection figures: how often the figure
-        itself comes first."""
+        itself comes first (and, with --labels, how often the results from other papers are of the
+        uploaded figure's kind)."""
         from app.eval.image_copies import evaluate_image_copies
         from app.settings import settings_for
 
-        typer.echo(json.dumps(evaluate_image_copies(settings_for(data_dir), n=n, seed=seed), indent=2))
+        typer.echo(json.dumps(evaluate_image_copies(settings_for(data_dir), n=n, seed=seed, labels=labels), indent=2))
