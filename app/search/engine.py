@@ -543,12 +543,15 @@ class SearchEngine:
             pool *= 4
         rows, cos = ids[0][keep][:want], sims[0][keep][:want].astype(np.float64)
         signals = {"visual": cos}
+        final = cos
         if want > k:
             qs = np.array([float(type_scores.get(t, 0.0)) for t in self.type_names])
             cand = self.type_scores[rows].astype(np.float64)
             norms = np.linalg.norm(cand, axis=1) * max(float(np.linalg.norm(qs)), 1e-9)
-            signals["type"] = cand @ qs / np.where(norms > 0, norms, 1.0)
-        final = fuse(signals, {"visual": 1.0, "type": self.picture_type_weight})
+            kinds = cand @ qs / np.where(norms > 0, norms, 1.0)
+            final = fuse({"visual": cos, "type": kinds}, {"visual": 1.0, "type": self.picture_type_weight})
+            # what the result shows (its reasons): the same dominant type as the upload's best-scoring one
+            signals["type"] = (self.types[rows] == int(np.argmax(qs))).astype(np.float64)
         return self._hits(rows, final, np.zeros(len(rows)), None, k, 0, lambda r: [],
                           signals=signals, ranked=order(final))
 
