@@ -1,7 +1,8 @@
 """How close the served query encoder puts queries to a collection's figure texts: for queries
 that make no sense in research figures (keyboard mashes, everyday topics) and for research queries,
 the best MiniLM cosine over the figures and tables, whether any query word occurs in the collection, and how
-many figures and tables the served search returns (at most 50). Shows where the search's meaning thresholds
+many figures and tables the served search returns (at most 50); for a query that finds nothing,
+the spelling the search falls back to (`SearchEngine.spelling_suggestion`). Shows where the search's meaning thresholds
 (`SearchEngine.dense_match_min`, `dense_match_unknown_words_min`) fall.
 
     python scripts/query_matches.py --data-dir DIR
@@ -40,13 +41,14 @@ def main() -> None:
     known = engine.lexical().term_ids
     print(f"thresholds: {engine.dense_match_min} (a query word is known), "
           f"{engine.dense_match_unknown_words_min} (no query word is known)")
-    print(f"{'kind':9s} {'query':28s} {'best cosine':>11s} {'known word':>10s} {'results':>7s}")
+    print(f"{'kind':9s} {'query':28s} {'best cosine':>11s} {'known word':>10s} {'results':>7s}  searched instead")
     for kind, queries in (("nonsense", NONSENSE), ("misspelt", MISSPELT), ("research", RESEARCH)):
         for q in queries:
             _, sims = engine.vectors.search(encoder([q]), 1)
             has_known = any(t in known for t in analyze(q))
             n = len(engine.search(q, k=50, types=types_named_in(q), kind="both"))
-            print(f"{kind:9s} {q:28s} {sims[0][0]:11.3f} {str(has_known):>10s} {n:7d}")
+            instead = (engine.spelling_suggestion(q) or "-") if n == 0 else ""
+            print(f"{kind:9s} {q:28s} {sims[0][0]:11.3f} {str(has_known):>10s} {n:7d}  {instead}")
 
 
 if __name__ == "__main__":

@@ -138,6 +138,14 @@ def test_query_naming_an_absent_type_says_so(client):
     assert search(client, q="model")["message"] is None
 
 
+def test_misspelt_query_searches_the_closest_spelling_and_says_so(client):
+    right = search(client, q="model")
+    wrong = search(client, q="modle")
+    assert [i["figure_id"] for i in wrong["items"]] == [i["figure_id"] for i in right["items"]]
+    assert "“modle”" in wrong["message"] and "“model”" in wrong["message"]
+    assert search(client, q="qwertyuiop")["items"] == []
+
+
 def test_kind_filter_on_browse_and_search(client):
     figures = client.get("/api/v1/figures", params={"limit": 100}).json()
     tables = client.get("/api/v1/figures", params={"limit": 100, "kind": "table"}).json()

@@ -141,6 +141,15 @@ def test_picture_search_prefers_figures_of_the_uploads_kind():
     assert eng.by_picture(vis[0], k=1, type_scores=heat)[0].figure_id == 100  # a copy of figure 100
 
 
+def test_spelling_suggestion_for_unknown_words():
+    eng = SearchEngine.build(docs())
+    assert eng.spelling_suggestion("factorizaton machines") == "factorization machines"  # spelt as in a caption
+    assert eng.spelling_suggestion("Mixtre of experts") == "mixture of experts"
+    assert eng.spelling_suggestion("factorization machines") is None  # every word is known
+    assert eng.spelling_suggestion("qwertyuiop") is None  # no close spelling: stays unmatched
+    assert eng.spelling_suggestion("factorizaton qwertyuiop") is None
+
+
 def test_lexical_only_engine_and_tfidf():
     eng = SearchEngine.build(docs())
     hits = eng.similar(103, k=3)

@@ -15,11 +15,14 @@ swap in `load_current(index_root)` when it changes; readers never see a half-wri
 """
 from __future__ import annotations
 
+import difflib
 import json
 import os
+import re
 import secrets
 import shutil
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, NamedTuple, Sequence
@@ -35,6 +38,7 @@ CURRENT = "CURRENT"
 W_FILE = "w.json"
 
 
+_WORD_RE = re.compile(r"[a-z]+")
 KINDS = ("figure", "table")  # what an index row is; stored per row as its position here
 
 
@@ -116,6 +120,7 @@ class SearchEngine:
         self.w = float(w)
         self.fusion: dict[str, dict[str, float]] = {}  # scope -> stored weights (fusion.json)
         self._type_top: dict[int, np.ndarray] = {}  # type code -> rows that show it best (rows_showing_type)
+        self._spelling: dict[tuple[str, int], dict[str, int]] | None = None  # caption words (spelling_suggestion)
         self.version: str | None = None
         by_fid = np.argsort(self.figure_ids, kind="stable")
         self._sorted_fids, self._fid_order = self.figure_ids[by_fid], by_fid
@@ -423,6 +428,47 @@ class SearchEngine:
             top = np.sort(top[score[top] >= 0])
             self._type_top[code] = top
         return top
+
+    # words of at most this many captions (evenly spread) make the spelling vocabulary
+    spelling_captions = 200_000
+
+    def spelling_suggestion(self, query: str) -> str | None:
+        """The query with each word the collection does not know replaced by a close word its
+        captions use (same first letter, length within 2, difflib similarity >= .8; the commonest of
+        the five closest, as typos mostly hit common words); None when
+        every word is known or an unknown word has no close spelling (a keyboard mash stays
+        unmatched)."""
+        known = self.lexical().term_ids
+        out, changed = [], False
+        for word in query.split():
+            stems = analyze(word)
+            if all(t in known for t in stems):
+                out.append(word)
+                continue
+            w = word.lower().strip(".,;:!?()[]\"'")
+            counts = self._spelling_words()
+            near = difflib.get_close_matches(w, counts.get((w[:1], len(w)), {}), n=5, cutoff=0.8)
+            near = max(near, key=lambda c: counts[(w[:1], len(w))][c], default=None)  # the commonest
+            if near is None or not all(t in known for t in analyze(near)):
+                return None
+            out.append(near)
+            changed = True
+        return " ".join(out) if changed else None
+
+    def _spelling_words(self) -> dict[tuple[str, int], dict[str, int]]:
+        """Caption words (letters only, 3+ long) with their counts, by (first letter, length +-2),
+        built on first use."""
+        if self._spelling is None:
+            words: Counter[str] = Counter()
+            n = len(self.captions)
+            for row in range(0, n, max(1, n // self.spelling_captions)):
+                words.update(w for w in _WORD_RE.findall(self.captions[row].lower()) if len(w) >= 3)
+            index: dict[tuple[str, int], dict[str, int]] = {}
+            for w, c in sorted(words.items()):
+                for d in range(-2, 3):
+                    index.setdefault((w[0], len(w) + d), {})[w] = c
+            self._spelling = index
+        return self._spelling
 
     def shows_type(self, name: str) -> bool:
         """Whether any figure of the index shows the figure type `name` (True when the index

@@ -44,17 +44,27 @@ def run_search(db: Session, settings: Settings, engine: SearchEngine | None, hol
     if use and engine.encoder is None:
         engine.encoder = holder.encoder
     allowed = filters.allowed_rows(db, engine.figure_ids) if filters is not None else None
+    kind = filters.kind if filters is not None else "figure"
     hits = engine.search(q, k=k + 1, offset=offset, rerank=use, types=types_named_in(q), allowed_rows=allowed,
-                         kind=filters.kind if filters is not None else "figure")
+                         kind=kind)
+    searched = q
+    if not hits:  # a misspelt word: search the closest spelling the collection knows, and say so
+        suggestion = engine.spelling_suggestion(q)
+        if suggestion:
+            searched = suggestion
+            hits = engine.search(suggestion, k=k + 1, offset=offset, rerank=use, types=types_named_in(suggestion),
+                                 allowed_rows=allowed, kind=kind)
     if not serialize:
         return [engine.type_of_row(engine.row_of(h.figure_id)) for h in hits[:k]]
     has_more = len(hits) > k
-    items = scored_items(db, hits[:k], offset, query_text=q, engine=engine, snippets=True)
+    items = scored_items(db, hits[:k], offset, query_text=searched, engine=engine, snippets=True)
     msg = None
-    absent = [t for t in types_named_in(q) if not engine.shows_type(t)]
+    absent = [t for t in types_named_in(searched) if not engine.shows_type(t)]
     if items and offset == 0 and absent:  # say why no figure of the named type is among the results
         msg = (f"no figure in the collection is classified as {' or '.join(t.replace('_', ' ') for t in absent)}; "
                "these results match the words")
+    if items and searched != q:
+        msg = f"nothing matches “{q}”; showing results for “{searched}”"
     if not items and offset == 0:
         msg = "no figure shares these words or is close in meaning"
         if allowed is not None or (filters is not None and filters.kind != "figure"):
