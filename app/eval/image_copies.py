@@ -14,7 +14,6 @@ interval of the difference.
 from __future__ import annotations
 
 import io
-import json
 import random
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from app.search.engine import SearchEngine
 from app.search.indexing import index_root
 from app.settings import Settings
 from app.vision.picture_query import picture_query
+from app.vision.real_crops import read_labels
 
 
 def _copy(img: Image.Image, rng: random.Random) -> Image.Image:
@@ -76,11 +76,7 @@ def _same_kind(settings: Settings, engine: SearchEngine, rows, labels: Path, rng
     uploaded figure's labelled dominant type, served and by the fingerprint alone."""
     from app.central.stats import cluster_ci
 
-    by_key = {}
-    for line in Path(labels).read_text().splitlines():
-        if line.strip():
-            d = json.loads(line)
-            by_key[(d["sha256"], int(d["number"]))] = d["type"]
+    by_key = {(d["sha256"], int(d["number"])): d["type"] for d in read_labels(labels)}
     label = {fid: by_key[(sha, num)] for fid, _, _, sha, num in rows if (sha, num) in by_key}
     paper = {fid: pid for fid, _, pid, _, _ in rows}
     path = {fid: p for fid, p, *_ in rows}

@@ -446,9 +446,10 @@ class SearchEngine:
                 out.append(word)
                 continue
             w = word.lower().strip(".,;:!?()[]\"'")
-            counts = self._spelling_words()
-            near = difflib.get_close_matches(w, counts.get((w[:1], len(w)), {}), n=5, cutoff=0.8)
-            near = max(near, key=lambda c: counts[(w[:1], len(w))][c], default=None)  # the commonest
+            by_key = self._spelling_words()
+            counts = {c: n for d in range(-2, 3) for c, n in by_key.get((w[:1], len(w) + d), {}).items()}
+            near = difflib.get_close_matches(w, counts, n=5, cutoff=0.8)
+            near = max(near, key=counts.__getitem__, default=None)  # the commonest
             if near is None or not all(t in known for t in analyze(near)):
                 return None
             out.append(near)
@@ -456,7 +457,7 @@ class SearchEngine:
         return " ".join(out) if changed else None
 
     def _spelling_words(self) -> dict[tuple[str, int], dict[str, int]]:
-        """Caption words (letters only, 3+ long) with their counts, by (first letter, length +-2),
+        """Caption words (letters only, 3+ long) with their counts, by (first letter, length),
         built on first use."""
         if self._spelling is None:
             words: Counter[str] = Counter()
@@ -465,8 +466,7 @@ class SearchEngine:
                 words.update(w for w in _WORD_RE.findall(self.captions[row].lower()) if len(w) >= 3)
             index: dict[tuple[str, int], dict[str, int]] = {}
             for w, c in sorted(words.items()):
-                for d in range(-2, 3):
-                    index.setdefault((w[0], len(w) + d), {})[w] = c
+                index.setdefault((w[0], len(w)), {})[w] = c
             self._spelling = index
         return self._spelling
 
@@ -578,7 +578,8 @@ class SearchEngine:
         if self.visual is None:
             return []
         q = np.asarray(vector, dtype=np.float32)[None, :]
-        want = max(k, self.picture_pool) if type_scores and self.type_scores is not None else k
+        typed = bool(type_scores) and self.type_scores is not None
+        want = max(k, self.picture_pool) if typed else k
         pool = want if self.kinds is None or kind == "both" else 4 * want
         while True:  # fetch more neighbours until enough rows of `kind` are among them (or all rows are)
             ids, sims = self.visual.search(q, min(pool, len(self)))
@@ -590,7 +591,7 @@ class SearchEngine:
         rows, cos = ids[0][keep][:want], sims[0][keep][:want].astype(np.float64)
         signals = {"visual": cos}
         final = cos
-        if want > k:
+        if typed:
             qs = np.array([float(type_scores.get(t, 0.0)) for t in self.type_names])
             cand = self.type_scores[rows].astype(np.float64)
             norms = np.linalg.norm(cand, axis=1) * max(float(np.linalg.norm(qs)), 1e-9)

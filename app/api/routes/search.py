@@ -27,16 +27,11 @@ IMAGE_QUERIES_MESSAGE = ("the search index has no visual vectors yet: rebuild it
                          "the figure's caption to search by its text")
 
 
-def run_search(db: Session, settings: Settings, engine: SearchEngine | None, holder: EngineHolder,
-               q: str, k: int, offset: int, rerank: bool | None,
-               filters: FigureFilter | None = None, serialize: bool = True):
-    """The search response; with `serialize=False`, only the figure type of each of the first
-    `k` matches (for facet counts)."""
-    if engine is None:
-        if not serialize:
-            return []
-        return schemas.SearchResponse(query=q, k=k, offset=offset, items=[], has_more=False, reranked=False,
-                                      message=holder.reason or "no search index")
+def find_hits(db: Session, settings: Settings, engine: SearchEngine, holder: EngineHolder, q: str, k: int,
+              offset: int, rerank: bool | None, filters: FigureFilter | None = None):
+    """The served search's hits (up to k + 1, from `offset`), the query actually searched (the
+    closest known spelling when `q` finds nothing because of a word the collection lacks),
+    whether embeddings re-ranked, and the filters' allowed rows."""
     want = settings.search_rerank if rerank is None else (rerank and holder.dense_enabled)
     if want:
         holder.start_encoder()  # first use without the startup warm-up: load in the background
@@ -45,17 +40,26 @@ def run_search(db: Session, settings: Settings, engine: SearchEngine | None, hol
         engine.encoder = holder.encoder
     allowed = filters.allowed_rows(db, engine.figure_ids) if filters is not None else None
     kind = filters.kind if filters is not None else "figure"
-    hits = engine.search(q, k=k + 1, offset=offset, rerank=use, types=types_named_in(q), allowed_rows=allowed,
-                         kind=kind)
-    searched = q
+
+    def hits_for(text: str):
+        return engine.search(text, k=k + 1, offset=offset, rerank=use, types=types_named_in(text),
+                             allowed_rows=allowed, kind=kind)
+
+    hits, searched = hits_for(q), q
     if not hits:  # a misspelt word: search the closest spelling the collection knows, and say so
         suggestion = engine.spelling_suggestion(q)
         if suggestion:
-            searched = suggestion
-            hits = engine.search(suggestion, k=k + 1, offset=offset, rerank=use, types=types_named_in(suggestion),
-                                 allowed_rows=allowed, kind=kind)
-    if not serialize:
-        return [engine.type_of_row(engine.row_of(h.figure_id)) for h in hits[:k]]
+            hits, searched = hits_for(suggestion), suggestion
+    return hits, searched, use, allowed
+
+
+def run_search(db: Session, settings: Settings, engine: SearchEngine | None, holder: EngineHolder,
+               q: str, k: int, offset: int, rerank: bool | None,
+               filters: FigureFilter | None = None) -> schemas.SearchResponse:
+    if engine is None:
+        return schemas.SearchResponse(query=q, k=k, offset=offset, items=[], has_more=False, reranked=False,
+                                      message=holder.reason or "no search index")
+    hits, searched, use, allowed = find_hits(db, settings, engine, holder, q, k, offset, rerank, filters)
     has_more = len(hits) > k
     items = scored_items(db, hits[:k], offset, query_text=searched, engine=engine, snippets=True)
     msg = None
@@ -104,9 +108,11 @@ def facets(db: SessionDep, settings: SettingsDep, engine: EngineDep, holder: Hol
     so each count is what choosing that type gives); with `q`, among the query's matches."""
     lo, hi = year_range(db)
     if q is not None and q.strip():
-        untyped = dataclasses.replace(filters, figure_type=None)
-        found = run_search(db, settings, engine, holder, q.strip(), FACET_MATCHES, 0, rerank, untyped, serialize=False)
-        by_type = Counter(found)
+        found = []
+        if engine is not None:
+            untyped = dataclasses.replace(filters, figure_type=None)
+            found = find_hits(db, settings, engine, holder, q.strip(), FACET_MATCHES, 0, rerank, untyped)[0][:FACET_MATCHES]
+        by_type = Counter(engine.type_of_row(engine.row_of(h.figure_id)) for h in found)
         by_type.pop(None, None)
         total = len(found)
     else:
