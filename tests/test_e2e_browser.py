@@ -162,6 +162,13 @@ def test_user_journey(server, browser, tmp_path_factory):
     page.wait_for_selector("#paper-list li")
     assert page.locator("#paper-list li").count() == 4
 
+    # --- a type's name finds figures whose text does not say it; their cards say how they were found
+    page.goto(base + "/#/?q=line%20chart")
+    page.wait_for_selector("#results .card .why-found")
+    found = page.locator("#results .card .why-found").first
+    assert "looks like a line chart" in found.inner_text()
+    assert found.locator("mark").count() == 0
+
     # --- search by an uploaded figure image
     sample_png = tmp_path_factory.mktemp("img") / "figure.png"
     r = httpx.get(f"{base}/api/v1/figures/1/image")

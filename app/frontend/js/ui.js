@@ -70,7 +70,7 @@ export function figureCard(f, { extra = null, showPaper = true } = {}) {
 // The sentence that matched a text query, its matched words highlighted, and where it comes from.
 export function snippetBlock(hit) {
   const s = hit.snippet;
-  if (!s) return null;
+  if (!s) return unmatchedWhy(hit);
   const parts = [];
   let at = 0;
   for (const [a, b] of s.highlights || []) {
@@ -90,6 +90,21 @@ export function snippetBlock(hit) {
   return h('div', { class: 'snippet' },
     h('span', { class: 'src', title: where[1] }, where[0]), panel ? ' ' : null, panel,
     ' ', ...parts);
+}
+
+// A result with no matching sentence says how it was found: by the figure type the query names,
+// or by meaning alone (none of the query's words is in its text).
+function unmatchedWhy(hit) {
+  const byType = (hit.reasons || []).some((r) => r.startsWith('same figure type')) && hit.figure_type;
+  if (byType) {
+    return h('div', { class: 'snippet why-found' },
+      h('span', { class: 'src', title: 'Found because its picture is classified as the figure type the query names' }, 'figure type'),
+      ` looks like a ${hit.figure_type.replace(/_/g, ' ')}`);
+  }
+  if (hit.embedding_score === null || hit.embedding_score === undefined) return null;
+  return h('div', { class: 'snippet why-found' },
+    h('span', { class: 'src', title: 'Found by the meaning of its text: none of the query words occurs in it' }, 'meaning'),
+    ' close in meaning, no shared words');
 }
 
 // "Why" a result: reasons in words, informative shared terms, and the lexical vs embedding score.
