@@ -247,3 +247,14 @@ def test_deleting_a_paper_removes_its_pdf(sample, tmp_path):
         assert stored_pdf(data, sha) is not None
         assert c.delete(f"/api/v1/admin/papers/{p['paper_id']}", headers=AUTH).status_code == 200
         assert stored_pdf(data, sha) is None
+
+
+def test_a_figure_found_by_a_named_type_says_it_looks_like_that_type(client):
+    """A query naming a figure type finds figures whose text does not say it; each such result says
+    it looks like the named type, and that type is one the figure shows (not merely its dominant
+    type, which may be another)."""
+    items = search(client, q="line chart", k=20)["items"]
+    found = [i for i in items if "looks like a line chart" in i["reasons"]]
+    assert found
+    assert all("line_chart" in [t["type"] for t in i["figure_types"]] for i in found)
+    assert not any(r.startswith("same figure type") for i in items for r in i["reasons"])

@@ -103,7 +103,8 @@ class ScoredFigure(FigureSummary):
         "Informative terms shared with the query (rarest first; filler words of scientific prose removed)."))
     reasons: list[str] = Field(default_factory=list, description=(
         "Why a related figure was ranked high, in words: same figure type, similar picture, related "
-        "paper topic, similar description."))
+        "paper topic, similar description; for a search naming a figure type, that the result looks "
+        "like the named type (e.g. 'looks like a heatmap')."))
     snippet: Snippet | None = Field(None, description="The sentence that matched a text query best.")
     panel: Panel | None = Field(None, description=(
         "For a compound figure, the panel whose part of the caption matches a text query best."))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from typing import Sequence
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -90,10 +91,12 @@ def mention_texts(db: Session, figure_ids: list[int]) -> dict[int, str]:
 
 def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str = "",
                  engine: SearchEngine | None = None, snippets: bool = False,
-                 same_paper: bool = False) -> list[schemas.ScoredFigure]:
+                 same_paper: bool = False, named_types: Sequence[str] = ()) -> list[schemas.ScoredFigure]:
     """Hits in order, joined with their database rows; hits whose figure was deleted since the
     index was built are dropped (the next index version will not have them). Each item says why it
-    matched: informative shared terms, reasons in words and (text queries) the best sentence."""
+    matched: informative shared terms, reasons in words and (text queries) the best sentence. For a
+    query naming figure types (`named_types`), a figure found by its type is said to look like the
+    named type it shows, which need not be its dominant one."""
     cards = cards_for(db, [h.figure_id for h in hits])
     idf = idf_of(engine.lexical()) if engine is not None else None
     terms = {h.figure_id: informative_terms(list(h.matched_terms), idf) for h in hits}
@@ -101,6 +104,10 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
     extra = mention_texts(db, wanted)  # only for hits with a term outside both captions, or snippets
     types = dict(db.execute(select(Figure.id, Figure.figure_type)
                             .where(Figure.id.in_([h.figure_id for h in hits if h.signals]))).all()) if hits else {}
+    if named_types and hits:
+        shown = dict(db.execute(select(Figure.id, Figure.figure_types)
+                                .where(Figure.id.in_([h.figure_id for h in hits]))).all())
+        types = {fid: _named_type_shown(named_types, shown.get(fid)) for fid in types}
     tables = [h.figure_id for h in hits if cards.get(h.figure_id, {}).get("kind") == "table"]
     cells = dict(db.execute(select(Figure.id, Figure.region_text).where(Figure.id.in_(tables))).all()) \
         if snippets and tables else {}
@@ -120,9 +127,18 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
             **card, rank=offset + i + 1, score=round(h.score, 6), lexical_score=round(h.lexical_score, 6),
             embedding_score=None if h.embedding_score is None else round(h.embedding_score, 6),
             matched_terms=display_terms(terms[h.figure_id], query_text, h.caption, extra.get(h.figure_id, "")),
-            reasons=reasons(h.signals, types.get(h.figure_id), same_paper), snippet=snippet,
+            reasons=reasons(h.signals, types.get(h.figure_id), same_paper, named_type=bool(named_types)),
+            snippet=snippet,
             panel=matching_panel(h.figure_id, panels.get(h.figure_id), query_text)))
     return out
+
+
+def _named_type_shown(named_types: Sequence[str], shown: list[dict] | None) -> str:
+    """The named type a figure shows with the highest score (its types list is best first)."""
+    for t in shown or []:
+        if t.get("type") in named_types:
+            return t["type"]
+    return named_types[0]
 
 
 def matching_panel(figure_id: int, panels: list[dict] | None, query_text: str) -> schemas.Panel | None:

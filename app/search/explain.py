@@ -52,14 +52,24 @@ def informative_terms(stems: Sequence[str], idf: "TermStats | None" = None,
     return kept[:max_terms]
 
 
+def looks_like(figure_type: str) -> str:
+    """"looks like a pie chart": why a figure answers a query naming its type."""
+    name = figure_type.replace("_", " ")
+    return "looks like text" if figure_type == "text" else f"looks like {'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
 def reasons(signals: Mapping[str, float] | None, figure_type: str | None = None,
-            same_paper: bool = False) -> list[str]:
-    """Plain-language reasons a related figure was ranked high (paper topic only across papers)."""
+            same_paper: bool = False, named_type: bool = False) -> list[str]:
+    """Plain-language reasons a related figure was ranked high (paper topic only across papers).
+    With `named_type`, `figure_type` is the type a text query named and the figure shows."""
     if not signals:
         return []
     out = []
     if signals.get("type", 0.0) >= SAME_TYPE_MIN and figure_type != "table":  # tables relate only to tables
-        out.append(f"same figure type ({figure_type.replace('_', ' ')})" if figure_type else "same figure type")
+        if named_type and figure_type:
+            out.append(looks_like(figure_type))
+        else:
+            out.append(f"same figure type ({figure_type.replace('_', ' ')})" if figure_type else "same figure type")
     if signals.get("visual", 0.0) >= SIMILAR_PICTURE_MIN:
         out.append("similar picture")
     if not same_paper and signals.get("paper", 0.0) >= RELATED_TOPIC_MIN:

@@ -61,7 +61,8 @@ def run_search(db: Session, settings: Settings, engine: SearchEngine | None, hol
                                       message=holder.reason or "no search index")
     hits, searched, use, allowed = find_hits(db, settings, engine, holder, q, k, offset, rerank, filters)
     has_more = len(hits) > k
-    items = scored_items(db, hits[:k], offset, query_text=searched, engine=engine, snippets=True)
+    items = scored_items(db, hits[:k], offset, query_text=searched, engine=engine, snippets=True,
+                         named_types=types_named_in(searched))
     msg = None
     absent = [t for t in types_named_in(searched) if not engine.shows_type(t)]
     if items and offset == 0 and absent:  # say why no figure of the named type is among the results

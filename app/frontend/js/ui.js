@@ -95,11 +95,11 @@ export function snippetBlock(hit) {
 // A result with no matching sentence says how it was found: by the figure type the query names,
 // or by meaning alone (none of the query's words is in its text).
 function unmatchedWhy(hit) {
-  const byType = (hit.reasons || []).some((r) => r.startsWith('same figure type')) && hit.figure_type;
+  const byType = (hit.reasons || []).find((r) => r.startsWith('looks like'));
   if (byType) {
     return h('div', { class: 'snippet why-found' },
       h('span', { class: 'src', title: 'Found because its picture is classified as the figure type the query names' }, 'figure type'),
-      ` looks like a ${hit.figure_type.replace(/_/g, ' ')}`);
+      ` ${byType}`);
   }
   if (hit.embedding_score === null || hit.embedding_score === undefined) return null;
   return h('div', { class: 'snippet why-found' },
