@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 
 from app.api.main import create_app
 from app.settings import AdminTokenError, Settings
+from app.vision.vocabulary import TYPES
 
 TOKEN = "test-admin-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -341,6 +342,14 @@ def test_by_image_without_caption_finds_a_copy_of_a_figure(client):
     body = r.json()
     assert body["mode"] == "image" and body["items"][0]["figure_id"] == fid
     assert "similar picture" in body["items"][0]["reasons"]
+    # the types the upload looks like, dominant first; "same figure type" refers to the first
+    looks = [t["type"] for t in body["query_types"]]
+    assert looks and all(t in TYPES for t in looks)
+    scores = [t["score"] for t in body["query_types"]]
+    assert scores == sorted(scores, reverse=True)
+    for item in body["items"]:
+        if any(r.startswith("same figure type") for r in item["reasons"]):
+            assert item["figure_type"] == looks[0]
 
 
 def test_by_image_with_caption_searches_text(client):

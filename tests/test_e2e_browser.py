@@ -180,6 +180,8 @@ def test_user_journey(server, browser, tmp_path_factory):
     page.click("#find-similar")
     page.wait_for_selector("#image-results .card")
     assert page.locator("#image-results .card").first.get_attribute("data-figure-id") == "1"
+    assert page.inner_text("#query-types").startswith("Your picture looks like: ")
+    assert "lexical" not in page.locator("#image-results .card .why").first.inner_text()
     page.fill("#caption", "Overview of the architecture from the input image to the detection head")
     page.click("#find-similar")
     page.wait_for_selector("#image-results .card")

@@ -156,6 +156,9 @@ class SimilarResponse(BaseModel):
     items: list[ScoredFigure]
     index_version: str | None = None
     message: str | None = None
+    query_types: list[TypeScore] = Field(default_factory=list, description=(
+        "mode image: the figure types the uploaded picture looks like, dominant first, with scores "
+        "(what 'same figure type' in a result's reasons refers to)."))
 
 
 # ---------------------------------------------------------------- papers

@@ -17,7 +17,7 @@ from app.api.query_image import decode_query_image
 from app.api.serialize import scored_items
 from app.search.engine import SearchEngine
 from app.search.filters import FigureFilter, year_range
-from app.vision.picture_query import picture_query
+from app.vision.picture_query import picture_query, types_shown
 from app.vision.vocabulary import types_named_in
 from app.settings import Settings
 
@@ -167,16 +167,19 @@ async def search_by_image(
         if engine is None:
             return schemas.SimilarResponse(mode="image", k=k, items=[], index_version=None,
                                            message=holder.reason or "no search index")
+        query_types = []
         if loaded is not None:  # a trained image branch
             hits = await run_in_threadpool(image_hits, loaded, engine, picture, k)
         elif engine.visual is not None:  # every index has the figures' visual fingerprints
             vec, type_scores = await run_in_threadpool(picture_query, picture)
             hits = engine.by_picture(vec, k, type_scores=type_scores)
+            query_types = types_shown(type_scores)
         else:
             raise HTTPException(501, IMAGE_QUERIES_MESSAGE)
         items = scored_items(db, hits, 0)
         return schemas.SimilarResponse(mode="image", k=k, items=items, index_version=engine.version,
-                                       message=None if items else "no figure to compare with yet")
+                                       message=None if items else "no figure to compare with yet",
+                                       query_types=query_types)
     res = await run_in_threadpool(run_search, db, settings, engine, holder, text, k, 0, None)
     return schemas.SimilarResponse(mode="caption", query=text, k=k, items=res.items,
                                    index_version=res.index_version,

@@ -108,7 +108,13 @@ function unmatchedWhy(hit) {
 }
 
 // "Why" a result: reasons in words, informative shared terms, and the lexical vs embedding score.
-export function whyBlock(hit, maxLexical) {
+// Results found by an uploaded picture (`picture`) have no words to share: only the reasons.
+export function whyBlock(hit, maxLexical, { picture = false } = {}) {
+  if (picture) {
+    const reasons = hit.reasons || [];
+    return h('div', { class: 'why' }, h('div', { class: 'chips reasons' },
+      (reasons.length ? reasons : ['close in layout and colours']).map((r) => h('span', { class: 'chip reason' }, r))));
+  }
   const lexPct = maxLexical > 0 ? Math.max(2, Math.round(100 * hit.lexical_score / maxLexical)) : 0;
   const emb = hit.embedding_score;
   const embPct = emb === null || emb === undefined ? 0 : Math.max(2, Math.round(100 * Math.max(0, emb)));

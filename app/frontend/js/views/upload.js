@@ -65,8 +65,13 @@ export async function renderUpload(root, { signal }) {
       if (r.mode === 'caption') msg.append(notice('These figures match your caption text; leave the caption empty to search by the picture.'));
       if (!r.items.length) { msg.append(empty('No similar figures found.', r.message || '')); return; }
       resultsHead.hidden = false;
+      const picture = r.mode === 'image';
+      if (picture && r.query_types && r.query_types.length) {
+        msg.append(h('p', { class: 'muted small', id: 'query-types', title: 'Figure types classified from your picture' },
+          'Your picture looks like: ', r.query_types.map((t) => `${t.type.replace(/_/g, ' ')} (${t.score.toFixed(2)})`).join(' · ')));
+      }
       const maxLex = Math.max(...r.items.map((x) => x.lexical_score), 0);
-      for (const hit of r.items) grid.append(figureCard(hit, { extra: whyBlock(hit, maxLex) }));
+      for (const hit of r.items) grid.append(figureCard(hit, { extra: whyBlock(hit, maxLex, { picture }) }));
     } catch (err) {
       if (err.name === 'AbortError') return;
       msg.replaceChildren(notice(err.message, err.status === 501 ? 'warn' : 'error'));
