@@ -150,6 +150,29 @@ def test_spelling_suggestion_for_unknown_words():
     assert eng.spelling_suggestion("factorizaton qwertyuiop") is None
 
 
+def test_spelling_vocabulary_is_built_once_even_when_prepared_concurrently():
+    """A server prepares the vocabulary in the background while a request may already need it:
+    both get the one vocabulary, and the captions are read once."""
+    import threading
+
+    eng = SearchEngine.build(docs())
+    reads = []
+
+    class Counting(list):
+        def __getitem__(self, i):
+            reads.append(i)
+            return super().__getitem__(i)
+
+    eng.captions = Counting(eng.captions)
+    threads = [threading.Thread(target=eng.prepare_spelling) for _ in range(4)]
+    for t in threads:
+        t.start()
+    assert eng.spelling_suggestion("factorizaton machines") == "factorization machines"
+    for t in threads:
+        t.join()
+    assert len(reads) == len(eng.captions)
+
+
 def test_lexical_only_engine_and_tfidf():
     eng = SearchEngine.build(docs())
     hits = eng.similar(103, k=3)

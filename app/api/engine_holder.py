@@ -162,6 +162,7 @@ class EngineHolder:
         if isinstance(self._encoder, CachedEncoder):
             self._encoder.clear()
         log.info("search index %s loaded (%d figures) in %.2f s", version, len(eng), time.perf_counter() - t0)
+        threading.Thread(target=eng.prepare_spelling, name="figsearch-spelling", daemon=True).start()
 
     def refresh(self, block: bool = False) -> None:
         """Check the CURRENT pointer now; load a new version (in the background unless `block`

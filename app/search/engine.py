@@ -21,6 +21,7 @@ import os
 import re
 import secrets
 import shutil
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -121,6 +122,7 @@ class SearchEngine:
         self.fusion: dict[str, dict[str, float]] = {}  # scope -> stored weights (fusion.json)
         self._type_top: dict[int, np.ndarray] = {}  # type code -> rows that show it best (rows_showing_type)
         self._spelling: dict[tuple[str, int], dict[str, int]] | None = None  # caption words (spelling_suggestion)
+        self._spelling_lock = threading.Lock()
         self.version: str | None = None
         by_fid = np.argsort(self.figure_ids, kind="stable")
         self._sorted_fids, self._fid_order = self.figure_ids[by_fid], by_fid
@@ -456,19 +458,25 @@ class SearchEngine:
             changed = True
         return " ".join(out) if changed else None
 
+    def prepare_spelling(self) -> None:
+        """Build the spelling vocabulary now (a server does it in the background after loading an
+        index: at a million figures it takes seconds, which the first misspelt query would wait)."""
+        self._spelling_words()
+
     def _spelling_words(self) -> dict[tuple[str, int], dict[str, int]]:
         """Caption words (letters only, 3+ long) with their counts, by (first letter, length),
-        built on first use."""
-        if self._spelling is None:
-            words: Counter[str] = Counter()
-            n = len(self.captions)
-            for row in range(0, n, max(1, n // self.spelling_captions)):
-                words.update(w for w in _WORD_RE.findall(self.captions[row].lower()) if len(w) >= 3)
-            index: dict[tuple[str, int], dict[str, int]] = {}
-            for w, c in sorted(words.items()):
-                index.setdefault((w[0], len(w)), {})[w] = c
-            self._spelling = index
-        return self._spelling
+        built once, on first use or by `prepare_spelling`."""
+        with self._spelling_lock:
+            if self._spelling is None:
+                words: Counter[str] = Counter()
+                n = len(self.captions)
+                for row in range(0, n, max(1, n // self.spelling_captions)):
+                    words.update(w for w in _WORD_RE.findall(self.captions[row].lower()) if len(w) >= 3)
+                index: dict[tuple[str, int], dict[str, int]] = {}
+                for w, c in sorted(words.items()):
+                    index.setdefault((w[0], len(w)), {})[w] = c
+                self._spelling = index
+            return self._spelling
 
     def shows_type(self, name: str) -> bool:
         """Whether any figure of the index shows the figure type `name` (True when the index
