@@ -85,3 +85,7 @@ def test_index_search_similar_contract(demo_pdfs, tmp_path):
     assert run(["similar", str(target["figure_id"]), "--scope", "nope", "--data-dir", str(data)],
                check=False).returncode == 2
     assert run(["similar", "999999", "--data-dir", str(data), "--json"], check=False).returncode != 0
+    # uploaded copies of figures (rescaled JPEG) find themselves; typing them is reported
+    copies = json.loads(run(["eval-image-copies", "--data-dir", str(data), "--n", "6"]).stdout)
+    assert copies["n_queries"] == min(6, len(figs)) and copies["hit_at_1"] >= 0.8
+    assert 0.0 <= copies["copy_keeps_type"] <= 1.0

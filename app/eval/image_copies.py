@@ -7,7 +7,8 @@ With `--labels` (figure types labelled by looking: JSON lines with sha256, numbe
 labelled figure is also uploaded as such a copy and the first five results from *other* papers are
 judged: the share whose labelled dominant type is the uploaded figure's (`same_type_at_5`), as
 served (fingerprint + type scores) and by the fingerprint alone, with a paper-cluster bootstrap
-interval of the difference.
+interval of the difference. `copy_keeps_type`: the share of copies whose dominant type by pixels
+is the original crop's (how stable picture typing is under rescaling and JPEG).
 
     figsearch eval-image-copies --data-dir DIR [--n 300] [--seed 0] [--labels FILE]
 """
@@ -23,7 +24,7 @@ from PIL import Image
 from app.search.engine import SearchEngine
 from app.search.indexing import index_root
 from app.settings import Settings
-from app.vision.picture_query import picture_query
+from app.vision.picture_query import picture_query, types_shown
 from app.vision.real_crops import read_labels
 
 
@@ -52,19 +53,24 @@ def evaluate_image_copies(settings: Settings, n: int = 300, seed: int = 0, label
     rng = random.Random(seed)
     ids = sorted(paths)
     picked = rng.sample(ids, min(n, len(ids)))
-    ranks = []
+    ranks, same_type = [], []
     for fid in picked:
         with Image.open(settings.data_dir / paths[fid]) as im:
-            query = _copy(im, rng)
+            original = im.convert("RGB")
+        query = _copy(original, rng)
         vec, type_scores = picture_query(query)
         hits = engine.by_picture(vec, k=10, type_scores=type_scores)
         got = [h.figure_id for h in hits]
         ranks.append(got.index(fid) + 1 if fid in got else None)
+        if type_scores is not None:  # does the copy keep the original crop's dominant type (pixels alone)?
+            copy_type, original_type = types_shown(type_scores), types_shown(picture_query(original)[1])
+            same_type.append(copy_type[0]["type"] == original_type[0]["type"])
     found = [r for r in ranks if r is not None]
     report = {"n_queries": len(ranks), "n_figures": len(ids),
               "hit_at_1": round(sum(r == 1 for r in found) / len(ranks), 3),
               "hit_at_5": round(sum(r <= 5 for r in found) / len(ranks), 3),
               "mrr_at_10": round(float(np.mean([1 / r if r else 0.0 for r in ranks])), 3),
+              "copy_keeps_type": round(float(np.mean(same_type)), 3) if same_type else None,
               "copies": "rescaled x0.4-1.5, JPEG quality 50-90"}
     if labels is not None:
         report["same_kind"] = _same_kind(settings, engine, rows, labels, rng)
