@@ -102,12 +102,10 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
     terms = {h.figure_id: informative_terms(list(h.matched_terms), idf) for h in hits}
     wanted = [h.figure_id for h in hits if snippets or set(terms[h.figure_id]) - set(analyze(f"{query_text} {h.caption}"))]
     extra = mention_texts(db, wanted)  # only for hits with a term outside both captions, or snippets
-    types = dict(db.execute(select(Figure.id, Figure.figure_type)
-                            .where(Figure.id.in_([h.figure_id for h in hits if h.signals]))).all()) if hits else {}
-    if named_types and hits:
-        shown = dict(db.execute(select(Figure.id, Figure.figure_types)
-                                .where(Figure.id.in_([h.figure_id for h in hits]))).all())
-        types = {fid: _named_type_shown(named_types, shown.get(fid)) for fid in types}
+    types = {fid: _named_type_shown(named_types, shown) if named_types else dominant
+             for fid, dominant, shown in db.execute(
+                 select(Figure.id, Figure.figure_type, Figure.figure_types)
+                 .where(Figure.id.in_([h.figure_id for h in hits if h.signals])))} if hits else {}
     tables = [h.figure_id for h in hits if cards.get(h.figure_id, {}).get("kind") == "table"]
     cells = dict(db.execute(select(Figure.id, Figure.region_text).where(Figure.id.in_(tables))).all()) \
         if snippets and tables else {}

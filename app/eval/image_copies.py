@@ -24,7 +24,8 @@ from PIL import Image
 from app.search.engine import SearchEngine
 from app.search.indexing import index_root
 from app.settings import Settings
-from app.vision.picture_query import picture_query, types_shown
+from app.vision.figure_types import classifier
+from app.vision.picture_query import picture_query
 from app.vision.real_crops import read_labels
 
 
@@ -58,13 +59,12 @@ def evaluate_image_copies(settings: Settings, n: int = 300, seed: int = 0, label
         with Image.open(settings.data_dir / paths[fid]) as im:
             original = im.convert("RGB")
         query = _copy(original, rng)
-        vec, type_scores = picture_query(query)
-        hits = engine.by_picture(vec, k=10, type_scores=type_scores)
+        vec, kinds = picture_query(query)
+        hits = engine.by_picture(vec, k=10, type_scores=kinds.scores if kinds else None)
         got = [h.figure_id for h in hits]
         ranks.append(got.index(fid) + 1 if fid in got else None)
-        if type_scores is not None:  # does the copy keep the original crop's dominant type (pixels alone)?
-            copy_type, original_type = types_shown(type_scores), types_shown(picture_query(original)[1])
-            same_type.append(copy_type[0]["type"] == original_type[0]["type"])
+        if kinds is not None:  # does the copy keep the original crop's dominant type (pixels alone)?
+            same_type.append(kinds.figure_type == classifier().classify([original])[0].figure_type)
     found = [r for r in ranks if r is not None]
     report = {"n_queries": len(ranks), "n_figures": len(ids),
               "hit_at_1": round(sum(r == 1 for r in found) / len(ranks), 3),
@@ -95,8 +95,8 @@ def _same_kind(settings: Settings, engine: SearchEngine, rows, labels: Path, rng
     served, alone, papers = [], [], []
     for fid in sorted(label):
         with Image.open(settings.data_dir / path[fid]) as im:
-            vec, scores = picture_query(_copy(im, rng))
-        a, b = same_type(fid, vec, scores), same_type(fid, vec, None)
+            vec, kinds = picture_query(_copy(im, rng))
+        a, b = same_type(fid, vec, kinds.scores if kinds else None), same_type(fid, vec, None)
         if a is not None and b is not None:
             served.append(a)
             alone.append(b)

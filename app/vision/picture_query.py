@@ -7,19 +7,13 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from app.vision.figure_types import LABELS, classifier, decide
+from app.vision.figure_types import TypeScores, classifier
 from app.vision.fingerprint import embed_images
 
 
-def picture_query(img: Image.Image) -> tuple[np.ndarray, dict[str, float] | None]:
-    """(fingerprint vector, {type: score} or None when no classifier weights are installed)."""
+def picture_query(img: Image.Image) -> tuple[np.ndarray, TypeScores | None]:
+    """(fingerprint vector, the picture's figure types, or None when no classifier weights are
+    installed)."""
     rgb = img.convert("RGB")
     model = classifier()
-    return embed_images([rgb])[0], (model.classify([rgb])[0].scores if model is not None else None)
-
-
-def types_shown(scores: dict[str, float] | None) -> list[dict]:
-    """The types a picture shows, dominant first, with scores (as stored for collection figures)."""
-    if not scores:
-        return []
-    return decide(np.array([float(scores.get(t, 0.0)) for t in LABELS], dtype=np.float32)).figure_types
+    return embed_images([rgb])[0], (model.classify([rgb])[0] if model is not None else None)

@@ -17,7 +17,7 @@ from app.api.query_image import decode_query_image
 from app.api.serialize import scored_items
 from app.search.engine import SearchEngine
 from app.search.filters import FigureFilter, year_range
-from app.vision.picture_query import picture_query, types_shown
+from app.vision.picture_query import picture_query
 from app.vision.vocabulary import types_named_in
 from app.settings import Settings
 
@@ -171,9 +171,9 @@ async def search_by_image(
         if loaded is not None:  # a trained image branch
             hits = await run_in_threadpool(image_hits, loaded, engine, picture, k)
         elif engine.visual is not None:  # every index has the figures' visual fingerprints
-            vec, type_scores = await run_in_threadpool(picture_query, picture)
-            hits = engine.by_picture(vec, k, type_scores=type_scores)
-            query_types = types_shown(type_scores)
+            vec, kinds = await run_in_threadpool(picture_query, picture)
+            hits = engine.by_picture(vec, k, type_scores=kinds.scores if kinds else None)
+            query_types = kinds.figure_types if kinds else []
         else:
             raise HTTPException(501, IMAGE_QUERIES_MESSAGE)
         items = scored_items(db, hits, 0)
