@@ -102,6 +102,13 @@ def wait_js(page, expression: str, timeout: float = 30) -> None:
         time.sleep(0.2)
 
 
+def wait_page(page, timeout: float = 30) -> None:
+    """Wait until the page of the current address has finished loading (the router marks the view
+    with the address it shows), so that cards of the page before are never counted."""
+    wait_js(page, "document.getElementById('view').getAttribute('aria-busy') === 'false'"
+                  " && document.getElementById('view').dataset.hash === location.hash", timeout)
+
+
 def shot(page, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
@@ -123,6 +130,7 @@ def test_user_journey(server, browser, tmp_path_factory):
     page.keyboard.type("top-1 accuracy")
     page.keyboard.press("Enter")
     wait_js(page, "location.hash.includes('q=top-1')")
+    wait_page(page)
     page.wait_for_selector("#results .card")
     assert "Figures for" in page.inner_text("h1")
     first = page.locator("#results .card").first
@@ -222,6 +230,7 @@ def test_user_journey(server, browser, tmp_path_factory):
     while time.time() < deadline and not found:
         page.fill("#q", caption[:80])
         page.press("#q", "Enter")
+        wait_page(page)
         page.wait_for_selector("#results .card, #view .empty")
         ids = [int(x) for x in page.eval_on_selector_all("#results .card", "els => els.map(e => e.dataset.figureId)")]
         found = bool(ids) and ids[0] in new_ids

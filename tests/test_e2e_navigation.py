@@ -19,7 +19,7 @@ import pytest
 from app.pdfs import attach_pdfs
 from app.settings import Settings
 from tests.test_api import build_sample_data
-from tests.test_e2e_browser import CHROMIUM, Console, _free_port, browser, wait_js  # noqa: F401 (fixture)
+from tests.test_e2e_browser import CHROMIUM, Console, _free_port, browser, wait_js, wait_page  # noqa: F401 (fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = Path(os.environ.get("FIGSEARCH_UI_SHOTS", "/tmp/ui-shots"))
@@ -91,11 +91,13 @@ def test_filters_figure_and_paper_pages(server, browser, width, tag):
     page.fill("#f-year-from", str(papers[1]["year"]))
     page.press("#f-year-from", "Enter")
     wait_js(page, "location.hash.includes('year_from=')")
+    wait_page(page)
     page.wait_for_selector("#results .card")
     assert hash_params(page) == {"q": "model", "year_from": str(papers[1]["year"])}
     assert 0 < page.locator("#results .card").count() < everything
     page.select_option("#f-paper", str(papers[2]["paper_id"]))
     wait_js(page, "location.hash.includes('paper_id=')")
+    wait_page(page)
     page.wait_for_selector("#results .card")
     page.reload()
     page.wait_for_selector("#results .card")
@@ -112,6 +114,7 @@ def test_filters_figure_and_paper_pages(server, browser, width, tag):
     page.fill("#q", "training")
     page.press("#q", "Enter")
     wait_js(page, "location.hash.includes('q=training')")
+    wait_page(page)
     assert hash_params(page)["paper_id"] == str(papers[2]["paper_id"])
     wait_js(page, "!!document.querySelector('#filters') && !!document.getElementById('result-info').textContent")
     # browsing tables (no query)
@@ -153,6 +156,7 @@ def test_filters_figure_and_paper_pages(server, browser, width, tag):
     if page.locator("#order-switch").count():
         page.click("#order-switch [data-order=paper]")
         wait_js(page, "location.hash.endsWith('?order=paper')")
+        wait_page(page)
         page.wait_for_selector("#paper-figures .card")
     cards = _settled_cards(page)  # (label, height) of each card, read at once after re-rendering
     got = [int(re.search(r"\d+", label).group()) for label, _ in cards]

@@ -39,9 +39,13 @@ async function route() {
   document.querySelectorAll('[data-nav]').forEach((a) => {
     if (found && a.dataset.nav === found[1]) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   });
+  // aria-busy while a page loads; data-hash names the address the finished page shows
+  view.setAttribute('aria-busy', 'true');
+  delete view.dataset.hash;
   clear(view);
   if (!found) {
     view.append(notice('There is no such page.', 'warn'), h('p', {}, h('a', { href: '#/' }, 'Go to the figures')));
+    done(mine);
     return;
   }
   try {
@@ -53,6 +57,13 @@ async function route() {
     view.append(notice(err && err.message ? err.message : 'Something went wrong.', 'error'));
   }
   if (!mine.signal.aborted && !params.get('q')) window.scrollTo(0, 0);
+  done(mine);
+}
+
+function done(mine) {
+  if (mine.signal.aborted) return;
+  view.setAttribute('aria-busy', 'false');
+  view.dataset.hash = location.hash;
 }
 
 document.getElementById('search-form').addEventListener('submit', (e) => {
