@@ -165,6 +165,12 @@ def test_filters_figure_and_paper_pages(server, browser, width, tag):
     assert len(heights) == 1, heights  # even card heights
     shot(page, f"{tag}-05-paper")
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    # every paper page, also of papers without tables or links: only elements, never a stray word
+    # (a part the paper lacks once came out as the text "null")
+    for p in papers:
+        page.goto(f"{server}/#/paper/{p['paper_id']}")
+        wait_page(page)
+        assert page.evaluate("[...document.getElementById('view').childNodes].every(n => n.nodeType === 1)"), p
     assert not console.errors, console.errors
     page.close()
 

@@ -1,7 +1,7 @@
 // Paper page (figures in central order or in paper order, the PDF, cited and citing papers) and
 // the paper list.
 import { api } from '../api.js';
-import { h, loading, empty, figureCard, gridKeys, setTitle } from '../ui.js';
+import { h, append, loading, empty, figureCard, gridKeys, setTitle } from '../ui.js';
 
 function paperList(items, none) {
   if (!items.length) return h('p', { class: 'muted' }, none);
@@ -33,7 +33,8 @@ export async function renderPaper(root, id, params, { signal }) {
         orderLink('central', 'Central first'), orderLink('paper', 'In paper order'))
     : h('span', { class: 'muted small' }, ' · in order of appearance');
 
-  root.append(
+  // append() skips the parts a paper lacks (DOM append would print them as "null")
+  append(root, [
     h('div', { class: 'crumbs' }, h('a', { href: '#/papers' }, '← All papers')),
     h('div', { class: 'panel paper-head' },
       h('h1', { id: 'paper-title' }, p.title, ' ', status,
@@ -43,7 +44,7 @@ export async function renderPaper(root, id, params, { signal }) {
       p.authors ? h('p', { class: 'authors' }, p.authors) : null,
       h('div', { class: 'meta' }, p.year ? h('span', {}, String(p.year)) : null, p.n_pages ? h('span', {}, `${p.n_pages} pages`) : null,
         h('span', {}, `${figs.length} figure${figs.length === 1 ? '' : 's'}`), tables.length ? h('span', {}, `${tables.length} table${tables.length === 1 ? '' : 's'}`) : null,
-        p.source ? h('span', { title: 'Source file' }, p.source) : null,
+        p.source ? h('span', { class: 'source-file', title: 'Source file' }, p.source) : null,
         p.pdf_url ? h('a', { href: p.pdf_url, target: '_blank', rel: 'noopener', id: 'paper-pdf' }, 'Open the PDF ↗') : null),
       p.error ? h('p', { class: 'muted small' }, p.error) : null,
       p.abstract ? h('p', { class: 'abstract' }, p.abstract) : null),
@@ -53,7 +54,7 @@ export async function renderPaper(root, id, params, { signal }) {
     tables.length ? (() => { const g = h('div', { class: 'grid even tables', id: 'paper-tables' }); tables.forEach((t) => g.append(figureCard(t, { showPaper: false }))); gridKeys(g); return g; })() : null,
     h('div', { class: 'links', style: 'margin-top:18px' },
       h('div', { class: 'panel', id: 'cites' }, h('h3', {}, `Cites (${p.cites.length} in the collection)`), paperList(p.cites, 'No cited paper is in the collection.')),
-      h('div', { class: 'panel', id: 'cited-by' }, h('h3', {}, `Cited by (${p.cited_by.length} in the collection)`), paperList(p.cited_by, 'No paper of the collection cites it.'))));
+      h('div', { class: 'panel', id: 'cited-by' }, h('h3', {}, `Cited by (${p.cited_by.length} in the collection)`), paperList(p.cited_by, 'No paper of the collection cites it.')))]);
 }
 
 const PAGE = 50;
