@@ -121,7 +121,7 @@ def test_filters_figure_and_paper_pages(server, browser, width, tag):
     page.goto(server + "/#/?kind=table")
     page.wait_for_selector("#results .card")
     assert page.input_value("#f-kind") == "table"
-    assert "Latest tables" in page.inner_text("h1")
+    assert "Recently added tables" in page.inner_text("h1")
     shot(page, f"{tag}-03-tables")
     # searching tables: a word of a table's cells, shown as the matching snippet; its page relates tables
     table = httpx.get(f"{server}/api/v1/figures", params={"kind": "table"}).json()["items"][0]
@@ -226,4 +226,28 @@ def test_order_switch_reorders(server, browser):
     assert shown() == [str(f["figure_id"]) for f in figs]
     assert page.get_attribute("#order-switch [data-order=paper]", "aria-current") == "true"
     assert not console.errors, console.errors
+    page.close()
+
+
+def test_reversed_year_range_and_missing_figure(server, browser):
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    page.set_default_timeout(20_000)
+    console = Console(page)
+    page.goto(server + "/#/?q=model")
+    page.wait_for_selector("#filters")
+    page.fill("#f-year-from", "2020")
+    page.press("#f-year-from", "Enter")
+    wait_js(page, "location.hash.includes('year_from=2020')")
+    wait_page(page)
+    page.wait_for_selector("#filters")
+    page.fill("#f-year-to", "2010")  # typed the wrong way round: the same years are meant
+    page.press("#f-year-to", "Enter")
+    wait_js(page, "location.hash.includes('year_to=')")
+    assert hash_params(page) == {"q": "model", "year_from": "2010", "year_to": "2020"}
+    # a figure that does not exist: the error says so and leads back
+    page.goto(server + "/#/figure/999999")
+    wait_page(page)
+    assert page.inner_text(".notice.error").startswith("Figure 999999")
+    assert page.get_attribute("#view p a", "href") == "#/"
+    assert [e for e in console.errors if "404" not in e] == []
     page.close()

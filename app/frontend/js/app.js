@@ -54,7 +54,8 @@ async function route() {
     // a page left before it finished must not touch the page shown since
     if (mine.signal.aborted || (err && err.name === 'AbortError')) return;
     clear(view);
-    view.append(notice(err && err.message ? err.message : 'Something went wrong.', 'error'));
+    const msg = err && err.message ? err.message : 'Something went wrong.';
+    view.append(notice(msg.charAt(0).toUpperCase() + msg.slice(1), 'error'), h('p', {}, h('a', { href: '#/' }, 'Go to the figures')));
   }
   if (!mine.signal.aborted && !params.get('q')) window.scrollTo(0, 0);
   done(mine);

@@ -55,8 +55,10 @@ export async function filterBar(params, { signal, onChange }) {
   function collect(type = current.get('type')) {
     const out = new URLSearchParams();
     if (kind.value !== 'figure') out.set('kind', kind.value);
-    if (yFrom.value) out.set('year_from', yFrom.value);
-    if (yTo.value) out.set('year_to', yTo.value);
+    let [from, to] = [yFrom.value, yTo.value];
+    if (from && to && Number(from) > Number(to)) [from, to] = [to, from];  // a reversed range means the same years
+    if (from) out.set('year_from', from);
+    if (to) out.set('year_to', to);
     if (paper.value) out.set('paper_id', paper.value);
     if (type) out.set('type', type);
     return out;

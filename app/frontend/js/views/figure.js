@@ -75,7 +75,7 @@ export async function renderFigure(root, id, { signal }) {
           ? h('a', { class: 'btn btn-primary', id: 'open-pdf', href: f.pdf_url, target: '_blank', rel: 'noopener' }, `Open in PDF at page ${f.page} ↗`)
           : h('span', { class: 'muted small', id: 'no-pdf' }, 'The PDF of this paper was not kept.'),
         f.hires_url ? h('a', { class: 'btn', id: 'hires', href: `${f.hires_url}?scale=4`, target: '_blank', rel: 'noopener', title: 'Rendered from the PDF at 288 dpi' }, 'High resolution ↗') : null,
-        h('a', { class: 'btn', href: f.image_url, target: '_blank', rel: 'noopener' }, 'Full-size image ↗')),
+        h('a', { class: 'btn', href: f.image_url, target: '_blank', rel: 'noopener', title: 'The crop as stored at ingestion' }, 'Full-size image ↗')),
       h('h3', { style: 'margin-top:14px' }, 'From the paper'),
       h('p', {}, h('a', { href: `#/paper/${f.paper.paper_id}`, id: 'paper-link' }, f.paper.title), f.paper.year ? h('span', { class: 'muted' }, ` (${f.paper.year})`) : null),
       f.paper_authors ? h('p', { class: 'muted small' }, f.paper_authors) : null),

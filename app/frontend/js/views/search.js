@@ -1,4 +1,4 @@
-// Search page: results for ?q=…, or the latest figures when there is no query, both narrowed by
+// Search page: results for ?q=…, or the most recently added figures when there is no query, both narrowed by
 // the filters in the URL (filters.js). "Load more" pages.
 import { api } from '../api.js';
 import { h, loading, notice, empty, figureCard, gridKeys, setTitle, snippetBlock } from '../ui.js';
@@ -13,7 +13,7 @@ export async function renderSearch(root, params, { signal }) {
   const what = kind === 'table' ? 'Tables' : kind === 'both' ? 'Figures and tables' : 'Figures';
   setTitle(q ? `“${q}”` : '');
   const info = h('span', { class: 'muted small', id: 'result-info' });
-  const head = h('div', { class: 'bar' }, h('h1', {}, q ? `${what} for “${q}”` : `Latest ${what.toLowerCase()}`), info);
+  const head = h('div', { class: 'bar' }, h('h1', {}, q ? `${what} for “${q}”` : `Recently added ${what.toLowerCase()}`), info);
   const grid = h('div', { class: 'grid', id: 'results' });
   const status = h('div', {});
   const moreBtn = h('button', { class: 'btn', type: 'button', id: 'more' }, 'Load more');
