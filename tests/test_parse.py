@@ -168,3 +168,78 @@ def test_clean_text_repairs_accents_ligatures_and_broken_glyphs():
     assert clean_text("e\x0ecient di\x0berent \x0cgure \ufb01ne") == "efficient different figure fine"
     assert "\ufffd" not in clean_text("Ca2\ufffd ions")
     assert clean_text("plain text") == "plain text"
+
+
+def _front_page(rows: list[list[tuple[float, str, float]]], metadata: dict | None = None,
+                bottom_line: str = "", refs: list[str] | None = None) -> pymupdf.Document:
+    """A page with a title, then rows of (x, text, font size) pieces drawn as separate text runs,
+    an abstract, a body line near the bottom and optionally a references page."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(56, 60, 556, 100), "Learning Sparse Interactions for Ranking Models",
+                        fontsize=18, fontname="hebo", align=1)
+    y = 120
+    for row in rows:
+        for x, text, size in row:
+            page.insert_text((x, y), text, fontsize=size, fontname="helv")
+        y += 14
+    page.insert_text((56, y + 20), "Abstract", fontsize=11, fontname="hebo")
+    page.insert_textbox(pymupdf.Rect(56, y + 30, 296, y + 120), ABSTRACT, fontsize=9, fontname="helv")
+    if bottom_line:
+        page.insert_text((56, 700), bottom_line, fontsize=9, fontname="helv")
+    if refs:
+        page2 = doc.new_page(width=612, height=792)
+        page2.insert_textbox(pymupdf.Rect(56, 60, 296, 300), LEFT_BODY, fontsize=9, fontname="helv")
+        page2.insert_text((316, 70), "References", fontsize=11, fontname="hebo")
+        ry = 80
+        for ref in refs:
+            page2.insert_textbox(pymupdf.Rect(316, ry, 556, ry + 40), ref, fontsize=8, fontname="helv")
+            ry += 45
+    if metadata:
+        doc.set_metadata(metadata)
+    return doc
+
+
+def test_authors_set_in_columns_with_footnote_marks():
+    """Names set apart with superscript marks and no commas, then a row of numbered affiliations."""
+    row, x = [], 110.0
+    for name, mark in [("Ann Author", "1,2"), ("Bob Builder", "1"), ("Cy Coder", "2")]:
+        end = x + pymupdf.get_text_length(name, fontname="helv", fontsize=12)
+        row += [(x, name, 12), (end, mark, 8)]  # the mark right after the name, then a wide gap
+        x = end + pymupdf.get_text_length(mark, fontname="helv", fontsize=8) + 30
+    doc = _front_page([row, [(150, "1Northwind Labs 2Acme AG", 12)]])
+    assert parse_pdf(doc).authors == "Ann Author, Bob Builder, Cy Coder"
+
+
+def test_authors_paired_with_addresses_one_per_row():
+    doc = _front_page([
+        [(90, "Ann Author", 11), (400, "ann@example.org", 10)],
+        [(90, "Bob Builder", 11), (400, "bob@example.org", 10)],
+        [(90, "Cy Coder", 11), (400, "cy@example.org", 10)],
+    ])
+    assert parse_pdf(doc).authors == "Ann Author, Bob Builder, Cy Coder"
+
+
+def test_authors_list_stops_at_an_affiliation_row():
+    doc = _front_page([
+        [(150, "Ann Author, Bob Builder and Cy Coder", 12)],
+        [(250, "Northwind Center", 12)],
+        [(240, "Springfield, ST, Freedonia", 12)],
+    ])
+    assert parse_pdf(doc).authors == "Ann Author, Bob Builder and Cy Coder"
+
+
+def test_year_skips_citations_and_falls_back_to_the_references():
+    """A cited year in running text is not the paper's; with no printed year, a creation date years
+    after the newest reference (a re-saved copy) gives way to that reference's year + 1."""
+    refs = ["[1] A. Author. 2019. A study of click prediction. In KDD.",
+            "[2] C. Person. 2020. Deep models for sparse features. In WWW."]
+    doc = _front_page([[(200, "Ann Author, Bob Builder", 12)]], {"creationDate": "D:20260813001223"},
+                      "as in earlier work (Smith, 1985; Doe, 2001) and [Roe, 2003]", refs)
+    assert parse_pdf(doc).year == 2021
+    doc = _front_page([[(200, "Ann Author, Bob Builder", 12)]], {"creationDate": "D:20210105000000"},
+                      "as in earlier work (Smith, 1985; Doe, 2001)", refs)
+    assert parse_pdf(doc).year == 2021
+    doc = _front_page([[(200, "Ann Author, Bob Builder", 12)]], {"creationDate": "D:20260813001223"},
+                      "Proceedings of the Conference on Ranking (RANK 2022), pages 1-9", refs)
+    assert parse_pdf(doc).year == 2022

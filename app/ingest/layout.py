@@ -100,6 +100,8 @@ class Line:
     page: int = 0
     piece_sizes: tuple = ()  # font sizes of the PyMuPDF lines joined into this one (a larger
     # first letter of a small-caps heading is its own piece)
+    pieces: tuple = ()  # (x0, x1, text) of the PyMuPDF lines joined into this one (names set
+    # apart in an author row are separate lines)
 
     @property
     def largest_piece_size(self) -> float:
@@ -163,7 +165,8 @@ def lines_from_dict(pdict: dict, page: int = 0) -> list[Line]:
                 ys1 = max(s["bbox"][3] for s in g)
                 text = clean_text(join_spans(g))
                 size = round(max(g, key=lambda s: len(s["text"]))["size"], 1)
-                out.append(Line(xs0, ys0, xs1, ys1, text.strip(), size, g, bi, li, horizontal, page=page))
+                out.append(Line(xs0, ys0, xs1, ys1, text.strip(), size, g, bi, li, horizontal, page=page,
+                                pieces=((xs0, xs1, text.strip()),)))
     return _merge_row_pieces(out)
 
 
@@ -181,7 +184,8 @@ def _merge_row_pieces(lines: list[Line]) -> list[Line]:
             out[-1] = Line(prev.x0, min(prev.y0, ln.y0), ln.x1, max(prev.y1, ln.y1),
                            clean_text(join_spans(spans)).strip(), round(max(spans, key=lambda s: len(s["text"]))["size"], 1),
                            spans, prev.block, prev.idx, True, page=prev.page,
-                           piece_sizes=(prev.piece_sizes or (prev.size,)) + (ln.piece_sizes or (ln.size,)))
+                           piece_sizes=(prev.piece_sizes or (prev.size,)) + (ln.piece_sizes or (ln.size,)),
+                           pieces=prev.pieces + ln.pieces)
         else:
             out.append(ln)
     return out

@@ -101,6 +101,7 @@ def _page_blocks(page: PageLayout) -> tuple[list[_Block], list[str]]:
                         prev.x1 = max(prev.x1, ln.x1)
                         prev.y0 = min(prev.y0, ln.y0)
                         prev.y1 = max(prev.y1, ln.y1)
+                        prev.pieces = prev.pieces + ln.pieces
                         if len(ln.text.strip()) > len(prev.text.strip()) / 2:
                             prev.size = max(prev.size, ln.size)
                         continue
@@ -345,13 +346,36 @@ def _find_title(first_page: list[_Block], page_h: float) -> tuple[str, list[Line
 
 
 _AFFIL_RE = re.compile(
-    r"@|universit|institut|college|school|department|dept\.|laborator|\blab\b|research|inc\.|"
-    r"\bltd\b|corporation|company|group|academy|china|usa|\bemail\b|e-mail|http|www\.|\d{5}",
+    r"@|universit|institut|college|school|department|dept\.|laborator|\blab\b|\blabs\b|research|inc\.|"
+    r"\bltd\b|corporation|company|group|academy|china|usa|\bemail\b|e-mail|http|www\.|\d{5}|"
+    r"cent(?:er|re)\b|gmbh|\bag\b|foundation|hospital|faculty|technolog|science|engineering",
     re.I,
 )
+# footnote marks of author names: stars, daggers, section signs, card and music signs, and (after a
+# name) digits
+_SYMBOLS = "*#\u2217\u2020\u2021\u00a7\u00b6\u22c6\u2660-\u266f"
+_NAME_MARK_RE = re.compile(f"(?<=[^\\W\\d_]),?[\\d{_SYMBOLS}]+(?:,[\\d{_SYMBOLS}]+)*")
+_SYMBOL_RE = re.compile(f"[{_SYMBOLS}]+")
+_AFFIL_MARK_RE = re.compile(r"^\d+\s?[^\W\d_]")  # "1LMU Munich", "2 University of ..."
+_LIST_SEP_RE = re.compile(r",|\band\b|&")
+
+
+def _spaced_text(ln: Line) -> str:
+    """A line's text with a comma where its pieces stand more than a letter's height apart (names
+    set in columns, "Wei Zhou1,3   Mohsen Mesgar1")."""
+    groups: list[list[str]] = []
+    last_x1 = None
+    for x0, x1, text in sorted(ln.pieces):
+        if last_x1 is None or x0 - last_x1 > ln.size:
+            groups.append([])
+        groups[-1].append(text)
+        last_x1 = x1
+    return ", ".join(" ".join(g) for g in groups) if len(groups) > 1 else ln.text
 
 
 def _find_authors(first_page: list[_Block], title_lines: list[Line], body_size: float) -> str:
+    """The author names between the title and the abstract: the first row of names and the rows that
+    continue it as a list; affiliations, e-mail addresses and footnote marks left out."""
     if not title_lines:
         return ""
     bottom = max(ln.y1 for ln in title_lines)
@@ -359,33 +383,81 @@ def _find_authors(first_page: list[_Block], title_lines: list[Line], body_size: 
     lines = sorted(
         (ln for b in first_page for ln in b.lines if ln.y0 >= bottom - 1 and ln not in title_lines),
         key=lambda l: (l.y0, l.x0),
-    )
-    out: list[str] = []
-    for ln in lines[:12]:
-        t = ln.text
-        if _ABS_RE.match(t) or _is_heading(ln, body_size) and ln.size >= tsize - 0.5:
+    )[:16]
+    rows: list[list[Line]] = []  # lines at one height: one row of the author block
+    for ln in lines:
+        if rows and abs(ln.y0 - rows[-1][0].y0) < 0.5 * ln.size:
+            rows[-1].append(ln)
+        else:
+            rows.append([ln])
+    out = ""
+    paired_rows = False  # the first row pairs its name with an e-mail address or affiliation
+    first_x0 = None
+    n_rows = 0
+    for row in rows[:8]:
+        row.sort(key=lambda l: l.x0)
+        if _ABS_RE.match(row[0].text) or any(_is_heading(ln, body_size) and ln.size >= tsize - 0.5 for ln in row):
             break
-        if ln.size >= tsize - 0.5:
+        if all(ln.size >= tsize - 0.5 for ln in row):
             continue
-        if _AFFIL_RE.search(t):
+        # names share a row with their e-mail or affiliation in some styles: keep the names
+        names = [ln for ln in row if not (_AFFIL_RE.search(ln.text) or _AFFIL_MARK_RE.match(ln.text))]
+        # lines of a row are columns; pieces set far apart are separate names, unless the line
+        # separates its names itself
+        t = ", ".join(ln.text if _LIST_SEP_RE.search(_NAME_MARK_RE.sub(" ", ln.text)) else _spaced_text(ln)
+                      for ln in names)
+        parts = [x.strip() for x in _clean_names(t).split(",") if x.strip()]
+        if (not names or len(set(parts)) < len(parts)  # a repeated part: "Meituan, Meituan"
+                or len(t.split()) > 25 or t.endswith(".") or ":" in t):
             if out:
                 break
             continue
-        if len(t.split()) > 25 or t.endswith("."):
+        paired = len(names) < len(row)
+        if out:
+            # a later row goes on with the list: after a separator, with footnote marks, or (names
+            # paired with addresses, one per row) at the first row's indent
+            if re.search(r"(,|\band|&)\s*$", out):
+                out += " " + t
+            elif (_LIST_SEP_RE.search(t) or _NAME_MARK_RE.search(t)) and _full_names(t):
+                # a name broken over two rows leaves one word after the row's last separator
+                last = _LIST_SEP_RE.split(_clean_names(out))[-1].split()
+                out += (" " if len(last) == 1 else ", ") + t
+            elif paired and paired_rows and abs(names[0].x0 - first_x0) < 2:
+                out += ", " + t
+            else:
+                break
+        else:
+            out, paired_rows, first_x0 = t, paired, names[0].x0
+        n_rows += 1
+        if n_rows >= 6:
             break
-        out.append(t)
-        if len(out) >= 3:
-            break
-    s = " ".join(out)
-    s = re.sub(r"[\*\u2217\u2020\u2021\u00a7\u00b6\u22c6#]+|(?<=[a-z])\d+(?:,\d+)*", "", s)
-    s = re.sub(r"\s+,", ",", re.sub(r"\s+", " ", s)).strip(" ,")
-    return s[:300]
+    return _clean_names(out)[:300]
+
+
+def _full_names(t: str) -> bool:
+    """Most parts of a list read as full names (two words or more): "LinkedIn, Mountain View, CA"
+    and "Cohere For AI, MIT" do not."""
+    parts = [x.split() for x in _LIST_SEP_RE.split(_clean_names(t)) if x.strip()]
+    return bool(parts) and sum(len(x) >= 2 for x in parts) >= 2 / 3 * len(parts)
+
+
+def _clean_names(s: str) -> str:
+    """Footnote marks and symbols out, one comma between names."""
+    s = re.sub(r"\s*,[\s,]*", ", ", _SYMBOL_RE.sub("", _NAME_MARK_RE.sub(",", s)))
+    s = re.sub(r",\s*(and|&)\s", r" \1 ", s)
+    return re.sub(r"\s+", " ", s).strip(" ,")
 
 
 _COPY_YEAR_RE = re.compile(r"(?:\u00a9|\(c\)|copyright)\s*(?:\d{4}\s*[-\u2013]\s*)?((?:19|20)\d\d)", re.I)
 _CONF_YEAR_RE = re.compile(r"\b[A-Z][A-Za-z]{1,9}\s?['\u2019\u2018](\d\d)\b")
 _ARXIV_RE = re.compile(r"arXiv:(\d\d)(\d\d)\.\d{4,5}")
 _YEAR_RE = re.compile(r"\b(19[5-9]\d|20[0-4]\d)\b")
+# a year cited in running text ("[Chapelle, 2014]", "(Law, 2014; ...)", "Zhao 2013)"; not "(NIPS 2017)")
+# or one end of a page range ("1929-1958") is not the paper's
+_CITED_YEAR_RE = re.compile(r"(?:,|\bal\.|\b[A-Z][a-z]+)\s+(?:19[5-9]\d|20[0-4]\d)[a-z]?\s*[)\];]|\d[-\u2013]\d{4}|\d{4}[-\u2013]\d")
+# the date a copy was uploaded, downloaded or accessed (cover pages of repositories), or a manuscript
+# received or revised, is not the paper's
+_ACCESS_RE = re.compile(r"upload|download|retrieved|accessed|viewed on|received|revised|submitted", re.I)
 
 
 def _ok_year(y: int) -> bool:
@@ -417,14 +489,30 @@ def _find_year(first_page: list[_Block], rotated: list[str], page_h: float, meta
         if m:
             return 2000 + int(m.group(1))
     for t in rotated + edge:
-        m = _YEAR_RE.search(t)
-        if m and _ok_year(int(m.group(1))):
-            return int(m.group(1))
+        if _ACCESS_RE.search(t):
+            continue
+        cited = [c.span() for c in _CITED_YEAR_RE.finditer(t)]
+        for m in _YEAR_RE.finditer(t):
+            if _ok_year(int(m.group(1))) and not any(a <= m.start() < b for a, b in cited):
+                return int(m.group(1))
+    return None
+
+
+def _fallback_year(metadata: dict, references: list[str]) -> int | None:
+    """The year of a paper that prints none: the PDF's creation year when it is plausible next to the
+    newest year its references cite (a re-saved copy is years younger), else that newest year + 1
+    (on papers with a known year the newest cited year is mostly the paper's year or the one before)."""
     cd = (metadata or {}).get("creationDate") or ""
     m = re.search(r"((?:19|20)\d\d)", cd)
-    if m and _ok_year(int(m.group(1))):
-        return int(m.group(1))
-    return None
+    created = int(m.group(1)) if m and _ok_year(int(m.group(1))) else None
+    # a cited "year" after the file was made is a page number or a report id
+    cited = [y for r in references for y in map(int, _YEAR_RE.findall(r)) if _ok_year(y) and y <= (created or _MAX_YEAR)]
+    if not cited:
+        return created
+    newest = max(cited)
+    if created is not None and newest <= created <= newest + 2:
+        return created
+    return min(newest + 1, _MAX_YEAR)
 
 
 def _find_abstract(
@@ -717,6 +805,8 @@ def parse_pdf(doc: pymupdf.Document, max_pages: int | None = None,
             ref_lines.append((ln, flat[j][2]))
         paper.references = _split_references(ref_lines)
         body_idx = list(range(ref_i)) + list(range(end, len(flat)))
+    if paper.year is None:
+        paper.year = _fallback_year(meta, paper.references)
 
     # body units: blocks (minus the refs), headings split off and dropped
     skip_ids = {id(ln) for ln in title_lines}
