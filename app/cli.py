@@ -328,6 +328,28 @@ def jobs(job_id: Optional[str] = typer.Argument(None, help="One job: show its pe
     typer.echo(f"total: {sum(f['n_figures'] for f in files)} figures, {sum(f['n_tables'] for f in files)} tables")
 
 
+@cli.command("refresh-metadata")
+def refresh_metadata_cmd(data_dir: Optional[Path] = DataDir) -> None:
+    """Read the authors and year of every stored born-digital paper again with the current parser
+    (ingesting a file again skips it as a duplicate)."""
+    from app.ingest.refresh import refresh_metadata
+
+    settings = _settings(data_dir)
+    bar = None
+
+    def start(n: int) -> None:
+        nonlocal bar
+        bar = _progress(n, "papers")
+
+    try:
+        c = refresh_metadata(settings, on_paper=lambda: bar.update(1), total=start)
+    finally:
+        if bar is not None:
+            bar.close()
+    typer.echo(f"papers: {c.papers}  authors changed: {c.authors_changed}  years changed: {c.years_changed}  "
+               f"without a stored PDF: {c.without_pdf}  unreadable: {c.unreadable}")
+
+
 @cli.command()
 def relink(data_dir: Optional[Path] = DataDir) -> None:
     """Recompute all citation links between papers of the collection."""

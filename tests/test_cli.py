@@ -89,3 +89,20 @@ def test_index_search_similar_contract(demo_pdfs, tmp_path):
     copies = json.loads(run(["eval-image-copies", "--data-dir", str(data), "--n", "6"]).stdout)
     assert copies["n_queries"] == min(6, len(figs)) and copies["hit_at_1"] >= 0.8
     assert 0.0 <= copies["copy_keeps_type"] <= 1.0
+
+
+def test_refresh_metadata_reads_stored_papers_again(demo_pdfs, tmp_path):
+    import sqlite3
+
+    data = tmp_path / "data"
+    run(["ingest", str(demo_pdfs[0]), "--data-dir", str(data)])
+    before = [json.loads(l) for l in run(["papers", "--data-dir", str(data)]).stdout.splitlines()][0]
+    assert before["authors"] and before["year"]
+    with sqlite3.connect(data / "figsearch.db") as db:  # as an older parser might have left them
+        db.execute("update papers set authors = 'Someone1,2 Else', year = 1901")
+    r = run(["refresh-metadata", "--data-dir", str(data)])
+    assert "papers: 1  authors changed: 1  years changed: 1" in r.stdout, r.stdout
+    after = [json.loads(l) for l in run(["papers", "--data-dir", str(data)]).stdout.splitlines()][0]
+    assert (after["authors"], after["year"]) == (before["authors"], before["year"])
+    # nothing left to change the second time
+    assert "authors changed: 0  years changed: 0" in run(["refresh-metadata", "--data-dir", str(data)]).stdout
