@@ -341,7 +341,7 @@ def test_by_image_without_caption_finds_a_copy_of_a_figure(client):
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["mode"] == "image" and body["items"][0]["figure_id"] == fid
-    assert "similar picture" in body["items"][0]["reasons"]
+    assert "same picture" in body["items"][0]["reasons"]  # a rescaled JPEG copy of that figure
     # the types the upload looks like, dominant first; "same figure type" refers to the first
     looks = [t["type"] for t in body["query_types"]]
     assert looks and all(t in TYPES for t in looks)

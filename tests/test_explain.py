@@ -17,6 +17,7 @@ def test_reasons_in_words():
     assert "related paper topic" not in reasons(sig, "heatmap", same_paper=True)
     assert reasons({"type": 0.0, "visual": 0.1, "paper": 0.1}) == []
     assert reasons(None) == []
+    assert reasons({"visual": 0.99}) == ["same picture"]  # a copy of the figure itself
     # a text query naming a type: the type named, in the words of the query
     assert reasons({"type": 0.9}, "pie_chart", named_type=True) == ["looks like a pie chart"]
     assert reasons({"type": 0.9}, "heatmap", named_type=True) == ["looks like a heatmap"]

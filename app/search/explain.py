@@ -35,6 +35,7 @@ BOILERPLATE: frozenset[str] = frozenset(analyze(
 MAX_TERMS = 6
 SAME_TYPE_MIN = 0.5     # type signal is 0/1
 SIMILAR_PICTURE_MIN = 0.8  # cosine of visual embeddings
+SAME_PICTURE_MIN = 0.985   # rescaled JPEG copies of a figure: cosine >= .987 (recsys, 150 copies)
 RELATED_TOPIC_MIN = 0.5    # cosine of the papers' title + abstract embeddings
 
 
@@ -70,7 +71,9 @@ def reasons(signals: Mapping[str, float] | None, figure_type: str | None = None,
             out.append(looks_like(figure_type))
         else:
             out.append(f"same figure type ({figure_type.replace('_', ' ')})" if figure_type else "same figure type")
-    if signals.get("visual", 0.0) >= SIMILAR_PICTURE_MIN:
+    if signals.get("visual", 0.0) >= SAME_PICTURE_MIN:
+        out.append("same picture")
+    elif signals.get("visual", 0.0) >= SIMILAR_PICTURE_MIN:
         out.append("similar picture")
     if not same_paper and signals.get("paper", 0.0) >= RELATED_TOPIC_MIN:
         out.append("related paper topic")
