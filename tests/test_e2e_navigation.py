@@ -87,6 +87,10 @@ def test_filters_figure_and_paper_pages(server, browser, width, tag):
     page.wait_for_selector("#results .card")
     page.wait_for_selector("#filters")
     everything = page.locator("#results .card").count()
+    # the header counts all of the query's matches, as the type chips do
+    total = httpx.get(f"{server}/api/v1/search/facets", params={"q": "model"}).json()["total"]
+    shown = f"{everything} of {total} result" if total > everything else f"{everything} result"
+    wait_js(page, f"document.getElementById('result-info').textContent.startsWith('{shown}')")
     shot(page, f"{tag}-01-search")
     page.fill("#f-year-from", str(papers[1]["year"]))
     page.press("#f-year-from", "Enter")

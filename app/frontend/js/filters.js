@@ -32,7 +32,8 @@ function paperOptions() {
   return papersPromise;
 }
 
-// The filter bar; onChange(URLSearchParams of the filters) when the user changes one.
+// The filter bar and the facets it shows ({ form, facets }); onChange(URLSearchParams of the
+// filters) when the user changes one.
 export async function filterBar(params, { signal, onChange }) {
   const current = filterParams(params);
   const without = new URLSearchParams(current);
@@ -77,11 +78,12 @@ export async function filterBar(params, { signal, onChange }) {
     : null;
   const active = [...current.keys()].length;
   const reset = active ? h('a', { href: searchHash(params.get('q') || '', []), id: 'f-reset', class: 'small' }, 'Clear filters') : null;
-  return h('form', { class: 'filters', id: 'filters', role: 'search', 'aria-label': 'Filters', onsubmit: (e) => { e.preventDefault(); onChange(collect()); } },
+  const form = h('form', { class: 'filters', id: 'filters', role: 'search', 'aria-label': 'Filters', onsubmit: (e) => { e.preventDefault(); onChange(collect()); } },
     h('div', { class: 'filter-row' },
       h('label', { class: 'f' }, h('span', {}, 'Show'), kind),
       h('label', { class: 'f years' }, h('span', {}, 'Years'), yFrom, h('span', { class: 'dash' }, '–'), yTo),
       h('label', { class: 'f paper' }, h('span', {}, 'Paper'), paper),
       reset),
     chips);
+  return { form, facets };
 }

@@ -21,18 +21,32 @@ export async function renderSearch(root, params, { signal }) {
   const bar = h('div', { id: 'filter-slot' });
   root.append(head, bar, status, grid, more);
   gridKeys(grid);
-  filterBar(params, { signal, onChange: (f) => { location.hash = searchHash(q, f); } })
-    .then((form) => bar.replaceChildren(form))
-    .catch((err) => { if (err.name !== 'AbortError') bar.replaceChildren(notice(`Filters unavailable: ${err.message}`, 'warn')); });
   const fq = filters.toString() ? `&${filters}` : '';
 
   let offset = 0;
   let shown = 0;
+  let hasMore = false;
+  let extraInfo = '';
+  let total = null;  // a query's matches, from the facets (the same hit finding, at most 1000)
+  function showInfo() {
+    if (!q) { info.textContent = extraInfo; return; }
+    const count = total === null ? `${shown}${hasMore ? '+' : ''}`
+      : total > shown ? `${shown} of ${total >= 1000 ? '1000+' : total}` : `${shown}`;
+    info.textContent = `${count} result${(total ?? shown) === 1 ? '' : 's'} · ${extraInfo}`;
+  }
+  filterBar(params, { signal, onChange: (f) => { location.hash = searchHash(q, f); } })
+    .then(({ form, facets }) => {
+      bar.replaceChildren(form);
+      const type = filters.get('type');
+      total = type ? (facets.types.find((t) => t.type === type)?.count ?? 0) : facets.total;
+      if (extraInfo) showInfo();  // else the first page shows it
+    })
+    .catch((err) => { if (err.name !== 'AbortError') bar.replaceChildren(notice(`Filters unavailable: ${err.message}`, 'warn')); });
 
   async function page() {
     moreBtn.disabled = true;
     status.replaceChildren(loading(q ? 'Searching…' : 'Loading…'));
-    let items; let hasMore; let message = null; let extraInfo = '';
+    let items; let message = null;
     if (q) {
       const r = await api(`search?q=${encodeURIComponent(q)}&k=${PAGE}&offset=${offset}${fq}`, { signal });
       items = r.items; hasMore = r.has_more; message = r.message;
@@ -50,7 +64,7 @@ export async function renderSearch(root, params, { signal }) {
     const firstNew = grid.children.length;
     for (const f of items) grid.append(figureCard(f, { extra: snippetBlock(f) }));
     shown += items.length;
-    info.textContent = q ? `${shown}${hasMore ? '+' : ''} result${shown === 1 ? '' : 's'} · ${extraInfo}` : extraInfo;
+    showInfo();
     if (!shown) {
       if (q) status.append(empty('No close matches.', message || 'No figure shares these words or is close in meaning. Try other or fewer words.'));
       else if (fq) status.append(empty('Nothing passes these filters.', h('a', { href: '#/' }, 'Clear the filters')));
