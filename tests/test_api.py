@@ -391,6 +391,10 @@ def test_list_papers(client):
     r = client.get("/api/v1/papers").json()
     assert r["total"] == 4 and len(r["items"]) == 4
     assert all(p["status"] == "ok" and p["title"] and p["n_figures"] > 0 for p in r["items"])
+    for p in r["items"]:  # the list counts figures and tables as the paper's page does
+        kinds = [f["kind"] for f in client.get(f"/api/v1/papers/{p['paper_id']}").json()["figures"]]
+        assert (p["n_figures"], p["n_tables"]) == (kinds.count("figure"), kinds.count("table"))
+    assert any(p["n_tables"] for p in r["items"])
     page = client.get("/api/v1/papers", params={"limit": 2, "offset": 2}).json()
     assert [p["paper_id"] for p in page["items"]] == [p["paper_id"] for p in r["items"][2:]]
     assert client.get("/api/v1/papers", params={"offset": 100}).json()["items"] == []

@@ -170,6 +170,7 @@ class PaperSummary(BaseModel):
     status: str
     source: str = ""
     n_figures: int = 0
+    n_tables: int = 0
     source_kind: str = Field("born_digital", description="born_digital, scanned (text read by OCR) or ocr_layer "
                                                          "(a scan with its scanner's own text layer).")
 

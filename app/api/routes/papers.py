@@ -18,9 +18,9 @@ from app.pdfs import stored_pdf
 router = APIRouter(tags=["papers"])
 
 
-def _summary(p: Paper, n_figures: int) -> dict:
+def _summary(p: Paper, n_figures: int, n_tables: int) -> dict:
     return dict(paper_id=p.id, title=p.title or p.source or f"paper {p.id}", authors=p.authors or "",
-                year=p.year, status=p.status, source=p.source or "", n_figures=n_figures,
+                year=p.year, status=p.status, source=p.source or "", n_figures=n_figures, n_tables=n_tables,
                 source_kind=p.source_kind or "born_digital")
 
 
@@ -29,18 +29,19 @@ def list_papers(db: SessionDep, settings: SettingsDep,
                 offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
                 limit: Annotated[int, Query(ge=1, le=1000)] = 50,
                 status: Annotated[str | None, Query(pattern="^(ok|no_text|failed|duplicate)$")] = None):
-    """Papers of the collection by id, with their number of figures."""
+    """Papers of the collection by id, with their number of figures and tables."""
     check_limit("limit", limit, settings)
     base = select(Paper)
     if status:
         base = base.where(Paper.status == status)
     total = db.scalar(select(func.count()).select_from(base.subquery()))
     papers = db.scalars(base.order_by(Paper.id).offset(offset).limit(limit)).all()
-    counts = dict(db.execute(select(Figure.paper_id, func.count(Figure.id))
-                             .where(Figure.paper_id.in_([p.id for p in papers]), Figure.kind == "figure")
-                             .group_by(Figure.paper_id)).all()) if papers else {}
+    counts = {(pid, kind): n for pid, kind, n in db.execute(
+        select(Figure.paper_id, Figure.kind, func.count(Figure.id))
+        .where(Figure.paper_id.in_([p.id for p in papers])).group_by(Figure.paper_id, Figure.kind))} if papers else {}
     return schemas.PaperPage(total=total, offset=offset, limit=limit,
-                             items=[_summary(p, counts.get(p.id, 0)) for p in papers])
+                             items=[_summary(p, counts.get((p.id, "figure"), 0), counts.get((p.id, "table"), 0))
+                                    for p in papers])
 
 
 def figure_order(f: Figure) -> tuple:
@@ -61,7 +62,8 @@ def get_paper(paper_id: PaperId, db: SessionDep, settings: SettingsDep):
                           .where(Citation.cited_paper_id == paper_id).order_by(Paper.year, Paper.id)).unique().all()
     figs = sorted(p.figures, key=figure_order)
     return schemas.PaperDetail(
-        **_summary(p, sum(1 for f in figs if f.kind == "figure")), abstract=p.abstract or "",
+        **_summary(p, sum(1 for f in figs if f.kind == "figure"), sum(1 for f in figs if f.kind == "table")),
+        abstract=p.abstract or "",
         n_pages=p.n_pages or 0, error=p.error or "", duplicate_of=p.duplicate_of_id,
         figures=[figure_card(f, p) for f in figs], pdf_url=pdf_url(settings, p),
         cites=[paper_ref(c) for c in cites], cited_by=[paper_ref(c) for c in cited_by])

@@ -73,7 +73,8 @@ export async function renderPapers(root, params, { signal }) {
   root.append(h('div', { class: 'panel' }, h('ul', { class: 'list', id: 'paper-list' }, r.items.map((p) => h('li', {},
     h('a', { href: `#/paper/${p.paper_id}` }, p.title),
     p.status !== 'ok' ? h('span', {}, ' ', h('span', { class: `badge ${p.status}` }, p.status.replace('_', ' '))) : null,
-    h('div', { class: 'sub' }, [p.authors, p.year, `${p.n_figures} figure${p.n_figures === 1 ? '' : 's'}`].filter(Boolean).join(' · ')))))));
+    h('div', { class: 'sub' }, [p.authors, p.year, `${p.n_figures} figure${p.n_figures === 1 ? '' : 's'}`,
+      p.n_tables ? `${p.n_tables} table${p.n_tables === 1 ? '' : 's'}` : null].filter(Boolean).join(' · ')))))));
   if (r.total > PAGE) {
     const prev = offset > 0 ? h('a', { class: 'btn', href: `#/papers?offset=${Math.max(0, offset - PAGE)}` }, '← Previous') : null;
     const next = offset + PAGE < r.total ? h('a', { class: 'btn', href: `#/papers?offset=${offset + PAGE}` }, 'Next →') : null;
