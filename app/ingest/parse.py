@@ -464,7 +464,8 @@ def _ok_year(y: int) -> bool:
     return 1950 <= y <= _MAX_YEAR
 
 
-def _find_year(first_page: list[_Block], rotated: list[str], page_h: float, metadata: dict) -> int | None:
+def _printed_year(first_page: list[_Block], rotated: list[str], page_h: float) -> int | None:
+    """The year printed on the first page (arXiv stamp, copyright, venue line), or None."""
     for t in rotated:  # arXiv stamp in the left margin
         m = _ARXIV_RE.search(t)
         if m:
@@ -763,7 +764,7 @@ def parse_pdf(doc: pymupdf.Document, max_pages: int | None = None,
         title = meta_title
     paper.title = title
     paper.authors = _find_authors(first_page, title_lines, body_size)
-    paper.year = _find_year(first_page, rotated, heights[0], meta)
+    paper.year = _printed_year(first_page, rotated, heights[0])
 
     _remove_furniture(pages, heights, body_size)
     ordered: list[_Block] = []
