@@ -95,7 +95,7 @@ class Settings(BaseSettings):
     central_max_sentences: int = Field(16, ge=1, description="Abstract sentences scored per paper (central figure).")
     central_use_model: bool = Field(True, description="Use the trained central-figure content model (a tuned MiniLM bi-encoder) when present (off = tf.idf + position).")
 
-    # learned figure embeddings (app/learn, issue 4)
+    # learned figure embeddings (app/learn)
     learned_embeddings: bool = Field(True, description="Index with the trained figure-embedding model when one "
                                                        "exists (off = MiniLM text embeddings).")
     learned_model: str = Field("fused", description="Name of the model under data_dir/models used for the index "

@@ -9,8 +9,8 @@ The content model the central-figure scorer uses is a hybrid built on this cosin
 tf.idf cosine of the same two texts, w fitted on dev papers after training and stored in meta.json
 as `lexical_weight` (app/central/scoring.CentralScorer.pair_scores).
 
-Why a bi-encoder and not the seed's cross-encoder: with the ~1k self-supervised pairs one
-collection gives, the seed's cross-encoder head stayed at chance on held-out papers, while the
+Why a bi-encoder and not the published cross-encoder: with the ~1k self-supervised pairs one
+collection gives, the published cross-encoder head stayed at chance on held-out papers, while the
 pretrained sentence embedding already ranks captions well and can be moved further with few
 pairs; it also costs one encoding per text instead of one per (sentence, caption) pair, so a paper
 of 8 figures and 10 abstract sentences needs 18 short encodings instead of 80 pair encodings.

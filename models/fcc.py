@@ -2,8 +2,8 @@
 on (figure, caption) pairs, positives = real pairs, negatives = random captions (balanced).
 
 Two objectives:
-  * "ce" (seed 001): element-wise product of the branch outputs -> 2 dense layers -> 2-way softmax;
-  * "pearson" (seed 003): 1 - Pearson correlation between the cosines of matched / shuffled pairs
+  * "ce" (figure-caption correspondence): element-wise product of the branch outputs -> 2 dense layers -> 2-way softmax;
+  * "pearson" (visual-textual fusion): 1 - Pearson correlation between the cosines of matched / shuffled pairs
     and +1 / -1 labels.
 Retrieval (caption -> figure, figure -> caption) scores a pair by `score(v, l)`: the head's
 log-odds for "ce", the cosine for "pearson". Figure -> figure (image-only queries) uses the cosine of

@@ -1,4 +1,4 @@
-"""Losses of seed 000 (CE on sigmoid(dot), MSE of dot vs R, triplet hinge) and seed 003 (Pearson
+"""Losses of the figure-recommendation paper (CE on sigmoid(dot), MSE of dot vs R, triplet hinge) and of visual-textual fusion (Pearson
 correlation between similarities of matched / shuffled pairs and +1/-1 labels)."""
 from __future__ import annotations
 

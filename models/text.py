@@ -1,4 +1,4 @@
-"""Text encoders of seed 000: LSTM / Bi-LSTM over the first 100 words (vocabulary = the 1000 most
+"""Text encoders of the figure-recommendation paper (Kuzi & Zhai): LSTM / Bi-LSTM over the first 100 words (vocabulary = the 1000 most
 frequent training words, 100-d embeddings learned from scratch, 50 hidden units), and a dense head
 over frozen MiniLM sentence vectors (the pretrained-transformer variant; the MiniLM vectors are
 precomputed and cached, which is what makes training fast on CPU)."""
@@ -14,7 +14,7 @@ PAD, UNK = 0, 1
 
 
 class LSTMText(SavableModule):
-    """token ids (B, L), 0 = padding -> (B, out). bidirectional=True is the seed's Bi-LSTM."""
+    """token ids (B, L), 0 = padding -> (B, out). bidirectional=True is the paper's Bi-LSTM."""
 
     def __init__(self, vocab_size: int = 1002, emb_dim: int = 100, hidden: int = 50, out_dim: int = 50,
                  bidirectional: bool = False, dropout: float = 0.5):

@@ -1,4 +1,4 @@
-"""Worker memory over many ingests (issue 7): RSS of a Celery worker (parent + children) while it
+"""Worker memory over many ingests: RSS of a Celery worker (parent + children) while it
 ingests shared-corpus PDFs N times over (repeats are recognised as duplicates after a full
 extraction, so every ingest does the whole parsing work).
 

@@ -1,7 +1,6 @@
 """Tests for app.ingest.citations."""
 from __future__ import annotations
 
-import time
 
 from app.ingest.citations import TitleMatcher, link_citations, normalise_title
 
@@ -71,12 +70,13 @@ def test_link_citations_no_self_links_and_best_score():
     assert best[3] == 100.0 and "systems" in best[2]
 
 
-def test_matcher_is_fast_enough():
+def test_matcher_scales_without_false_matches():
+    """Thousands of near-template titles: unrelated references match none of them, a real one still
+    finds its paper (the speed is measured by the ingestion benchmark, not here)."""
     titles = {i: f"Learning topic {i} representations with method number {i * 7} for tasks" for i in range(5000)}
     titles.update(TITLES)
     m = TitleMatcher(titles)
     refs = [f"A. Author. 2019. Some study number {i} of recommender systems and ads. In KDD." for i in range(1000)]
-    t = time.perf_counter()
-    for r in refs:
-        m.match(r)
-    assert time.perf_counter() - t < 5.0
+    assert all(m.match(r) == [] for r in refs)
+    hit = m.match("H. Guo et al. 2017. DeepFM: A Factorization-Machine based Neural Network for CTR Prediction. IJCAI.")
+    assert hit and hit[0][0] == 2

@@ -275,9 +275,7 @@ def test_served_configuration_drops_slow_headers(tmp_path):
         assert quick.recv(1000).startswith(b"HTTP/1.1 200")
         for sock in (slow, silent):
             sock.settimeout(5)
-            t0 = time.time()
-            assert sock.recv(1000) == b""  # closed by the server
-            assert time.time() - t0 < 4.5
+            assert sock.recv(1000) == b""  # closed by the server (a socket timeout here fails the test)
     finally:
         server.should_exit = True
         thread.join(10)

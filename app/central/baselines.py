@@ -2,8 +2,7 @@
 
 All return one score per candidate (higher = more central), in candidate order.
 
-  random      a seeded random permutation (the evaluation reports its exact expectation instead of
-              one draw where it can; see evaluate.py)
+  random      not a function here: the evaluation reports its exact expectation (evaluate.py)
   pick_first  the figure with the lowest number first (figure order = reading order)
   tfidf       cosine between the tf.idf vectors of a text (abstract, or a sentence) and each caption;
               text analysis = app.search.text.analyze (stop words, Snowball stemming); idf fitted on
@@ -14,15 +13,10 @@ All return one score per candidate (higher = more central), in candidate order.
 from __future__ import annotations
 
 import math
-import random
 from collections import Counter
 from typing import Iterable, Sequence
 
 from app.search.text import analyze
-
-
-def random_scores(n: int, rng: random.Random) -> list[float]:
-    return [rng.random() for _ in range(n)]
 
 
 def pick_first_scores(numbers: Sequence[int]) -> list[float]:

@@ -1,7 +1,7 @@
 """Data for the central-figure task: papers with their figures and figure mentions, text clean-up,
 the self-supervised queries, and the held-out split.
 
-Self-supervised signal (seed 002): a body paragraph that explicitly mentions "Figure k" is about
+Self-supervised signal (as in central-figure work on PubMed and CS papers): a body paragraph that explicitly mentions "Figure k" is about
 figure k. The database keeps, per mention, the mentioning sentence and its two neighbours
 (`Mention.before/sentence/after`), not the full paragraph, so **the paragraph proxy is that
 3-sentence window**; training samples one sentence from it, the evaluation uses the mentioning

@@ -15,7 +15,7 @@ def register(cli: typer.Typer) -> None:
                                               help="Report folder. The folder of an earlier run is reused: its "
                                                    "scans and their OCR collection are kept, retrieval is measured "
                                                    "again (e.g. with another --ocr-free-model)."),
-                     pdfs: Path = typer.Option(Path("../shared/corpus/recsys"), "--pdfs", exists=True, file_okay=False,
+                     pdfs: Path = typer.Option(..., "--pdfs", exists=True, file_okay=False,
                                                help="Folder with the collection's PDFs (matched by sha256)."),
                      papers: int = typer.Option(16, "--papers", min=1, help="Held-out papers to scan."),
                      max_pages: int = typer.Option(12, "--max-pages", min=1),

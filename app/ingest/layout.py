@@ -42,10 +42,6 @@ def is_bold(span: dict) -> bool:
     return bool(span.get("flags", 0) & 16) or bool(_BOLD_FONT_RE.search(span.get("font", "")))
 
 
-def is_italic(span: dict) -> bool:
-    return bool(span.get("flags", 0) & 2) or bool(re.search(r"ital|obli|cmti|-it$", span.get("font", ""), re.I))
-
-
 # TeX's OT1 encoding puts the ff/fi/fl/ffi/ffl ligatures on control codes; a PDF without a
 # ToUnicode map for them yields those codes between letters.
 _OT1_LIGATURES = {"\x0b": "ff", "\x0c": "fi", "\x0d": "fl", "\x0e": "ffi", "\x0f": "ffl"}

@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 from app.db.schema import Job, JobFile, JobStatus
 from app.db.session import session_scope
 from app.ingest.classify import classify_new
-from app.ingest.extract import Extraction, Limits, extract_pdf, file_sha256, limit_memory
+from app.ingest.extract import Extraction, Limits, extract_pdf, limit_memory
 from app.ingest.sources import ByteBudget, InputFile, SourceError, copy_to_shared, expand_inputs
 from app.ingest.store import Outcome, store_extraction
 from app.pdfs import store_pdf
@@ -435,6 +435,3 @@ def job_progress(settings: Settings, job_id: str) -> tuple[str, int, int]:
             raise LookupError(job_id)
         return job.status, job.done, job.total
 
-
-def sha_of(path: str) -> str:
-    return file_sha256(Path(path))

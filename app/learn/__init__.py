@@ -1,4 +1,4 @@
-"""Learned figure embeddings (issue 4): weak-supervision pairs, training, embedding jobs, ablation.
+"""Learned figure embeddings: weak-supervision pairs, training, embedding jobs, ablation.
 
 Modules: images (pixels, thumbnails, SSIM), vocab (word ids for the LSTM/FCC text branches),
 data (one training/embedding view of a data dir, with cached features), pairs (weak supervision),

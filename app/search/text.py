@@ -91,11 +91,6 @@ def analyze(text: str) -> list[str]:
     return out
 
 
-def analyze_many(texts) -> list[list[str]]:
-    """`analyze` over an iterable of texts (convenience for index builds)."""
-    return [analyze(t) for t in texts]
-
-
 def figure_text(caption: str, mention_contexts: list[str] | None) -> str:
     """The text that represents a figure (as in Kuzi & Zhai's recommender): caption first, then every mention context.
 

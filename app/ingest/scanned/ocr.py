@@ -232,15 +232,6 @@ def ocr_image(grey: np.ndarray, px_per_pt: float, width: float, height: float) -
     return out
 
 
-def ocr_page(page) -> OcrPage:
-    """OCR one PyMuPDF page; never raises."""
-    try:
-        grey, px_per_pt = page_grey(page)
-    except Exception as exc:  # noqa: BLE001
-        return OcrPage(width=page.rect.width, height=page.rect.height, error=f"{type(exc).__name__}: {exc}")
-    return ocr_image(grey, px_per_pt, page.rect.width, page.rect.height)
-
-
 def layer_page(page) -> OcrPage:
     """A page whose scanner OCR layer is good: its words as OCR lines, plus the page image for
     finding figures (no Tesseract run)."""
