@@ -32,6 +32,7 @@ serve: $(STAMP)
 	$(VENV)/bin/figsearch serve --data-dir data
 
 test: $(STAMP) browser ocr
+	$(VENV)/bin/lint-imports   # the layers of pyproject.toml, imports inside functions included
 	$(PY) -m pytest -q -x --durations=15
 
 services:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from app.ingest import pipeline
+from app.pipeline import ingest_jobs
 from app.settings import Settings
 
 Dispatcher = Callable[[str], None]
@@ -17,7 +17,7 @@ Dispatcher = Callable[[str], None]
 def in_process(settings: Settings, on_file: Callable | None = None) -> Dispatcher:
     """Extract in a local process pool and store results here; returns when the job is done."""
     def run(job_id: str) -> None:
-        pipeline.run_job_embedded(settings, job_id, workers=settings.ingest_workers, on_file=on_file)
+        ingest_jobs.run_job_embedded(settings, job_id, workers=settings.ingest_workers, on_file=on_file)
     return run
 
 

@@ -8,6 +8,7 @@ the sha256 alone.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -17,6 +18,15 @@ from pathlib import Path
 PDF_DIR = "pdfs"
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 MAX_SCALE = 8.0  # zoom over 72 dpi (8 = 576 dpi)
+
+
+def file_sha256(path: Path) -> str:
+    """A PDF's identity in the collection: the sha256 of its bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def pdf_relpath(sha256: str) -> str:
@@ -64,7 +74,6 @@ def attach_pdfs(settings, paths: list[Path]) -> tuple[int, int]:
 
     from app.db.schema import Paper
     from app.db.session import session_scope
-    from app.ingest.extract import file_sha256
 
     files = []
     for p in map(Path, paths):

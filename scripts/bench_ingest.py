@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from app.ingest import pipeline
+from app.pipeline import ingest_jobs
 from app.settings import Settings
 
 
@@ -28,7 +28,7 @@ def main() -> None:
     args = ap.parse_args()
     data = args.data_dir or Path(tempfile.mkdtemp(prefix="figsearch-bench-"))
     settings = Settings(data_dir=data, database_url="", broker_url="")
-    finish = pipeline.finish_job
+    finish = ingest_jobs.finish_job
     finish_s = []
 
     def timed_finish(*a, **kw):  # the after-job steps (citations, figure types, index) timed apart
@@ -36,12 +36,12 @@ def main() -> None:
         finish(*a, **kw)
         finish_s.append(time.perf_counter() - t)
 
-    pipeline.finish_job = timed_finish
+    ingest_jobs.finish_job = timed_finish
     t0 = time.perf_counter()
-    job_id = pipeline.prepare_job([args.folder], settings)
-    pipeline.run_job_embedded(settings, job_id, workers=args.workers)
+    job_id = ingest_jobs.prepare_job([args.folder], settings)
+    ingest_jobs.run_job_embedded(settings, job_id, workers=args.workers)
     elapsed = time.perf_counter() - t0
-    s = pipeline.summarise(settings, job_id)
+    s = ingest_jobs.summarise(settings, job_id)
     n = sum(s.counts.values())
     print(json.dumps({"files": n, "seconds": round(elapsed, 2), "pdfs_per_s": round(n / elapsed, 3),
                       "after_job_seconds": round(sum(finish_s), 2), "load_avg_1min": round(os.getloadavg()[0], 2),

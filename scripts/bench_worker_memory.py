@@ -60,7 +60,7 @@ def main() -> None:
 
     from sqlalchemy import create_engine, text
 
-    from app.ingest import pipeline
+    from app.pipeline import ingest_jobs
     from app.settings import Settings
     from workers import make_celery
     from workers.tasks import task_config
@@ -92,9 +92,9 @@ def main() -> None:
         done = 0
         while done < args.n:
             batch = [pdfs[(done + i) % len(pdfs)] for i in range(min(len(pdfs), args.n - done))]
-            job_id = pipeline.prepare_job(batch, settings)
+            job_id = ingest_jobs.prepare_job(batch, settings)
             make_celery(settings).send_task("figsearch.ingest_collection", args=[job_id, task_config(settings)])
-            while pipeline.job_progress(settings, job_id)[0] != "done":
+            while ingest_jobs.job_progress(settings, job_id)[0] != "done":
                 time.sleep(2)
                 samples.append(tree_rss_mb(worker.pid))
                 per_process.append(tree_rss_mb(worker.pid, largest=True))

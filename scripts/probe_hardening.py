@@ -39,7 +39,7 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from app.ingest.pipeline import dir_bytes  # noqa: E402
+from app.pipeline.ingest_jobs import dir_bytes  # noqa: E402
 from tests.badfiles import kill_worker_per_delivery, png_bomb  # noqa: E402
 
 TOKEN = "probe-" + uuid.uuid4().hex

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from app.learn.embed import text_query_encoder
 from app.search.engine import SearchEngine
-from app.search.indexing import index_root
+from app.pipeline.indexing import index_root
 from app.search.text import analyze
 from app.settings import Settings
 from app.vision.vocabulary import types_named_in

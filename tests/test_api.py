@@ -29,7 +29,7 @@ def build_sample_data(root: Path) -> Path:
     if "data" in _SAMPLE and _SAMPLE["data"].exists():
         return _SAMPLE["data"]
     from app.demo.generate import generate_collection
-    from app.ingest.pipeline import prepare_job, run_job_embedded, summarise
+    from app.pipeline.ingest_jobs import prepare_job, run_job_embedded, summarise
 
     pdfs = generate_collection(root / "pdfs", n_papers=4, seed=2)
     settings = Settings(data_dir=root / "data", database_url="", broker_url="", auto_index=True)

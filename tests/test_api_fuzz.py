@@ -12,15 +12,15 @@ TOKEN = "fuzz-token-0123456789-abcdefghijk"
 @pytest.fixture(scope="module")
 def fuzz_app(tmp_path_factory, demo_pdfs):
     from app.api.main import create_app
-    from app.ingest import pipeline
-    from app.search.indexing import build_index
+    from app.pipeline import ingest_jobs
+    from app.pipeline.indexing import build_index
     from app.settings import Settings
 
     data = tmp_path_factory.mktemp("fuzz") / "data"
     settings = Settings(data_dir=data, database_url="", broker_url="", auto_index=False, dense=False,
                         admin_token=TOKEN, warm_encoder=False)
-    job = pipeline.prepare_job(demo_pdfs[:2], settings)
-    pipeline.run_job_embedded(settings, job, workers=1)
+    job = ingest_jobs.prepare_job(demo_pdfs[:2], settings)
+    ingest_jobs.run_job_embedded(settings, job, workers=1)
     build_index(settings, dense=False)
     return create_app(settings)
 

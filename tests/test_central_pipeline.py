@@ -125,7 +125,7 @@ def test_tiny_training_save_load_score_and_eval(tiny, tmp_path):
     from typer.testing import CliRunner
     import typer
 
-    from app.central.cli import register
+    from app.cli.central import register
     from app.central.scoring import CentralScorer, score_papers
     from app.central.train import TrainConfig, model_dir, train_central
     from models.central import CentralBiEncoder, load_meta

@@ -29,7 +29,7 @@ def test_ingest_modules_never_import_celery_or_workers():
 
 
 def test_importing_the_pipeline_loads_no_celery():
-    code = ("import sys, app.ingest.pipeline, app.ingest.extract; "
+    code = ("import sys, app.pipeline.ingest_jobs, app.ingest.extract; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('celery', 'workers')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -37,7 +37,7 @@ def test_importing_the_pipeline_loads_no_celery():
 
 def test_dispatcher_follows_the_mode(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr("app.ingest.pipeline.run_job_embedded",
+    monkeypatch.setattr("app.pipeline.ingest_jobs.run_job_embedded",
                         lambda settings, job_id, workers, on_file=None: calls.append(job_id))
     embedded = Settings(data_dir=tmp_path, database_url="", broker_url="")
     dispatcher_for(embedded)("job-1")

@@ -57,11 +57,11 @@ def job_state(settings: Settings, job_id: str) -> tuple[str, int, int, dict]:
 
 def submit(settings: Settings, paths) -> str:
     """Record a job and enqueue it, as `figsearch ingest` does, without waiting."""
-    from app.ingest import pipeline
+    from app.pipeline import ingest_jobs
     from workers import make_celery
     from workers.tasks import task_config
 
-    job_id = pipeline.prepare_job(paths, settings)
+    job_id = ingest_jobs.prepare_job(paths, settings)
     make_celery(settings).send_task("figsearch.ingest_collection", args=[job_id, task_config(settings)])
     return job_id
 

@@ -67,7 +67,7 @@ def test_ingest_stores_types(tmp_path):
     from app.db.schema import Figure
     from app.db.session import session_scope
     from app.demo.generate import generate_collection
-    from app.ingest.pipeline import prepare_job, run_job_embedded
+    from app.pipeline.ingest_jobs import prepare_job, run_job_embedded
     from app.settings import Settings
 
     pdfs = generate_collection(tmp_path / "pdfs", n_papers=1, seed=3)

@@ -222,10 +222,10 @@ def test_job_timestamps_are_timezone_aware(tmp_path, demo_pdfs):
 
     from app.db.schema import Job
     from app.db.session import session_scope
-    from app.ingest import pipeline
+    from app.pipeline import ingest_jobs
 
     settings = make_settings(tmp_path / "data")
-    job_id = pipeline.prepare_job([demo_pdfs[0]], settings)
+    job_id = ingest_jobs.prepare_job([demo_pdfs[0]], settings)
     with session_scope(settings.db_url) as s:
         assert s.get(Job, job_id).created_at.utcoffset() == dt.timedelta(0)
     with TestClient(create_app(settings)) as c:
@@ -311,9 +311,9 @@ def test_admin_token_command(tmp_path):
 
 
 def _job_status(data: Path, job_id: str) -> tuple[str, int, int]:
-    from app.ingest import pipeline
+    from app.pipeline import ingest_jobs
 
-    return pipeline.job_progress(Settings(data_dir=data, database_url="", broker_url=""), job_id)
+    return ingest_jobs.job_progress(Settings(data_dir=data, database_url="", broker_url=""), job_id)
 
 
 def _peek_job(db: Path):
@@ -393,12 +393,12 @@ def test_sigterm_marks_the_cli_job_interrupted(tmp_path, real_papers, demo_pdfs)
 
 
 def test_startup_removes_leftovers_no_job_needs(tmp_path, demo_pdfs):
-    from app.ingest import pipeline
+    from app.pipeline import ingest_jobs
 
     data = tmp_path / "data"
     settings = make_settings(data)
-    finished = pipeline.prepare_job([demo_pdfs[0]], settings)
-    pipeline.run_job_embedded(settings, finished, workers=1)
+    finished = ingest_jobs.prepare_job([demo_pdfs[0]], settings)
+    ingest_jobs.run_job_embedded(settings, finished, workers=1)
     stale = data / "uploads" / "0123456789abcdef0123456789abcdef" / "000"
     stale.mkdir(parents=True)
     (stale / "half.pdf").write_bytes(b"0" * 1000)

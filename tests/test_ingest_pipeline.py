@@ -9,14 +9,14 @@ from sqlalchemy import func, select
 
 from app.db.schema import Citation, Figure, Job, Mention, Paper
 from app.db.session import session_scope
-from app.ingest import pipeline
+from app.pipeline import ingest_jobs
 from tests import badfiles
 
 
-def ingest(paths, settings) -> pipeline.JobSummary:
-    job_id = pipeline.prepare_job(paths, settings)
-    pipeline.run_job_embedded(settings, job_id, workers=2)
-    return pipeline.summarise(settings, job_id)
+def ingest(paths, settings) -> ingest_jobs.JobSummary:
+    job_id = ingest_jobs.prepare_job(paths, settings)
+    ingest_jobs.run_job_embedded(settings, job_id, workers=2)
+    return ingest_jobs.summarise(settings, job_id)
 
 
 def test_generated_collection_is_ingested_with_figures_mentions_and_citations(demo_pdfs, fast_settings):
@@ -125,7 +125,7 @@ def test_missing_path_is_a_usage_error(fast_settings, tmp_path):
     from app.ingest.sources import SourceError
 
     with pytest.raises(SourceError):
-        pipeline.prepare_job([tmp_path / "nope.pdf"], fast_settings)
+        ingest_jobs.prepare_job([tmp_path / "nope.pdf"], fast_settings)
 
 
 def test_real_papers(real_papers, fast_settings):

@@ -89,7 +89,7 @@ def test_images():
 @pytest.fixture(scope="module")
 def collection(tmp_path_factory):
     from app.demo.generate import generate_collection
-    from app.ingest.pipeline import prepare_job, run_job_embedded
+    from app.pipeline.ingest_jobs import prepare_job, run_job_embedded
 
     root = tmp_path_factory.mktemp("learn")
     generate_collection(root / "pdfs", n_papers=4, seed=3)
@@ -111,7 +111,7 @@ def test_tiny_training_registry_index_and_image_queries(collection, tmp_path):
     from app.learn.train import train
     from app.search.engine import SearchEngine
     from app.search.embeddings import read_dense_info
-    from app.search.indexing import build_index, index_root
+    from app.pipeline.indexing import build_index, index_root
 
     settings = Settings(data_dir=shutil.copytree(collection.data_dir, tmp_path / "data"), database_url="",
                         broker_url="", auto_index=False)

@@ -78,16 +78,16 @@ def test_panels_in_the_api_and_search(tmp_path, monkeypatch):
     """A compound figure's panels are listed on its page with an image each, and a query that
     matches one panel's sub-caption names that panel."""
     from app.api.main import create_app
-    from app.ingest import pipeline
-    from app.search.indexing import build_index
+    from app.pipeline import ingest_jobs
+    from app.pipeline.indexing import build_index
     from app.settings import Settings
 
     pdf = tmp_path / "papers" / "compound.pdf"
     pdf.parent.mkdir()
     _compound_pdf(pdf)
     settings = Settings(data_dir=tmp_path / "data", database_url="", broker_url="", dense=False)
-    job = pipeline.prepare_job([pdf.parent], settings)
-    pipeline.run_job_embedded(settings, job, workers=1)
+    job = ingest_jobs.prepare_job([pdf.parent], settings)
+    ingest_jobs.run_job_embedded(settings, job, workers=1)
     build_index(settings, dense=False)
     client = TestClient(create_app(settings))
     fid = client.get("/api/v1/figures").json()["items"][0]["figure_id"]

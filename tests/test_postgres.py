@@ -6,7 +6,7 @@ from sqlalchemy import func, select
 
 from app.db.schema import Citation, Figure, Paper
 from app.db.session import session_scope
-from app.ingest import pipeline
+from app.pipeline import ingest_jobs
 from app.settings import Settings
 
 pytestmark = pytest.mark.postgres
@@ -14,9 +14,9 @@ pytestmark = pytest.mark.postgres
 
 def test_ingest_on_postgres(demo_pdfs, pg_url, tmp_path):
     settings = Settings(data_dir=tmp_path / "data", database_url=pg_url, broker_url="")
-    job_id = pipeline.prepare_job(demo_pdfs[:4] + [demo_pdfs[0]], settings)
-    pipeline.run_job_embedded(settings, job_id, workers=2)
-    summary = pipeline.summarise(settings, job_id)
+    job_id = ingest_jobs.prepare_job(demo_pdfs[:4] + [demo_pdfs[0]], settings)
+    ingest_jobs.run_job_embedded(settings, job_id, workers=2)
+    summary = ingest_jobs.summarise(settings, job_id)
     assert summary.counts["ok"] == 4 and summary.counts["duplicate"] == 1, summary
     with session_scope(settings.db_url) as s:
         assert s.scalar(select(func.count(Paper.id))) == 4

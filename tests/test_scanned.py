@@ -14,7 +14,7 @@ from sqlalchemy import select
 from app.db.schema import Figure, Paper
 from app.db.session import session_scope
 from app.eval.scanned import caption_ratio, iou
-from app.ingest import pipeline
+from app.pipeline import ingest_jobs
 from app.ingest.extract import extract_pdf
 from app.ingest.scanned import detect
 from app.ingest.scanned.simulate import ScanStyle, scan_like_pdf
@@ -120,8 +120,8 @@ def test_page_kinds_invisible_layer_good_or_garbage(tmp_path):
 
 
 def test_scanned_paper_is_stored_with_source_kind_and_ocr_captions(scans, fast_settings):
-    job = pipeline.prepare_job([str(scans["scan"])], fast_settings)
-    pipeline.run_job_embedded(fast_settings, job, workers=1)
+    job = ingest_jobs.prepare_job([str(scans["scan"])], fast_settings)
+    ingest_jobs.run_job_embedded(fast_settings, job, workers=1)
     with session_scope(fast_settings.db_url) as s:
         paper = s.scalars(select(Paper)).one()
         assert paper.status == "ok" and paper.source_kind == "scanned" and paper.has_text_layer is False

@@ -1,4 +1,4 @@
-"""Celery tasks: thin shells around app.ingest.pipeline, so the CLI, the API and the workers
+"""Celery tasks: thin shells around app.pipeline.ingest_jobs, so the CLI, the API and the workers
 share one code path."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import logging
 
 from celery.exceptions import SoftTimeLimitExceeded
 
-from app.ingest import pipeline
+from app.pipeline import ingest_jobs
 from app.settings import Settings
 from workers import app
 
@@ -30,19 +30,19 @@ def ingest_pdf(self, job_file_id: int, cfg: dict | None = None) -> dict:
     redelivered when its worker died; a file that has killed FIGSEARCH_MAX_DELIVERIES workers is
     failed with that reason instead of being tried again, so its job still finishes."""
     settings = _settings(cfg)
-    outcome = pipeline.claim_delivery(settings, job_file_id)
+    outcome = ingest_jobs.claim_delivery(settings, job_file_id)
     if outcome is None:
         try:
-            outcome = pipeline.process_job_file(settings, job_file_id)
+            outcome = ingest_jobs.process_job_file(settings, job_file_id)
         except SoftTimeLimitExceeded:
             soft = (self.request.timelimit or (None, None))[1] or settings.file_timeout_s
-            outcome = pipeline.record_outcome(settings, job_file_id, None, f"timed out after {soft:g} s")
+            outcome = ingest_jobs.record_outcome(settings, job_file_id, None, f"timed out after {soft:g} s")
     if outcome.job_finished:
-        with pipeline.session_scope(settings.db_url) as s:
+        with ingest_jobs.session_scope(settings.db_url) as s:
             from app.db.schema import JobFile
 
             job_id = s.get(JobFile, job_file_id).job_id
-        pipeline.finish_job(settings, job_id)
+        ingest_jobs.finish_job(settings, job_id)
     return {"status": outcome.status, "paper_id": outcome.paper_id, "n_figures": outcome.n_figures,
             "error": outcome.error}
 
@@ -52,14 +52,14 @@ def ingest_collection(job_id: str, cfg: dict | None = None) -> dict:
     """Fan a job out to one ingest_pdf task per file (distributed) or run it here (embedded)."""
     settings = _settings(cfg)
     if not settings.broker_url:
-        pipeline.run_job_embedded(settings, job_id, workers=settings.ingest_workers)
+        ingest_jobs.run_job_embedded(settings, job_id, workers=settings.ingest_workers)
         return {"job_id": job_id, "queued": 0}
-    files = pipeline.pending_files(settings, job_id)
-    pipeline.mark_running(settings, job_id)
+    files = ingest_jobs.pending_files(settings, job_id)
+    ingest_jobs.mark_running(settings, job_id)
     if not files:
-        pipeline.finish_job(settings, job_id)
+        ingest_jobs.finish_job(settings, job_id)
     for jf_id, _name, path in files:  # scanned pages need OCR time: the limit grows with them
-        limit = pipeline.file_time_limit(settings, path)
+        limit = ingest_jobs.file_time_limit(settings, path)
         ingest_pdf.apply_async((jf_id, cfg), soft_time_limit=limit, time_limit=limit + 30)
     return {"job_id": job_id, "queued": len(files)}
 
@@ -73,12 +73,12 @@ def score_central(paper_ids: list[int] | None = None, cfg: dict | None = None) -
 
 
 # ------------------------------------------------------------------ learned embeddings
-# Thin shells around app.search.indexing's jobs; embedded mode calls the same functions in-process (index
-# builds after ingestion embed new figures with the trained model through app.search.indexing).
+# Thin shells around app.pipeline.indexing's jobs; embedded mode calls the same functions in-process (index
+# builds after ingestion embed new figures with the trained model through app.pipeline.indexing).
 @app.task(name="figsearch.embed_new_figures")
 def embed_new_figures(cfg: dict | None = None) -> dict:
     """Embed figures the current trained model has not embedded yet (batched)."""
-    from app.search import indexing as jobs
+    from app.pipeline import indexing as jobs
 
     return jobs.embed_new_figures(_settings(cfg))
 
@@ -86,7 +86,7 @@ def embed_new_figures(cfg: dict | None = None) -> dict:
 @app.task(name="figsearch.refresh_index")
 def refresh_index(cfg: dict | None = None) -> dict:
     """Rebuild the search index (learned vectors when a model exists) as a new version."""
-    from app.search import indexing as jobs
+    from app.pipeline import indexing as jobs
 
     return jobs.refresh_index(_settings(cfg))
 
@@ -95,7 +95,7 @@ def refresh_index(cfg: dict | None = None) -> dict:
 def reembed_all(cfg: dict | None = None) -> dict:
     """After a new model version: embed everything with it, publish a new index version (the old
     one serves until CURRENT switches; the API swaps engines on `current_version` change)."""
-    from app.search import indexing as jobs
+    from app.pipeline import indexing as jobs
 
     return jobs.reembed_all(_settings(cfg))
 

@@ -21,8 +21,8 @@ from sqlalchemy.orm import Session
 from app.db.schema import Figure, Job, JobStatus, Paper
 from app.db.session import session_scope
 from app.dispatch import dispatcher_for
-from app.ingest import pipeline
-from app.ingest.pipeline import JobLock, uploads_dir
+from app.pipeline import ingest_jobs
+from app.pipeline.ingest_jobs import JobLock, uploads_dir
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -122,7 +122,7 @@ def public_error(settings: Settings, job_id: str, error: str) -> str:
     absolute path by its last component (exceptions quote the files they failed on)."""
     if not error:
         return error
-    for root in (str(uploads_dir(settings, job_id)) + "/", str(pipeline.staging_dir(settings, job_id)) + "/"):
+    for root in (str(uploads_dir(settings, job_id)) + "/", str(ingest_jobs.staging_dir(settings, job_id)) + "/"):
         error = re.sub(re.escape(root) + r"\d+/", "", error)
     return _ABSOLUTE_PATH.sub(lambda m: m.group(1) or "/", error)
 
@@ -159,7 +159,7 @@ class JobRunner:
             log.exception("ingest job %s failed", job_id)
             mark_failed(s, job_id, f"{type(exc).__name__}: {exc}")
             if not s.distributed:  # nothing else will read its files
-                pipeline.remove_job_files(s, job_id)
+                ingest_jobs.remove_job_files(s, job_id)
         finally:
             if lock is not None:
                 lock.release()
@@ -170,7 +170,7 @@ class JobRunner:
         return self._pool.submit(self._reindex)
 
     def _reindex(self) -> None:
-        pipeline.refresh_index(self.settings)  # logs failures, keeps the previous version
+        ingest_jobs.refresh_index(self.settings)  # logs failures, keeps the previous version
         self._notify()
 
     def _notify(self) -> None:

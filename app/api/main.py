@@ -28,8 +28,8 @@ from app.api.metrics import MetricsMiddleware, Registry
 from app.api.routes import admin, figures, health, papers, search
 from app.db.schema import Figure, Job, JobFile, Paper
 from app.db.session import session_factory
-from app.search.indexing import index_root
-from app.ingest import pipeline
+from app.pipeline.indexing import index_root
+from app.pipeline import ingest_jobs
 from app.settings import Settings, generated_token_notice, resolve_admin_token
 
 log = logging.getLogger(__name__)
@@ -176,11 +176,11 @@ def create_app(settings: Settings | None = None, *,
                          daemon=True).start()
         if settings.warm_encoder:
             holder.start_encoder()
-        removed, freed = pipeline.clean_leftovers(settings)
+        removed, freed = ingest_jobs.clean_leftovers(settings)
         if removed:
             log.warning("removed %d upload/staging folders no job needs (%.1f MB)", removed, freed / 1e6)
         if not settings.distributed:  # embedded jobs run in a server process: resume orphaned ones
-            for job_id in pipeline.orphaned_jobs(settings):
+            for job_id in ingest_jobs.orphaned_jobs(settings):
                 log.info("resuming interrupted ingest job %s", job_id)
                 runner.submit_ingest(job_id)
         yield

@@ -228,9 +228,8 @@ def fit_weights(items: list[tuple[np.ndarray, Sequence[int], Sequence[int]]], pr
 
 
 def model_dir(settings: Settings) -> Path:
-    from app.central.train import model_dir as _md
-
-    return _md(settings)
+    """Where the trained central-figure model lives (written by training, read here)."""
+    return Path(settings.central_model_dir) if settings.central_model_dir else settings.data_dir / "models" / "central"
 
 
 class CentralScorer:

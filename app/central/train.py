@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from app.central.data import Query, build_queries, data_hash, load_papers, split_papers
+from app.central.scoring import model_dir
 from app.settings import Settings
 
 
@@ -60,10 +61,6 @@ class TrainConfig:
     time_budget_s: float = 30 * 60
     threads: int | None = None
     tables: bool = True  # also train on sentences that mention tables (table captions as candidates)
-
-
-def model_dir(settings: Settings) -> Path:
-    return Path(settings.central_model_dir) if settings.central_model_dir else settings.data_dir / "models" / "central"
 
 
 def _seed_all(seed: int) -> None:

@@ -22,7 +22,7 @@ import numpy as np
 from PIL import Image
 
 from app.search.engine import SearchEngine
-from app.search.indexing import index_root
+from app.pipeline.indexing import index_root
 from app.settings import Settings
 from app.vision.figure_types import classifier
 from app.vision.picture_query import picture_query

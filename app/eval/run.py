@@ -13,7 +13,7 @@ from app.search.collection import load_collection
 from app.search.embeddings import default_text_encoder, embed_docs
 from app.search.engine import SearchEngine
 from app.search.fusion import store_weights
-from app.search.indexing import index_root, paper_index, visual_embeddings
+from app.pipeline.indexing import index_root, paper_index, visual_embeddings
 from app.search.vectors import l2_normalize
 
 

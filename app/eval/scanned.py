@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from app.db.schema import Figure, Paper, PaperStatus
 from app.eval.crops import iou
-from app.ingest.extract import file_sha256
+from app.pdfs import file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ def _random_acc(n_candidates: int, n_relevant: list[int]) -> dict[str, float]:
 
 def _ingest(paths: list[Path], settings) -> dict[str, float]:
     """Ingest through the normal embedded pipeline, one file at a time; seconds per file."""
-    from app.ingest.pipeline import prepare_job, run_job_embedded
+    from app.pipeline.ingest_jobs import prepare_job, run_job_embedded
 
     job = prepare_job([str(p) for p in paths], settings)
     seconds: dict[str, float] = {}
@@ -195,7 +195,7 @@ def evaluate(data_dir: Path, out_dir: Path, pdf_root: Path, n_papers: int = 16, 
         for i, (name, b) in enumerate(scan_of.items()):
             scan_like_pdf(b.pdf, scans_dir / name, ScanStyle(), seed=seed * 1000 + i)
         seconds = _ingest(sorted(scans_dir.glob("scan-*.pdf")), col)
-        from app.ingest.pipeline import refresh_index
+        from app.pipeline.ingest_jobs import refresh_index
 
         refresh_index(col)
         (out_dir / "ingest_seconds.json").write_text(json.dumps(seconds))
@@ -321,7 +321,7 @@ def evaluate(data_dir: Path, out_dir: Path, pdf_root: Path, n_papers: int = 16, 
 
 def _search_engine(settings):
     from app.search.engine import SearchEngine
-    from app.search.indexing import index_root
+    from app.pipeline.indexing import index_root
 
     encoder = None
     if settings.dense:

@@ -19,9 +19,9 @@ from sqlalchemy import select
 from app.central.stats import cluster_ci
 from app.db.schema import Figure, Paper
 from app.db.session import session_scope
-from app.ingest.classify import classify_figures
+from app.pipeline.classify import classify_figures
 from app.search.engine import SearchEngine
-from app.search.indexing import build_index, index_root
+from app.pipeline.indexing import build_index, index_root
 from app.settings import Settings
 
 # the everyday name a researcher types for each type

@@ -5,13 +5,13 @@ function of its arguments and must turn every problem into a clear `error` strin
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.ingest.types import ExtractedFigure, MentionRecord, ParsedPaper
+from app.pdfs import file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -40,14 +40,6 @@ class Extraction:
 
 class RefusedFile(Exception):
     """The file is not something we can ingest; the message is shown to the user."""
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def figure_dir_for(sha256: str) -> str:

@@ -21,10 +21,10 @@ from app.api.jobs import file_rows, public_error
 from app.api.uploads import UPLOAD_REQUEST_BODY, read_upload
 from app.api.problems import responses
 from app.db.schema import Figure, Job, Paper, new_job_id
-from app.ingest import pipeline
+from app.pipeline import ingest_jobs
 from app.ingest.extract import figure_dir_for
 from app.pdfs import remove_pdf
-from app.ingest.pipeline import JobLock, upload_area_bytes, uploads_dir
+from app.pipeline.ingest_jobs import JobLock, upload_area_bytes, uploads_dir
 from app.ingest.sources import SourceError
 from app.settings import Settings
 
@@ -65,13 +65,13 @@ async def upload_collection(request: Request, settings: SettingsDep):
         uploaded = sum(p.stat().st_size for _n, p in files)
         paths: list[str | Path] = [p for _n, p in files] + ([Path(path)] if path else [])
         try:
-            await run_in_threadpool(pipeline.prepare_job, paths, settings, job_id, max(left - uploaded, 0))
+            await run_in_threadpool(ingest_jobs.prepare_job, paths, settings, job_id, max(left - uploaded, 0))
         except SourceError as exc:
             status = 400 if str(exc).startswith("no PDF") else 422
             raise HTTPException(status, public_error(settings, job_id, str(exc)))
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)
-        shutil.rmtree(pipeline.staging_dir(settings, job_id), ignore_errors=True)
+        shutil.rmtree(ingest_jobs.staging_dir(settings, job_id), ignore_errors=True)
         lock.release()
         raise
     request.app.state.job_runner.submit_ingest(job_id, lock)

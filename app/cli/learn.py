@@ -57,7 +57,7 @@ def register(cli: typer.Typer) -> None:
                "train_seconds": res.metrics["train_seconds"], "val_acc": res.metrics["val_acc"],
                "n_train_figures": res.metrics.get("n_train_figures"), "excluded_papers": len(excluded)}
         if reindex and model == DEFAULT_MODEL:
-            from app.search.indexing import reembed_all
+            from app.pipeline.indexing import reembed_all
 
             out["index"] = reembed_all(settings, progress=True)
         typer.echo(json.dumps(out) if json_out else "\n".join(f"{k}: {v}" for k, v in out.items()))

@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 
 from app.db.schema import Job, JobFile, JobStatus
 from app.db.session import session_scope
-from app.ingest.classify import classify_new
+from app.pipeline.classify import classify_new
 from app.ingest.extract import Extraction, Limits, extract_pdf, limit_memory
 from app.ingest.sources import ByteBudget, InputFile, SourceError, copy_to_shared, expand_inputs
 from app.ingest.store import Outcome, store_extraction
@@ -323,7 +323,7 @@ def score_central(settings: Settings, paper_ids: list[int]) -> None:
 
 def refresh_index(settings: Settings) -> None:
     """Publish a new search index version; failures are logged, never lose the ingest."""
-    from app.search.indexing import build_index
+    from app.pipeline.indexing import build_index
 
     try:
         report = build_index(settings, dense=settings.dense)

@@ -40,11 +40,11 @@ def _progress(total: int, desc: str):
 
 def _note_orphaned_jobs(settings: Settings) -> None:
     """Jobs whose `figsearch ingest` (or server) died are marked interrupted, with how to finish them."""
-    from app.ingest import pipeline
+    from app.pipeline import ingest_jobs
 
-    for job_id in pipeline.orphaned_jobs(settings):
-        pipeline.mark_interrupted(settings, job_id, "the process running this job stopped")
-        _, done, total = pipeline.job_progress(settings, job_id)
+    for job_id in ingest_jobs.orphaned_jobs(settings):
+        ingest_jobs.mark_interrupted(settings, job_id, "the process running this job stopped")
+        _, done, total = ingest_jobs.job_progress(settings, job_id)
         typer.echo(f"note: job {job_id} was interrupted at {done}/{total} files; finish it with "
                    f"`figsearch ingest --resume {job_id}`", err=True)
 
@@ -52,13 +52,13 @@ def _note_orphaned_jobs(settings: Settings) -> None:
 def _wait_for_workers(settings: Settings, job_id: str, bar) -> None:
     """Distributed mode: follow the job's progress; give up (exit 1) when no file finished for
     FIGSEARCH_INGEST_STALL_S (no worker running, or every worker stuck)."""
-    from app.ingest import pipeline
+    from app.pipeline import ingest_jobs
 
-    status, last_done, total = pipeline.job_progress(settings, job_id)
+    status, last_done, total = ingest_jobs.job_progress(settings, job_id)
     last_change = time.monotonic()
     while status not in ("done", "failed"):
         time.sleep(0.5)
-        status, done, total = pipeline.job_progress(settings, job_id)
+        status, done, total = ingest_jobs.job_progress(settings, job_id)
         bar.update(done - bar.n)
         if done != last_done:
             last_done, last_change = done, time.monotonic()
@@ -81,7 +81,7 @@ def ingest(paths: Optional[list[Path]] = typer.Argument(None, help="PDF files, f
     import signal
 
     from app.dispatch import dispatcher_for
-    from app.ingest import pipeline
+    from app.pipeline import ingest_jobs
     from app.ingest.sources import SourceError
 
     if bool(paths) == bool(resume):
@@ -90,14 +90,14 @@ def ingest(paths: Optional[list[Path]] = typer.Argument(None, help="PDF files, f
     settings = _settings(data_dir)
     lock = None
     if not settings.distributed:
-        removed, freed = pipeline.clean_leftovers(settings)
+        removed, freed = ingest_jobs.clean_leftovers(settings)
         if removed:
             typer.echo(f"removed {removed} leftover upload/staging folders ({freed / 1e6:.1f} MB)", err=True)
         _note_orphaned_jobs(settings)
     if resume:
         job_id = resume
         try:
-            status, _, _ = pipeline.job_progress(settings, job_id)
+            status, _, _ = ingest_jobs.job_progress(settings, job_id)
         except LookupError:
             typer.echo(f"error: no job {job_id}", err=True)
             raise typer.Exit(2)
@@ -108,17 +108,17 @@ def ingest(paths: Optional[list[Path]] = typer.Argument(None, help="PDF files, f
 
         job_id = new_job_id()
     if not settings.distributed:  # held while this process runs the job
-        lock = pipeline.JobLock(settings, job_id)
+        lock = ingest_jobs.JobLock(settings, job_id)
         if not lock.acquire():
             typer.echo(f"error: job {job_id} is being run by another process", err=True)
             raise typer.Exit(2)
     if not resume:
         try:
-            pipeline.prepare_job(list(paths), settings, job_id=job_id)
+            ingest_jobs.prepare_job(list(paths), settings, job_id=job_id)
         except SourceError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2)
-    status, done, total = pipeline.job_progress(settings, job_id)
+    status, done, total = ingest_jobs.job_progress(settings, job_id)
     bar = _progress(total, "ingest")
     bar.update(done)
     t0 = time.perf_counter()
@@ -145,7 +145,7 @@ def ingest(paths: Optional[list[Path]] = typer.Argument(None, help="PDF files, f
         if settings.distributed:
             typer.echo(f"stopped waiting; workers continue job {job_id} (`figsearch jobs {job_id}`)", err=True)
         else:
-            pipeline.mark_interrupted(settings, job_id, "interrupted (Ctrl-C or SIGTERM)")
+            ingest_jobs.mark_interrupted(settings, job_id, "interrupted (Ctrl-C or SIGTERM)")
             typer.echo(f"interrupted: finish with `figsearch ingest --resume {job_id}`", err=True)
         raise typer.Exit(130)
     finally:
@@ -153,9 +153,9 @@ def ingest(paths: Optional[list[Path]] = typer.Argument(None, help="PDF files, f
         if lock is not None:
             lock.release()
     bar.close()
-    status, done, total = pipeline.job_progress(settings, job_id)
+    status, done, total = ingest_jobs.job_progress(settings, job_id)
     elapsed = time.perf_counter() - t0
-    s = pipeline.summarise(settings, job_id)
+    s = ingest_jobs.summarise(settings, job_id)
     c = s.counts
     if json_out:
         typer.echo(json.dumps({"job_id": job_id, "ok": c["ok"], "no_text": c["no_text"], "failed": c["failed"],
@@ -375,7 +375,7 @@ def _hits_json(hits) -> list[dict]:
 
 def _engine(settings: Settings, with_encoder: bool):
     from app.search.engine import SearchEngine
-    from app.search.indexing import index_root
+    from app.pipeline.indexing import index_root
 
     root = index_root(settings)
     encoder = None
@@ -405,8 +405,8 @@ def index(data_dir: Optional[Path] = DataDir,
           lexical_only: bool = typer.Option(False, "--lexical-only", help="Skip the MiniLM embeddings.")) -> None:
     """Build or refresh the lexical (BM25) and vector (FAISS) indexes; publishes a new version.
     Figures without a figure type are classified first."""
-    from app.ingest.classify import classify_figures
-    from app.search.indexing import build_index
+    from app.pipeline.classify import classify_figures
+    from app.pipeline.indexing import build_index
 
     settings = _settings(data_dir)
     n_typed = classify_figures(settings, progress=True)
@@ -435,7 +435,7 @@ def similar(figure_id: int = typer.Argument(..., help="Query figure id."),
     engine = _engine(settings, with_encoder=False)
     if method is None:
         from app.eval.recommendation import read_first_stage
-        from app.search.indexing import index_root
+        from app.pipeline.indexing import index_root
 
         method = read_first_stage(index_root(settings))
     try:
@@ -548,7 +548,7 @@ def demo(data_dir: Optional[Path] = DataDir,
          no_serve: bool = typer.Option(False, "--no-serve", help="Prepare the collection, do not serve.")) -> None:
     """Generate and ingest the sample collection (first run only), then serve the UI."""
     from app.demo.generate import generate_collection
-    from app.ingest import pipeline
+    from app.pipeline import ingest_jobs
 
     settings = _settings(data_dir or Path("./data/demo"))
     settings.ensure_dirs()
@@ -557,9 +557,9 @@ def demo(data_dir: Optional[Path] = DataDir,
         src = settings.data_dir / "demo-pdfs"
         typer.echo(f"generating {n} sample papers in {src} ...")
         generate_collection(src, n_papers=n, seed=0)
-        job_id = pipeline.prepare_job([src], settings)
-        pipeline.run_job_embedded(settings, job_id, workers=settings.ingest_workers)
-        c = pipeline.summarise(settings, job_id)
+        job_id = ingest_jobs.prepare_job([src], settings)
+        ingest_jobs.run_job_embedded(settings, job_id, workers=settings.ingest_workers)
+        c = ingest_jobs.summarise(settings, job_id)
         typer.echo(f"sample collection: {c.counts['ok']} papers, {c.n_figures} figures")
         marker.write_text(job_id)
     if no_serve:
@@ -594,17 +594,17 @@ def serve(data_dir: Optional[Path] = DataDir,
 
 def _register_subcommands() -> None:
     """Commands that live with their subsystems (central figures, learned models)."""
-    from app.central.cli import register as register_central
+    from app.cli.central import register as register_central
 
     register_central(cli)
-    from app.eval.scanned_cli import register as register_scanned
+    from app.cli.scanned import register as register_scanned
 
     register_scanned(cli)
-    from app.vision.cli import register as register_vision
+    from app.cli.vision import register as register_vision
 
     register_vision(cli)
     try:
-        from app.learn.cli import register as register_learn
+        from app.cli.learn import register as register_learn
     except ImportError:  # the learned-model package is optional at import time
         return
     register_learn(cli)

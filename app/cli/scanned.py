@@ -52,7 +52,7 @@ def register(cli: typer.Typer) -> None:
                           eval_seed: int = typer.Option(0, "--eval-seed")) -> None:
         """Train the OCR-free page encoder: word vectors of a latent semantic space of the pages' text
         as pseudo-labels of the word shapes printed there, circle loss."""
-        from app.ingest.extract import file_sha256
+        from app.pdfs import file_sha256
         from app.ingest.scanned.topics import train
 
         paths = sorted(pdfs.rglob("*.pdf"))
