@@ -17,6 +17,7 @@ PLACEHOLDER_TOKEN = "change-me"
 PLACEHOLDER_TOKENS = frozenset({PLACEHOLDER_TOKEN, "changeme", "change_me", "secret", "admin", "token",
                                 "password", "your-token", "your-secret"})
 MIN_TOKEN_LENGTH = 24
+MIN_TOKEN_DISTINCT = 16  # 28 identical characters are 28 characters, but guessable
 ADMIN_TOKEN_FILE = "admin-token"
 
 
@@ -54,8 +55,8 @@ class Settings(BaseSettings):
     dense: bool = Field(True, description="Use MiniLM embeddings for re-ranking (off = lexical only).")
     auto_index: bool = Field(True, description="Refresh the search index after each ingest job.")
 
-    admin_token: str = Field("", description="Bearer token of the admin endpoints, at least 24 characters; "
-                                             "placeholders (change-me, ...) and shorter tokens are refused in every "
+    admin_token: str = Field("", description="Bearer token of the admin endpoints, at least 24 characters of "
+                                             "which at least 16 different, no whitespace; placeholders (change-me, ...) and shorter tokens are refused in every "
                                              "mode. Empty: embedded mode generates a random token on first start, "
                                              "stores it in DATA_DIR/admin-token (owner-only) and prints it once "
                                              "(`figsearch admin-token` shows it); distributed mode refuses to start.")
@@ -134,8 +135,15 @@ def check_admin_token(token: str, origin: str = "FIGSEARCH_ADMIN_TOKEN") -> str:
     hint = "generate one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
     if token.strip().lower() in PLACEHOLDER_TOKENS:
         raise AdminTokenError(f"{origin} is the placeholder {token!r}; {hint}")
+    if any(c.isspace() for c in token):
+        raise AdminTokenError(f"{origin} contains whitespace (a bearer header cannot carry it, so the admin "
+                              f"would be locked out); {hint}")
     if len(token) < MIN_TOKEN_LENGTH:
         raise AdminTokenError(f"{origin} has {len(token)} characters, at least {MIN_TOKEN_LENGTH} are needed; {hint}")
+    distinct = len(set(token))
+    if distinct < MIN_TOKEN_DISTINCT:
+        raise AdminTokenError(f"{origin} has only {distinct} different characters, at least {MIN_TOKEN_DISTINCT} "
+                              f"are needed (a repetitive token is guessable); {hint}")
     return token
 
 

@@ -291,14 +291,31 @@ def cli(args, env_extra=None, timeout=300, **kw):
                           text=True, timeout=timeout, **kw)
 
 
-@pytest.mark.parametrize("token", ["change-me", "short-token"])
-def test_serve_refuses_bad_tokens_in_one_line(tmp_path, token):
+@pytest.mark.parametrize("token,why", [("change-me", "placeholder"), ("short-token", "at least 24"),
+                                       (" " * 30, "whitespace"), ("a" * 28, "different characters"),
+                                       ("abcdefghijklmnopq rstuvwxyz0123", "whitespace"),
+                                       ("abababababcdcdcdcdcdefefefefef", "different characters")])
+def test_serve_refuses_bad_tokens_in_one_line(tmp_path, token, why):
     for broker in ("", "redis://127.0.0.1:6379/0"):
         r = cli(["serve", "--data-dir", str(tmp_path / "d"), "--port", "1"],
                 {"FIGSEARCH_ADMIN_TOKEN": token, "FIGSEARCH_BROKER_URL": broker}, timeout=60)
         assert r.returncode == 2
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: FIGSEARCH_ADMIN_TOKEN"), r.stderr
+        assert why in lines[0], lines[0]
+
+
+def test_token_rule_accepts_generated_tokens():
+    import secrets
+
+    from app.settings import AdminTokenError, check_admin_token
+
+    for _ in range(200):  # what the error message tells people to run
+        t = secrets.token_urlsafe(32)
+        assert check_admin_token(t) == t
+    assert check_admin_token("0123456789abcdefghijklmn")  # 24 characters, 24 different
+    with pytest.raises(AdminTokenError, match="15 different"):
+        check_admin_token("0123456789abcde" * 2)
 
 
 def test_admin_token_command(tmp_path):
@@ -417,3 +434,51 @@ def test_startup_removes_leftovers_no_job_needs(tmp_path, demo_pdfs):
         pass
     assert not stale.parent.exists() and not leftover.exists()
     assert fresh.exists()
+
+
+# ------------------------------------------------------------------ metrics labels stay bounded
+def _series(text: str) -> set[tuple]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {(s.name, tuple(sorted(s.labels.items()))) for f in text_string_to_metric_families(text)
+            for s in f.samples}
+
+
+def test_invented_methods_and_paths_leave_metrics_the_same_size(client):
+    import random
+    import string
+
+    rnd = random.Random(7)
+
+    def invented() -> None:
+        method = "".join(rnd.choices(string.ascii_uppercase, k=rnd.randint(3, 2000)))
+        path = "/" + "/".join("".join(rnd.choices(string.ascii_lowercase + string.digits, k=rnd.randint(1, 40)))
+                              for _ in range(rnd.randint(1, 4)))
+        client.request(method, rnd.choice(["/api/v1", "", "/api/v1/figures"]) + path)
+        client.get(rnd.choice(["/api/v1", "/api/v1/figures", "", "/static"]) + path)
+
+    for _ in range(60):  # every label value these requests can produce exists now (few: bounded)
+        invented()
+    client.get("/metrics")
+    before = client.get("/metrics").text
+    for _ in range(300):
+        invented()
+    after = client.get("/metrics").text
+    assert _series(after) == _series(before)
+    assert abs(len(after) - len(before)) < 200, (len(before), len(after))  # only counts grow (a few digits)
+    labels = {v for _n, ls in _series(after) for k, v in ls if k in ("method", "route", "status")}
+    assert labels <= {"GET", "other", "unmatched", "static", "/metrics", "/api/v1/figures/{figure_id}",
+                      "/api/v1/figures", "2xx", "4xx", "5xx"}, labels
+
+
+def test_by_image_caption_is_capped_like_q(client):
+    png = io.BytesIO()
+    from PIL import Image
+
+    Image.new("RGB", (40, 30), "white").save(png, "PNG")
+    r = client.post("/api/v1/search/by-image", files={"image": ("f.png", png.getvalue(), "image/png")},
+                    data={"caption": "accuracy " * 60})
+    assert r.status_code == 422 and "caption" in r.text
+    r = client.post("/api/v1/search/by-image", files={"image": ("f.png", png.getvalue(), "image/png")},
+                    data={"caption": "accuracy " * 50})
+    assert r.status_code == 200, r.text

@@ -136,7 +136,7 @@ def _sniff_image(head: bytes) -> str | None:
 async def search_by_image(
         db: SessionDep, settings: SettingsDep, engine: EngineDep, holder: HolderDep,
         image: Annotated[UploadFile, File(description="A PNG or JPEG figure.")],
-        caption: Annotated[str, Form(max_length=5000, description="The figure's caption (optional).")] = "",
+        caption: Annotated[str, Form(max_length=500, description="The figure's caption (optional; at most 500 characters, as `q`).")] = "",
         k: Annotated[int, Query(ge=1, le=1000)] = 12):
     """Similar figures for an uploaded figure. With a caption, the caption is searched as text
     (`mode: "caption"`). Without one, the collection's figures are ranked by picture similarity
