@@ -31,7 +31,11 @@ class Settings(BaseSettings):
                                          "Celery workers do the work); empty = run tasks in-process.")
     result_backend: str = Field("", description="Celery result backend; empty = same as the broker.")
     broker_visibility_timeout_s: int = Field(
-        3600, ge=1, description="Redis: a task not acknowledged within this time (its worker died) is redelivered.")
+        0, ge=0, description="Redis: a task not acknowledged within this time is delivered again. 0 = derived "
+                             "from the per-file limits: the longest a file may take (FILE_TIMEOUT_S + "
+                             "OCR_SECONDS_PER_PAGE x MAX_PAGES) + 90 s, 2,610 s by default, so a slow file is "
+                             "never handed out twice. Workers that die outright are noticed sooner: their "
+                             "heartbeat stops and a live worker re-sends their files within about 20 s.")
 
     # ingestion limits: a bad file must never stall or sink a batch
     max_pages: int = Field(300, ge=1, description="PDFs with more pages are refused.")
@@ -112,6 +116,14 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{self.data_dir / 'figsearch.db'}"
+
+    @property
+    def visibility_timeout_s(self) -> int:
+        """The broker's visibility timeout: the setting, or the longest a file may take (its time
+        limit with every page OCRed, the 30 s hard-kill margin) plus a minute."""
+        if self.broker_visibility_timeout_s:
+            return self.broker_visibility_timeout_s
+        return int(self.file_timeout_s + self.ocr_seconds_per_page * self.max_pages + 30 + 60)
 
     @property
     def distributed(self) -> bool:

@@ -234,12 +234,12 @@ def test_job_timestamps_are_timezone_aware(tmp_path, demo_pdfs):
 
 
 def test_job_errors_show_no_server_paths(tmp_path):
-    from app.api.jobs import public_error
+    from app.public_text import public_text
 
     settings = make_settings(tmp_path / "data")
     up = settings.data_dir / "uploads" / "J1" / "000" / "my paper.pdf"
     err = f"cannot read file: [Errno 2] No such file or directory: '{up}'; also /srv/x/incoming/J1/00003_b.pdf"
-    shown = public_error(settings, "J1", err)
+    shown = public_text(settings, err)
     assert str(settings.data_dir) not in shown and "/srv" not in shown
     assert "my paper.pdf" in shown and "00003_b.pdf" in shown
 
