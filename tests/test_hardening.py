@@ -482,3 +482,90 @@ def test_by_image_caption_is_capped_like_q(client):
     r = client.post("/api/v1/search/by-image", files={"image": ("f.png", png.getvalue(), "image/png")},
                     data={"caption": "accuracy " * 50})
     assert r.status_code == 200, r.text
+
+
+# ------------------------------------------------------------------ index files that go wrong
+def _two_versions(data: Path) -> tuple[Path, str, str]:
+    """An index root with an older version (figures 1-3) and the CURRENT one (figures 11-14)."""
+    from app.search.engine import FigureDoc, SearchEngine
+
+    root = data / "index"
+    old = SearchEngine.build([FigureDoc(i, 1, f"Figure {i}", f"accuracy of model {i}") for i in (1, 2, 3)])
+    v1 = old.save(root)
+    time.sleep(0.05)
+    new = SearchEngine.build([FigureDoc(i, 2, f"Figure {i}", f"latency of system {i}") for i in (11, 12, 13, 14)])
+    v2 = new.save(root)
+    assert (root / "CURRENT").read_text().strip() == v2
+    return root, v1, v2
+
+
+def _served(data: Path) -> tuple[int, dict, object]:
+    with TestClient(create_app(make_settings(data))) as c:
+        holder = c.app.state.engine_holder
+        holder.refresh(block=True)
+        r = c.get("/readyz")
+        return r.status_code, r.json(), holder.engine
+
+
+@pytest.mark.parametrize("pointer", ["", "v20990101T000000-abcdef\n"])
+def test_empty_or_dangling_current_is_repaired_from_the_newest_intact_version(tmp_path, pointer):
+    data = tmp_path / "data"
+    root, v1, v2 = _two_versions(data)
+    (root / "CURRENT").write_text(pointer)
+    code, body, engine = _served(data)
+    assert code == 200 and body["status"] == "ready" and body["index"]["version"] == v2, body
+    assert (root / "CURRENT").read_text().strip() == v2
+    assert sorted(engine.figure_ids.tolist()) == [11, 12, 13, 14]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "same_size"])
+def test_a_damaged_current_version_is_skipped_for_the_intact_older_one(tmp_path, damage):
+    from app.search.engine import SearchEngine
+
+    data = tmp_path / "data"
+    root, v1, v2 = _two_versions(data)
+    target = root / v2 / "figure_ids.npy"
+    raw = bytearray(target.read_bytes())
+    if damage == "truncated":
+        target.write_bytes(bytes(raw[: len(raw) - 9]))
+    else:  # the array still loads, with other figure ids: only the checksum can tell
+        raw[-8:] = (999).to_bytes(8, "little")
+        target.write_bytes(bytes(raw))
+    code, body, engine = _served(data)
+    assert code == 200 and body["status"] == "degraded", body
+    assert body["index"]["version"] == v1 and v1 in body["index"]["reason"]
+    assert sorted(engine.figure_ids.tolist()) == [1, 2, 3]  # the older version's results, never the damaged ones
+    assert SearchEngine.load_current(root).version == v1  # the CLI chooses the same way
+    assert (root / "CURRENT").read_text().strip() == v2  # a damaged version is skipped, not forgotten
+
+
+def test_no_intact_version_is_a_clear_503(tmp_path):
+    data = tmp_path / "data"
+    root, v1, v2 = _two_versions(data)
+    for v in (v1, v2):
+        f = root / v / "paper_ids.npy"
+        f.write_bytes(f.read_bytes()[:-4])
+    code, body, engine = _served(data)
+    assert code == 503 and body["status"] == "not ready" and engine is None, body
+    assert "cannot be loaded" in body["index"]["reason"]
+
+
+def test_temp_folders_of_dead_builds_are_removed_at_start_and_next_build(tmp_path):
+    from app.search.engine import FigureDoc, SearchEngine
+    from app.search.versions import BuildLock
+
+    data = tmp_path / "data"
+    root, v1, v2 = _two_versions(data)
+    dead = root / ".tmp-v20000101T000000-dead00"
+    (dead / "lexical").mkdir(parents=True)
+    (dead / "lexical" / "x.npy").write_bytes(b"\0" * 1000)
+    with BuildLock(root, "v20000101T000000-live00"):  # a build still running keeps its folder
+        live = root / ".tmp-v20000101T000000-live00"
+        live.mkdir()
+        code, body, _engine = _served(data)
+        assert code == 200 and body["index"]["version"] == v2
+        assert not dead.exists() and live.exists()
+    (dead / "lexical").mkdir(parents=True)
+    SearchEngine.build([FigureDoc(5, 1, "Figure 5", "recall")]).save(root)
+    assert not dead.exists() and not live.exists()
+    assert not [p for p in root.iterdir() if p.name.startswith(".tmp-")]

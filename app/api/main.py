@@ -172,8 +172,7 @@ def create_app(settings: Settings | None = None, *,
     async def lifespan(_app: FastAPI):
         import threading
 
-        threading.Thread(target=holder.refresh, kwargs={"block": True}, name="figsearch-index-warmup",
-                         daemon=True).start()
+        threading.Thread(target=holder.start, name="figsearch-index-warmup", daemon=True).start()
         if settings.warm_encoder:
             holder.start_encoder()
         removed, freed = pipeline.clean_leftovers(settings)
