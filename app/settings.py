@@ -90,6 +90,12 @@ class Settings(BaseSettings):
     header_timeout_s: float = Field(10.0, gt=0, description="`figsearch serve`: a connection must send its request "
                                                             "headers within this time.")
     max_connections: int = Field(200, ge=1, description="`figsearch serve`: more concurrent connections get 503.")
+    render_workers: int = Field(2, ge=1, description="Expensive public work (high-resolution renders, panel "
+                                                     "cut-outs, query image decodes) running at once.")
+    render_queue: int = Field(8, ge=0, description="Expensive requests that may wait for a render worker; more "
+                                                   "get 429 with Retry-After.")
+    render_cache_mb: float = Field(64.0, ge=0, description="Memory for rendered images (high-resolution crops "
+                                                           "by figure and scale rounded to 0.5, panels).")
     max_deliveries: int = Field(3, ge=1, description="Distributed mode: a file whose worker died this many times is "
                                                      "marked failed ('worker crashed N times').")
     ingest_stall_s: float = Field(600.0, gt=0, description="`figsearch ingest` in distributed mode gives up waiting "

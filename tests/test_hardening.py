@@ -569,3 +569,59 @@ def test_temp_folders_of_dead_builds_are_removed_at_start_and_next_build(tmp_pat
     SearchEngine.build([FigureDoc(5, 1, "Figure 5", "recall")]).save(root)
     assert not dead.exists() and not live.exists()
     assert not [p for p in root.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_partial_uploads_of_dead_servers_are_swept_while_running(tmp_path, monkeypatch):
+    from app.api import main
+
+    monkeypatch.setattr(main, "LEFTOVER_SWEEP_S", 0.2)
+    data = tmp_path / "data"
+    with TestClient(create_app(make_settings(data))):
+        stale = data / "uploads" / "0123456789abcdef0123456789abcdef" / "000"  # a dead server's upload
+        stale.mkdir(parents=True)
+        (stale / "half.pdf").write_bytes(b"0" * 1000)
+        old = time.time() - 3600
+        for p in (stale / "half.pdf", stale, stale.parent):
+            os.utime(p, (old, old))
+        fresh = data / "uploads" / "fedcba9876543210fedcba9876543210"  # still streaming in
+        fresh.mkdir()
+        (fresh / "part.pdf").write_bytes(b"1")
+        deadline = time.time() + 10
+        while stale.parent.exists() and time.time() < deadline:
+            time.sleep(0.1)
+        assert not stale.parent.exists() and fresh.exists()
+
+
+# ------------------------------------------------------------------ expensive work: one bounded pool
+def test_heavy_pool_bounds_work_and_queue_and_caches():
+    from fastapi import HTTPException
+
+    from app.api.heavy import HeavyPool
+
+    pool = HeavyPool(workers=1, queue=1, cache_mb=1)
+    gate, started = threading.Event(), threading.Event()
+
+    def slow():
+        started.set()
+        gate.wait(10)
+        return b"x" * 10
+
+    results = []
+    running = threading.Thread(target=lambda: results.append(pool.run(slow)))
+    running.start()
+    assert started.wait(5)
+    waiting = threading.Thread(target=lambda: results.append(pool.run(lambda: b"queued")))
+    waiting.start()
+    time.sleep(0.2)
+    with pytest.raises(HTTPException) as busy:  # one running, one waiting: the third is refused at once
+        pool.run(lambda: b"never")
+    assert busy.value.status_code == 429 and busy.value.headers["Retry-After"].isdigit()
+    gate.set()
+    running.join(5)
+    waiting.join(5)
+    assert sorted(results) == [b"queued", b"x" * 10]
+    calls = []
+    for _ in range(3):
+        assert pool.cached(("hires", 1, 4.0), lambda: calls.append(1) or b"png") == b"png"
+    assert calls == [1]
+    pool.shutdown()
