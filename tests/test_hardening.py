@@ -625,3 +625,69 @@ def test_heavy_pool_bounds_work_and_queue_and_caches():
         assert pool.cached(("hires", 1, 4.0), lambda: calls.append(1) or b"png") == b"png"
     assert calls == [1]
     pool.shutdown()
+
+
+# ------------------------------------------------------------------ no server path in public text
+def test_no_absolute_path_in_any_public_route_or_cli_output(tmp_path, demo_pdfs):
+    """A collection with failed files (uploaded, and ingested from a server path): every public
+    GET route of the schema, for every paper and figure, the UI's files, and the CLI's views,
+    show no absolute path of the server."""
+    data = tmp_path / "data"
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    bad_files = [badfiles.truncated(bad, demo_pdfs[0]), badfiles.random_bytes(bad), badfiles.encrypted(bad),
+                 badfiles.html_named_pdf(bad), badfiles.zero_byte(bad)]
+    (bad / "unopenable.pdf").write_bytes(b"%PDF-1.4\n" + bytes(range(256)) * 12)  # 'Failed to open file <path>'
+    bad_files.append(bad / "unopenable.pdf")
+    server_side = tmp_path / "server-side"
+    server_side.mkdir()
+    (server_side / "broken.pdf").write_bytes(b"%PDF-1.7\n" + b"\0" * 3000)
+    settings = make_settings(data, auto_index=True, allow_server_paths=True)
+    forbidden = {str(tmp_path), str(tmp_path.resolve()), str(data), "/uploads/", "/incoming/", "/tmp/"}
+
+    def clean(text: str, where: str) -> None:
+        leaks = [f for f in forbidden if f in text]
+        assert not leaks, f"{where} shows {leaks}: {text[:300]}"
+
+    with TestClient(create_app(settings)) as c:
+        files = [("files", (p.name, p.read_bytes(), "application/pdf")) for p in [demo_pdfs[0], *bad_files]]
+        jobs = [c.post(UPLOAD, headers=AUTH, files=files).json()["job_id"],
+                c.post(UPLOAD, headers=AUTH, data={"path": str(server_side)}).json()["job_id"]]
+        deadline = time.time() + 240
+        while time.time() < deadline and any(
+                c.get(f"/api/v1/admin/jobs/{j}", headers=AUTH).json()["status"] not in ("done", "failed") for j in jobs):
+            time.sleep(0.5)
+        c.app.state.engine_holder.refresh(block=True)
+        papers = c.get("/api/v1/papers?limit=100").json()["items"]
+        failed = [p for p in papers if p["status"] == "failed"]
+        assert failed, papers  # the crawl must meet stored errors naming files, or it proves nothing
+        assert any("Failed to open file" in c.get(f"/api/v1/papers/{p['paper_id']}").json()["error"] for p in failed)
+        figures = [f["figure_id"] for f in c.get("/api/v1/figures?limit=100").json()["items"]]
+        assert figures
+        values = {"paper_id": [p["paper_id"] for p in papers], "figure_id": figures[:4], "label": ["a"]}
+        crawled = 0
+        for path, ops in c.get("/api/v1/openapi.json").json()["paths"].items():
+            if "get" not in ops or "/admin/" in path:
+                continue
+            names = [n for n in values if "{" + n + "}" in path]
+            combos = [{}] if not names else [{names[0]: v} for v in values[names[0]]]
+            for combo in combos:
+                url = path
+                for k, v in combo.items():
+                    url = url.replace("{" + k + "}", str(v)).replace("{label}", "a")
+                for params in ({}, {"q": "accuracy"}):
+                    r = c.get(url, params=params)
+                    if r.headers.get("content-type", "").startswith(("image/", "application/pdf")):
+                        continue
+                    clean(r.text, url)
+                    crawled += 1
+        for url in ("/", "/index.html", "/healthz", "/readyz", "/metrics", "/docs", "/redoc"):
+            clean(c.get(url).text, url)
+        for p in failed:
+            assert p["status"] == "failed" and c.get(f"/api/v1/papers/{p['paper_id']}").json()["error"]
+        assert crawled > 20
+    env = {"FIGSEARCH_DATA_DIR": str(data)}
+    for args in (["papers"], ["figures"], ["jobs"], ["jobs", jobs[0]], ["jobs", jobs[1]], ["jobs", jobs[0], "--json"]):
+        r = cli(args, env, timeout=120)
+        assert r.returncode == 0, r.stderr
+        clean(r.stdout + r.stderr, "figsearch " + " ".join(args))
