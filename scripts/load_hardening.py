@@ -57,7 +57,7 @@ def demo_data(work: Path) -> Path:
         return data
     pdfs = work / "pdfs"
     env = base_env(FIGSEARCH_DATA_DIR=data, FIGSEARCH_DENSE="false")
-    subprocess.run([*CLI, "make-demo-collection", "--out", str(pdfs)], cwd=ROOT, env=env, check=True,
+    subprocess.run([*CLI, "make-demo-collection", str(pdfs)], cwd=ROOT, env=env, check=True,
                    capture_output=True)
     subprocess.run([*CLI, "ingest", str(pdfs)], cwd=ROOT, env=env, check=True, capture_output=True)
     return data
