@@ -81,8 +81,18 @@ class Server:
             time.sleep(0.5)
         raise SystemExit("server did not become ready")
 
-    def rss_mb(self) -> float:
-        return psutil.Process(self.proc.pid).memory_info().rss / 1e6
+    def rss_mb(self, tree: bool = False) -> float:
+        """The server process's RSS (`figsearch serve`'s python), or with `tree` its render
+        processes' too."""
+        procs = [psutil.Process(self.proc.pid)]
+        procs += procs[0].children(recursive=True)
+        total = 0
+        for p in procs if tree else procs[:1]:
+            try:
+                total += p.memory_info().rss
+            except psutil.Error:
+                pass
+        return total / 1e6
 
     def stop(self) -> None:
         os.killpg(self.proc.pid, signal.SIGTERM)
@@ -121,21 +131,19 @@ def probe_renders(args) -> dict:
         figs = httpx.get(srv.base + "/api/v1/figures?limit=100").json()["items"]
         urls = [f"{srv.base}/api/v1/figures/{f['figure_id']}/hires" for f in figs]
         rss0 = srv.rss_mb()
-        peak = {"rss": rss0}
-        health: list[float] = []
+        peak = {"rss": rss0, "tree": srv.rss_mb(tree=True)}
         stop = threading.Event()
 
-        def watch():
+        def watch_memory():
             while not stop.is_set():
                 peak["rss"] = max(peak["rss"], srv.rss_mb())
-                t = time.perf_counter()
-                try:
-                    httpx.get(srv.base + "/healthz", timeout=10)
-                    health.append(time.perf_counter() - t)
-                except httpx.HTTPError:
-                    health.append(float("inf"))
-                time.sleep(0.05)
+                peak["tree"] = max(peak["tree"], srv.rss_mb(tree=True))
+                time.sleep(0.1)
 
+        # /healthz is timed from its own process, so the load generator's threads do not delay it
+        baseline = health_latencies(srv.base, args.baseline_seconds)
+        timer = subprocess.Popen([PY, __file__, "--work", args.work, "healthz", srv.base, str(args.seconds + 5)],
+                                 stdout=subprocess.PIPE, text=True, env=base_env())
         codes: dict[int, int] = {}
         lock = threading.Lock()
 
@@ -152,19 +160,44 @@ def probe_renders(args) -> dict:
                         time.sleep(float(r.headers.get("Retry-After", "1")) * random.random())
                     k += args.concurrent
 
-        w = threading.Thread(target=watch, daemon=True)
+        w = threading.Thread(target=watch_memory, daemon=True)
         w.start()
+        time.sleep(2)  # the timer process is up
         with ThreadPoolExecutor(args.concurrent) as ex:
             list(ex.map(render, range(args.concurrent)))
         stop.set()
         w.join(5)
-        health.sort()
+        health = sorted(json.loads(timer.communicate(timeout=60)[0]))
+
+        def summary(xs):
+            xs = sorted(xs)
+            return {"checks": len(xs), "ms_p50": round(1000 * xs[len(xs) // 2], 1),
+                    "ms_p99": round(1000 * xs[int(len(xs) * .99)], 1), "ms_max": round(1000 * xs[-1], 1),
+                    "over_200ms": sum(1 for x in xs if x > 0.2)}
+
         return {"probe": "renders", "concurrent": args.concurrent, "seconds": args.seconds, "figures": len(urls),
                 "answers": codes, "server_rss_mb_before": round(rss0), "server_rss_mb_peak": round(peak["rss"]),
-                "healthz_checks": len(health), "healthz_ms_p50": round(1000 * health[len(health) // 2], 1),
-                "healthz_ms_max": round(1000 * health[-1], 1)}
+                "server_and_render_processes_rss_mb_peak": round(peak["tree"]),
+                "healthz_idle": summary(baseline), "healthz_under_load": summary(health),
+                "load_average_1min": os.getloadavg()[0]}
     finally:
         srv.stop()
+
+
+def health_latencies(base: str, seconds: float) -> list[float]:
+    """Seconds each GET /healthz took, one every 50 ms for `seconds` (10 s timeout = inf)."""
+    out = []
+    end = time.time() + seconds
+    with httpx.Client(timeout=10) as c:
+        while time.time() < end:
+            t = time.perf_counter()
+            try:
+                c.get(base + "/healthz")
+                out.append(time.perf_counter() - t)
+            except httpx.HTTPError:
+                out.append(float("inf"))
+            time.sleep(0.05)
+    return out
 
 
 # ------------------------------------------------------------------ lost worker
@@ -256,12 +289,19 @@ def main() -> None:
     r = sub.add_parser("renders")
     r.add_argument("--concurrent", type=int, default=48)
     r.add_argument("--seconds", type=float, default=30)
+    r.add_argument("--baseline-seconds", type=float, default=10)
+    hz = sub.add_parser("healthz")  # internal: the renders probe's /healthz timer process
+    hz.add_argument("base")
+    hz.add_argument("seconds", type=float)
     lw = sub.add_parser("lost-worker")
     lw.add_argument("corpus")
     lw.add_argument("--papers", type=int, default=27)
     lw.add_argument("--kill-after", type=float, default=15)
     lw.add_argument("--timeout", type=float, default=900)
     args = ap.parse_args()
+    if args.probe == "healthz":
+        print(json.dumps(health_latencies(args.base, args.seconds)))
+        return
     out = {"metrics": probe_metrics, "renders": probe_renders, "lost-worker": probe_lost_worker}[args.probe](args)
     print(json.dumps(out))
 

@@ -622,8 +622,9 @@ def test_heavy_pool_bounds_work_and_queue_and_caches():
     assert sorted(results) == [b"queued", b"x" * 10]
     calls = []
     for _ in range(3):
-        assert pool.cached(("hires", 1, 4.0), lambda: calls.append(1) or b"png") == b"png"
+        assert pool.cached(("hires", 1, 4.0), lambda: calls.append(1) or b"png", isolated=False) == b"png"
     assert calls == [1]
+    assert pool.run(os.getpid, isolated=True) != os.getpid()  # renders run outside the server process
     pool.shutdown()
 
 

@@ -261,20 +261,17 @@ def test_a_figure_found_by_a_named_type_says_it_looks_like_that_type(client):
     assert not any(r.startswith("same figure type") for i in items for r in i["reasons"])
 
 
-def test_hires_renders_are_cached_by_rounded_scale_and_refused_when_the_pool_is_full(client, papers, monkeypatch):
+def test_hires_renders_are_cached_by_rounded_scale_and_refused_when_the_pool_is_full(client, papers):
     import threading
 
-    from app.api.routes import figures as figure_routes
-
     fid = client.get(f"/api/v1/papers/{papers[0]['paper_id']}").json()["figures"][0]["figure_id"]
-    renders = []
-    real = figure_routes.render_region
-    monkeypatch.setattr(figure_routes, "render_region", lambda *a: renders.append(a[3]) or real(*a))
+    heavy = client.app.state.heavy
+    before = heavy.computed
     first = client.get(f"/api/v1/figures/{fid}/hires", params={"scale": 2.9})
     again = client.get(f"/api/v1/figures/{fid}/hires", params={"scale": 3.1})
     assert first.status_code == again.status_code == 200 and first.content == again.content
-    assert renders == [3.0]  # one render at the rounded scale, the second answer from the cache
-    heavy = client.app.state.heavy
+    assert heavy.computed == before + 1  # one render at the rounded scale, the second answer from the cache
+    assert ("hires", fid, 3.0) in heavy._cache
     gate = threading.Event()
     held = [threading.Thread(target=heavy.run, args=(gate.wait, 10)) for _ in range(heavy.workers + heavy.queue)]
     for t in held:

@@ -76,6 +76,12 @@ def release(r, job_file_id: int, holder: str | None) -> None:
         r.hdel(HELD, str(job_file_id))
 
 
+def forget(r, job_file_id: int) -> None:
+    """The file is finished: whoever held it, it needs no re-send."""
+    if r is not None:
+        r.hdel(HELD, str(job_file_id))
+
+
 def held_files(r, job_id: str | None = None) -> dict[int, dict]:
     out = {}
     for k, v in (r.hgetall(HELD) if r is not None else {}).items():

@@ -50,6 +50,8 @@ def ingest_pdf(self, job_file_id: int, cfg: dict | None = None) -> dict:
             outcome = pipeline.record_outcome(settings, job_file_id, None, f"timed out after {soft:g} s")
         finally:
             liveness.release(r, job_file_id, holder)
+    else:  # finished before (a duplicate) or failed for killing workers: held by nobody now
+        liveness.forget(liveness.client(settings.broker_url), job_file_id)
     if outcome.job_finished:
         with pipeline.session_scope(settings.db_url) as s:
             from app.db.schema import JobFile
@@ -165,7 +167,9 @@ def reembed_all(cfg: dict | None = None) -> dict:
     return jobs.reembed_all(_settings(cfg))
 
 
-@app.task(name="figsearch.train_model", soft_time_limit=3600)
+# acknowledged on receipt: a training that outlives the broker's visibility timeout (derived from the
+# per-file limits) must not be started a second time; a lost training is started again by hand
+@app.task(name="figsearch.train_model", soft_time_limit=3600, acks_late=False)
 def train_model(model: str = "fused", exclude_sha256: list[str] | None = None, cfg: dict | None = None) -> dict:
     """Train and publish a model, then re-embed and re-index (default model)."""
     from app.learn.variants import config_for

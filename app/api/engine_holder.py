@@ -209,15 +209,16 @@ class EngineHolder:
         if named is not None and named == self._version and not self.degraded:
             self._pointer = named
             return
-        self._pointer = named
         if block or self._engine is None:
+            self._pointer = named
             with self._sync_lock:
                 self._load()
             return
         with self._lock:
-            if self._loading:
+            if self._loading:  # one background load at a time; the next poll looks again
                 return
             self._loading = named or "repair"
+            self._pointer = named
         threading.Thread(target=self._load, name="figsearch-index-load", daemon=True).start()
 
     def get(self) -> SearchEngine | None:

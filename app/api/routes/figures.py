@@ -100,7 +100,7 @@ def panel_image(figure_id: FigureId, label: Annotated[str, Path(pattern="^[a-h]$
     if path is None or not path.is_relative_to(settings.data_dir) or not path.is_file():
         raise HTTPException(404, f"the image file of figure {figure_id} is missing")
     region, box = list(f.region_bbox or f.bbox or []), panel["bbox"]
-    png = heavy.cached(("panel", figure_id, label), lambda: cut_panel(path, region, box))
+    png = heavy.cached(("panel", figure_id, label), cut_panel, path, region, box)
     return Response(png, media_type="image/png", headers={"Cache-Control": "public, max-age=3600"})
 
 
@@ -124,7 +124,7 @@ def figure_hires(figure_id: FigureId, db: SessionDep, settings: SettingsDep, hea
     scale = min(8.0, max(1.0, round(scale * 2) / 2))
     page, box = f.page, list(f.region_bbox or f.bbox or [])
     try:
-        png = heavy.cached(("hires", figure_id, scale), lambda: render_region(pdf, page, box, scale, HIRES_MAX_PIXELS))
+        png = heavy.cached(("hires", figure_id, scale), render_region, pdf, page, box, scale, HIRES_MAX_PIXELS)
     except ValueError as exc:
         raise HTTPException(404, f"figure {figure_id}: {exc}") from None
     return Response(png, media_type="image/png", headers={"Cache-Control": "public, max-age=3600"})
