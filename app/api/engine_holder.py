@@ -144,7 +144,7 @@ class EngineHolder:
         return self._encoder
 
     # ------------------------------------------------------------- engine
-    def _load(self, _named: str | None = None) -> None:
+    def _load(self) -> None:
         """Load the version to serve: CURRENT's if intact, else the newest intact one."""
         t0 = time.perf_counter()
         choice = choose(self.root, skip=self._bad)
@@ -204,14 +204,17 @@ class EngineHolder:
         wait for the one load)."""
         self._checked = time.monotonic()
         named = current_version(self.root)
-        if named == self._pointer and not block:
+        first_load_running = self._engine is None and self._sync_lock.locked()
+        if named == self._pointer and not block and not first_load_running:
             return
         if named is not None and named == self._version and not self.degraded:
             self._pointer = named
             return
         if block or self._engine is None:
-            self._pointer = named
             with self._sync_lock:
+                if not block and self._engine is not None and named == self._pointer:
+                    return  # the load this call waited for has done it
+                self._pointer = named
                 self._load()
             return
         with self._lock:
@@ -220,6 +223,15 @@ class EngineHolder:
             self._loading = named or "repair"
             self._pointer = named
         threading.Thread(target=self._load, name="figsearch-index-load", daemon=True).start()
+
+    def poll_nowait(self) -> None:
+        """Look for a new index version without ever blocking the caller (health checks): a
+        first load, when one is due, runs in a thread of its own."""
+        if self._engine is not None:
+            self.get()  # a small file read; a new version loads in the background
+        elif not self._sync_lock.locked() and time.monotonic() - self._checked >= self.poll_s:
+            self._checked = time.monotonic()
+            threading.Thread(target=self.refresh, name="figsearch-index-poll", daemon=True).start()
 
     def get(self) -> SearchEngine | None:
         if time.monotonic() - self._checked >= self.poll_s:

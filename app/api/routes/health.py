@@ -52,11 +52,8 @@ async def readyz(request: Request):
         log.exception("readiness: the database does not answer")
         ok, db_state = False, "unreachable (see the server log)"
     holder = request.app.state.engine_holder
+    holder.poll_nowait()
     engine = holder.engine
-    if engine is not None:
-        holder.get()  # polls CURRENT (a small file); a new version loads in the background
-    else:  # the first load may take a while: never on the event loop
-        loop.run_in_executor(_CHECKS, holder.refresh)
     degraded = holder.degraded
     if engine is not None:
         index = schemas.IndexState(loaded=True, version=engine.version, n_figures=engine.count("figure"),
