@@ -22,12 +22,23 @@ def in_process(settings: Settings, on_file: Callable | None = None) -> Dispatche
 
 
 def celery_workers(settings: Settings) -> Dispatcher:
-    """Enqueue the job for the Celery workers; returns at once (progress is in the job rows)."""
-    from workers.tasks import ingest_collection, task_config
+    """Queue the job's files for the Celery workers; returns at once (progress is in the job rows)."""
+    from workers.tasks import enqueue_job
 
     def run(job_id: str) -> None:
-        ingest_collection.delay(job_id, task_config(settings))
+        enqueue_job(settings, job_id)
     return run
+
+
+def lost_files(settings: Settings, job_id: str) -> list[dict]:
+    """Distributed mode: files of the job held by a worker that stopped answering (each with
+    `name` and `holder`); they are re-sent by a live worker within seconds. Empty otherwise."""
+    if not settings.distributed:
+        return []
+    from workers import liveness
+
+    r = liveness.client(settings.broker_url)
+    return liveness.lost_files(r, job_id) if r is not None else []
 
 
 def dispatcher_for(settings: Settings, on_file: Callable | None = None) -> Dispatcher:

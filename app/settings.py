@@ -17,6 +17,7 @@ PLACEHOLDER_TOKEN = "change-me"
 PLACEHOLDER_TOKENS = frozenset({PLACEHOLDER_TOKEN, "changeme", "change_me", "secret", "admin", "token",
                                 "password", "your-token", "your-secret"})
 MIN_TOKEN_LENGTH = 24
+MIN_TOKEN_DISTINCT = 16  # 28 identical characters are 28 characters, but guessable
 ADMIN_TOKEN_FILE = "admin-token"
 
 
@@ -30,7 +31,11 @@ class Settings(BaseSettings):
                                          "Celery workers do the work); empty = run tasks in-process.")
     result_backend: str = Field("", description="Celery result backend; empty = same as the broker.")
     broker_visibility_timeout_s: int = Field(
-        3600, ge=1, description="Redis: a task not acknowledged within this time (its worker died) is redelivered.")
+        0, ge=0, description="Redis: a task not acknowledged within this time is delivered again. 0 = derived "
+                             "from the per-file limits: the longest a file may take (FILE_TIMEOUT_S + "
+                             "OCR_SECONDS_PER_PAGE x MAX_PAGES) + 90 s, 2,610 s by default, so a slow file is "
+                             "never handed out twice. Workers that die outright are noticed sooner: their "
+                             "heartbeat stops and a live worker re-sends their files within about 20 s.")
 
     # ingestion limits: a bad file must never stall or sink a batch
     max_pages: int = Field(300, ge=1, description="PDFs with more pages are refused.")
@@ -54,8 +59,8 @@ class Settings(BaseSettings):
     dense: bool = Field(True, description="Use MiniLM embeddings for re-ranking (off = lexical only).")
     auto_index: bool = Field(True, description="Refresh the search index after each ingest job.")
 
-    admin_token: str = Field("", description="Bearer token of the admin endpoints, at least 24 characters; "
-                                             "placeholders (change-me, ...) and shorter tokens are refused in every "
+    admin_token: str = Field("", description="Bearer token of the admin endpoints, at least 24 characters of "
+                                             "which at least 16 different, no whitespace; placeholders (change-me, ...) and shorter tokens are refused in every "
                                              "mode. Empty: embedded mode generates a random token on first start, "
                                              "stores it in DATA_DIR/admin-token (owner-only) and prints it once "
                                              "(`figsearch admin-token` shows it); distributed mode refuses to start.")
@@ -85,6 +90,12 @@ class Settings(BaseSettings):
     header_timeout_s: float = Field(10.0, gt=0, description="`figsearch serve`: a connection must send its request "
                                                             "headers within this time.")
     max_connections: int = Field(200, ge=1, description="`figsearch serve`: more concurrent connections get 503.")
+    render_workers: int = Field(2, ge=1, description="Expensive public work (high-resolution renders, panel "
+                                                     "cut-outs, query image decodes) running at once.")
+    render_queue: int = Field(8, ge=0, description="Expensive requests that may wait for a render worker; more "
+                                                   "get 429 with Retry-After.")
+    render_cache_mb: float = Field(64.0, ge=0, description="Memory for rendered images (high-resolution crops "
+                                                           "by figure and scale rounded to 0.5, panels).")
     max_deliveries: int = Field(3, ge=1, description="Distributed mode: a file whose worker died this many times is "
                                                      "marked failed ('worker crashed N times').")
     ingest_stall_s: float = Field(600.0, gt=0, description="`figsearch ingest` in distributed mode gives up waiting "
@@ -113,6 +124,14 @@ class Settings(BaseSettings):
         return f"sqlite:///{self.data_dir / 'figsearch.db'}"
 
     @property
+    def visibility_timeout_s(self) -> int:
+        """The broker's visibility timeout: the setting, or the longest a file may take (its time
+        limit with every page OCRed, the 30 s hard-kill margin) plus a minute."""
+        if self.broker_visibility_timeout_s:
+            return self.broker_visibility_timeout_s
+        return int(self.file_timeout_s + self.ocr_seconds_per_page * self.max_pages + 30 + 60)
+
+    @property
     def distributed(self) -> bool:
         return bool(self.broker_url)
 
@@ -134,8 +153,15 @@ def check_admin_token(token: str, origin: str = "FIGSEARCH_ADMIN_TOKEN") -> str:
     hint = "generate one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
     if token.strip().lower() in PLACEHOLDER_TOKENS:
         raise AdminTokenError(f"{origin} is the placeholder {token!r}; {hint}")
+    if any(c.isspace() for c in token):
+        raise AdminTokenError(f"{origin} contains whitespace (a bearer header cannot carry it, so the admin "
+                              f"would be locked out); {hint}")
     if len(token) < MIN_TOKEN_LENGTH:
         raise AdminTokenError(f"{origin} has {len(token)} characters, at least {MIN_TOKEN_LENGTH} are needed; {hint}")
+    distinct = len(set(token))
+    if distinct < MIN_TOKEN_DISTINCT:
+        raise AdminTokenError(f"{origin} has only {distinct} different characters, at least {MIN_TOKEN_DISTINCT} "
+                              f"are needed (a repetitive token is guessable); {hint}")
     return token
 
 

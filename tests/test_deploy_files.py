@@ -115,3 +115,27 @@ def test_readme_lists_every_command_and_celery_task():
     assert {"figsearch.ingest_pdf", "figsearch.ingest_collection", "figsearch.refresh_index"} <= set(task_names)
     for name in task_names:
         assert f"| `{name}` |" in tasks, f"Celery task {name} missing from README"
+
+
+def test_flower_starts_only_with_a_password():
+    """compose runs the credential check before Flower; `user:` (empty password) is refused."""
+    import os
+    import subprocess
+    import sys
+
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    command = compose["services"]["flower"]["command"]
+    assert command[:2] == ["sh", "-c"] and command[2].startswith("python -m workers.flower_auth && exec celery")
+
+    def check(value):
+        env = {k: v for k, v in os.environ.items() if k != "FLOWER_BASIC_AUTH"}
+        if value is not None:
+            env["FLOWER_BASIC_AUTH"] = value
+        return subprocess.run([sys.executable, "-m", "workers.flower_auth"], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=60)
+
+    for bad in (None, "", "user:", "user:  ", ":secret", "user", "admin:pw,other:"):
+        r = check(bad)
+        assert r.returncode == 1 and "Flower is not started" in r.stderr, (bad, r.stderr)
+    for good in ("admin:s3cret-pass", "a:x,b:y"):
+        assert check(good).returncode == 0, good

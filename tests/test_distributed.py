@@ -133,5 +133,5 @@ def test_cli_wait_gives_up_when_nothing_progresses_and_messages_hold_no_database
     assert raw, "no queued message found"
     for m in raw:
         body = base64.b64decode(json.loads(m)["body"])
-        assert b"ingest_collection" in m and b"data_dir" in body
+        assert (b"ingest_pdf" in m or b"ingest_collection" in m) and b"data_dir" in body
         assert b"postgresql" not in m and b"postgresql" not in body and b"database_url" not in body

@@ -234,12 +234,12 @@ def test_job_timestamps_are_timezone_aware(tmp_path, demo_pdfs):
 
 
 def test_job_errors_show_no_server_paths(tmp_path):
-    from app.api.jobs import public_error
+    from app.public_text import public_text
 
     settings = make_settings(tmp_path / "data")
     up = settings.data_dir / "uploads" / "J1" / "000" / "my paper.pdf"
     err = f"cannot read file: [Errno 2] No such file or directory: '{up}'; also /srv/x/incoming/J1/00003_b.pdf"
-    shown = public_error(settings, "J1", err)
+    shown = public_text(settings, err)
     assert str(settings.data_dir) not in shown and "/srv" not in shown
     assert "my paper.pdf" in shown and "00003_b.pdf" in shown
 
@@ -289,14 +289,31 @@ def cli(args, env_extra=None, timeout=300, **kw):
                           text=True, timeout=timeout, **kw)
 
 
-@pytest.mark.parametrize("token", ["change-me", "short-token"])
-def test_serve_refuses_bad_tokens_in_one_line(tmp_path, token):
+@pytest.mark.parametrize("token,why", [("change-me", "placeholder"), ("short-token", "at least 24"),
+                                       (" " * 30, "whitespace"), ("a" * 28, "different characters"),
+                                       ("abcdefghijklmnopq rstuvwxyz0123", "whitespace"),
+                                       ("abababababcdcdcdcdcdefefefefef", "different characters")])
+def test_serve_refuses_bad_tokens_in_one_line(tmp_path, token, why):
     for broker in ("", "redis://127.0.0.1:6379/0"):
         r = cli(["serve", "--data-dir", str(tmp_path / "d"), "--port", "1"],
                 {"FIGSEARCH_ADMIN_TOKEN": token, "FIGSEARCH_BROKER_URL": broker}, timeout=60)
         assert r.returncode == 2
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: FIGSEARCH_ADMIN_TOKEN"), r.stderr
+        assert why in lines[0], lines[0]
+
+
+def test_token_rule_accepts_generated_tokens():
+    import secrets
+
+    from app.settings import AdminTokenError, check_admin_token
+
+    for _ in range(200):  # what the error message tells people to run
+        t = secrets.token_urlsafe(32)
+        assert check_admin_token(t) == t
+    assert check_admin_token("0123456789abcdefghijklmn")  # 24 characters, 24 different
+    with pytest.raises(AdminTokenError, match="15 different"):
+        check_admin_token("0123456789abcde" * 2)
 
 
 def test_admin_token_command(tmp_path):
@@ -415,3 +432,261 @@ def test_startup_removes_leftovers_no_job_needs(tmp_path, demo_pdfs):
         pass
     assert not stale.parent.exists() and not leftover.exists()
     assert fresh.exists()
+
+
+# ------------------------------------------------------------------ metrics labels stay bounded
+def _series(text: str) -> set[tuple]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {(s.name, tuple(sorted(s.labels.items()))) for f in text_string_to_metric_families(text)
+            for s in f.samples}
+
+
+def test_invented_methods_and_paths_leave_metrics_the_same_size(client):
+    import random
+    import string
+
+    rnd = random.Random(7)
+
+    def invented() -> None:
+        method = "".join(rnd.choices(string.ascii_uppercase, k=rnd.randint(3, 2000)))
+        path = "/" + "/".join("".join(rnd.choices(string.ascii_lowercase + string.digits, k=rnd.randint(1, 40)))
+                              for _ in range(rnd.randint(1, 4)))
+        client.request(method, rnd.choice(["/api/v1", "", "/api/v1/figures"]) + path)
+        client.get(rnd.choice(["/api/v1", "/api/v1/figures", "", "/static"]) + path)
+
+    for _ in range(60):  # every label value these requests can produce exists now (few: bounded)
+        invented()
+    client.get("/metrics")
+    before = client.get("/metrics").text
+    for _ in range(300):
+        invented()
+    after = client.get("/metrics").text
+    assert _series(after) == _series(before)
+    assert abs(len(after) - len(before)) < 200, (len(before), len(after))  # only counts grow (a few digits)
+    labels = {v for _n, ls in _series(after) for k, v in ls if k in ("method", "route", "status")}
+    assert labels <= {"GET", "other", "unmatched", "static", "/metrics", "/api/v1/figures/{figure_id}",
+                      "/api/v1/figures", "2xx", "4xx", "5xx"}, labels
+
+
+def test_by_image_caption_is_capped_like_q(client):
+    png = io.BytesIO()
+    from PIL import Image
+
+    Image.new("RGB", (40, 30), "white").save(png, "PNG")
+    r = client.post("/api/v1/search/by-image", files={"image": ("f.png", png.getvalue(), "image/png")},
+                    data={"caption": "accuracy " * 60})
+    assert r.status_code == 422 and "caption" in r.text
+    r = client.post("/api/v1/search/by-image", files={"image": ("f.png", png.getvalue(), "image/png")},
+                    data={"caption": "accuracy " * 50})
+    assert r.status_code == 200, r.text
+
+
+# ------------------------------------------------------------------ index files that go wrong
+def _two_versions(data: Path) -> tuple[Path, str, str]:
+    """An index root with an older version (figures 1-3) and the CURRENT one (figures 11-14)."""
+    from app.search.engine import FigureDoc, SearchEngine
+
+    root = data / "index"
+    old = SearchEngine.build([FigureDoc(i, 1, f"Figure {i}", f"accuracy of model {i}") for i in (1, 2, 3)])
+    v1 = old.save(root)
+    time.sleep(0.05)
+    new = SearchEngine.build([FigureDoc(i, 2, f"Figure {i}", f"latency of system {i}") for i in (11, 12, 13, 14)])
+    v2 = new.save(root)
+    assert (root / "CURRENT").read_text().strip() == v2
+    return root, v1, v2
+
+
+def _served(data: Path) -> tuple[int, dict, object]:
+    with TestClient(create_app(make_settings(data))) as c:
+        holder = c.app.state.engine_holder
+        holder.refresh(block=True)
+        r = c.get("/readyz")
+        return r.status_code, r.json(), holder.engine
+
+
+@pytest.mark.parametrize("pointer", ["", "v20990101T000000-abcdef\n"])
+def test_empty_or_dangling_current_is_repaired_from_the_newest_intact_version(tmp_path, pointer):
+    data = tmp_path / "data"
+    root, v1, v2 = _two_versions(data)
+    (root / "CURRENT").write_text(pointer)
+    code, body, engine = _served(data)
+    assert code == 200 and body["status"] == "ready" and body["index"]["version"] == v2, body
+    assert (root / "CURRENT").read_text().strip() == v2
+    assert sorted(engine.figure_ids.tolist()) == [11, 12, 13, 14]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "same_size"])
+def test_a_damaged_current_version_is_skipped_for_the_intact_older_one(tmp_path, damage):
+    from app.search.engine import SearchEngine
+
+    data = tmp_path / "data"
+    root, v1, v2 = _two_versions(data)
+    target = root / v2 / "figure_ids.npy"
+    raw = bytearray(target.read_bytes())
+    if damage == "truncated":
+        target.write_bytes(bytes(raw[: len(raw) - 9]))
+    else:  # the array still loads, with other figure ids: only the checksum can tell
+        raw[-8:] = (999).to_bytes(8, "little")
+        target.write_bytes(bytes(raw))
+    code, body, engine = _served(data)
+    assert code == 200 and body["status"] == "degraded", body
+    assert body["index"]["version"] == v1 and v1 in body["index"]["reason"]
+    assert sorted(engine.figure_ids.tolist()) == [1, 2, 3]  # the older version's results, never the damaged ones
+    assert SearchEngine.load_current(root).version == v1  # the CLI chooses the same way
+    assert (root / "CURRENT").read_text().strip() == v2  # a damaged version is skipped, not forgotten
+
+
+def test_no_intact_version_is_a_clear_503(tmp_path):
+    data = tmp_path / "data"
+    root, v1, v2 = _two_versions(data)
+    for v in (v1, v2):
+        f = root / v / "paper_ids.npy"
+        f.write_bytes(f.read_bytes()[:-4])
+    code, body, engine = _served(data)
+    assert code == 503 and body["status"] == "not ready" and engine is None, body
+    assert "cannot be loaded" in body["index"]["reason"]
+
+
+def test_temp_folders_of_dead_builds_are_removed_at_start_and_next_build(tmp_path):
+    from app.search.engine import FigureDoc, SearchEngine
+    from app.search.versions import BuildLock
+
+    data = tmp_path / "data"
+    root, v1, v2 = _two_versions(data)
+    dead = root / ".tmp-v20000101T000000-dead00"
+    (dead / "lexical").mkdir(parents=True)
+    (dead / "lexical" / "x.npy").write_bytes(b"\0" * 1000)
+    with BuildLock(root, "v20000101T000000-live00"):  # a build still running keeps its folder
+        live = root / ".tmp-v20000101T000000-live00"
+        live.mkdir()
+        code, body, _engine = _served(data)
+        assert code == 200 and body["index"]["version"] == v2
+        assert not dead.exists() and live.exists()
+    (dead / "lexical").mkdir(parents=True)
+    SearchEngine.build([FigureDoc(5, 1, "Figure 5", "recall")]).save(root)
+    assert not dead.exists() and not live.exists()
+    assert not [p for p in root.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_partial_uploads_of_dead_servers_are_swept_while_running(tmp_path, monkeypatch):
+    from app.api import main
+
+    monkeypatch.setattr(main, "LEFTOVER_SWEEP_S", 0.2)
+    data = tmp_path / "data"
+    with TestClient(create_app(make_settings(data))):
+        stale = data / "uploads" / "0123456789abcdef0123456789abcdef" / "000"  # a dead server's upload
+        stale.mkdir(parents=True)
+        (stale / "half.pdf").write_bytes(b"0" * 1000)
+        old = time.time() - 3600
+        for p in (stale / "half.pdf", stale, stale.parent):
+            os.utime(p, (old, old))
+        fresh = data / "uploads" / "fedcba9876543210fedcba9876543210"  # still streaming in
+        fresh.mkdir()
+        (fresh / "part.pdf").write_bytes(b"1")
+        deadline = time.time() + 10
+        while stale.parent.exists() and time.time() < deadline:
+            time.sleep(0.1)
+        assert not stale.parent.exists() and fresh.exists()
+
+
+# ------------------------------------------------------------------ expensive work: one bounded pool
+def test_heavy_pool_bounds_work_and_queue_and_caches():
+    from fastapi import HTTPException
+
+    from app.api.heavy import HeavyPool
+
+    pool = HeavyPool(workers=1, queue=1, cache_mb=1)
+    gate, started = threading.Event(), threading.Event()
+
+    def slow():
+        started.set()
+        gate.wait(10)
+        return b"x" * 10
+
+    results = []
+    running = threading.Thread(target=lambda: results.append(pool.run(slow)))
+    running.start()
+    assert started.wait(5)
+    waiting = threading.Thread(target=lambda: results.append(pool.run(lambda: b"queued")))
+    waiting.start()
+    time.sleep(0.2)
+    with pytest.raises(HTTPException) as busy:  # one running, one waiting: the third is refused at once
+        pool.run(lambda: b"never")
+    assert busy.value.status_code == 429 and busy.value.headers["Retry-After"].isdigit()
+    gate.set()
+    running.join(5)
+    waiting.join(5)
+    assert sorted(results) == [b"queued", b"x" * 10]
+    calls = []
+    for _ in range(3):
+        assert pool.cached(("hires", 1, 4.0), lambda: calls.append(1) or b"png", isolated=False) == b"png"
+    assert calls == [1]
+    assert pool.run(os.getpid, isolated=True) != os.getpid()  # renders run outside the server process
+    pool.shutdown()
+
+
+# ------------------------------------------------------------------ no server path in public text
+def test_no_absolute_path_in_any_public_route_or_cli_output(tmp_path, demo_pdfs):
+    """A collection with failed files (uploaded, and ingested from a server path): every public
+    GET route of the schema, for every paper and figure, the UI's files, and the CLI's views,
+    show no absolute path of the server."""
+    data = tmp_path / "data"
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    bad_files = [badfiles.truncated(bad, demo_pdfs[0]), badfiles.random_bytes(bad), badfiles.encrypted(bad),
+                 badfiles.html_named_pdf(bad), badfiles.zero_byte(bad)]
+    (bad / "unopenable.pdf").write_bytes(b"%PDF-1.4\n" + bytes(range(256)) * 12)  # 'Failed to open file <path>'
+    bad_files.append(bad / "unopenable.pdf")
+    server_side = tmp_path / "server-side"
+    server_side.mkdir()
+    (server_side / "broken.pdf").write_bytes(b"%PDF-1.7\n" + b"\0" * 3000)
+    settings = make_settings(data, auto_index=True, allow_server_paths=True)
+    forbidden = {str(tmp_path), str(tmp_path.resolve()), str(data), "/uploads/", "/incoming/", "/tmp/"}
+
+    def clean(text: str, where: str) -> None:
+        leaks = [f for f in forbidden if f in text]
+        assert not leaks, f"{where} shows {leaks}: {text[:300]}"
+
+    with TestClient(create_app(settings)) as c:
+        files = [("files", (p.name, p.read_bytes(), "application/pdf")) for p in [demo_pdfs[0], *bad_files]]
+        jobs = [c.post(UPLOAD, headers=AUTH, files=files).json()["job_id"],
+                c.post(UPLOAD, headers=AUTH, data={"path": str(server_side)}).json()["job_id"]]
+        deadline = time.time() + 240
+        while time.time() < deadline and any(
+                c.get(f"/api/v1/admin/jobs/{j}", headers=AUTH).json()["status"] not in ("done", "failed") for j in jobs):
+            time.sleep(0.5)
+        c.app.state.engine_holder.refresh(block=True)
+        papers = c.get("/api/v1/papers?limit=100").json()["items"]
+        failed = [p for p in papers if p["status"] == "failed"]
+        assert failed, papers  # the crawl must meet stored errors naming files, or it proves nothing
+        assert any("Failed to open file" in c.get(f"/api/v1/papers/{p['paper_id']}").json()["error"] for p in failed)
+        figures = [f["figure_id"] for f in c.get("/api/v1/figures?limit=100").json()["items"]]
+        assert figures
+        values = {"paper_id": [p["paper_id"] for p in papers], "figure_id": figures[:4], "label": ["a"]}
+        crawled = 0
+        for path, ops in c.get("/api/v1/openapi.json").json()["paths"].items():
+            if "get" not in ops or "/admin/" in path:
+                continue
+            names = [n for n in values if "{" + n + "}" in path]
+            combos = [{}] if not names else [{names[0]: v} for v in values[names[0]]]
+            for combo in combos:
+                url = path
+                for k, v in combo.items():
+                    url = url.replace("{" + k + "}", str(v)).replace("{label}", "a")
+                for params in ({}, {"q": "accuracy"}):
+                    r = c.get(url, params=params)
+                    if r.headers.get("content-type", "").startswith(("image/", "application/pdf")):
+                        continue
+                    clean(r.text, url)
+                    crawled += 1
+        for url in ("/", "/index.html", "/healthz", "/readyz", "/metrics", "/docs", "/redoc"):
+            clean(c.get(url).text, url)
+        for p in failed:
+            assert p["status"] == "failed" and c.get(f"/api/v1/papers/{p['paper_id']}").json()["error"]
+        assert crawled > 20
+    env = {"FIGSEARCH_DATA_DIR": str(data)}
+    for args in (["papers"], ["figures"], ["jobs"], ["jobs", jobs[0]], ["jobs", jobs[1]], ["jobs", jobs[0], "--json"]):
+        r = cli(args, env, timeout=120)
+        assert r.returncode == 0, r.stderr
+        clean(r.stdout + r.stderr, "figsearch " + " ".join(args))

@@ -3,6 +3,7 @@ paper (opened at a figure's page), high-resolution crops rendered from it, and c
 from __future__ import annotations
 
 import io
+import time
 
 import pytest
 from PIL import Image
@@ -258,3 +259,33 @@ def test_a_figure_found_by_a_named_type_says_it_looks_like_that_type(client):
     assert found
     assert all("line_chart" in [t["type"] for t in i["figure_types"]] for i in found)
     assert not any(r.startswith("same figure type") for i in items for r in i["reasons"])
+
+
+def test_hires_renders_are_cached_by_rounded_scale_and_refused_when_the_pool_is_full(client, papers):
+    import threading
+
+    fid = client.get(f"/api/v1/papers/{papers[0]['paper_id']}").json()["figures"][0]["figure_id"]
+    heavy = client.app.state.heavy
+    before = heavy.computed
+    first = client.get(f"/api/v1/figures/{fid}/hires", params={"scale": 2.9})
+    again = client.get(f"/api/v1/figures/{fid}/hires", params={"scale": 3.1})
+    assert first.status_code == again.status_code == 200 and first.content == again.content
+    assert heavy.computed == before + 1  # one render at the rounded scale, the second answer from the cache
+    assert ("hires", fid, 3.0) in heavy._cache
+    gate = threading.Event()
+    held = [threading.Thread(target=heavy.run, args=(gate.wait, 10)) for _ in range(heavy.workers + heavy.queue)]
+    for t in held:
+        t.start()
+    try:
+        deadline = time.time() + 5
+        busy = client.get(f"/api/v1/figures/{fid}/hires", params={"scale": 7})
+        while busy.status_code != 429 and time.time() < deadline:
+            busy = client.get(f"/api/v1/figures/{fid}/hires", params={"scale": 7})
+        assert busy.status_code == 429 and busy.headers["Retry-After"].isdigit(), busy.text
+        assert client.get("/healthz").status_code == 200
+        assert client.get("/readyz").status_code == 200  # never waits on the render pool
+    finally:
+        gate.set()
+        for t in held:
+            t.join(10)
+    assert client.get(f"/api/v1/figures/{fid}/hires", params={"scale": 7}).status_code == 200

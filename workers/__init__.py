@@ -23,8 +23,9 @@ def make_celery(settings: Settings | None = None) -> Celery:
         task_soft_time_limit=settings.file_timeout_s,
         task_time_limit=settings.file_timeout_s + 30,
         broker_connection_retry_on_startup=True,
-        # a worker killed mid-task never acknowledges it: Redis hands it out again after this
-        broker_transport_options={"visibility_timeout": settings.broker_visibility_timeout_s},
+        # a task never acknowledged is handed out again after this; longer than the longest file,
+        # so a slow file is not delivered twice (dead workers: workers/liveness.py is faster)
+        broker_transport_options={"visibility_timeout": settings.visibility_timeout_s},
         worker_cancel_long_running_tasks_on_connection_loss=False,
         result_expires=3600,
         task_serializer="json",

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 
+from celery import signals
 from celery.exceptions import SoftTimeLimitExceeded
 
 from app.pipeline import ingest_jobs
 from app.settings import Settings
-from workers import app
+from workers import app, liveness
 
 log = logging.getLogger(__name__)
 
@@ -28,15 +29,29 @@ def task_config(settings: Settings) -> dict:
 def ingest_pdf(self, job_file_id: int, cfg: dict | None = None) -> dict:
     """Ingest one job file; idempotent, so a redelivered task does no double work. A task is
     redelivered when its worker died; a file that has killed FIGSEARCH_MAX_DELIVERIES workers is
-    failed with that reason instead of being tried again, so its job still finishes."""
+    failed with that reason instead of being tried again, so its job still finishes. While it
+    works, the file is recorded as held by this worker (workers/liveness.py), so a worker that
+    dies outright has its file re-sent by another within seconds."""
     settings = _settings(cfg)
     outcome = ingest_jobs.claim_delivery(settings, job_file_id)
+    r = holder = None
     if outcome is None:
+        ref = ingest_jobs.job_file_ref(settings, job_file_id)
+        holder = liveness.holder_id()
+        if ref is not None and holder is not None:
+            r = liveness.client(settings.broker_url)
+            soft = (self.request.timelimit or (None, None))[1] or settings.file_timeout_s
+            liveness.hold(r, job_file_id, {"holder": holder, "job_id": ref[0], "name": ref[1], "cfg": cfg or {},
+                                           "limit": soft})
         try:
             outcome = ingest_jobs.process_job_file(settings, job_file_id)
         except SoftTimeLimitExceeded:
             soft = (self.request.timelimit or (None, None))[1] or settings.file_timeout_s
             outcome = ingest_jobs.record_outcome(settings, job_file_id, None, f"timed out after {soft:g} s")
+        finally:
+            liveness.release(r, job_file_id, holder)
+    else:  # finished before (a duplicate) or failed for killing workers: held by nobody now
+        liveness.forget(liveness.client(settings.broker_url), job_file_id)
     if outcome.job_finished:
         with ingest_jobs.session_scope(settings.db_url) as s:
             from app.db.schema import JobFile
@@ -47,9 +62,31 @@ def ingest_pdf(self, job_file_id: int, cfg: dict | None = None) -> dict:
             "error": outcome.error}
 
 
+def send_file(job_file_id: int, cfg: dict, limit: float) -> None:
+    """Queue one job file (scanned pages need OCR time: the limit grows with them)."""
+    ingest_pdf.apply_async((job_file_id, cfg), soft_time_limit=limit, time_limit=limit + 30)
+
+
+def enqueue_job(settings: Settings, job_id: str) -> int:
+    """Queue one ingest_pdf task per pending file of the job (called by the submitter, so no
+    worker holds the fan-out: a worker that dies can lose at most the files it works on, and
+    those are re-sent). A job without pending files is finished by a worker. Idempotent: files
+    queued twice are ingested once."""
+    cfg = task_config(settings)
+    files = ingest_jobs.pending_files(settings, job_id)
+    ingest_jobs.mark_running(settings, job_id)
+    if not files:
+        ingest_collection.delay(job_id, cfg)
+        return 0
+    for jf_id, _name, path in files:
+        send_file(jf_id, cfg, ingest_jobs.file_time_limit(settings, path))
+    return len(files)
+
+
 @app.task(name="figsearch.ingest_collection")
 def ingest_collection(job_id: str, cfg: dict | None = None) -> dict:
-    """Fan a job out to one ingest_pdf task per file (distributed) or run it here (embedded)."""
+    """Fan a job out to one ingest_pdf task per file (distributed) or run it here (embedded);
+    finishes a job that has no pending file left."""
     settings = _settings(cfg)
     if not settings.broker_url:
         ingest_jobs.run_job_embedded(settings, job_id, workers=settings.ingest_workers)
@@ -58,10 +95,40 @@ def ingest_collection(job_id: str, cfg: dict | None = None) -> dict:
     ingest_jobs.mark_running(settings, job_id)
     if not files:
         ingest_jobs.finish_job(settings, job_id)
-    for jf_id, _name, path in files:  # scanned pages need OCR time: the limit grows with them
-        limit = ingest_jobs.file_time_limit(settings, path)
-        ingest_pdf.apply_async((jf_id, cfg), soft_time_limit=limit, time_limit=limit + 30)
+    for jf_id, _name, path in files:
+        send_file(jf_id, cfg or task_config(settings), ingest_jobs.file_time_limit(settings, path))
     return {"job_id": job_id, "queued": len(files)}
+
+
+def _resend(job_file_id: int, entry: dict) -> bool:
+    """Re-send a file its dead worker held, if it is still pending (liveness.reap)."""
+    settings = _settings(entry.get("cfg"))
+    if not ingest_jobs.is_pending(settings, job_file_id):
+        return False
+    send_file(job_file_id, entry.get("cfg") or task_config(settings), float(entry.get("limit") or
+                                                                         settings.file_timeout_s))
+    return True
+
+
+_heartbeat: liveness.Heartbeat | None = None
+
+
+@signals.worker_init.connect
+def _before_pool(**_kw) -> None:  # the main process, before the pool forks its children
+    liveness.set_main_process()
+
+
+@signals.worker_ready.connect
+def _start_heartbeat(**_kw) -> None:
+    global _heartbeat
+    _heartbeat = liveness.Heartbeat(Settings().broker_url, _resend)
+    _heartbeat.start()
+
+
+@signals.worker_shutdown.connect
+def _stop_heartbeat(**_kw) -> None:
+    if _heartbeat is not None:
+        _heartbeat.stop()
 
 
 @app.task(name="figsearch.score_central")
@@ -72,7 +139,7 @@ def score_central(paper_ids: list[int] | None = None, cfg: dict | None = None) -
     return score_papers(_settings(cfg), paper_ids)
 
 
-# ------------------------------------------------------------------ learned embeddings
+# ------------------------------------------------------------------ learned embeddings (issue 4)
 # Thin shells around app.pipeline.indexing's jobs; embedded mode calls the same functions in-process (index
 # builds after ingestion embed new figures with the trained model through app.pipeline.indexing).
 @app.task(name="figsearch.embed_new_figures")
@@ -100,7 +167,9 @@ def reembed_all(cfg: dict | None = None) -> dict:
     return jobs.reembed_all(_settings(cfg))
 
 
-@app.task(name="figsearch.train_model", soft_time_limit=3600)
+# acknowledged on receipt: a training that outlives the broker's visibility timeout (derived from the
+# per-file limits) must not be started a second time; a lost training is started again by hand
+@app.task(name="figsearch.train_model", soft_time_limit=3600, acks_late=False)
 def train_model(model: str = "fused", exclude_sha256: list[str] | None = None, cfg: dict | None = None) -> dict:
     """Train and publish a model, then re-embed and re-index (default model)."""
     from app.learn.variants import config_for

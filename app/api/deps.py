@@ -12,6 +12,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
 from app.api.engine_holder import EngineHolder
+from app.api.heavy import HeavyPool
 from app.api.guards import bearer_failure
 from app.search.engine import SearchEngine
 from app.search.filters import FigureFilter
@@ -37,7 +38,12 @@ def get_engine(request: Request) -> SearchEngine | None:
     return request.app.state.engine_holder.get()
 
 
+def get_heavy(request: Request) -> HeavyPool:
+    return request.app.state.heavy
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+HeavyDep = Annotated[HeavyPool, Depends(get_heavy)]
 SessionDep = Annotated[Session, Depends(get_db)]
 HolderDep = Annotated[EngineHolder, Depends(get_holder)]
 EngineDep = Annotated[SearchEngine | None, Depends(get_engine)]

@@ -6,6 +6,9 @@ is published, and the query encoder (loaded once, off the request path).
   thread while requests keep using the old engine. Only the very first load (no engine at all yet)
   happens on the request path, and normally the startup warm-up has done it already.
 - No index yet: `get()` returns None and `reason` says why; the routes answer with empty results.
+- A version whose files fail their manifest check is skipped for the newest intact one
+  (`degraded` says why and which version serves); an empty or dangling CURRENT is repaired
+  (app/search/versions.py). Published but nothing intact: `load_error` (readiness fails).
 - The encoder is MiniLM (`default_encoder`), wrapped in an LRU cache of query embeddings; it is
   loaded in the background at startup (`warm_encoder`) and until it is ready, free-text search is
   lexical only (`encoder_ready`), so no request waits for the model.
@@ -22,6 +25,7 @@ from typing import Callable
 import numpy as np
 
 from app.search.engine import SearchEngine, current_version
+from app.search.versions import choose, remove_dead_builds
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +84,11 @@ class EngineHolder:
         self._lock = threading.Lock()  # guards loading state
         self._loading: str | None = None  # version being loaded in the background
         self._sync_lock = threading.Lock()  # one synchronous (first) load at a time
-        self._failed: str | None = None  # version that failed to load (not retried by polling)
         self.reason: str | None = "index not loaded yet"
         self.load_error: str | None = None
+        self.degraded: str | None = None  # why the served version is not the one CURRENT names
+        self._pointer: object = object()  # the CURRENT value last acted upon
+        self._bad: set[str] = set()  # versions that failed to load
 
     # ------------------------------------------------------------ encoder
     @property
@@ -138,10 +144,28 @@ class EngineHolder:
         return self._encoder
 
     # ------------------------------------------------------------- engine
-    def _load(self, version: str) -> None:
+    def _load(self) -> None:
+        """Load the version to serve: CURRENT's if intact, else the newest intact one."""
         t0 = time.perf_counter()
+        choice = choose(self.root, skip=self._bad)
+        version = choice.version
+        if version is None:
+            with self._lock:
+                self._loading = None
+                if choice.published and self._engine is None:  # an index exists but nothing can be served
+                    self.load_error = choice.problem or "no intact index version"
+                    self.reason = "the search index cannot be loaded (see the server log)"
+                    log.error("no index version can be served: %s", self.load_error)
+                elif not choice.published:
+                    self.reason = ("no search index yet: ingest papers (admin upload or `figsearch index`) "
+                                   "or run `figsearch index`")
+            return
+        if version == self._version:
+            with self._lock:
+                self.degraded, self._loading = choice.problem, None
+            return
         try:
-            eng = SearchEngine.load(self.root / version, encoder=self._encoder, gpu=self.gpu)
+            eng = SearchEngine.load(self.root / version, encoder=self._encoder, gpu=self.gpu, check=False)
             # a learned fusion weight is stored next to the versions
             from app.search.engine import read_w
 
@@ -151,42 +175,63 @@ class EngineHolder:
         except Exception as exc:
             log.exception("cannot load index version %s", version)
             with self._lock:
-                self.load_error = f"cannot load index version {version}: {type(exc).__name__}: {exc}"
-                self._loading, self._failed = None, version
-                if self._engine is None:  # public (search messages): the cause stays in the log
-                    self.reason = f"cannot load index version {version} (see the server log)"
+                self._bad.add(version)
+                self._loading = None
+            self._load()  # the next intact one, if any
             return
         with self._lock:
             self._engine, self._version = eng, version
             self.reason, self.load_error, self._loading = None, None, None
+            self.degraded = choice.problem
+        if choice.problem:
+            log.error("%s; serving index version %s instead", choice.problem, version)
         if isinstance(self._encoder, CachedEncoder):
             self._encoder.clear()
         log.info("search index %s loaded (%d figures) in %.2f s", version, len(eng), time.perf_counter() - t0)
         threading.Thread(target=eng.prepare_spelling, name="figsearch-spelling", daemon=True).start()
 
+    def start(self) -> None:
+        """At server start: remove temp folders of index builds that died, then load."""
+        try:
+            remove_dead_builds(self.root)
+        except OSError:
+            log.exception("could not clean the index folder")
+        self.refresh(block=True)
+
     def refresh(self, block: bool = False) -> None:
-        """Check the CURRENT pointer now; load a new version (in the background unless `block`
-        or no engine is loaded yet, in which case concurrent callers wait for the one load)."""
+        """Check the CURRENT pointer now; when it changed, choose and load the version to serve (in
+        the background unless `block` or no engine is loaded yet, in which case concurrent callers
+        wait for the one load)."""
         self._checked = time.monotonic()
-        version = current_version(self.root)
-        if version is None:
-            if self._engine is None:
-                self.reason = ("no search index yet: ingest papers (admin upload or `figsearch ingest`) "
-                               "or run `figsearch index`")
+        named = current_version(self.root)
+        first_load_running = self._engine is None and self._sync_lock.locked()
+        if named == self._pointer and not block and not first_load_running:
             return
-        if version == self._version or (version == self._failed and not block):
+        if named is not None and named == self._version and not self.degraded:
+            self._pointer = named
             return
         if block or self._engine is None:
             with self._sync_lock:
-                if version != self._version:
-                    self._load(version)
+                if not block and self._engine is not None and named == self._pointer:
+                    return  # the load this call waited for has done it
+                self._pointer = named
+                self._load()
             return
         with self._lock:
-            if version == self._loading:
+            if self._loading:  # one background load at a time; the next poll looks again
                 return
-            self._loading = version
-        threading.Thread(target=self._load, args=(version,), name="figsearch-index-load",
-                         daemon=True).start()
+            self._loading = named or "repair"
+            self._pointer = named
+        threading.Thread(target=self._load, name="figsearch-index-load", daemon=True).start()
+
+    def poll_nowait(self) -> None:
+        """Look for a new index version without ever blocking the caller (health checks): a
+        first load, when one is due, runs in a thread of its own."""
+        if self._engine is not None:
+            self.get()  # a small file read; a new version loads in the background
+        elif not self._sync_lock.locked() and time.monotonic() - self._checked >= self.poll_s:
+            self._checked = time.monotonic()
+            threading.Thread(target=self.refresh, name="figsearch-index-poll", daemon=True).start()
 
     def get(self) -> SearchEngine | None:
         if time.monotonic() - self._checked >= self.poll_s:

@@ -13,8 +13,6 @@ import re
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable
 
-from pathlib import PurePosixPath
-
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
@@ -22,7 +20,8 @@ from app.db.schema import Figure, Job, JobStatus, Paper
 from app.db.session import session_scope
 from app.dispatch import dispatcher_for
 from app.pipeline import ingest_jobs
-from app.pipeline.ingest_jobs import JobLock, uploads_dir
+from app.pipeline.ingest_jobs import JobLock
+from app.public_text import public_names, public_text
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -36,54 +35,6 @@ def safe_filename(name: str, default: str = "upload") -> str:
     base = re.split(r"[\\/]", name or "")[-1]
     base = _UNSAFE.sub("_", base).strip(" .")[:150]
     return base or default
-
-
-def display_name(settings: Settings, job_id: str, name: str) -> str:
-    """A job file name as the uploader knows it: 'paper.pdf' or 'bundle.zip:dir/paper.pdf'."""
-    root = str(uploads_dir(settings, job_id)) + "/"
-    if name.startswith(root):
-        rest = name[len(root):]
-        return rest.split("/", 1)[1] if "/" in rest else rest  # drop the "NN/" slot folder
-    return name
-
-
-def _split_zip(name: str) -> tuple[str, str]:
-    """'/x/bundle.zip:dir/a.pdf' -> ('/x/bundle.zip', ':dir/a.pdf'); other names -> (name, '')."""
-    i = name.lower().find(".zip:")
-    return (name[:i + 4], name[i + 4:]) if i >= 0 else (name, "")
-
-
-def public_names(settings: Settings, job_id: str, names: list[str]) -> list[str]:
-    """The job's file names as shown to users, never absolute: uploads by their uploaded name
-    (`display_name`), files of the data dir relative to it, other absolute paths (given to
-    `figsearch ingest` or the server-side path field) relative to the folder holding all of them."""
-    shown = [display_name(settings, job_id, n) for n in names]
-    roots = {PurePosixPath(str(settings.data_dir.absolute())), PurePosixPath(str(settings.data_dir.resolve()))}
-
-    def data_root(p: PurePosixPath) -> PurePosixPath | None:
-        return next((r for r in roots if p.is_relative_to(r)), None)
-
-    outside = [PurePosixPath(_split_zip(n)[0]) for n in shown
-               if n.startswith("/") and data_root(PurePosixPath(_split_zip(n)[0])) is None]
-    common = PurePosixPath("/")
-    if outside:
-        parts = [p.parent.parts for p in outside]
-        first = parts[0]
-        k = 0
-        while k < len(first) and all(len(q) > k and q[k] == first[k] for q in parts):
-            k += 1
-        common = PurePosixPath(*first[:k]) if k else PurePosixPath("/")
-    out = []
-    for n in shown:
-        if not n.startswith("/"):
-            out.append(n)
-            continue
-        path, member = _split_zip(n)
-        p = PurePosixPath(path)
-        root = data_root(p) or common
-        rel = str(p.relative_to(root)) if p != root else p.name
-        out.append((rel if rel not in ("", ".") else p.name or "file") + member)
-    return out
 
 
 def file_rows(settings: Settings, db: Session, job: Job) -> list[dict]:
@@ -110,21 +61,8 @@ def file_rows(settings: Settings, db: Session, job: Job) -> list[dict]:
             else:
                 n_fig = f.n_figures
         rows.append({"name": name, "status": f.status, "paper_id": f.paper_id, "n_figures": n_fig,
-                     "n_tables": n_tab, "error": public_error(settings, job.id, f.error or "")})
+                     "n_tables": n_tab, "error": public_text(settings, f.error or "")})
     return rows
-
-
-_ABSOLUTE_PATH = re.compile(r"(?<![\w.:/])/(?:[^\s'\"/:]+/)+([^\s'\"/:]*)")
-
-
-def public_error(settings: Settings, job_id: str, error: str) -> str:
-    """A job or file error without server paths: uploads by their uploaded name, any other
-    absolute path by its last component (exceptions quote the files they failed on)."""
-    if not error:
-        return error
-    for root in (str(uploads_dir(settings, job_id)) + "/", str(ingest_jobs.staging_dir(settings, job_id)) + "/"):
-        error = re.sub(re.escape(root) + r"\d+/", "", error)
-    return _ABSOLUTE_PATH.sub(lambda m: m.group(1) or "/", error)
 
 
 def mark_failed(settings: Settings, job_id: str, error: str) -> None:

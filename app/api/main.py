@@ -22,6 +22,7 @@ from sqlalchemy import func, select
 from app.api import problems
 from app.api.docs import install_docs
 from app.api.engine_holder import EngineHolder
+from app.api.heavy import HeavyPool
 from app.api.guards import AdminAuthMiddleware, RouteBodyLimits, SecurityHeadersMiddleware
 from app.api.jobs import JobRunner
 from app.api.metrics import MetricsMiddleware, Registry
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 
 FRONTEND_DIR = Path(__file__).resolve().parents[1] / "frontend"  # package data (pyproject)
 API_PREFIX = "/api/v1"
+LEFTOVER_SWEEP_S = 300.0  # upload folders without a job are removed once untouched for 10 minutes
 VERSION = "0.1.0"
 
 DESCRIPTION = """Search the figures of research papers.
@@ -172,19 +174,33 @@ def create_app(settings: Settings | None = None, *,
     async def lifespan(_app: FastAPI):
         import threading
 
-        threading.Thread(target=holder.refresh, kwargs={"block": True}, name="figsearch-index-warmup",
-                         daemon=True).start()
+        threading.Thread(target=holder.start, name="figsearch-index-warmup", daemon=True).start()
         if settings.warm_encoder:
             holder.start_encoder()
-        removed, freed = ingest_jobs.clean_leftovers(settings)
-        if removed:
-            log.warning("removed %d upload/staging folders no job needs (%.1f MB)", removed, freed / 1e6)
+        stop_sweep = threading.Event()
+
+        def sweep_once() -> None:  # partial uploads of servers that died, folders of finished jobs
+            try:
+                removed, freed = ingest_jobs.clean_leftovers(settings)
+                if removed:
+                    log.warning("removed %d upload/staging folders no job needs (%.1f MB)", removed, freed / 1e6)
+            except Exception:
+                log.exception("sweeping leftover uploads failed")
+
+        def sweep() -> None:
+            while not stop_sweep.wait(LEFTOVER_SWEEP_S):
+                sweep_once()
+
+        sweep_once()
+        threading.Thread(target=sweep, name="figsearch-sweep", daemon=True).start()
         if not settings.distributed:  # embedded jobs run in a server process: resume orphaned ones
             for job_id in ingest_jobs.orphaned_jobs(settings):
                 log.info("resuming interrupted ingest job %s", job_id)
                 runner.submit_ingest(job_id)
         yield
+        stop_sweep.set()
         runner.shutdown()
+        app.state.heavy.shutdown()
 
     app = FastAPI(title="figsearch", version=VERSION, description=DESCRIPTION, docs_url=None,
                   redoc_url=None, openapi_url=f"{API_PREFIX}/openapi.json", lifespan=lifespan)
@@ -194,6 +210,7 @@ def create_app(settings: Settings | None = None, *,
     app.state.engine_holder = holder
     app.state.job_runner = runner
     app.state.metrics = registry
+    app.state.heavy = HeavyPool(settings.render_workers, settings.render_queue, settings.render_cache_mb)
     _install_gauges(app, registry, factory, holder)
 
     problems.install(app)

@@ -2,7 +2,10 @@
 many apps in one process), exposed by `generate_latest` in the text format (version 0.0.4).
 
 - `figsearch_http_request_duration_seconds` histogram per method and route template,
-  `figsearch_http_requests_total` counter per method, route and status (pure ASGI middleware);
+  `figsearch_http_requests_total` counter per method, route and status class (pure ASGI
+  middleware). Every label is bounded, whatever a client sends: a method outside the standard
+  ones is `other`, a path is its route template (`unmatched` / `static` otherwise), a status
+  is its class (`2xx`, `4xx`, ...), so `/metrics` cannot be grown from outside;
 - gauges computed at scrape time by callbacks (a custom collector): ingest files by status,
   papers by status, figures in the database and in the loaded index.
 """
@@ -59,7 +62,7 @@ class _Latency:
 class _Requests:
     def __init__(self, registry: CollectorRegistry):
         # prometheus_client adds the `_total` suffix: figsearch_http_requests_total
-        self._c = _Counter("figsearch_http_requests", "HTTP requests by route and status.",
+        self._c = _Counter("figsearch_http_requests", "HTTP requests by method, route template and status class.",
                            ("method", "route", "status"), registry=registry)
 
     def inc(self, method: str, route: str, status: str) -> None:
@@ -85,6 +88,19 @@ class Registry:
 
     def render(self) -> str:
         return generate_latest(self.registry).decode("utf-8")
+
+
+STANDARD_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"})
+
+
+def method_label(method: str) -> str:
+    """The request method if it is a standard one, else `other` (clients invent methods)."""
+    return method if method in STANDARD_METHODS else "other"
+
+
+def status_label(code: int) -> str:
+    """The status class: `2xx`, `3xx`, `4xx`, `5xx` (`other` outside 100-599)."""
+    return f"{code // 100}xx" if 100 <= code <= 599 else "other"
 
 
 def route_label(scope: dict, templates: dict | None = None) -> str:
@@ -123,6 +139,6 @@ class MetricsMiddleware:
             await self.app(scope, receive, send_wrapper)
         finally:
             route = route_label(scope, self.registry.templates)
-            method = scope.get("method", "")
+            method = method_label(scope.get("method", ""))
             self.registry.latency.observe(time.perf_counter() - t0, method, route)
-            self.registry.requests.inc(method, route, str(status["code"]))
+            self.registry.requests.inc(method, route, status_label(status["code"]))

@@ -1,11 +1,10 @@
 """Decoding an uploaded query image safely: the pixel count is read from the header and checked
 before any pixel is decoded (a 400 KB PNG can declare 144 megapixels), the image is decoded once,
-at a reduced scale when the format allows it, by at most two requests at a time, and a truncated
-or undecodable file is an error rather than a blank picture."""
+at a reduced scale when the format allows it (the route runs it in the bounded render pool,
+app/api/heavy.py), and a truncated or undecodable file is an error rather than a blank picture."""
 from __future__ import annotations
 
 import io
-import threading
 import warnings
 
 from fastapi import HTTPException
@@ -13,7 +12,6 @@ from PIL import Image
 
 # The image models look at 64-128 px squares and colour statistics at 256 px: decode no larger.
 QUERY_SIDE = 512
-_DECODES = threading.BoundedSemaphore(2)  # bounds the memory of concurrent full decodes
 
 
 def decode_query_image(body: bytes, max_megapixels: float) -> Image.Image:
@@ -33,15 +31,14 @@ def decode_query_image(body: bytes, max_megapixels: float) -> Image.Image:
                                  f"{max_megapixels:g} megapixel limit; send a smaller image")
     if w < 1 or h < 1:
         raise HTTPException(422, "the image has no pixels")
-    with _DECODES:
-        try:
-            if img.format == "JPEG":
-                img.draft("RGB", (QUERY_SIDE, QUERY_SIDE))  # DCT scaling: decodes at 1/2..1/8 size
-            img.load()
-        except MemoryError:
-            raise HTTPException(413, "image too large to decode")
-        except Exception as exc:
-            raise HTTPException(422, f"the image is truncated or corrupt ({exc}); send the complete file")
-        if max(img.size) > QUERY_SIDE:
-            img.thumbnail((QUERY_SIDE, QUERY_SIDE), Image.BILINEAR)
+    try:
+        if img.format == "JPEG":
+            img.draft("RGB", (QUERY_SIDE, QUERY_SIDE))  # DCT scaling: decodes at 1/2..1/8 size
+        img.load()
+    except MemoryError:
+        raise HTTPException(413, "image too large to decode")
+    except Exception as exc:
+        raise HTTPException(422, f"the image is truncated or corrupt ({exc}); send the complete file")
+    if max(img.size) > QUERY_SIDE:
+        img.thumbnail((QUERY_SIDE, QUERY_SIDE), Image.BILINEAR)
     return img

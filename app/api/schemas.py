@@ -254,7 +254,8 @@ class IndexState(BaseModel):
 
 
 class Ready(BaseModel):
-    status: Literal["ready", "not ready"]
+    status: Literal["ready", "degraded", "not ready"] = Field(description=(
+        "degraded: an older intact index version serves because the newest failed its integrity check"))
     database: str
     index: IndexState
     encoder: str

@@ -50,25 +50,45 @@ def _note_orphaned_jobs(settings: Settings) -> None:
 
 
 def _wait_for_workers(settings: Settings, job_id: str, bar) -> None:
-    """Distributed mode: follow the job's progress; give up (exit 1) when no file finished for
+    """Distributed mode: follow the job's progress (a line every PROGRESS_EVERY_S when stderr is
+    not a terminal, so logs show it too); name each file whose worker stopped answering (a live
+    worker re-sends it within seconds); give up (exit 1) when no file finished for
     FIGSEARCH_INGEST_STALL_S (no worker running, or every worker stuck)."""
+    from app.dispatch import lost_files
     from app.pipeline import ingest_jobs
+    from app.public_text import public_names
 
     status, last_done, total = ingest_jobs.job_progress(settings, job_id)
-    last_change = time.monotonic()
+    last_change = last_line = time.monotonic()
+    reported: set[tuple[int, str]] = set()
     while status not in ("done", "failed"):
         time.sleep(0.5)
         status, done, total = ingest_jobs.job_progress(settings, job_id)
         bar.update(done - bar.n)
+        now = time.monotonic()
         if done != last_done:
-            last_done, last_change = done, time.monotonic()
-        elif time.monotonic() - last_change > settings.ingest_stall_s:
+            last_done, last_change = done, now
+        elif now - last_change > settings.ingest_stall_s:
             bar.close()
             typer.echo(f"error: no file of job {job_id} finished in {settings.ingest_stall_s:g} s ({done}/{total} "
                        "done): are Celery workers running (`celery -A workers worker`) with the same "
                        f"broker and database? The job stays queued; follow it with `figsearch jobs {job_id}`",
                        err=True)
             raise typer.Exit(1)
+        if bar.disable and now - last_line >= PROGRESS_EVERY_S:
+            last_line = now
+            typer.echo(f"ingest: {done}/{total} files done (job {job_id})", err=True)
+        try:
+            lost = [f for f in lost_files(settings, job_id) if (f["job_file_id"], f["holder"]) not in reported]
+        except Exception:  # the broker is briefly away: the progress above still counts
+            lost = []
+        for f, name in zip(lost, public_names(settings, job_id, [f["name"] for f in lost])):
+            reported.add((f["job_file_id"], f["holder"]))
+            bar.write(f"note: worker {f['holder']} stopped answering while it held {name}; the file is sent "
+                      "to another worker", file=sys.stderr)
+
+
+PROGRESS_EVERY_S = 10.0
 
 
 @cli.command()
@@ -83,6 +103,7 @@ def ingest(paths: Optional[list[Path]] = typer.Argument(None, help="PDF files, f
     from app.dispatch import dispatcher_for
     from app.pipeline import ingest_jobs
     from app.ingest.sources import SourceError
+    from app.public_text import public_names, public_text
 
     if bool(paths) == bool(resume):
         typer.echo("error: give PDF files/folders/zips to ingest, or --resume JOB", err=True)
@@ -116,7 +137,7 @@ def ingest(paths: Optional[list[Path]] = typer.Argument(None, help="PDF files, f
         try:
             ingest_jobs.prepare_job(list(paths), settings, job_id=job_id)
         except SourceError as exc:
-            typer.echo(f"error: {exc}", err=True)
+            typer.echo(f"error: {public_text(settings, str(exc))}", err=True)
             raise typer.Exit(2)
     status, done, total = ingest_jobs.job_progress(settings, job_id)
     bar = _progress(total, "ingest")
@@ -126,7 +147,8 @@ def ingest(paths: Optional[list[Path]] = typer.Argument(None, help="PDF files, f
     def on_file(name: str, outcome) -> None:
         bar.update(1)
         if outcome.status == "failed":
-            bar.write(f"failed: {name}: {outcome.error}", file=sys.stderr)
+            bar.write(f"failed: {public_names(settings, job_id, [name])[0]}: {public_text(settings, outcome.error)}",
+                      file=sys.stderr)
 
     def on_term(_signum, _frame):
         raise KeyboardInterrupt
@@ -156,6 +178,8 @@ def ingest(paths: Optional[list[Path]] = typer.Argument(None, help="PDF files, f
     status, done, total = ingest_jobs.job_progress(settings, job_id)
     elapsed = time.perf_counter() - t0
     s = ingest_jobs.summarise(settings, job_id)
+    s.failures = list(zip(public_names(settings, job_id, [n for n, _e in s.failures]),
+                          [public_text(settings, e) for _n, e in s.failures]))
     c = s.counts
     if json_out:
         typer.echo(json.dumps({"job_id": job_id, "ok": c["ok"], "no_text": c["no_text"], "failed": c["failed"],
@@ -197,6 +221,7 @@ def papers(data_dir: Optional[Path] = DataDir,
     """List the papers of the collection."""
     from app.db.schema import Citation, Paper
     from app.db.session import session_scope
+    from app.public_text import public_text
 
     settings = _settings(data_dir)
     with session_scope(settings.db_url) as s:
@@ -209,7 +234,8 @@ def papers(data_dir: Optional[Path] = DataDir,
         for p in s.scalars(select(Paper).options(selectinload(Paper.figures)).order_by(Paper.id)):
             rows.append({"paper_id": p.id, "sha256": p.sha256, "source": p.source, "title": p.title,
                          "authors": p.authors, "year": p.year, "abstract": p.abstract, "n_pages": p.n_pages,
-                         "has_text_layer": p.has_text_layer, "status": p.status, "error": p.error,
+                         "has_text_layer": p.has_text_layer, "status": p.status,
+                         "error": public_text(settings, p.error or ""),
                          "duplicate_of": p.duplicate_of_id,
                          "n_figures": sum(1 for f in p.figures if f.kind == "figure"),
                          "n_tables": sum(1 for f in p.figures if f.kind == "table"),
@@ -279,7 +305,8 @@ def jobs(job_id: Optional[str] = typer.Argument(None, help="One job: show its pe
     """Show ingest jobs: all of them, or one with its per-file results (file, status, figures,
     tables, error). File names are relative (uploads by their uploaded name, the data dir, or
     the folder holding the job's files), as in the admin API."""
-    from app.api.jobs import file_rows, public_error
+    from app.api.jobs import file_rows
+    from app.public_text import public_text
     from app.db.schema import Job
     from app.db.session import session_scope
 
@@ -298,7 +325,7 @@ def jobs(job_id: Optional[str] = typer.Argument(None, help="One job: show its pe
                    "created_at": j.created_at.isoformat() if j.created_at else None,
                    "finished_at": j.finished_at.isoformat() if j.finished_at else None}
             if job_id:
-                row["error"] = public_error(settings, j.id, j.error or "")
+                row["error"] = public_text(settings, j.error or "")
                 row["files"] = file_rows(settings, s, j)
             rows.append(row)
     if json_out:

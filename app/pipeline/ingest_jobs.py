@@ -136,6 +136,18 @@ def pending_files(settings: Settings, job_id: str) -> list[tuple[int, str, str]]
         return [tuple(r) for r in rows]
 
 
+def job_file_ref(settings: Settings, job_file_id: int) -> tuple[str, str] | None:
+    """(job id, file name) of a job file, or None."""
+    with session_scope(settings.db_url) as s:
+        row = s.execute(select(JobFile.job_id, JobFile.name).where(JobFile.id == job_file_id)).first()
+        return tuple(row) if row else None
+
+
+def is_pending(settings: Settings, job_file_id: int) -> bool:
+    with session_scope(settings.db_url) as s:
+        return s.scalar(select(JobFile.status).where(JobFile.id == job_file_id)) == "pending"
+
+
 def unfinished_jobs(settings: Settings, statuses=(JobStatus.QUEUED, JobStatus.RUNNING)) -> list[str]:
     """Jobs that still have pending files (e.g. the embedded server was restarted mid-job)."""
     with session_scope(settings.db_url) as s:

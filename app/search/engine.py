@@ -9,9 +9,10 @@ The figure recommendation protocol of Kuzi & Zhai, generalised:
 Without embeddings the score is the lexical score. `w` comes from the stored index (`engine.w`,
 0.5 until a value is learned; `SearchEngine.store_w` records a learned one without a rebuild).
 
-Persistence: `save(index_root)` writes a new version directory and then atomically replaces the
-`CURRENT` pointer file, so a running service can poll the cheap `current_version(index_root)` and
-swap in `load_current(index_root)` when it changes; readers never see a half-written index.
+Persistence: `save(index_root)` writes a new version directory (with a manifest of its files'
+sizes and checksums, checked at load: versions.py) and then atomically replaces the `CURRENT`
+pointer file, so a running service can poll the cheap `current_version(index_root)` and swap in
+`load_current(index_root)` when it changes; readers never see a half-written index.
 """
 from __future__ import annotations
 
@@ -33,9 +34,10 @@ import numpy as np
 from .fusion import DEFAULT_WEIGHTS, SCOPES, diversify, fuse, order, read_all_weights, seed_weights
 from .lexical import LexicalIndex
 from .text import analyze
+from .versions import CURRENT, TMP_PREFIX, BuildLock, check_version, choose, point_current, read_current
+from .versions import remove_dead_builds, write_manifest
 
 Encoder = Callable[[list[str]], np.ndarray]
-CURRENT = "CURRENT"
 W_FILE = "w.json"
 
 
@@ -618,15 +620,14 @@ class SearchEngine:
         """
         root = Path(index_root)
         root.mkdir(parents=True, exist_ok=True)
+        remove_dead_builds(root)
         version = time.strftime("v%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
-        tmp = root / f".tmp-{version}"
-        self.save_version_dir(tmp)
-        os.replace(tmp, root / version)
-        ptr = root / f".{CURRENT}.{version}.tmp"
-        ptr.write_text(version + "\n")
-        with open(ptr) as f:
-            os.fsync(f.fileno())
-        os.replace(ptr, root / CURRENT)
+        tmp = root / f"{TMP_PREFIX}{version}"
+        with BuildLock(root, version):
+            self.save_version_dir(tmp)
+            write_manifest(tmp)
+            os.replace(tmp, root / version)
+        point_current(root, version)
         self.version = version
         if keep is not None:
             olds = sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith("v")
@@ -660,11 +661,15 @@ class SearchEngine:
 
     @classmethod
     def load(cls, path: str | Path, encoder: Encoder | None = None, mmap: bool = False,
-             gpu: str = "auto") -> "SearchEngine":
-        """Load a version directory, or the CURRENT version when given an index root."""
+             gpu: str = "auto", check: bool = True) -> "SearchEngine":
+        """Load a version directory, or the CURRENT version when given an index root. `check`:
+        verify the files against the version's manifest first (IndexCorrupt when they differ);
+        off only for a version the caller has just checked."""
         path = Path(path)
         if (path / CURRENT).exists():
             return cls.load_current(path, encoder=encoder, mmap=mmap, gpu=gpu)
+        if check:
+            check_version(path)
         meta = json.loads((path / "meta.json").read_text())
         lexical = LexicalIndex.load(path / "lexical", mmap=mmap)
         from .papers import PaperIndex
@@ -691,10 +696,10 @@ class SearchEngine:
     def load_current(cls, index_root: str | Path, encoder: Encoder | None = None,
                      mmap: bool = False, gpu: str = "auto") -> "SearchEngine":
         root = Path(index_root)
-        version = current_version(root)
+        version = choose(root).version  # CURRENT's, or the newest intact one
         if version is None:
-            raise FileNotFoundError(f"no {CURRENT} index version under {root}")
-        eng = cls.load(root / version, encoder=encoder, mmap=mmap, gpu=gpu)
+            raise FileNotFoundError(f"no intact index version under {root}")
+        eng = cls.load(root / version, encoder=encoder, mmap=mmap, gpu=gpu, check=False)
         learned = read_w(root)
         if learned is not None:
             eng.w = learned
@@ -714,11 +719,7 @@ class SearchEngine:
 
 def current_version(index_root: str | Path) -> str | None:
     """Name of the CURRENT version (one small file read; poll it to detect a new index)."""
-    try:
-        v = (Path(index_root) / CURRENT).read_text().strip()
-    except FileNotFoundError:
-        return None
-    return v or None
+    return read_current(Path(index_root))
 
 
 def stored_fusion(index_root: str | Path) -> dict[str, dict[str, float]]:

@@ -17,7 +17,8 @@ from sqlalchemy.orm import Session, selectinload
 
 from app.api import schemas
 from app.api.deps import AdminDep, PaperId, SessionDep, SettingsDep
-from app.api.jobs import file_rows, public_error
+from app.api.jobs import file_rows
+from app.public_text import public_text
 from app.api.uploads import UPLOAD_REQUEST_BODY, read_upload
 from app.api.problems import responses
 from app.db.schema import Figure, Job, Paper, new_job_id
@@ -38,7 +39,7 @@ def _job_out(settings: Settings, db: Session, job: Job, with_files: bool) -> sch
     if with_files:
         files = [schemas.JobFileOut(**row) for row in file_rows(settings, db, job)]
     return schemas.JobOut(job_id=job.id, kind=job.kind, status=job.status, done=job.done, total=job.total,
-                          error=public_error(settings, job.id, job.error or ""), counts=dict(counts), created_at=job.created_at,
+                          error=public_text(settings, job.error or ""), counts=dict(counts), created_at=job.created_at,
                           started_at=job.started_at, finished_at=job.finished_at, files=files)
 
 
@@ -68,7 +69,7 @@ async def upload_collection(request: Request, settings: SettingsDep):
             await run_in_threadpool(ingest_jobs.prepare_job, paths, settings, job_id, max(left - uploaded, 0))
         except SourceError as exc:
             status = 400 if str(exc).startswith("no PDF") else 422
-            raise HTTPException(status, public_error(settings, job_id, str(exc)))
+            raise HTTPException(status, public_text(settings, str(exc)))
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)
         shutil.rmtree(ingest_jobs.staging_dir(settings, job_id), ignore_errors=True)

@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
 
 from app.api import schemas
-from app.api.deps import EngineDep, FigureId, FiltersDep, HolderDep, SessionDep, SettingsDep
+from app.api.deps import EngineDep, FigureId, FiltersDep, HeavyDep, HolderDep, SessionDep, SettingsDep
 from app.api.problems import check_limit, responses
 from app.api.serialize import (CARD_COLUMNS, card_from_row, figure_card, mention_texts, panel_url, paper_ref,
                                pdf_url, scored_items)
@@ -72,6 +72,7 @@ def _file(db, settings, figure_id: int, attr: str) -> FileResponse:
 
 
 IMAGE_RESPONSES = {200: {"content": {"image/png": {}}, "description": "PNG image"}, **responses(404, 422)}
+RENDER_RESPONSES = {**IMAGE_RESPONSES, **responses(429)}
 
 
 @router.get("/figures/{figure_id}/image", response_class=FileResponse, responses=IMAGE_RESPONSES)
@@ -86,10 +87,11 @@ def figure_thumbnail(figure_id: FigureId, db: SessionDep, settings: SettingsDep)
     return _file(db, settings, figure_id, "thumbnail_path")
 
 
-@router.get("/figures/{figure_id}/panels/{label}/image", response_class=Response, responses=IMAGE_RESPONSES)
+@router.get("/figures/{figure_id}/panels/{label}/image", response_class=Response, responses=RENDER_RESPONSES)
 def panel_image(figure_id: FigureId, label: Annotated[str, Path(pattern="^[a-h]$", description="The panel's letter.")],
-                db: SessionDep, settings: SettingsDep):
-    """One panel of a compound figure, cut from the figure's crop (PNG)."""
+                db: SessionDep, settings: SettingsDep, heavy: HeavyDep):
+    """One panel of a compound figure, cut from the figure's crop (PNG); 429 with Retry-After
+    when the server's render workers and their queue are full."""
     f = _figure_or_404(db, figure_id)
     panel = next((p for p in f.panels or [] if p.get("label") == label), None)
     if panel is None:
@@ -97,27 +99,32 @@ def panel_image(figure_id: FigureId, label: Annotated[str, Path(pattern="^[a-h]$
     path = (settings.data_dir / f.image_path).resolve() if f.image_path else None
     if path is None or not path.is_relative_to(settings.data_dir) or not path.is_file():
         raise HTTPException(404, f"the image file of figure {figure_id} is missing")
-    png = cut_panel(path, f.region_bbox or f.bbox or [], panel["bbox"])
+    region, box = list(f.region_bbox or f.bbox or []), panel["bbox"]
+    png = heavy.cached(("panel", figure_id, label), cut_panel, path, region, box)
     return Response(png, media_type="image/png", headers={"Cache-Control": "public, max-age=3600"})
 
 
 HIRES_MAX_PIXELS = 16_000_000
 
 
-@router.get("/figures/{figure_id}/hires", response_class=Response, responses=IMAGE_RESPONSES)
-def figure_hires(figure_id: FigureId, db: SessionDep, settings: SettingsDep,
+@router.get("/figures/{figure_id}/hires", response_class=Response, responses=RENDER_RESPONSES)
+def figure_hires(figure_id: FigureId, db: SessionDep, settings: SettingsDep, heavy: HeavyDep,
                  scale: Annotated[float, Query(ge=1, le=8, description=(
-                     "Zoom over 72 dpi (4 = 288 dpi); lowered so the image stays under 16 megapixels."))] = 4):
+                     "Zoom over 72 dpi (4 = 288 dpi), rounded to a multiple of 0.5; lowered so the image "
+                     "stays under 16 megapixels."))] = 4):
     """The figure's graphic (or table grid), without its caption, rendered from the paper's
     stored PDF at a higher resolution (PNG); papers ingested before regions were recorded show
-    the region with its caption (`bbox`)."""
+    the region with its caption (`bbox`). Renders share a small pool of workers and a cache;
+    429 with Retry-After when the workers and their queue are full."""
     f = _figure_or_404(db, figure_id)
     paper = db.get(Paper, f.paper_id)
     pdf = stored_pdf(settings.data_dir, paper.sha256 if paper else None)
     if pdf is None:
         raise HTTPException(404, f"the PDF of figure {figure_id}'s paper was not kept; use /image")
+    scale = min(8.0, max(1.0, round(scale * 2) / 2))
+    page, box = f.page, list(f.region_bbox or f.bbox or [])
     try:
-        png = render_region(pdf, f.page, list(f.region_bbox or f.bbox or []), scale, HIRES_MAX_PIXELS)
+        png = heavy.cached(("hires", figure_id, scale), render_region, pdf, page, box, scale, HIRES_MAX_PIXELS)
     except ValueError as exc:
         raise HTTPException(404, f"figure {figure_id}: {exc}") from None
     return Response(png, media_type="image/png", headers={"Cache-Control": "public, max-age=3600"})

@@ -1,7 +1,9 @@
 """Liveness, readiness, Prometheus metrics and what the server can do."""
 from __future__ import annotations
 
+import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -16,38 +18,55 @@ router = APIRouter(tags=["service"])
 info_router = APIRouter(tags=["service"])
 
 
+# Readiness checks run here, never in the request thread pool nor in the pool of expensive
+# renders (app/api/heavy.py): the health endpoints answer from the event loop even when both are full.
+_CHECKS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="figsearch-health")
+DB_CHECK_TIMEOUT_S = 2.0
+
+
 @router.get("/healthz", response_model=schemas.Health)
-def healthz():
-    """The process is up (no dependency checked)."""
+async def healthz():
+    """The process is up (no dependency checked; answered on the event loop)."""
     return schemas.Health(status="ok")
 
 
+def _ping_database(factory) -> None:
+    with factory() as s:
+        s.execute(text("SELECT 1"))
+
+
 @router.get("/readyz", response_model=schemas.Ready, responses={503: {"model": schemas.Ready}})
-def readyz(request: Request, holder: HolderDep):
+async def readyz(request: Request):
     """Ready when the database answers and the index is loaded or absent for a stated reason
-    (an empty collection is ready, and says so). 503 when the database is unreachable or the
-    index exists but cannot be loaded. Public: the causes (hosts, paths, driver messages) go to
-    the server log, not into the answer."""
+    (an empty collection is ready, and says so); `degraded` (200) when the newest index version
+    failed its integrity check and an older intact one serves. 503 when the database is
+    unreachable or an index was published but no version of it can be served. Public: the causes
+    (hosts, paths, driver messages) go to the server log, not into the answer."""
     ok = True
+    loop = asyncio.get_running_loop()
     try:
-        with request.app.state.session_factory() as s:
-            s.execute(text("SELECT 1"))
+        await asyncio.wait_for(loop.run_in_executor(_CHECKS, _ping_database, request.app.state.session_factory),
+                               DB_CHECK_TIMEOUT_S)
         db_state = "ok"
     except Exception:
         log.exception("readiness: the database does not answer")
         ok, db_state = False, "unreachable (see the server log)"
-    engine = holder.get()
+    holder = request.app.state.engine_holder
+    holder.poll_nowait()
+    engine = holder.engine
+    degraded = holder.degraded
     if engine is not None:
         index = schemas.IndexState(loaded=True, version=engine.version, n_figures=engine.count("figure"),
-                                   n_tables=engine.count("table"),
-                                   has_vectors=engine.vectors is not None)
+                                   n_tables=engine.count("table"), has_vectors=engine.vectors is not None,
+                                   reason=(f"the newest index version failed its integrity check (see the server "
+                                           f"log); serving version {engine.version}") if degraded else None)
     elif holder.load_error:
         ok = False
         index = schemas.IndexState(loaded=False, reason="the index cannot be loaded (see the server log)")
     else:
         index = schemas.IndexState(loaded=False, reason=holder.reason)
-    body = schemas.Ready(status="ready" if ok else "not ready", database=db_state, index=index,
-                         encoder=holder.encoder_state)
+    status = ("degraded" if degraded and engine is not None else "ready") if ok else "not ready"
+    body = schemas.Ready(status=status, database=db_state, index=index, encoder=holder.encoder_state)
     return JSONResponse(body.model_dump(), status_code=200 if ok else 503)
 
 

@@ -14,6 +14,7 @@ from app.api.problems import check_limit, responses
 from app.api.serialize import figure_card, paper_ref, pdf_url
 from app.db.schema import Citation, Figure, Paper
 from app.pdfs import stored_pdf
+from app.public_text import public_text
 
 router = APIRouter(tags=["papers"])
 
@@ -64,7 +65,7 @@ def get_paper(paper_id: PaperId, db: SessionDep, settings: SettingsDep):
     return schemas.PaperDetail(
         **_summary(p, sum(1 for f in figs if f.kind == "figure"), sum(1 for f in figs if f.kind == "table")),
         abstract=p.abstract or "",
-        n_pages=p.n_pages or 0, error=p.error or "", duplicate_of=p.duplicate_of_id,
+        n_pages=p.n_pages or 0, error=public_text(settings, p.error or ""), duplicate_of=p.duplicate_of_id,
         figures=[figure_card(f, p) for f in figs], pdf_url=pdf_url(settings, p),
         cites=[paper_ref(c) for c in cites], cited_by=[paper_ref(c) for c in cited_by])
 

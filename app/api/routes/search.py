@@ -5,7 +5,7 @@ import dataclasses
 from collections import Counter
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, HTTPException, Query, UploadFile
+from fastapi import APIRouter, File, Form, HTTPException, Query, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
@@ -132,11 +132,11 @@ def _sniff_image(head: bytes) -> str | None:
 
 
 @router.post("/search/by-image", response_model=schemas.SimilarResponse,
-             responses=responses(413, 415, 422, 501))
+             responses=responses(413, 415, 422, 429, 501))
 async def search_by_image(
-        db: SessionDep, settings: SettingsDep, engine: EngineDep, holder: HolderDep,
+        request: Request, db: SessionDep, settings: SettingsDep, engine: EngineDep, holder: HolderDep,
         image: Annotated[UploadFile, File(description="A PNG or JPEG figure.")],
-        caption: Annotated[str, Form(max_length=5000, description="The figure's caption (optional).")] = "",
+        caption: Annotated[str, Form(max_length=500, description="The figure's caption (optional; at most 500 characters, as `q`).")] = "",
         k: Annotated[int, Query(ge=1, le=1000)] = 12):
     """Similar figures for an uploaded figure. With a caption, the caption is searched as text
     (`mode: "caption"`). Without one, the collection's figures are ranked by picture similarity
@@ -160,7 +160,8 @@ async def search_by_image(
         if len(body) > limit:
             raise HTTPException(413, f"image too large (> {settings.max_image_mb:g} MB)")
         # pixel budget from the header, one decode (413 / 422 before torch or the model is loaded)
-        picture = await run_in_threadpool(decode_query_image, body, settings.max_image_megapixels)
+        heavy = request.app.state.heavy  # decodes and picture models share the bounded pool (429 when full)
+        picture = await run_in_threadpool(heavy.run, decode_query_image, body, settings.max_image_megapixels)
         from app.learn.image_search import image_model, search_by_image as image_hits
 
         loaded = await run_in_threadpool(image_model, settings.data_dir, settings.learned_model or "fused")
@@ -169,9 +170,9 @@ async def search_by_image(
                                            message=holder.reason or "no search index")
         query_types = []
         if loaded is not None:  # a trained image branch
-            hits = await run_in_threadpool(image_hits, loaded, engine, picture, k)
+            hits = await run_in_threadpool(heavy.run, image_hits, loaded, engine, picture, k)
         elif engine.visual is not None:  # every index has the figures' visual fingerprints
-            vec, kinds = await run_in_threadpool(picture_query, picture)
+            vec, kinds = await run_in_threadpool(heavy.run, picture_query, picture)
             hits = engine.by_picture(vec, k, type_scores=kinds.scores if kinds else None)
             query_types = kinds.figure_types if kinds else []
         else:

@@ -11,7 +11,7 @@ export async function renderUpload(root, { signal }) {
 
   const msg = h('div', { id: 'upload-message' });
   const preview = h('div', { class: 'preview', hidden: true });
-  const caption = h('textarea', { id: 'caption', placeholder: 'e.g. Figure 2: Accuracy of our method and the baselines as the training set grows', 'aria-describedby': 'caption-help' });
+  const caption = h('textarea', { id: 'caption', maxlength: '500', placeholder: 'e.g. Figure 2: Accuracy of our method and the baselines as the training set grows', 'aria-describedby': 'caption-help' });
   const submit = h('button', { class: 'btn btn-primary', type: 'submit', id: 'find-similar' }, 'Find similar figures');
   const grid = h('div', { class: 'grid', id: 'image-results' });
   const resultsHead = h('h2', { hidden: true }, 'Similar figures');

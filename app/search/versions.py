@@ -1,0 +1,219 @@
+"""The index store's versions on disk: which one to serve, and whether its files are intact.
+
+Each published version directory carries `manifest.json`, written last before the directory is
+renamed into place: every file's size and SHA-256, and each array's shape and dtype. A version
+is served only if its files match its manifest, so a truncated file or an array corrupted at the
+same size is never served as "ready" with wrong results; the newest intact version is served
+instead (degraded), or none. An empty or dangling CURRENT pointer is repaired from the newest
+intact version. Builds write into `.tmp-<version>` while holding an exclusive lock on
+`.tmp-<version>.lock`; a temp folder whose lock is free belongs to a dead build and is removed
+at the next build or start. Versions written before manifests existed are served unchecked.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+CURRENT = "CURRENT"
+MANIFEST = "manifest.json"
+TMP_PREFIX = ".tmp-"
+
+
+class IndexCorrupt(Exception):
+    """A version's files do not match its manifest (or it has none of the files it needs)."""
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _array_header(path: Path) -> dict:
+    with open(path, "rb") as f:
+        major, _minor = np.lib.format.read_magic(f)
+        read = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+        shape, _fortran, dtype = read(f)
+    return {"shape": list(shape), "dtype": dtype.str}
+
+
+def write_manifest(version_dir: Path) -> None:
+    """Record every file of the version (size, SHA-256, and for arrays shape and dtype)."""
+    files = {}
+    for p in sorted(version_dir.rglob("*")):
+        if p.is_file() and p.name != MANIFEST:
+            entry = {"bytes": p.stat().st_size, "sha256": _sha256(p)}
+            if p.suffix == ".npy":
+                entry.update(_array_header(p))
+            files[p.relative_to(version_dir).as_posix()] = entry
+    tmp = version_dir / f".{MANIFEST}.tmp"
+    tmp.write_text(json.dumps({"format": 1, "files": files}))
+    os.replace(tmp, version_dir / MANIFEST)
+
+
+def check_version(version_dir: Path) -> None:
+    """Raise IndexCorrupt naming the first file that does not match the manifest."""
+    name = version_dir.name
+    if not version_dir.is_dir():
+        raise IndexCorrupt(f"index version {name} does not exist")
+    mf = version_dir / MANIFEST
+    if not mf.exists():
+        if not (version_dir / "meta.json").exists():
+            raise IndexCorrupt(f"index version {name} has neither a manifest nor meta.json")
+        return  # written before manifests: served unchecked
+    try:
+        files = json.loads(mf.read_text())["files"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise IndexCorrupt(f"index version {name}: unreadable manifest ({exc})") from None
+    for rel, want in files.items():
+        p = version_dir / rel
+        if not p.is_file():
+            raise IndexCorrupt(f"index version {name}: {rel} is missing")
+        size = p.stat().st_size
+        if size != want["bytes"]:
+            raise IndexCorrupt(f"index version {name}: {rel} has {size} bytes, the manifest says {want['bytes']}")
+        if "shape" in want:
+            try:
+                got = _array_header(p)
+            except Exception as exc:  # noqa: BLE001 - any unreadable header is corruption
+                raise IndexCorrupt(f"index version {name}: {rel} is not a readable array ({exc})") from None
+            if got != {"shape": want["shape"], "dtype": want["dtype"]}:
+                raise IndexCorrupt(f"index version {name}: {rel} is {got}, the manifest says "
+                                   f"shape {want['shape']} dtype {want['dtype']}")
+        if _sha256(p) != want["sha256"]:
+            raise IndexCorrupt(f"index version {name}: {rel} does not match its checksum")
+
+
+def versions(root: Path) -> list[str]:
+    """Published version names, newest first (by the time their folder was finished, then name)."""
+    if not root.is_dir():
+        return []
+    found = [(p.stat().st_mtime_ns, p.name) for p in root.iterdir() if p.is_dir() and p.name.startswith("v")]
+    return [name for _t, name in sorted(found, reverse=True)]
+
+
+def read_current(root: Path) -> str | None:
+    """What CURRENT names (None: no CURRENT file, or an empty one)."""
+    try:
+        return (root / CURRENT).read_text().strip() or None
+    except FileNotFoundError:
+        return None
+
+
+def point_current(root: Path, version: str) -> None:
+    """Atomically make `version` the CURRENT one."""
+    ptr = root / f".{CURRENT}.{version}.{os.getpid()}.tmp"
+    ptr.write_text(version + "\n")
+    with open(ptr) as f:
+        os.fsync(f.fileno())
+    os.replace(ptr, root / CURRENT)
+
+
+@dataclass
+class Choice:
+    version: str | None  # what to serve (None: nothing intact)
+    problem: str | None = None  # why it is not what CURRENT names (degraded), or why nothing is served
+    published: bool = False  # an index was published here (CURRENT or a version exists)
+
+
+def choose(root: Path, skip: set[str] = frozenset(), repair: bool = True) -> Choice:
+    """The version to serve: CURRENT's if intact, else the newest intact one (versions in `skip`
+    are known bad). An empty or dangling CURRENT is repaired to point at that version."""
+    root = Path(root)
+    named = read_current(root)
+    published = (root / CURRENT).exists() or bool(versions(root))
+    problem = None
+    if named is not None and named not in skip:
+        try:
+            check_version(root / named)
+            return Choice(named, None, True)
+        except IndexCorrupt as exc:
+            problem = str(exc)
+    elif named is not None:
+        problem = f"index version {named} failed its check"
+    elif (root / CURRENT).exists():
+        problem = "the CURRENT index pointer is empty"
+    for v in versions(root):
+        if v == named or v in skip:
+            continue
+        try:
+            check_version(root / v)
+        except IndexCorrupt as exc:
+            log.warning("skipping %s", exc)
+            continue
+        dangling = named is None or not (root / named).is_dir()
+        if repair and dangling:
+            point_current(root, v)
+            log.warning("%s; CURRENT repaired to %s", problem or "no CURRENT index pointer", v)
+            return Choice(v, None, True)
+        return Choice(v, problem, True)
+    return Choice(None, problem or ("no intact index version" if published else None), published)
+
+
+# ------------------------------------------------------------------ builds
+class BuildLock:
+    """Held by a build while it writes `.tmp-<version>`; the OS frees it when the build dies."""
+
+    def __init__(self, root: Path, version: str):
+        self.path = root / f"{TMP_PREFIX}{version}.lock"
+        self._fd: int | None = None
+
+    def __enter__(self) -> "BuildLock":
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.path.unlink(missing_ok=True)
+        os.close(self._fd)
+        self._fd = None
+
+
+def remove_dead_builds(root: Path, min_age_s: float = 60.0) -> int:
+    """Remove temp folders (and pointer temp files) of builds that died; returns how many. A
+    temp folder whose lock is held belongs to a running build and stays."""
+    root = Path(root)
+    if not root.is_dir():
+        return 0
+    removed = 0
+    for p in root.iterdir():
+        if p.name.startswith(TMP_PREFIX) and p.is_dir():
+            lock = root / f"{p.name}.lock"
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue  # a live build
+            try:
+                shutil.rmtree(p, ignore_errors=True)
+                lock.unlink(missing_ok=True)
+                removed += 1
+                log.warning("removed %s, left by an index build that died", p.name)
+            finally:
+                os.close(fd)
+        elif p.name.startswith(f".{CURRENT}.") and p.name.endswith(".tmp") and time.time() - p.stat().st_mtime > min_age_s:
+            p.unlink(missing_ok=True)
+        elif p.name.startswith(TMP_PREFIX) and p.name.endswith(".lock") and not (root / p.name[:-5]).exists():
+            fd = os.open(p, os.O_RDWR)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                p.unlink(missing_ok=True)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+    return removed
