@@ -211,8 +211,8 @@ async function renderDashboard(root, token, { signal }) {
         h('tbody', {}, j.files.map((f) => h('tr', {},
           h('td', { class: 'name' }, f.name),
           h('td', {}, h('span', { class: `badge ${f.status}` }, f.status.replace('_', ' '))),
-          h('td', {}, f.status === 'pending' ? '…' : String(f.n_figures)),
-          h('td', {}, f.status === 'pending' ? '…' : String(f.n_tables ?? 0)),
+          h('td', { class: 'num', 'data-label': f.n_figures === 1 ? 'figure' : 'figures' }, f.status === 'pending' ? '…' : String(f.n_figures)),
+          h('td', { class: 'num', 'data-label': f.n_tables === 1 ? 'table' : 'tables' }, f.status === 'pending' ? '…' : String(f.n_tables ?? 0)),
           fileOutcome(f)))))));
     }
     return el;
