@@ -8,7 +8,7 @@ const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 // "14:05 (3 min ago)": local time (with the date when not today) and how long ago.
 const RELATIVE = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
-export function whenText(iso, now = Date.now()) {
+function whenText(iso, now = Date.now()) {
   const t = new Date(iso);
   if (Number.isNaN(t.getTime())) return '';
   const sameDay = t.toDateString() === new Date(now).toDateString();
@@ -225,8 +225,10 @@ async function renderDashboard(root, token, { signal }) {
       return h('td', { class: 'note' }, f.error ? `${f.error.replace(/ \(.*\)$/, '')} · ` : '',
         h('a', { href: `#/paper/${f.duplicate_of}`, class: 'original-paper' }, 'open the original paper →'));
     }
-    if (f.error) return h('td', { class: f.status === 'failed' ? 'err' : 'note' }, f.error);
-    return h('td', {}, f.paper_id && f.status !== 'pending' ? h('a', { href: `#/paper/${f.paper_id}`, class: 'paper-result' }, 'open paper →') : '');
+    const open = f.paper_id && (f.status === 'ok' || f.status === 'no_text')
+      ? h('a', { href: `#/paper/${f.paper_id}`, class: 'paper-result' }, 'open paper →') : null;
+    if (!f.error) return h('td', {}, open);
+    return h('td', { class: f.status === 'failed' ? 'err' : 'note' }, f.error, open ? ' · ' : null, open);
   }
 
   function addJob(j, top = false) {
@@ -257,6 +259,16 @@ async function renderDashboard(root, token, { signal }) {
     }, POLL_MS);
     timers.add(t);
   }
+
+  // "3 minutes ago" stays true while the page is open
+  (function tick() {
+    const t = setTimeout(() => {
+      timers.delete(t);
+      root.querySelectorAll('.job-times time[datetime]').forEach((el) => { el.textContent = whenText(el.getAttribute('datetime')); });
+      tick();
+    }, 30_000);
+    timers.add(t);
+  }());
 
   root.replaceChildren(
     h('div', { class: 'bar' }, h('h1', {}, 'Admin'), h('span', { style: 'margin-left:auto' }, signOut)),
