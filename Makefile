@@ -1,4 +1,4 @@
-# figsearch: `make demo` serves the UI on a generated sample collection; `make test` runs every test.
+# figsearch: `make demo` serves the UI on a sample of real papers; `make test` runs every test.
 PYTHON ?= python3.11
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -25,7 +25,7 @@ ocr:
 
 install: $(STAMP) ocr
 
-demo: $(STAMP)
+demo: $(STAMP) ocr
 	$(VENV)/bin/figsearch demo --data-dir data/demo --host 127.0.0.1 --port 8000
 
 serve: $(STAMP)

@@ -41,8 +41,14 @@ def file_rows(settings: Settings, db: Session, job: Job) -> list[dict]:
     """Per-file results of a job, shared by the admin API and `figsearch jobs` so both show the
     same names and counts. Figures and tables are those of the paper the file added (status ok
     or no_text), counted in the database; 0 for duplicates, failures and pending files. A file
-    whose paper was deleted since keeps its recorded figure count (tables unknown: 0)."""
+    whose paper was deleted since keeps its recorded figure count (tables unknown: 0). A
+    duplicate names the paper it duplicates (`duplicate_of`): the stored copy of the same file, or
+    the earlier paper of the same title."""
     files = list(job.files)
+    dup_ids = {f.paper_id for f in files if f.paper_id is not None and f.status == "duplicate"}
+    originals: dict[int, int | None] = {}
+    if dup_ids:  # a same-title duplicate has its own row pointing at the original; a same file is the original
+        originals = dict(db.execute(select(Paper.id, Paper.duplicate_of_id).where(Paper.id.in_(dup_ids))).all())
     ids = {f.paper_id for f in files if f.paper_id is not None and f.status in ("ok", "no_text")}
     counts: dict[tuple[int, str], int] = {}
     present: set[int] = set()
@@ -60,8 +66,12 @@ def file_rows(settings: Settings, db: Session, job: Job) -> list[dict]:
                 n_fig, n_tab = counts.get((f.paper_id, "figure"), 0), counts.get((f.paper_id, "table"), 0)
             else:
                 n_fig = f.n_figures
+        dup_of = None
+        if f.status == "duplicate" and f.paper_id in originals:
+            dup_of = originals[f.paper_id] or f.paper_id
         rows.append({"name": name, "status": f.status, "paper_id": f.paper_id, "n_figures": n_fig,
-                     "n_tables": n_tab, "error": public_text(settings, f.error or "")})
+                     "n_tables": n_tab, "error": public_text(settings, f.error or ""),
+                     "duplicate_of": dup_of})
     return rows
 
 

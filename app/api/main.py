@@ -31,7 +31,7 @@ from app.db.schema import Figure, Job, JobFile, Paper
 from app.db.session import session_factory
 from app.pipeline.indexing import index_root
 from app.pipeline import ingest_jobs
-from app.settings import Settings, generated_token_notice, resolve_admin_token
+from app.settings import Settings, admin_token_source, generated_token_notice, resolve_admin_token
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +159,7 @@ def create_app(settings: Settings | None = None, *,
     settings.dense and settings.search_rerank)."""
     settings = settings or Settings()
     token, generated = resolve_admin_token(settings)  # AdminTokenError: placeholder, short, or missing
+    token_source = admin_token_source(settings)  # before the resolved token is set below
     settings = settings.model_copy(update={"admin_token": token})
     if generated:
         print(generated_token_notice(settings, token), file=sys.stderr, flush=True)
@@ -206,6 +207,7 @@ def create_app(settings: Settings | None = None, *,
                   redoc_url=None, openapi_url=f"{API_PREFIX}/openapi.json", lifespan=lifespan)
     install_docs(app, app.openapi_url, app.title)  # /docs and /redoc from local assets
     app.state.settings = settings
+    app.state.admin_token_source = token_source
     app.state.session_factory = factory
     app.state.engine_holder = holder
     app.state.job_runner = runner

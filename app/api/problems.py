@@ -38,6 +38,17 @@ def _loc(err: dict) -> str:
     return ".".join(loc) or "request"
 
 
+def _message(err: dict) -> str:
+    """One error in words. A missing form field is named with how to send it, since a client that
+    sent the file under another name (`file`) otherwise reads only 'Field required'."""
+    loc = list(err.get("loc", ()))
+    if err.get("type") == "missing" and len(loc) == 2 and loc[0] == "body":
+        name = loc[1]
+        return (f"the multipart/form-data field '{name}' is missing (a file goes in it as "
+                f"curl -F '{name}=@FILE'; other field names are ignored)")
+    return f"{_loc(err)}: {err['msg']}"
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_problem(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -53,7 +64,7 @@ def install(app: FastAPI) -> None:
     async def validation_problem(_request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
                   for e in exc.errors()]
-        detail = "; ".join(f"{_loc(e)}: {e['msg']}" for e in errors[:5]) or "invalid request"
+        detail = "; ".join(_message(e) for e in errors[:5]) or "invalid request"
         return problem_response(422, detail, errors=errors)
 
     @app.exception_handler(Exception)

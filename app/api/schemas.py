@@ -208,6 +208,7 @@ class JobFileOut(BaseModel):
     n_figures: int = Field(0, description="Figures of the paper this file added (0 unless ok or no_text).")
     n_tables: int = Field(0, description="Tables of the paper this file added (0 unless ok or no_text).")
     error: str = ""
+    duplicate_of: int | None = Field(None, description="A duplicate: the paper of the collection it duplicates.")
 
 
 class JobOut(BaseModel):
@@ -275,3 +276,7 @@ class Info(BaseModel):
     image_types: list[str]
     allow_server_paths: bool
     distributed: bool
+    admin_token_source: Literal["environment", "data_dir"] = Field("environment", description=(
+        "Where the admin token comes from: the server's FIGSEARCH_ADMIN_TOKEN, or (embedded mode "
+        "without it) the token generated into its data dir, which `figsearch admin-token --data-dir "
+        "DIR` prints."))

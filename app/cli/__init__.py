@@ -194,18 +194,45 @@ def ingest(paths: Optional[list[Path]] = typer.Argument(None, help="PDF files, f
         typer.echo(f"  FAILED {name}: {err}")
 
 
+def _program() -> str:
+    """How to call this CLI again: `figsearch` when that is what the shell finds, else the path
+    it was started by (`.venv/bin/figsearch` after `make`, the venv not activated)."""
+    import os
+    import shutil
+
+    argv0 = Path(sys.argv[0])
+    if argv0.name != "figsearch":
+        return "figsearch"
+    found = shutil.which("figsearch")
+    if found and Path(found).resolve() == argv0.resolve():
+        return "figsearch"
+    rel = os.path.relpath(argv0.absolute())
+    return str(argv0.absolute()) if rel.startswith("..") else rel
+
+
 @cli.command("admin-token")
 def admin_token(data_dir: Optional[Path] = DataDir) -> None:
     """Print the admin token of this data dir (FIGSEARCH_ADMIN_TOKEN when set; otherwise the one
-    embedded mode generated, generating it now if the server never ran)."""
-    from app.settings import AdminTokenError, resolve_admin_token
+    embedded mode generated). A data dir without a collection gets no token: the command says
+    which data dir it read and how to name another."""
+    from app.settings import AdminTokenError, admin_token_path, has_collection, resolve_admin_token
 
     settings = _settings(data_dir)
+    create = has_collection(settings)  # a collection's server will read the token stored here
+    if not create and not settings.admin_token and not settings.distributed and not admin_token_path(settings).exists():
+        typer.echo(f"error: {settings.data_dir} holds no figsearch collection and no server has run there, "
+                   "so it has no admin token. Name the server's data dir with --data-dir DIR or "
+                   f"FIGSEARCH_DATA_DIR (`make demo` uses data/demo: `{_program()} admin-token --data-dir data/demo`).",
+                   err=True)
+        raise typer.Exit(1)
     try:
-        token, _ = resolve_admin_token(settings)
+        token, generated = resolve_admin_token(settings, create=create)
     except AdminTokenError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2)
+    origin = "FIGSEARCH_ADMIN_TOKEN" if settings.admin_token else str(admin_token_path(settings))
+    typer.echo(f"admin token of data dir {settings.data_dir} ({'generated now in ' if generated else 'from '}{origin})",
+               err=True)
     typer.echo(token)
 
 
@@ -571,26 +598,42 @@ def make_demo_collection(out: Path = typer.Argument(..., help="Folder for the ge
 @cli.command()
 def demo(data_dir: Optional[Path] = DataDir,
          host: str = typer.Option("127.0.0.1", "--host"), port: int = typer.Option(8000, "--port"),
-         n: int = typer.Option(12, "--n", help="Papers in the generated sample collection."),
+         generated: int = typer.Option(0, "--generated", min=0,
+                                       help="Also generate and ingest this many synthetic papers."),
          no_serve: bool = typer.Option(False, "--no-serve", help="Prepare the collection, do not serve.")) -> None:
-    """Generate and ingest the sample collection (first run only), then serve the UI."""
-    from app.demo.generate import generate_collection
+    """Ingest the sample collection (first run only: real NAACL 2024 papers shipped with figsearch,
+    one of them as a scan-like copy), then serve the UI."""
+    import shutil
+
+    from app.demo.sample import prepare_sample
     from app.pipeline import ingest_jobs
 
     settings = _settings(data_dir or Path("./data/demo"))
     settings.ensure_dirs()
     marker = settings.data_dir / ".demo-ready"
     if not marker.exists():
+        t0 = time.monotonic()
         src = settings.data_dir / "demo-pdfs"
-        typer.echo(f"generating {n} sample papers in {src} ...")
-        generate_collection(src, n_papers=n, seed=0)
-        job_id = ingest_jobs.prepare_job([src], settings)
+        files = prepare_sample(src)
+        if generated:
+            from app.demo.generate import generate_collection
+
+            files += generate_collection(src / "generated", n_papers=generated, seed=0)
+        if shutil.which("tesseract") is None:
+            typer.echo("warning: tesseract is not installed (`make ocr`), so the scanned sample paper "
+                       "will not be read", err=True)
+        typer.echo(f"ingesting {len(files)} sample papers from {src} (the first start only) ...")
+        job_id = ingest_jobs.prepare_job(files, settings)
         ingest_jobs.run_job_embedded(settings, job_id, workers=settings.ingest_workers)
         c = ingest_jobs.summarise(settings, job_id)
-        typer.echo(f"sample collection: {c.counts['ok']} papers, {c.n_figures} figures")
+        typer.echo(f"sample collection: {c.counts['ok']} papers, {c.n_figures} figures "
+                   f"in {time.monotonic() - t0:.0f} s")
         marker.write_text(job_id)
     if no_serve:
         return
+    from app.settings import admin_token_command
+
+    typer.echo(f"admin page: http://{host}:{port}/#/admin; its token: `{admin_token_command(settings, _program())}`")
     serve(data_dir=settings.data_dir, host=host, port=port)
 
 
@@ -612,7 +655,7 @@ def serve(data_dir: Optional[Path] = DataDir,
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2)
     if generated:
-        typer.echo(generated_token_notice(settings, token), err=True)
+        typer.echo(generated_token_notice(settings, token, _program()), err=True)
     os.environ["FIGSEARCH_DATA_DIR"] = str(settings.data_dir)
     typer.echo(f"serving http://{host}:{port}/ (data dir {settings.data_dir})")
     uvicorn.run("app.api.main:create_app", factory=True, host=host, port=port, log_level="info",

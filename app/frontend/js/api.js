@@ -41,3 +41,8 @@ export function serverInfo() {
   if (!infoPromise) infoPromise = api('info').catch((e) => { infoPromise = null; throw e; });
   return infoPromise;
 }
+
+// The admin token of this tab (set by signing in on the admin page; other pages show admin
+// controls when it is there).
+export const ADMIN_TOKEN_KEY = 'figsearch.adminToken';
+export function adminToken() { return sessionStorage.getItem(ADMIN_TOKEN_KEY); }

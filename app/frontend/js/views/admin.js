@@ -1,9 +1,53 @@
-// Admin: token login (sessionStorage), upload PDFs/zips, progress per job, index refresh, delete.
-import { api, serverInfo, ApiError } from '../api.js';
+// Admin: token login (sessionStorage), upload PDFs/zips, progress per job, index refresh. Papers
+// are removed from their own page (views/paper.js), which shows the control to a signed-in admin.
+import { api, serverInfo, ApiError, ADMIN_TOKEN_KEY as KEY } from '../api.js';
 import { h, notice, empty, setTitle, dropZone, mb, loading } from '../ui.js';
 
-const KEY = 'figsearch.adminToken';
 const POLL_MS = 1000;
+const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+// "14:05 (3 min ago)": local time (with the date when not today) and how long ago.
+const RELATIVE = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
+function whenText(iso, now = Date.now()) {
+  const t = new Date(iso);
+  if (Number.isNaN(t.getTime())) return '';
+  const sameDay = t.toDateString() === new Date(now).toDateString();
+  const local = t.toLocaleString(undefined, sameDay ? { hour: '2-digit', minute: '2-digit' }
+    : { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+  const s = Math.round((t.getTime() - now) / 1000);
+  const [v, unit] = Math.abs(s) < 60 ? [s, 'second'] : Math.abs(s) < 3600 ? [Math.round(s / 60), 'minute']
+    : Math.abs(s) < 86400 ? [Math.round(s / 3600), 'hour'] : [Math.round(s / 86400), 'day'];
+  return `${local} (${Math.abs(s) < 10 ? 'just now' : RELATIVE.format(v, unit)})`;
+}
+
+function duration(a, b) {
+  const s = Math.max(0, Math.round((new Date(b) - new Date(a)) / 1000));
+  return s < 90 ? `${s} s` : s < 5400 ? `${Math.round(s / 60)} min` : `${(s / 3600).toFixed(1)} h`;
+}
+
+// The job's times as a line: when it was started, and when it finished (and how long it took).
+function jobTimes(j) {
+  if (!j.created_at) return null;
+  const parts = [h('span', {}, 'started ', h('time', { datetime: j.created_at, title: new Date(j.created_at).toString() }, whenText(j.created_at)))];
+  if (j.finished_at) {
+    parts.push(h('span', {}, ' · finished ', h('time', { datetime: j.finished_at, title: new Date(j.finished_at).toString() }, whenText(j.finished_at)),
+      ` · took ${duration(j.started_at || j.created_at, j.finished_at)}`));
+  }
+  return h('div', { class: 'muted small job-times' }, parts);
+}
+
+// Where the token comes from, in the mode this server runs in.
+function tokenHelp(info) {
+  if (info && info.admin_token_source === 'data_dir') {
+    return h('div', { class: 'muted small', id: 'token-help' },
+      h('p', {}, 'This server generated its token on first start (embedded mode without FIGSEARCH_ADMIN_TOKEN) and printed it in its log. On the server, this prints it again:'),
+      h('pre', { class: 'cmd' }, 'figsearch admin-token --data-dir DATA_DIR'),
+      h('p', {}, 'with the server\'s data dir. For ', h('code', {}, 'make demo'), ': ', h('code', {}, '.venv/bin/figsearch admin-token --data-dir data/demo'), '.'));
+  }
+  const mode = info && info.distributed ? 'distributed mode: every API process has the same one' : 'set when the server was started';
+  return h('div', { class: 'muted small', id: 'token-help' },
+    h('p', {}, `The token is the server's FIGSEARCH_ADMIN_TOKEN (${mode}); ask whoever runs the server.`));
+}
 
 export async function renderAdmin(root, ctx) {
   setTitle('Admin');
@@ -26,11 +70,13 @@ function renderLogin(root, ctx, message) {
   const input = h('input', { type: 'password', id: 'admin-token', autocomplete: 'current-password', required: true, placeholder: 'Admin token' });
   const msg = h('div', {}, message ? notice(message, 'warn') : null);
   const btn = h('button', { class: 'btn btn-primary', type: 'submit', id: 'login' }, 'Sign in');
-  const form = h('form', { class: 'panel', style: 'max-width:440px' },
-    h('h1', {}, 'Admin sign-in'),
-    h('p', { class: 'muted small' }, 'The token is the server\'s FIGSEARCH_ADMIN_TOKEN. It is kept in this tab only.'),
+  const help = h('div', {});
+  const form = h('form', { class: 'panel', style: 'max-width:520px' },
+    h('h1', {}, 'Admin sign-in'), help,
     h('label', { class: 'field', for: 'admin-token' }, 'Token'), input,
+    h('p', { class: 'muted small' }, 'The token is kept in this tab only.'),
     h('div', { class: 'row', style: 'margin-top:12px' }, btn), msg);
+  serverInfo().then((info) => help.replaceChildren(tokenHelp(info)), () => help.replaceChildren(tokenHelp(null)));
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     const t = input.value.trim();
@@ -119,7 +165,7 @@ async function renderDashboard(root, token, { signal }) {
       const r = await fetch('/readyz', { signal }).then((x) => x.json());
       indexVersion = r.index.version;
       idxState.textContent = r.index.loaded
-        ? `Index ${r.index.version}: ${r.index.n_figures} figures${r.index.has_vectors ? ', with embeddings' : ''}.`
+        ? `Index ${r.index.version}: ${plural(r.index.n_figures, 'figure')}, ${plural(r.index.n_tables ?? 0, 'table')}${r.index.has_vectors ? ', with embeddings' : ''}.`
         : (r.index.reason || 'No index.');
     } catch (err) { if (err.name !== 'AbortError') idxState.textContent = 'Index state unavailable.'; }
   }
@@ -133,27 +179,13 @@ async function renderDashboard(root, token, { signal }) {
     } catch (err) { if (err.name !== 'AbortError') idxMsg.replaceChildren(notice(err.message, 'error')); }
     finally { reindexBtn.disabled = false; }
   });
-  const delInput = h('input', { type: 'number', min: '1', id: 'delete-id', placeholder: 'Paper id', 'aria-label': 'Paper id to delete' });
-  const delMsg = h('div', {});
-  const delBtn = h('button', { class: 'btn btn-danger', type: 'submit' }, 'Delete paper');
-  const delForm = h('form', { class: 'row', style: 'margin-top:8px' }, delInput, delBtn);
-  delForm.addEventListener('submit', async (e) => {
-    e.preventDefault();
-    const id = Number(delInput.value);
-    if (!id) return;
-    if (!window.confirm(`Delete paper ${id}, its figures and files? This cannot be undone.`)) return;
-    try {
-      const r = await api(`admin/papers/${id}`, { method: 'DELETE', token, signal });
-      delMsg.replaceChildren(notice(`Paper ${id} deleted (${r.deleted_figures} figures); the index is being refreshed.`, 'ok'));
-      delInput.value = '';
-      watchIndex();
-    } catch (err) { if (err.name !== 'AbortError') delMsg.replaceChildren(notice(err.message, 'error')); }
-  });
   const signOut = h('button', { class: 'btn', type: 'button', id: 'sign-out' }, 'Sign out');
   signOut.addEventListener('click', () => { sessionStorage.removeItem(KEY); renderLogin(root, { signal }); });
 
   const tools = h('div', { class: 'panel' }, h('h3', {}, 'Search index'), idxState, reindexBtn, idxMsg,
-    h('h3', { style: 'margin-top:18px' }, 'Remove a paper'), h('p', { class: 'muted small' }, 'The id is in the paper\'s address (#/paper/ID).'), delForm, delMsg);
+    h('h3', { style: 'margin-top:18px' }, 'Remove a paper'),
+    h('p', { class: 'muted small', id: 'remove-help' }, 'Open the paper (', h('a', { href: '#/papers' }, 'Papers'),
+      ' or a job\'s “open paper” link) and choose “Remove paper” under its title; it asks before removing anything.'));
 
   // ---- jobs
   const jobsBox = h('div', { id: 'jobs' });
@@ -170,6 +202,7 @@ async function renderDashboard(root, token, { signal }) {
         h('span', {}, h('span', { class: `badge ${j.status}` }, j.status), ' ', h('span', { class: 'muted small' }, `${j.done} / ${j.total} files`))),
       h('div', { class: `progress ${state}`, role: 'progressbar', 'aria-valuemin': '0', 'aria-valuemax': String(j.total), 'aria-valuenow': String(j.done), 'aria-label': 'Job progress' },
         h('span', { style: `width:${pct}%` })),
+      jobTimes(j),
       counts ? h('div', { class: 'muted small' }, counts) : null,
       j.error ? notice(j.error, 'error') : null);
     if (j.files && j.files.length) {
@@ -178,12 +211,24 @@ async function renderDashboard(root, token, { signal }) {
         h('tbody', {}, j.files.map((f) => h('tr', {},
           h('td', { class: 'name' }, f.name),
           h('td', {}, h('span', { class: `badge ${f.status}` }, f.status.replace('_', ' '))),
-          h('td', {}, f.status === 'pending' ? '…' : String(f.n_figures)),
-          h('td', {}, f.status === 'pending' ? '…' : String(f.n_tables ?? 0)),
-          f.error ? h('td', { class: 'err' }, f.error)
-            : h('td', {}, f.paper_id && f.status !== 'pending' ? h('a', { href: `#/paper/${f.paper_id}`, class: 'paper-result' }, 'open paper →') : '')))))));
+          h('td', { class: 'num', 'data-label': f.n_figures === 1 ? 'figure' : 'figures' }, f.status === 'pending' ? '…' : String(f.n_figures)),
+          h('td', { class: 'num', 'data-label': f.n_tables === 1 ? 'table' : 'tables' }, f.status === 'pending' ? '…' : String(f.n_tables ?? 0)),
+          fileOutcome(f)))))));
     }
     return el;
+  }
+
+  // The last column: the paper a file added, the paper a duplicate repeats, or why a file failed
+  // (red) or was skipped (neutral: not a PDF is no fault).
+  function fileOutcome(f) {
+    if (f.status === 'duplicate' && f.duplicate_of) {
+      return h('td', { class: 'note' }, f.error ? `${f.error.replace(/ \(.*\)$/, '')} · ` : '',
+        h('a', { href: `#/paper/${f.duplicate_of}`, class: 'original-paper' }, 'open the original paper →'));
+    }
+    const open = f.paper_id && (f.status === 'ok' || f.status === 'no_text')
+      ? h('a', { href: `#/paper/${f.paper_id}`, class: 'paper-result' }, 'open paper →') : null;
+    if (!f.error) return h('td', {}, open);
+    return h('td', { class: f.status === 'failed' ? 'err' : 'note' }, f.error, open ? ' · ' : null, open);
   }
 
   function addJob(j, top = false) {
@@ -214,6 +259,16 @@ async function renderDashboard(root, token, { signal }) {
     }, POLL_MS);
     timers.add(t);
   }
+
+  // "3 minutes ago" stays true while the page is open
+  (function tick() {
+    const t = setTimeout(() => {
+      timers.delete(t);
+      root.querySelectorAll('.job-times time[datetime]').forEach((el) => { el.textContent = whenText(el.getAttribute('datetime')); });
+      tick();
+    }, 30_000);
+    timers.add(t);
+  }());
 
   root.replaceChildren(
     h('div', { class: 'bar' }, h('h1', {}, 'Admin'), h('span', { style: 'margin-left:auto' }, signOut)),

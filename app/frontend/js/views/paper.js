@@ -2,6 +2,7 @@
 // the paper list.
 import { api } from '../api.js';
 import { h, append, loading, empty, figureCard, gridKeys, setTitle } from '../ui.js';
+import { removeControl } from './paper_remove.js';
 
 function paperList(items, none) {
   if (!items.length) return h('p', { class: 'muted' }, none);
@@ -47,7 +48,8 @@ export async function renderPaper(root, id, params, { signal }) {
         p.source ? h('span', { class: 'source-file', title: 'Source file' }, p.source) : null,
         p.pdf_url ? h('a', { href: p.pdf_url, target: '_blank', rel: 'noopener', id: 'paper-pdf' }, 'Open the PDF ↗') : null),
       p.error ? h('p', { class: 'muted small' }, p.error) : null,
-      p.abstract ? h('p', { class: 'abstract' }, p.abstract) : null),
+      p.abstract ? h('p', { class: 'abstract' }, p.abstract) : null,
+      removeControl(p, figs.length, tables.length, signal)),
     h('div', { class: 'section-head' }, h('h2', {}, 'Figures'), orderSwitch),
     figs.length ? grid : empty('No figures were found in this paper.', ''),
     tables.length ? h('h2', {}, 'Tables') : null,
