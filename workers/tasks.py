@@ -50,7 +50,7 @@ def ingest_pdf(self, job_file_id: int, cfg: dict | None = None) -> dict:
             outcome = pipeline.record_outcome(settings, job_file_id, None, f"timed out after {soft:g} s")
         finally:
             liveness.release(r, job_file_id, holder)
-    else:  # finished before (a duplicate) or failed for killing workers: held by nobody now
+    else:  # failed here for having killed FIGSEARCH_MAX_DELIVERIES workers: held by nobody now
         liveness.forget(liveness.client(settings.broker_url), job_file_id)
     if outcome.job_finished:
         with pipeline.session_scope(settings.db_url) as s:
