@@ -36,7 +36,7 @@ class Settings(BaseSettings):
                              "from the per-file limits: the longest a file may take (FILE_TIMEOUT_S + "
                              "OCR_SECONDS_PER_PAGE x MAX_PAGES) + 90 s, 2,610 s by default, so a slow file is "
                              "never handed out twice. Workers that die outright are noticed sooner: their "
-                             "heartbeat stops and a live worker re-sends their files within about 20 s.")
+                             "heartbeat stops and a live worker re-sends their files within about 35 s.")
 
     # ingestion limits: a bad file must never stall or sink a batch
     max_pages: int = Field(300, ge=1, description="PDFs with more pages are refused.")

@@ -2,7 +2,6 @@
 several API processes. Every scenario ends with every paper stored exactly once."""
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -10,7 +9,6 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx
 import pytest

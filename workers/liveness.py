@@ -4,8 +4,9 @@ A task whose worker dies outright is only redelivered by Redis after the broker'
 timeout, which must be longer than the longest task (an OCR-heavy file may run for many minutes).
 So a lost worker is noticed here instead, in seconds:
 
-- every worker's main process keeps a heartbeat key `figsearch:alive:<host>:<pid>` (expires
-  HEARTBEAT_TTL_S after its last refresh, so a SIGKILLed worker's key vanishes on its own);
+- every worker's main process keeps a heartbeat key `figsearch:alive:<host>:<pid>` (refreshed
+  every HEARTBEAT_EVERY_S, expiring HEARTBEAT_TTL_S after the last refresh, so a SIGKILLed
+  worker's key vanishes on its own);
 - a task that takes a job file records it in the hash `figsearch:held` (holder = its worker's
   main process, the job, the file name, the task's data-dir config and time limit) and removes
   it when done;
@@ -31,7 +32,7 @@ from typing import Callable
 log = logging.getLogger(__name__)
 
 HEARTBEAT_EVERY_S = 5.0
-HEARTBEAT_TTL_S = 15
+HEARTBEAT_TTL_S = 30  # a main process starved for this long on a loaded machine still counts as alive
 REAP_EVERY_S = 5.0
 ALIVE = "figsearch:alive:"
 HELD = "figsearch:held"
@@ -49,13 +50,19 @@ def holder_id() -> str | None:
     return f"{socket.gethostname()}:{_main_pid}" if _main_pid is not None else None
 
 
+_clients: dict[str, object] = {}
+
+
 def client(broker_url: str):
-    """A Redis client on the broker, or None for other brokers (no liveness there)."""
+    """A Redis client on the broker (one per URL and process), or None for other brokers (no
+    liveness there)."""
     if not broker_url.startswith(("redis://", "rediss://", "unix://")):
         return None
-    import redis
+    if broker_url not in _clients:
+        import redis
 
-    return redis.Redis.from_url(broker_url, socket_timeout=5, socket_connect_timeout=5)
+        _clients[broker_url] = redis.Redis.from_url(broker_url, socket_timeout=5, socket_connect_timeout=5)
+    return _clients[broker_url]
 
 
 def alive(r, holder: str) -> bool:

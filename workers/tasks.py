@@ -50,7 +50,7 @@ def ingest_pdf(self, job_file_id: int, cfg: dict | None = None) -> dict:
             outcome = ingest_jobs.record_outcome(settings, job_file_id, None, f"timed out after {soft:g} s")
         finally:
             liveness.release(r, job_file_id, holder)
-    else:  # finished before (a duplicate) or failed for killing workers: held by nobody now
+    else:  # failed here for having killed FIGSEARCH_MAX_DELIVERIES workers: held by nobody now
         liveness.forget(liveness.client(settings.broker_url), job_file_id)
     if outcome.job_finished:
         with ingest_jobs.session_scope(settings.db_url) as s:
@@ -62,9 +62,23 @@ def ingest_pdf(self, job_file_id: int, cfg: dict | None = None) -> dict:
             "error": outcome.error}
 
 
-def send_file(job_file_id: int, cfg: dict, limit: float) -> None:
-    """Queue one job file (scanned pages need OCR time: the limit grows with them)."""
-    ingest_pdf.apply_async((job_file_id, cfg), soft_time_limit=limit, time_limit=limit + 30)
+def send_file(job_file_id: int, cfg: dict, limit: float, via=None) -> None:
+    """Queue one job file (scanned pages need OCR time: the limit grows with them), through the
+    Celery app `via` (default: this process's)."""
+    (via or app).send_task("figsearch.ingest_pdf", args=(job_file_id, cfg), soft_time_limit=limit,
+                           time_limit=limit + 30)
+
+
+_submitters: dict[str, object] = {}
+
+
+def _submitter(settings: Settings):
+    """A Celery app on the submitter's broker (its settings may differ from the environment)."""
+    from workers import make_celery
+
+    if settings.broker_url not in _submitters:
+        _submitters[settings.broker_url] = make_celery(settings)
+    return _submitters[settings.broker_url]
 
 
 def enqueue_job(settings: Settings, job_id: str) -> int:
@@ -73,13 +87,14 @@ def enqueue_job(settings: Settings, job_id: str) -> int:
     those are re-sent). A job without pending files is finished by a worker. Idempotent: files
     queued twice are ingested once."""
     cfg = task_config(settings)
+    via = _submitter(settings)
     files = ingest_jobs.pending_files(settings, job_id)
     ingest_jobs.mark_running(settings, job_id)
     if not files:
-        ingest_collection.delay(job_id, cfg)
+        via.send_task("figsearch.ingest_collection", args=(job_id, cfg))
         return 0
     for jf_id, _name, path in files:
-        send_file(jf_id, cfg, ingest_jobs.file_time_limit(settings, path))
+        send_file(jf_id, cfg, ingest_jobs.file_time_limit(settings, path), via)
     return len(files)
 
 

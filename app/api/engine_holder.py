@@ -172,7 +172,7 @@ class EngineHolder:
             w = read_w(self.root)
             if w is not None:
                 eng.w = w
-        except Exception as exc:
+        except Exception:
             log.exception("cannot load index version %s", version)
             with self._lock:
                 self._bad.add(version)
