@@ -1,6 +1,9 @@
 """Tests for app.ingest.mentions and the sentence splitter."""
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from app.ingest.mentions import find_mentions, mentioned_numbers
@@ -92,3 +95,33 @@ def test_splitter_splits_real_boundaries():
 
 def test_splitter_quotes_and_newlines():
     assert split_sentences('He said "stop." Then left.\nNext para.') == ['He said "stop."', "Then left.", "Next para."]
+
+
+# Real papers whose caption text used to leak into the body text: a caption's second block, or
+# a caption printed in the flow of a column, became body sentences and the context of mentions.
+NAACL = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "naacl2024"
+LEAKY_PAPERS = ["052faf8a14c4", "02f1b819d5ff", "040f59eb5a52"]
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+@pytest.mark.parametrize("folder", LEAKY_PAPERS)
+def test_caption_lines_never_enter_body_sentences_of_real_papers(folder, tmp_path):
+    """No body sentence and no mention (sentence, sentence before, sentence after) is a sentence
+    of a caption of the paper; every mention sentence still names the figure it is attached to."""
+    from app.ingest.extract import extract_pdf
+    from app.search.explain import sentences
+
+    pdf = NAACL / folder / "paper.pdf"
+    if not pdf.exists():
+        pytest.skip("shared corpus not available")
+    r = extract_pdf(pdf, tmp_path)
+    assert r.status == "ok" and r.figures
+    caption_sentences = {_norm(s) for f in r.figures for s in sentences(f.caption or "") if len(s.split()) >= 6}
+    leaked = [s for s in r.paper.sentences if _norm(s) in caption_sentences]
+    assert leaked == []
+    in_mentions = [p for m in r.mentions for p in (m.before, m.sentence, m.after) if p and _norm(p) in caption_sentences]
+    assert in_mentions == []
+    assert all((m.kind, m.number) in mentioned_numbers([m.sentence]) for m in r.mentions)
