@@ -125,3 +125,15 @@ def test_caption_lines_never_enter_body_sentences_of_real_papers(folder, tmp_pat
     in_mentions = [p for m in r.mentions for p in (m.before, m.sentence, m.after) if p and _norm(p) in caption_sentences]
     assert in_mentions == []
     assert all((m.kind, m.number) in mentioned_numbers([m.sentence]) for m in r.mentions)
+
+
+def test_context_about_another_figure_is_left_out():
+    """The sentence after a mention of Figure 3 that is about Figure 4 is not Figure 3's context;
+    one about no figure, or about Figure 3 too, is."""
+    sents = ["We train for ten epochs.", "Figure 3 plots the loss.", "Figure 4 is a heatmap of the attention.",
+             "Figures 3 and 4 agree.", "Nothing else changes."]
+    got = {(m.number, m.sentence): (m.before, m.after) for m in find_mentions(sents)}
+    assert got[(3, "Figure 3 plots the loss.")] == ("We train for ten epochs.", "")
+    assert got[(4, "Figure 4 is a heatmap of the attention.")] == ("", "Figures 3 and 4 agree.")
+    assert got[(3, "Figures 3 and 4 agree.")] == ("", "Nothing else changes.")
+    assert got[(4, "Figures 3 and 4 agree.")] == ("Figure 4 is a heatmap of the attention.", "Nothing else changes.")

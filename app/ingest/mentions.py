@@ -66,7 +66,10 @@ def _refs_in(sentence: str) -> list[tuple[str, int]]:
 
 
 def find_mentions(sentences: list[str]) -> list[MentionRecord]:
-    """One record per (kind, number, sentence) for every figure/table reference."""
+    """One record per (kind, number, sentence) for every figure/table reference. The sentences
+    before and after are its context, except one that refers to other figures or tables and not
+    to this one: it is about them ("Figure 4 shows ..." after a mention of Figure 3), and would
+    make this figure match their words."""
     out: list[MentionRecord] = []
     n = len(sentences)
     for i, s in enumerate(sentences):
@@ -77,8 +80,12 @@ def find_mentions(sentences: list[str]) -> list[MentionRecord]:
             continue
         before = sentences[i - 1] if i > 0 else ""
         after = sentences[i + 1] if i + 1 < n else ""
+        before_refs, after_refs = _refs_in(before), _refs_in(after)
         for kind, num in refs:
-            out.append(MentionRecord(kind=kind, number=num, sentence=s, before=before, after=after, position=i))
+            out.append(MentionRecord(
+                kind=kind, number=num, sentence=s, position=i,
+                before=before if not before_refs or (kind, num) in before_refs else "",
+                after=after if not after_refs or (kind, num) in after_refs else ""))
     return out
 
 
