@@ -165,6 +165,9 @@ def test_spelling_leaves_english_words_alone_and_needs_a_close_frequent_word():
     assert eng.spelling_suggestion("heatmpa") == "heatmap"
     assert eng.spelling_suggestion("outlie") is None  # English word: left alone
     assert eng.spelling_suggestion("outlierz") is None  # "outlier" is in one caption only
+    # a word of the figure types' names is understood in any collection
+    assert eng.spelling_suggestion("histogrma", understood={"histogram"}) == "histogram"
+    assert eng.spelling_suggestion("outlierz", understood={"histogram"}) is None
 
 
 def test_spelling_vocabulary_is_built_once_even_when_prepared_concurrently():

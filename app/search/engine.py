@@ -24,7 +24,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, NamedTuple, Sequence
+from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -433,22 +433,24 @@ class SearchEngine:
     # words of at most this many captions (evenly spread) make the spelling vocabulary
     spelling_captions = 200_000
 
-    def spelling_suggestion(self, query: str) -> str | None:
-        """The query with each misspelt word replaced by a close, frequent word its captions use
-        (spelling.py). A word the collection knows or an ordinary English word is never replaced
-        ("recall" in a collection without it stays "recall": nothing matches, and the page says
-        so). None when no word is replaced, or when a misspelt word has no close spelling (a
+    def spelling_suggestion(self, query: str, understood: Iterable[str] = ()) -> str | None:
+        """The query with each misspelt word replaced by a close, frequent word its captions use,
+        or by one of the `understood` words (the figure-type names a search understands in any
+        collection; spelling.py). A word the collection knows or an ordinary English word is never
+        replaced ("recall" in a collection without it stays "recall": nothing matches, and the page
+        says so). None when no word is replaced, or when a misspelt word has no close spelling (a
         keyboard mash stays unmatched)."""
         known = self.lexical().term_ids
         english = english_words()
+        understood = frozenset(understood)
         out, changed = [], False
         for word in query.split():
             w = word.lower().strip(".,;:!?()[]\"'")
             if all(t in known for t in analyze(word)) or w in english or not w.isalpha():
                 out.append(word)
                 continue
-            near = closest_word(w, self._spelling_words())
-            if near is None or not all(t in known for t in analyze(near)):
+            near = closest_word(w, self._spelling_words(), understood)
+            if near is None or not (near in understood or all(t in known for t in analyze(near))):
                 return None
             out.append(near)
             changed = True
@@ -461,9 +463,9 @@ class SearchEngine:
         english_words()
 
     def _spelling_words(self) -> dict[tuple[str, int], dict[str, int]]:
-        """Caption words (letters only, 3+ long), each with the number of figures whose text
-        holds its stem (how frequent it is in the collection), by (first letter, length), built
-        once, on first use or by `prepare_spelling`."""
+        """Caption words (letters only, 3+ long), each with how often the figure texts use its
+        stem (captions, mentions, cells: how frequent it is in the collection), by (first letter,
+        length), built once, on first use or by `prepare_spelling`."""
         with self._spelling_lock:
             if self._spelling is None:
                 words: set[str] = set()
@@ -471,12 +473,13 @@ class SearchEngine:
                 for row in range(0, n, max(1, n // self.spelling_captions)):
                     words.update(w for w in _WORD_RE.findall(self.captions[row].lower()) if len(w) >= 3)
                 lex = self.lexical()
-                known, df = lex.term_ids, lex.df
+                known = lex.term_ids
+                uses = np.bincount(lex.row_terms, weights=lex.row_tf, minlength=len(lex.vocab))
                 index: dict[tuple[str, int], dict[str, int]] = {}
                 for w in sorted(words):
                     stems = analyze(w)
                     if len(stems) == 1 and stems[0] in known:
-                        index.setdefault((w[0], len(w)), {})[w] = int(df[known[stems[0]]])
+                        index.setdefault((w[0], len(w)), {})[w] = int(uses[known[stems[0]]])
                 self._spelling = index
             return self._spelling
 
