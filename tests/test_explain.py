@@ -63,8 +63,10 @@ def test_snippet_never_describes_another_figure():
     assert best_sentence("domain", caption, body, about=("figure", 5)) is None
 
 
-def test_a_sentence_shown_above_counts_half():
+def test_a_sentence_shown_above_is_not_repeated():
     body = ["Error bars are omitted for clarity.", "The bar chart compares clicks per error type."]
     first = best_sentence("bar error", "Figure 1: x", body, about=("figure", 1))
     again = best_sentence("bar error", "Figure 1: x", body, about=("figure", 1), seen={first["text"]})
     assert first["text"] != again["text"]
+    generic = "Figure 2: Clicks per day. Error bars are omitted for clarity."
+    assert best_sentence("bar", generic, [], seen={"Error bars are omitted for clarity."}) is None

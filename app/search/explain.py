@@ -119,16 +119,16 @@ def best_sentence(query: str, caption: str, body: Sequence[str],
     cells) sharing the most (idf-weighted) query terms; the caption's best sentence only when no
     other text matches, as the card shows the caption already. A body sentence that names other
     figures or tables but not this one (`about`: kind, number) describes another figure and is
-    never chosen; a sentence in `seen` (shown under an earlier result) counts half, so one generic
-    sentence does not become every result's snippet. None if nothing matches.
+    never chosen; nor is a sentence in `seen` (shown under an earlier result), so one generic
+    sentence ("Error bars are omitted for clarity.") is not every result's snippet. None if
+    nothing else matches.
     Returns {"text", "source": "caption" | "body" | "table", "highlights": [[start, end], ...]}."""
     q = set(analyze(query))
     if not q:
         return None
 
     def score(s: str) -> float:
-        total = sum((idf or {}).get(t, 1.0) for t in q & set(analyze(s)))
-        return total / 2 if s in seen else total
+        return 0.0 if s in seen else sum((idf or {}).get(t, 1.0) for t in q & set(analyze(s)))
 
     best = None
     for source, texts in (("body", [s for t in body for s in sentences(t) if _about(s, about)]),
