@@ -8,6 +8,7 @@ the sha256 alone.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -42,6 +43,19 @@ def stored_pdf(data_dir: Path, sha256: str | None) -> Path | None:
     except ValueError:
         return None
     return p if p.is_file() else None
+
+
+@functools.lru_cache(maxsize=4096)
+def first_page_text(path: Path) -> str:
+    """The text of a stored PDF's first page (where venue lines are printed); "" when unreadable.
+    Stored PDFs never change (named by content hash), so the answer is kept."""
+    import pymupdf
+
+    try:
+        with pymupdf.open(path) as doc:
+            return doc[0].get_text() if doc.page_count else ""
+    except Exception:  # noqa: BLE001 - a damaged file has no venue to read
+        return ""
 
 
 def store_pdf(data_dir: Path, src: Path, sha256: str) -> Path:

@@ -25,7 +25,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.ingest.extract import Limits, extract_pdf  # noqa: E402
-from app.ingest.labels import LABEL_PREFIX_RE  # noqa: E402
+from app.labels import LABEL_PREFIX_RE  # noqa: E402
 
 
 def _norm(caption: str) -> str:

@@ -29,7 +29,7 @@ import pymupdf  # noqa: E402
 from PIL import Image, ImageDraw  # noqa: E402
 
 from app.ingest.figures import extract_figures  # noqa: E402
-from app.ingest.labels import CAPTION_RE  # noqa: E402
+from app.labels import CAPTION_RE  # noqa: E402
 
 # "Figure 3", "Fig. 3b", "Figure 3(a)", "Figs. 3 and 4", "Figures 3-5", "Fig. 3, 4"
 MENTION_RE = re.compile(

@@ -43,3 +43,30 @@ def test_hyphenated_name_is_highlighted_whole_when_every_indexed_part_matches():
     assert shown("A t-SNE view of the item embeddings.", "t-SNE") == ["t-SNE"]
     # a compound with a part the query lacks keeps word-by-word highlights
     assert shown("Our state-of-the-art results on art data.", "art") == ["art", "art"]
+
+
+def test_snippet_is_not_the_caption_when_the_body_text_matches():
+    caption = "Figure 2: Attention heatmap of the encoder."
+    body = ["The heatmap in Figure 2 shows that attention concentrates on the first tokens."]
+    s = best_sentence("attention heatmap", caption, body, about=("figure", 2))
+    assert s["source"] == "body" and "first tokens" in s["text"]
+
+
+def test_snippet_never_describes_another_figure():
+    """A body sentence naming only another figure ("summarized in Fig. 6") is not shown under
+    Figure 5, even when it matches the query best; one naming this figure is."""
+    caption = "Figure 5: Recall at ten."
+    body = ["The recall results are summarized in Fig. 6, which reports recall per domain.",
+            "Recall in Figure 5 drops for long queries."]
+    s = best_sentence("recall domain", caption, body, about=("figure", 5))
+    assert s["text"] == "Recall in Figure 5 drops for long queries."
+    assert best_sentence("domain", caption, body, about=("figure", 5)) is None
+
+
+def test_a_sentence_shown_above_is_not_repeated():
+    body = ["Error bars are omitted for clarity.", "The bar chart compares clicks per error type."]
+    first = best_sentence("bar error", "Figure 1: x", body, about=("figure", 1))
+    again = best_sentence("bar error", "Figure 1: x", body, about=("figure", 1), seen={first["text"]})
+    assert first["text"] != again["text"]
+    generic = "Figure 2: Clicks per day. Error bars are omitted for clarity."
+    assert best_sentence("bar", generic, [], seen={"Error bars are omitted for clarity."}) is None

@@ -1,6 +1,9 @@
 """Tests for app.ingest.mentions and the sentence splitter."""
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from app.ingest.mentions import find_mentions, mentioned_numbers
@@ -92,3 +95,45 @@ def test_splitter_splits_real_boundaries():
 
 def test_splitter_quotes_and_newlines():
     assert split_sentences('He said "stop." Then left.\nNext para.') == ['He said "stop."', "Then left.", "Next para."]
+
+
+# Real papers whose caption text used to leak into the body text: a caption's second block, or
+# a caption printed in the flow of a column, became body sentences and the context of mentions.
+NAACL = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "naacl2024"
+LEAKY_PAPERS = ["052faf8a14c4", "02f1b819d5ff", "040f59eb5a52"]
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+@pytest.mark.parametrize("folder", LEAKY_PAPERS)
+def test_caption_lines_never_enter_body_sentences_of_real_papers(folder, tmp_path):
+    """No body sentence and no mention (sentence, sentence before, sentence after) is a sentence
+    of a caption of the paper; every mention sentence still names the figure it is attached to."""
+    from app.ingest.extract import extract_pdf
+    from app.search.explain import sentences
+
+    pdf = NAACL / folder / "paper.pdf"
+    if not pdf.exists():
+        pytest.skip("shared corpus not available")
+    r = extract_pdf(pdf, tmp_path)
+    assert r.status == "ok" and r.figures
+    caption_sentences = {_norm(s) for f in r.figures for s in sentences(f.caption or "") if len(s.split()) >= 6}
+    leaked = [s for s in r.paper.sentences if _norm(s) in caption_sentences]
+    assert leaked == []
+    in_mentions = [p for m in r.mentions for p in (m.before, m.sentence, m.after) if p and _norm(p) in caption_sentences]
+    assert in_mentions == []
+    assert all((m.kind, m.number) in mentioned_numbers([m.sentence]) for m in r.mentions)
+
+
+def test_context_about_another_figure_is_left_out():
+    """The sentence after a mention of Figure 3 that is about Figure 4 is not Figure 3's context;
+    one about no figure, or about Figure 3 too, is."""
+    sents = ["We train for ten epochs.", "Figure 3 plots the loss.", "Figure 4 is a heatmap of the attention.",
+             "Figures 3 and 4 agree.", "Nothing else changes."]
+    got = {(m.number, m.sentence): (m.before, m.after) for m in find_mentions(sents)}
+    assert got[(3, "Figure 3 plots the loss.")] == ("We train for ten epochs.", "")
+    assert got[(4, "Figure 4 is a heatmap of the attention.")] == ("", "Figures 3 and 4 agree.")
+    assert got[(3, "Figures 3 and 4 agree.")] == ("", "Nothing else changes.")
+    assert got[(4, "Figures 3 and 4 agree.")] == ("Figure 4 is a heatmap of the attention.", "Nothing else changes.")

@@ -205,13 +205,16 @@ def test_figure_page_links_to_its_pdf_page_and_cites_it(client, papers):
         d = client.get(f"/api/v1/figures/{f['figure_id']}").json()
         assert d["pdf_url"] == f"{paper['pdf_url']}#page={f['page']}"
         assert d["label"] in d["citation"] and kept["title"] in d["citation"] and str(kept["year"]) in d["citation"]
-        assert d["bibtex"].startswith("@misc{") and f"year = {{{kept['year']}}}" in d["bibtex"]
+        # the venue the first page prints ("Proceedings of ... (RecSys 2019)") makes it @inproceedings
+        assert d["bibtex"].startswith("@inproceedings{") and f"year = {{{kept['year']}}}" in d["bibtex"]
+        assert "booktitle = {Proceedings of the " in d["bibtex"]
         assert kept["authors"].split(",")[0] in d["citation"]
     gone = client.get(f"/api/v1/papers/{missing['paper_id']}").json()
     assert gone["pdf_url"] is None
     fid = gone["figures"][0]["figure_id"]
     d = client.get(f"/api/v1/figures/{fid}").json()
     assert d["pdf_url"] is None and d["hires_url"] is None and d["citation"]
+    assert d["bibtex"].startswith("@misc{")  # no PDF kept: no page to read the venue from
     assert_problem(client.get(f"/api/v1/papers/{missing['paper_id']}/pdf"), 404, "not kept")
     assert_problem(client.get(f"/api/v1/figures/{fid}/hires"), 404, "not kept")
     assert_problem(client.get("/api/v1/papers/999999/pdf"), 404)
@@ -289,3 +292,33 @@ def test_hires_renders_are_cached_by_rounded_scale_and_refused_when_the_pool_is_
         for t in held:
             t.join(10)
     assert client.get(f"/api/v1/figures/{fid}/hires", params={"scale": 7}).status_code == 200
+
+
+def test_papers_list_searches_sorts_and_shows_central_figures(client):
+    """The paper list finds papers by a word of their title or an author's name, sorts by year,
+    title or number of figures, and names each paper's central figure with its thumbnail."""
+    every = client.get("/api/v1/papers", params={"limit": 100}).json()["items"]
+    assert every and all(p["central_figure"] for p in every if p["n_figures"])
+    for p in every:
+        if p["n_figures"]:
+            detail = client.get(f"/api/v1/papers/{p['paper_id']}").json()
+            first = next(f for f in detail["figures"] if f["kind"] == "figure")
+            assert p["central_figure"]["figure_id"] == first["figure_id"]  # the paper page's first figure
+            assert client.get(p["central_figure"]["thumbnail_url"]).status_code == 200
+    by_year = client.get("/api/v1/papers", params={"sort": "year"}).json()["items"]
+    years = [p["year"] for p in by_year if p["year"] is not None]
+    assert years == sorted(years, reverse=True)
+    by_title = [p["title"].lower() for p in client.get("/api/v1/papers", params={"sort": "title"}).json()["items"]]
+    assert by_title == sorted(by_title)
+    by_figures = [p["n_figures"] for p in client.get("/api/v1/papers", params={"sort": "figures"}).json()["items"]]
+    assert by_figures == sorted(by_figures, reverse=True)
+    target = every[-1]
+    word = max(target["title"].split(), key=len)
+    found = client.get("/api/v1/papers", params={"q": word.upper()}).json()
+    assert target["paper_id"] in [p["paper_id"] for p in found["items"]]
+    assert all(word.lower() in (p["title"] + " " + p["authors"]).lower() for p in found["items"])
+    surname = target["authors"].split(",")[0].split()[-1]
+    assert target["paper_id"] in [p["paper_id"] for p in client.get("/api/v1/papers", params={"q": surname}).json()["items"]]
+    none = client.get("/api/v1/papers", params={"q": "zzqx 100%_"}).json()
+    assert none["total"] == 0 and none["items"] == []
+    assert client.get("/api/v1/papers", params={"sort": "colour"}).status_code == 422

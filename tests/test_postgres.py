@@ -22,3 +22,15 @@ def test_ingest_on_postgres(demo_pdfs, pg_url, tmp_path):
         assert s.scalar(select(func.count(Paper.id))) == 4
         assert s.scalar(select(func.count(Figure.id))) >= 12
         assert s.scalar(select(func.count(Citation.id))) >= 1
+    # the papers list's search and sorts on PostgreSQL (ILIKE with escapes, NULLS LAST, a count subquery)
+    from app.api.routes.papers import list_papers
+
+    with session_scope(settings.db_url) as s:
+        by = {sort: list_papers(s, settings, 0, 50, None, None, sort).items for sort in ("id", "year", "title", "figures")}
+        assert all(len(items) == 4 for items in by.values())
+        assert [p.n_figures for p in by["figures"]] == sorted((p.n_figures for p in by["id"]), reverse=True)
+        assert [p.title.lower() for p in by["title"]] == sorted(p.title.lower() for p in by["id"])
+        assert all(p.central_figure is not None for p in by["id"] if p.n_figures)
+        word = max(by["id"][0].title.split(), key=len)
+        assert by["id"][0].paper_id in [p.paper_id for p in list_papers(s, settings, 0, 50, None, word.upper(), "id").items]
+        assert list_papers(s, settings, 0, 50, None, "100%_", "id").total == 0

@@ -150,6 +150,26 @@ def test_spelling_suggestion_for_unknown_words():
     assert eng.spelling_suggestion("factorizaton qwertyuiop") is None
 
 
+def test_spelling_leaves_english_words_alone_and_needs_a_close_frequent_word():
+    """An English word the collection lacks ("recall") is never replaced by a near word it has
+    ("real"); a typo is replaced by the closest word the captions use often enough, not by a
+    word one caption happens to use."""
+    texts = ["Real clicks of users over a week shown as a heatmap",
+             "Real and simulated sessions, heatmap of dwell time per item",
+             "Heatmap of attention weights over the real catalogue",
+             "Histogram of session lengths on the real log, one outlier"]
+    eng = SearchEngine.build([FigureDoc(figure_id=1 + i, paper_id=1 + i, caption=t, text=t)
+                              for i, t in enumerate(texts)])
+    assert eng.spelling_suggestion("recall") is None
+    assert eng.spelling_suggestion("recall heatmpa") == "recall heatmap"
+    assert eng.spelling_suggestion("heatmpa") == "heatmap"
+    assert eng.spelling_suggestion("outlie") is None  # English word: left alone
+    assert eng.spelling_suggestion("outlierz") is None  # "outlier" is in one caption only
+    # a word of the figure types' names is understood in any collection
+    assert eng.spelling_suggestion("histogrma", understood={"histogram"}) == "histogram"
+    assert eng.spelling_suggestion("outlierz", understood={"histogram"}) is None
+
+
 def test_spelling_vocabulary_is_built_once_even_when_prepared_concurrently():
     """A server prepares the vocabulary in the background while a request may already need it:
     both get the one vocabulary, and the captions are read once."""

@@ -162,6 +162,12 @@ class SimilarResponse(BaseModel):
 
 
 # ---------------------------------------------------------------- papers
+class FigureThumb(BaseModel):
+    figure_id: int
+    label: str = ""
+    thumbnail_url: str
+
+
 class PaperSummary(BaseModel):
     paper_id: int
     title: str
@@ -173,6 +179,8 @@ class PaperSummary(BaseModel):
     n_tables: int = 0
     source_kind: str = Field("born_digital", description="born_digital, scanned (text read by OCR) or ocr_layer "
                                                          "(a scan with its scanner's own text layer).")
+    central_figure: FigureThumb | None = Field(None, description="The paper's central figure (ranked first by "
+                                                                 "the central-figure model; else its first figure).")
 
 
 class PaperPage(BaseModel):

@@ -113,6 +113,7 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
         Figure.id.in_([h.figure_id for h in hits]), Figure.panels.is_not(None))).all()) \
         if snippets and query_text else {}
     out = []
+    shown: set[str] = set()  # snippets of the results above: a generic sentence is not repeated
     for i, h in enumerate(hits):
         card = cards.get(h.figure_id)
         if card is None:
@@ -120,7 +121,10 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
         snippet = None
         if snippets and query_text:
             snippet = best_sentence(query_text, h.caption, [extra.get(h.figure_id, "")], idf,
-                                    cells=cells.get(h.figure_id) or "")
+                                    cells=cells.get(h.figure_id) or "", about=(card["kind"], card["number"]),
+                                    seen=shown)
+            if snippet:
+                shown.add(snippet["text"])
         out.append(schemas.ScoredFigure(
             **card, rank=offset + i + 1, score=round(h.score, 6), lexical_score=round(h.lexical_score, 6),
             embedding_score=None if h.embedding_score is None else round(h.embedding_score, 6),

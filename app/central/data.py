@@ -30,7 +30,7 @@ from typing import Iterable, Sequence
 
 from sqlalchemy import select
 
-from app.ingest.labels import LABEL_PREFIX_RE, MENTION_RE
+from app.labels import LABEL_PREFIX_RE, MENTION_RE
 
 __all__ = [
     "FigureInfo", "MentionInfo", "PaperInfo", "Query", "load_papers", "clean_caption",

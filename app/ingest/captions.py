@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import pymupdf
 
-from app.ingest.labels import CAPTION_DELIMS, CAPTION_RE, MULTI_REF_RE, kind_of
+from app.labels import CAPTION_DELIMS, CAPTION_RE, MULTI_REF_RE, kind_of
 from app.ingest.layout import (TEXT_FLAGS, DocumentLayout, Line, column_span, doc_stats, is_bold, lines_from_dict,
                                mark_body, union)
 

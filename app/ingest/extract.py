@@ -107,7 +107,7 @@ def extract_pdf(path: str | Path, data_dir: str | Path, limits: Limits | None = 
     from app.ingest.figures import extract_figures
     from app.ingest.layout import build_layout
     from app.ingest.mentions import find_mentions
-    from app.ingest.parse import parse_pdf
+    from app.ingest.parse import caption_boxes, parse_pdf
     from app.ingest.scanned.detect import classify_pages, needs_scanned_path
 
     path = Path(path)
@@ -128,16 +128,19 @@ def extract_pdf(path: str | Path, data_dir: str | Path, limits: Limits | None = 
         if needs_scanned_path(kinds):  # scans: OCR, regions from pixels (app/ingest/scanned)
             return _extract_scanned(doc, kinds, result, out_dir, rel, limits)
         layout = build_layout(doc, limits.max_pages)  # the page model, shared by every stage
-        paper = parse_pdf(doc, layout=layout)
-        result.paper = paper
-        if not paper.has_text_layer:
-            result.status = "no_text"
-            result.error = "no text layer (scanned PDF?): kept without figures or mentions"
-            return result
         shutil.rmtree(out_dir, ignore_errors=True)  # a retry must not leave stale crops
         result.figures = extract_figures(doc, out_dir, rel, dpi=limits.dpi,
                                          thumb_px=limits.thumb_px, layout=layout,
                                          dropped=result.dropped_figures)
+        # the captions found are left out of the body text (so out of mentions and their context)
+        paper = parse_pdf(doc, layout=layout, captions=caption_boxes(result.figures))
+        result.paper = paper
+        if not paper.has_text_layer:
+            shutil.rmtree(out_dir, ignore_errors=True)
+            result.figures, result.dropped_figures = [], []
+            result.status = "no_text"
+            result.error = "no text layer (scanned PDF?): kept without figures or mentions"
+            return result
         result.mentions = find_mentions(paper.sentences)
         result.dropped_figures.extend(_mentioned_but_missing(result.figures, result.mentions))
         if doc.is_repaired:

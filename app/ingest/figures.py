@@ -13,7 +13,7 @@ from dataclasses import replace
 import pymupdf
 
 from app.ingest.captions import Caption, find_captions
-from app.ingest.labels import CAPTION_RE
+from app.labels import CAPTION_RE
 from app.ingest.layout import DocumentLayout, Line, build_layout, clean_text, union
 from app.ingest.panels import find_panels
 from app.ingest.regions import (Candidate, Region, analyse_page, choose_region, convention, crop_quality,

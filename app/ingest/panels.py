@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from app.ingest.labels import SUBFIGURE_RE
+from app.labels import SUBFIGURE_RE
 from app.ingest.layout import Line
 
 _SENTENCE_END_RE = re.compile(r"(?<=[a-z0-9)])\.\s+(?=[A-Z])")

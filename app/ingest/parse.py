@@ -14,15 +14,16 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
+from typing import Mapping, Sequence
 from datetime import date
 
 import pymupdf
 
-from app.ingest.labels import CAPTION_PARAGRAPH_RE
+from app.labels import CAPTION_PARAGRAPH_RE
 from app.ingest.layout import DocumentLayout, Line, PageLayout, build_layout, clean_text, is_bold, join_spans
 from app.ingest.types import ParsedPaper
 
-__all__ = ["parse_pdf", "split_sentences"]
+__all__ = ["caption_boxes", "parse_pdf", "split_sentences"]
 
 _MAX_YEAR = date.today().year + 1
 
@@ -725,10 +726,32 @@ def _looks_real_meta_title(t: str) -> bool:
     return len(t) >= 10 and len(t.split()) >= 2 and not _BAD_META_TITLE_RE.search(t)
 
 
+def caption_boxes(figures) -> dict[int, list[list[float]]]:
+    """The caption boxes of extracted figures and tables (ExtractedFigure) by 0-based page, as
+    `parse_pdf` takes them."""
+    out: dict[int, list[list[float]]] = defaultdict(list)
+    for f in figures:
+        if f.caption_bbox:
+            out[f.page - 1].append(f.caption_bbox)
+    return dict(out)
+
+
+def _in_caption(ln: Line, page: int, captions: Mapping[int, Sequence[Sequence[float]]] | None) -> bool:
+    """Whether the line's centre lies in one of the caption boxes of its page."""
+    if not captions:
+        return False
+    x, y = (ln.x0 + ln.x1) / 2, (ln.y0 + ln.y1) / 2
+    return any(b[0] - 1 <= x <= b[2] + 1 and b[1] - 1 <= y <= b[3] + 1 for b in captions.get(page, ()))
+
+
 def parse_pdf(doc: pymupdf.Document, max_pages: int | None = None,
-              layout: DocumentLayout | None = None) -> ParsedPaper:
+              layout: DocumentLayout | None = None,
+              captions: Mapping[int, Sequence[Sequence[float]]] | None = None) -> ParsedPaper:
     """Parse an opened PyMuPDF document (the caller owns and closes it). `layout` is the
-    document's page model when the caller built it already (figure extraction shares it)."""
+    document's page model when the caller built it already (figure extraction shares it).
+    `captions` maps a 0-based page number to the boxes of the captions found there: their lines
+    never enter the body text (a caption's second block, or a caption printed in the flow of a
+    column, would otherwise become body sentences and the context of mentions)."""
     n_pages = doc.page_count
     paper = ParsedPaper(n_pages=n_pages)
     meta = doc.metadata or {}
@@ -827,6 +850,10 @@ def parse_pdf(doc: pymupdf.Document, max_pages: int | None = None,
     for i in body_idx:
         ln, bi, _ = flat[i]
         if id(ln) in skip_ids:
+            continue
+        if _in_caption(ln, ordered[bi].page, captions):
+            units.append([])  # a caption: hard paragraph boundary, text dropped
+            cur_block = None
             continue
         styled = ln.bold or ln.size >= body_size + 0.8
         if (

@@ -16,7 +16,6 @@ pointer file, so a running service can poll the cheap `current_version(index_roo
 """
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -24,15 +23,15 @@ import secrets
 import shutil
 import threading
 import time
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, NamedTuple, Sequence
+from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
 from .fusion import DEFAULT_WEIGHTS, SCOPES, diversify, fuse, order, read_all_weights, seed_weights
 from .lexical import LexicalIndex
+from .spelling import closest_word, english_words
 from .text import analyze
 from .versions import CURRENT, TMP_PREFIX, BuildLock, check_version, choose, point_current, read_current
 from .versions import remove_dead_builds, write_manifest
@@ -436,25 +435,24 @@ class SearchEngine:
     # words of at most this many captions (evenly spread) make the spelling vocabulary
     spelling_captions = 200_000
 
-    def spelling_suggestion(self, query: str) -> str | None:
-        """The query with each word the collection does not know replaced by a close word its
-        captions use (same first letter, length within 2, difflib similarity >= .8; the commonest of
-        the five closest, as typos mostly hit common words); None when
-        every word is known or an unknown word has no close spelling (a keyboard mash stays
-        unmatched)."""
+    def spelling_suggestion(self, query: str, understood: Iterable[str] = ()) -> str | None:
+        """The query with each misspelt word replaced by a close, frequent word its captions use,
+        or by one of the `understood` words (the figure-type names a search understands in any
+        collection; spelling.py). A word the collection knows or an ordinary English word is never
+        replaced ("recall" in a collection without it stays "recall": nothing matches, and the page
+        says so). None when no word is replaced, or when a misspelt word has no close spelling (a
+        keyboard mash stays unmatched)."""
         known = self.lexical().term_ids
+        english = english_words()
+        understood = frozenset(understood)
         out, changed = [], False
         for word in query.split():
-            stems = analyze(word)
-            if all(t in known for t in stems):
+            w = word.lower().strip(".,;:!?()[]\"'")
+            if all(t in known for t in analyze(word)) or w in english or not w.isalpha():
                 out.append(word)
                 continue
-            w = word.lower().strip(".,;:!?()[]\"'")
-            by_key = self._spelling_words()
-            counts = {c: n for d in range(-2, 3) for c, n in by_key.get((w[:1], len(w) + d), {}).items()}
-            near = difflib.get_close_matches(w, counts, n=5, cutoff=0.8)
-            near = max(near, key=counts.__getitem__, default=None)  # the commonest
-            if near is None or not all(t in known for t in analyze(near)):
+            near = closest_word(w, self._spelling_words(), understood)
+            if near is None or not (near in understood or all(t in known for t in analyze(near))):
                 return None
             out.append(near)
             changed = True
@@ -464,19 +462,26 @@ class SearchEngine:
         """Build the spelling vocabulary now (a server does it in the background after loading an
         index: at a million figures it takes seconds, which the first misspelt query would wait)."""
         self._spelling_words()
+        english_words()
 
     def _spelling_words(self) -> dict[tuple[str, int], dict[str, int]]:
-        """Caption words (letters only, 3+ long) with their counts, by (first letter, length),
-        built once, on first use or by `prepare_spelling`."""
+        """Caption words (letters only, 3+ long), each with how often the figure texts use its
+        stem (captions, mentions, cells: how frequent it is in the collection), by (first letter,
+        length), built once, on first use or by `prepare_spelling`."""
         with self._spelling_lock:
             if self._spelling is None:
-                words: Counter[str] = Counter()
+                words: set[str] = set()
                 n = len(self.captions)
                 for row in range(0, n, max(1, n // self.spelling_captions)):
                     words.update(w for w in _WORD_RE.findall(self.captions[row].lower()) if len(w) >= 3)
+                lex = self.lexical()
+                known = lex.term_ids
+                uses = np.bincount(lex.row_terms, weights=lex.row_tf, minlength=len(lex.vocab))
                 index: dict[tuple[str, int], dict[str, int]] = {}
-                for w, c in sorted(words.items()):
-                    index.setdefault((w[0], len(w)), {})[w] = c
+                for w in sorted(words):
+                    stems = analyze(w)
+                    if len(stems) == 1 and stems[0] in known:
+                        index.setdefault((w[0], len(w)), {})[w] = int(uses[known[stems[0]]])
                 self._spelling = index
             return self._spelling
 

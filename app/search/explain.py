@@ -5,16 +5,18 @@
   nothing about *this* match even when they are not classic stop words).
 - `reasons`: for related figures, the signals that stand out, in words (same figure type, similar
   picture, related paper topic). The cut-offs are fixed by hand, not fitted.
-- `best_sentence`: the sentence of a figure's text that matches a query best, whether it is from
-  the caption or the body text, and the character spans of the matched words (for highlighting).
+- `best_sentence`: the sentence of a figure's text that matches a query best, from the body text
+  about this figure (the caption only when nothing else matches: a card shows the caption already),
+  and the character spans of the matched words (for highlighting).
 """
 from __future__ import annotations
 
 import re
-from typing import Mapping, Sequence
+from typing import Container, Mapping, Sequence
 
 import numpy as np
 
+from app.labels import mentioned_numbers
 from app.search.text import analyze
 
 # Stems of words common in scientific prose that are not classic stop words.
@@ -111,30 +113,47 @@ def highlight_spans(sentence: str, query_stems: set[str]) -> list[tuple[int, int
 
 
 def best_sentence(query: str, caption: str, body: Sequence[str],
-                  idf: Mapping[str, float] | None = None, cells: str = "") -> dict | None:
-    """The caption or body sentence (or, for a table, the run of its cells) sharing the most
-    (idf-weighted) query terms; None if none does.
+                  idf: Mapping[str, float] | None = None, cells: str = "",
+                  about: tuple[str, int] | None = None, seen: Container[str] = ()) -> dict | None:
+    """The sentence to show under a result: the body sentence (or, for a table, the run of its
+    cells) sharing the most (idf-weighted) query terms; the caption's best sentence only when no
+    other text matches, as the card shows the caption already. A body sentence that names other
+    figures or tables but not this one (`about`: kind, number) describes another figure and is
+    never chosen; nor is a sentence in `seen` (shown under an earlier result), so one generic
+    sentence ("Error bars are omitted for clarity.") is not every result's snippet. None if
+    nothing else matches.
     Returns {"text", "source": "caption" | "body" | "table", "highlights": [[start, end], ...]}."""
     q = set(analyze(query))
     if not q:
         return None
-    best, best_score = None, 0.0
-    for source, texts in (("caption", sentences(caption)), ("body", [s for t in body for s in sentences(t)]),
-                          ("table", cell_windows(cells))):
-        for s in texts:
-            shared = q & set(analyze(s))
-            score = sum((idf or {}).get(t, 1.0) for t in shared)
-            if source == "caption":
-                score *= 1.01  # the caption wins ties: it describes the figure itself
-            if score > best_score:
-                best, best_score = (s, source), score
+
+    def score(s: str) -> float:
+        return 0.0 if s in seen else sum((idf or {}).get(t, 1.0) for t in q & set(analyze(s)))
+
+    best = None
+    for source, texts in (("body", [s for t in body for s in sentences(t) if _about(s, about)]),
+                          ("table", cell_windows(cells)), ("caption", sentences(caption))):
+        scored = [(score(s), -i, s) for i, s in enumerate(texts)]
+        top = max(scored, default=None)
+        if top is not None and top[0] > 0 and (best is None or top[0] > best[0]):
+            best = (top[0], top[2], source)
+        if best is not None and source == "table":
+            break  # a sentence besides the caption matched: the caption stays where it is shown
     if best is None:
         return None
-    text, source = best
+    _, text, source = best
     if len(text) > 400:
         text = text[:400].rsplit(" ", 1)[0] + " ..."
     return {"text": text, "source": source,
             "highlights": [list(sp) for sp in highlight_spans(text, q)]}
+
+
+def _about(sentence: str, about: tuple[str, int] | None) -> bool:
+    """False when the sentence refers to figures or tables and not to `about` (kind, number)."""
+    if about is None:
+        return True
+    refs = mentioned_numbers([sentence])
+    return not refs or about in refs
 
 
 def cell_windows(cells: str, width: int = 24) -> list[str]:

@@ -60,3 +60,9 @@ def types_named_in(query: str) -> list[str]:
             if t not in found:
                 found.append(t)
     return found
+
+
+def name_words() -> frozenset[str]:
+    """The words of the figure types' names ("heatmap", "scatterplot", "histogram", ...): words a
+    search understands in any collection, so a misspelling of one can be corrected to it."""
+    return frozenset(w for names in NAMES.values() for n in names for w in n.split() if len(w) >= 3 and w.isalpha())

@@ -13,10 +13,10 @@ from app.api.deps import EngineDep, FigureId, FiltersDep, HeavyDep, HolderDep, S
 from app.api.problems import check_limit, responses
 from app.api.serialize import (CARD_COLUMNS, card_from_row, figure_card, mention_texts, panel_url, paper_ref,
                                pdf_url, scored_items)
-from app.cite import bibtex, citation_line
+from app.cite import bibtex, citation_line, venue_of
 from app.db.schema import Figure, Paper
 from app.ingest.render import cut_panel
-from app.pdfs import render_region, stored_pdf
+from app.pdfs import first_page_text, render_region, stored_pdf
 from app.search.collection import linked_papers
 
 router = APIRouter(tags=["figures"])
@@ -58,7 +58,8 @@ def get_figure(figure_id: FigureId, db: SessionDep, holder: HolderDep, settings:
         paper_authors=paper.authors or "", pdf_url=pdf and f"{pdf}#page={f.page}",
         hires_url=pdf and f"/api/v1/figures/{figure_id}/hires",
         citation=citation_line(paper.authors, title, paper.year, f.label or f"{f.kind.title()} {f.number}"),
-        bibtex=bibtex(paper.authors, title, paper.year, f.label or f"{f.kind.title()} {f.number}"),
+        bibtex=bibtex(paper.authors, title, paper.year, f.label or f"{f.kind.title()} {f.number}",
+                      venue=venue_of(first_page_text(stored)) if (stored := stored_pdf(settings.data_dir, paper.sha256)) else None),
         panels=[schemas.Panel(**p, image_url=panel_url(figure_id, p["label"])) for p in f.panels or []])
 
 

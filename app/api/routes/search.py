@@ -18,7 +18,7 @@ from app.api.serialize import scored_items
 from app.search.engine import SearchEngine
 from app.search.filters import FigureFilter, year_range
 from app.vision.picture_query import picture_query
-from app.vision.vocabulary import types_named_in
+from app.vision.vocabulary import name_words, types_named_in
 from app.settings import Settings
 
 router = APIRouter(tags=["search"])
@@ -47,7 +47,7 @@ def find_hits(db: Session, settings: Settings, engine: SearchEngine, holder: Eng
 
     hits, searched = hits_for(q), q
     if not hits:  # a misspelt word: search the closest spelling the collection knows, and say so
-        suggestion = engine.spelling_suggestion(q)
+        suggestion = engine.spelling_suggestion(q, understood=name_words())
         if suggestion:
             hits, searched = hits_for(suggestion), suggestion
     return hits, searched, use, allowed

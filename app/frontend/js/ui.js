@@ -32,10 +32,6 @@ export function empty(title, text) { return h('div', { class: 'empty' }, h('stro
 
 export function setTitle(text) { document.title = text ? `${text} · figsearch` : 'figsearch'; }
 
-export function fmt(x, digits = 2) {
-  return x === null || x === undefined ? '–' : Number(x).toFixed(digits);
-}
-
 // Caption without the leading "Figure 3:" (shown separately as the label).
 export function captionBody(f) {
   const c = f.caption || '';
@@ -43,50 +39,104 @@ export function captionBody(f) {
   return m ? c.slice(m[0].length) : c;
 }
 
+// A table's crop shrunk to a card is unreadable: the card shows its top rows (and first columns)
+// at this share of the crop's size, where printed text stays legible.
+const TABLE_SCALE = 0.9;
+
 function thumb(f) {
-  const box = h('div', { class: 'thumb' });
-  // a table's small thumbnail is unreadable: its crop, scaled by the browser, stays legible
-  const img = h('img', { src: f.kind === 'table' ? f.image_url : f.thumbnail_url, alt: `${f.label || 'Figure'}: ${captionBody(f).slice(0, 120)}`, loading: 'lazy', decoding: 'async' });
+  const table = f.kind === 'table';
+  const box = h('div', { class: table ? 'thumb top-rows' : 'thumb' });
+  const img = h('img', { src: table ? f.image_url : f.thumbnail_url, alt: `${f.label || 'Figure'}: ${captionBody(f).slice(0, 120)}`, loading: 'lazy', decoding: 'async' });
+  if (table) img.addEventListener('load', () => { img.style.width = `${Math.round(img.naturalWidth * TABLE_SCALE)}px`; }, { once: true });
   img.addEventListener('error', () => { box.classList.add('missing'); box.replaceChildren('image unavailable'); }, { once: true });
   box.append(img);
   return box;
 }
 
 // A figure card linking to its page; `extra` nodes are appended to the body (e.g. the "why").
+// Badges (central figure, scanned) sit in the card's text, never over the picture.
 export function figureCard(f, { extra = null, showPaper = true } = {}) {
+  const badges = [
+    f.central_rank === 1 ? h('span', { class: 'badge central', title: 'The central figure of its paper' }, '★ central') : null,
+    f.text_source === 'ocr' ? h('span', { class: 'badge scanned', title: 'From a scanned page: the caption was read by OCR' }, 'scanned · OCR') : null,
+  ].filter(Boolean);
   const body = h('div', { class: 'card-body' },
     h('div', { class: 'label' }, f.label || `${f.kind === 'table' ? 'Table' : 'Figure'} ${f.number}`,
-      f.figure_type && f.kind !== 'table' ? h('span', { class: 'type', title: 'Figure type' }, f.figure_type.replace(/_/g, ' ')) : null),
-    h('div', { class: 'cap' }, captionBody(f)),
+      f.figure_type && f.kind !== 'table' ? h('span', { class: 'type', title: 'Figure type' }, f.figure_type.replace(/_/g, ' ')) : null,
+      badges.length ? h('span', { class: 'badges' }, badges) : null),
+    h('div', { class: 'cap' }, f.snippet ? captionWithMatches(f) : captionBody(f)),
     showPaper && f.paper_title ? h('div', { class: 'paper' }, f.paper_title + (f.paper_year ? ` (${f.paper_year})` : '')) : null,
     extra);
-  const card = h('a', { class: 'card', href: `#/figure/${f.figure_id}`, dataset: { figureId: f.figure_id } },
+  return h('a', { class: `card${f.kind === 'table' ? ' table-card' : ''}`, href: `#/figure/${f.figure_id}`, dataset: { figureId: f.figure_id } },
     thumb(f), body);
-  if (f.central_rank === 1) card.append(h('span', { class: 'badge central', title: 'The central figure of its paper' }, '★ central figure'));
-  if (f.text_source === 'ocr') card.append(h('span', { class: 'badge scanned', title: 'From a scanned page: the caption was read by OCR' }, 'scanned · OCR'));
-  return card;
+}
+
+function marked(text, highlights) {
+  const parts = [];
+  let at = 0;
+  for (const [a, b] of highlights || []) {
+    if (a < at) continue;
+    if (a > at) parts.push(text.slice(at, a));
+    parts.push(h('mark', {}, text.slice(a, b)));
+    at = b;
+  }
+  parts.push(text.slice(at));
+  return parts;
+}
+
+// How far into a caption a card surely still shows it (three clamped lines of a phone's card).
+const CAPTION_SHOWN = 75;
+
+// The offset of the snippet's text in the card's caption when the snippet is from the caption and
+// its first matched word falls in the part shown (the first CAPTION_SHOWN characters), else null.
+function inShownCaption(hit) {
+  const s = hit.snippet;
+  if (!s || s.source !== 'caption') return null;
+  const cap = captionBody(hit);
+  let at = cap.indexOf(s.text);
+  let shift = 0;
+  if (at < 0) {  // the caption's first sentence carries the label the card shows apart
+    const body = captionBody({ caption: s.text });
+    shift = s.text.length - body.length;
+    at = cap.indexOf(body);
+  }
+  if (at < 0) return null;
+  const first = (s.highlights || []).map(([, b]) => b - shift).find((b) => b > 0);
+  return first !== undefined && at + first <= CAPTION_SHOWN ? at - shift : null;
+}
+
+// The spans of the words of `text` that are one of `words` (case-insensitive, whole words).
+function wordSpans(text, words) {
+  const want = new Set(words.map((w) => w.toLowerCase()));
+  return [...text.matchAll(/[\p{L}\p{N}]+(?:-[\p{L}\p{N}]+)*/gu)]
+    .filter((m) => want.has(m[0].toLowerCase())).map((m) => [m.index, m.index + m[0].length]);
+}
+
+// The card's caption with the query's words marked: from the snippet when it is the caption's
+// sentence, else the matched words the server names.
+export function captionWithMatches(hit) {
+  const at = inShownCaption(hit);
+  const cap = captionBody(hit);
+  if (at === null) return marked(cap, wordSpans(cap, hit.matched_terms || []));
+  const spans = (hit.snippet.highlights || []).map(([a, b]) => [a + at, b + at]).filter(([a]) => a >= 0);
+  return marked(cap, spans);
 }
 
 // The sentence that matched a text query, its matched words highlighted, and where it comes from.
+// A match in the caption the card already shows is marked there instead (captionWithMatches).
 export function snippetBlock(hit) {
   const s = hit.snippet;
   if (!s) return unmatchedWhy(hit);
-  const parts = [];
-  let at = 0;
-  for (const [a, b] of s.highlights || []) {
-    if (a > at) parts.push(s.text.slice(at, a));
-    parts.push(h('mark', {}, s.text.slice(a, b)));
-    at = b;
-  }
-  parts.push(s.text.slice(at));
-  const where = {
-    caption: ['caption', 'Matched in the caption'],
-    body: ['body text', 'Matched in the body text that mentions the figure'],
-    table: ['table cells', 'Matched in the cells of the table'],
-  }[s.source] || ['body text', 'Matched in the body text'];
   const panel = hit.panel
     ? h('span', { class: 'src', title: `The query matches panel (${hit.panel.label}): ${hit.panel.caption_part}` }, `panel (${hit.panel.label})`)
     : null;
+  if (inShownCaption(hit) !== null) return panel ? h('div', { class: 'snippet' }, panel) : null;
+  const parts = marked(s.text, s.highlights);
+  const where = {
+    caption: ['caption', 'Matched further on in the caption'],
+    body: ['body text', 'Matched in the body text that mentions the figure'],
+    table: ['table cells', 'Matched in the cells of the table'],
+  }[s.source] || ['body text', 'Matched in the body text'];
   return h('div', { class: 'snippet' },
     h('span', { class: 'src', title: where[1] }, where[0]), panel ? ' ' : null, panel,
     ' ', ...parts);
@@ -107,27 +157,28 @@ function unmatchedWhy(hit) {
     ' close in meaning, no shared words');
 }
 
-// "Why" a result: reasons in words, informative shared terms, and the lexical vs embedding score.
+// A related figure's text at least this close in meaning (MiniLM cosine) is said to be so when
+// nothing else explains it; below, the card says nothing rather than something untrue.
+const CLOSE_MEANING = 0.5;
+
+// "Why" a result, in words: the reasons the server gives, the informative terms shared with the
+// figure, or that the texts are close in meaning. Raw scores stay in the API.
 // Results found by an uploaded picture (`picture`) have no words to share: only the reasons.
-export function whyBlock(hit, maxLexical, { picture = false } = {}) {
+export function whyBlock(hit, { picture = false } = {}) {
+  const reasons = hit.reasons || [];
   if (picture) {
-    const reasons = hit.reasons || [];
     return h('div', { class: 'why' }, h('div', { class: 'chips reasons' },
       (reasons.length ? reasons : ['close in layout and colours']).map((r) => h('span', { class: 'chip reason' }, r))));
   }
-  const lexPct = maxLexical > 0 ? Math.max(2, Math.round(100 * hit.lexical_score / maxLexical)) : 0;
-  const emb = hit.embedding_score;
-  const embPct = emb === null || emb === undefined ? 0 : Math.max(2, Math.round(100 * Math.max(0, emb)));
   const terms = (hit.matched_terms || []).slice(0, 6);
-  const reasons = hit.reasons || [];
+  const close = !reasons.length && !terms.length && (hit.embedding_score ?? 0) >= CLOSE_MEANING;
+  if (!reasons.length && !terms.length && !close) return null;
   return h('div', { class: 'why' },
     reasons.length ? h('div', { class: 'chips reasons' }, reasons.map((r) => h('span', { class: 'chip reason' }, r))) : null,
     terms.length
-      ? h('div', { class: 'chips', title: 'Informative terms shared with this figure' }, h('span', {}, 'shared:'), terms.map((t) => h('span', { class: 'chip' }, t)))
-      : (reasons.length ? null : h('div', {}, 'no shared terms (semantic match)')),
-    h('div', { class: 'scores' },
-      h('span', {}, 'lexical'), h('div', { class: 'meter', title: 'BM25 score relative to the best result' }, h('span', { style: `width:${lexPct}%` })), h('span', {}, fmt(hit.lexical_score, 1)),
-      h('span', {}, 'embedding'), h('div', { class: 'meter emb', title: 'Cosine similarity of the MiniLM embeddings' }, h('span', { style: `width:${embPct}%` })), h('span', {}, emb === null || emb === undefined ? 'n/a' : fmt(emb, 2))));
+      ? h('div', { class: 'chips', title: 'Informative words both figures\' texts use' }, h('span', {}, 'both mention:'), terms.map((t) => h('span', { class: 'chip' }, t)))
+      : null,
+    close ? h('div', { class: 'chips reasons' }, h('span', { class: 'chip reason' }, 'texts close in meaning')) : null);
 }
 
 // Arrow keys move the focus between the cards of a grid (Enter opens, as links do).

@@ -134,7 +134,7 @@ def extract_scanned(doc, kinds: list[str], out_dir: Path, rel: str, *, dpi: int 
                     max_pages: int | None = None, threads: int = 2) -> ScannedResult:
     """Text and figures of a document some of whose pages need the scanned path."""
     from app.ingest.figures import extract_figures
-    from app.ingest.parse import parse_pdf
+    from app.ingest.parse import caption_boxes, parse_pdf
 
     pages = ocr_pages(doc, kinds, threads)
     born: list[ExtractedFigure] = []
@@ -147,7 +147,7 @@ def extract_scanned(doc, kinds: list[str], out_dir: Path, rel: str, *, dpi: int 
                 stand_in.insert_pdf(doc, from_page=i, to_page=i)
             else:
                 add_page(stand_in, pages[i], exclude=graphics.get(i, []))
-        paper = parse_pdf(stand_in, max_pages=max_pages)
+        paper = parse_pdf(stand_in, max_pages=max_pages, captions=caption_boxes(born + scanned))
     paper.n_pages = doc.page_count
     paper.has_text_layer = detect.IMAGE not in kinds
     result = ScannedResult(paper=paper, source_kind=detect.source_kind(kinds), pages=pages)

@@ -1,7 +1,7 @@
 // Figure page: the large figure, caption, where it is in the PDF, how to cite it, mentions, its
 // paper, and similar figures with a "why".
 import { api } from '../api.js';
-import { h, loading, notice, empty, figureCard, whyBlock, gridKeys, setTitle, captionBody } from '../ui.js';
+import { h, loading, empty, figureCard, whyBlock, gridKeys, setTitle, captionBody } from '../ui.js';
 
 // Copy text to the clipboard; where the Clipboard API is missing (http on another host), a
 // selected textarea and execCommand do it. Resolves true when copied.
@@ -62,10 +62,10 @@ export async function renderFigure(root, id, { signal }) {
         m.before ? h('span', { class: 'ctx' }, m.before + ' ') : null, m.sentence, m.after ? h('span', { class: 'ctx' }, ' ' + m.after) : null)))
     : h('p', { class: 'muted' }, 'The text of the paper does not refer to this figure.');
 
-  const side = h('div', {},
+  const side = h('div', { class: 'figure-side' },
     h('div', { class: 'panel' },
       h('h1', {}, f.label || `Figure ${f.number}`, ' ', central),
-      h('p', { class: 'caption', id: 'figure-caption' }, captionBody(f)),
+      h('p', { class: 'caption', id: 'figure-caption', tabindex: '0' }, captionBody(f)),
       h('div', { class: 'meta' },
         h('span', {}, `page ${f.page}`),
         f.figure_type ? h('span', { id: 'figure-type' }, f.figure_type.replace(/_/g, ' ')) : null,
@@ -76,53 +76,60 @@ export async function renderFigure(root, id, { signal }) {
           : h('span', { class: 'muted small', id: 'no-pdf' }, 'The PDF of this paper was not kept.'),
         f.hires_url ? h('a', { class: 'btn', id: 'hires', href: `${f.hires_url}?scale=4`, target: '_blank', rel: 'noopener', title: 'Rendered from the PDF at 288 dpi' }, 'High resolution ↗') : null,
         h('a', { class: 'btn', href: f.image_url, target: '_blank', rel: 'noopener', title: 'The crop as stored at ingestion' }, 'Full-size image ↗')),
-      h('h3', { style: 'margin-top:14px' }, 'From the paper'),
-      h('p', {}, h('a', { href: `#/paper/${f.paper.paper_id}`, id: 'paper-link' }, f.paper.title), f.paper.year ? h('span', { class: 'muted' }, ` (${f.paper.year})`) : null),
-      f.paper_authors ? h('p', { class: 'muted small' }, f.paper_authors) : null),
-    panelsBlock(f),
-    citeBlock(f),
-    h('div', { class: 'panel' }, h('h3', {}, `Mentioned in the text (${f.mentions.length})`), mentions));
+      h('p', { class: 'from-paper' }, h('span', { class: 'muted small' }, 'From '), h('a', { href: `#/paper/${f.paper.paper_id}`, id: 'paper-link' }, f.paper.title), f.paper.year ? h('span', { class: 'muted' }, ` (${f.paper.year})`) : null),
+      f.paper_authors ? h('p', { class: 'muted small' }, f.paper_authors) : null));
 
   const things = f.kind === 'table' ? 'tables' : 'figures';  // a table's related items are tables
   const simHead = h('h2', { id: 'similar-title' }, `Related ${things} in other papers`);
   const simStatus = h('div', {}, loading(`Finding related ${things}…`));
-  const simGrid = h('div', { class: 'grid', id: 'similar' });
+  const simGrid = h('div', { class: 'grid even', id: 'similar' });
   const sameHead = h('h2', { id: 'same-paper-title' }, 'More from this paper');
   const sameStatus = h('div', {});
-  const sameGrid = h('div', { class: 'grid', id: 'same-paper' });
-  const linkedHead = h('h2', { id: 'linked-title', hidden: true }, `${f.kind === 'table' ? 'Tables' : 'Figures'} from papers that cite or are cited by this paper`);
-  const linkedGrid = h('div', { class: 'grid', id: 'linked-papers' });
+  const sameGrid = h('div', { class: 'grid even', id: 'same-paper' });
+  const linkedHead = h('h2', { id: 'linked-title', hidden: true }, `More ${things} from papers that cite or are cited by this paper`);
+  const linkedGrid = h('div', { class: 'grid even', id: 'linked-papers' });
   gridKeys(simGrid);
   gridKeys(sameGrid);
   gridKeys(linkedGrid);
 
+  // what is read after looking at the related figures: mentions on the left, panels and citation on the right
+  const details = h('div', { class: 'figure-details' },
+    h('div', {}, h('div', { class: 'panel', id: 'mentions' }, h('h3', {}, `Mentioned in the text (${f.mentions.length})`), mentions)),
+    h('div', {}, panelsBlock(f), citeBlock(f)));
+
   root.append(h('div', { class: 'crumbs' }, back),
     h('div', { class: 'figure-layout' }, main, side),
-    simHead, simStatus, simGrid, sameHead, sameStatus, sameGrid, linkedHead, linkedGrid);
+    simHead, simStatus, simGrid, details, sameHead, sameStatus, sameGrid, linkedHead, linkedGrid);
 
   const [sim, same, linked] = await Promise.all([
     api(`figures/${id}/similar?k=12&scope=other_papers`, { signal }),
     api(`figures/${id}/similar?k=12&scope=same_paper`, { signal }),
-    api(`figures/${id}/similar?k=6&scope=linked_papers`, { signal })]);
+    api(`figures/${id}/similar?k=18&scope=linked_papers`, { signal })]);
   simStatus.replaceChildren();
   if (!sim.items.length) {
     simStatus.append(empty(`No related ${things} in other papers.`, sim.message || `Nothing in the collection is related to this ${f.kind} yet.`));
   } else {
-    const maxLex = Math.max(...sim.items.map((x) => x.lexical_score), 0);
-    simHead.append(h('span', { class: 'muted small' }, ' · why each result: reasons, shared terms, keyword and meaning scores'));
-    for (const hit of sim.items) simGrid.append(figureCard(hit, { extra: whyBlock(hit, maxLex) }));
+    for (const hit of samePictureFirst(sim.items)) simGrid.append(figureCard(hit, { extra: whyBlock(hit) }));
   }
   if (!same.items.length) {
     sameHead.hidden = true;
   } else {
-    const maxLex = Math.max(...same.items.map((x) => x.lexical_score), 0);
-    for (const hit of same.items) sameGrid.append(figureCard(hit, { extra: whyBlock(hit, maxLex), showPaper: false }));
+    for (const hit of same.items) sameGrid.append(figureCard(hit, { extra: whyBlock(hit), showPaper: false }));
   }
-  if (linked.items.length) {  // citation links choose these papers; the ranking inside is the usual one
+  // citation links choose these papers (the ranking inside is the usual one); what the related
+  // list above shows already is not repeated
+  const shown = new Set(sim.items.map((x) => x.figure_id));
+  const more = linked.items.filter((x) => !shown.has(x.figure_id)).slice(0, 6);
+  if (more.length) {
     linkedHead.hidden = false;
-    const maxLex = Math.max(...linked.items.map((x) => x.lexical_score), 0);
-    for (const hit of linked.items) linkedGrid.append(figureCard(hit, { extra: whyBlock(hit, maxLex) }));
+    for (const hit of more) linkedGrid.append(figureCard(hit, { extra: whyBlock(hit) }));
   }
+}
+
+// A copy of this very picture in another paper comes first, whatever its text scores.
+function samePictureFirst(items) {
+  const same = (x) => (x.reasons || []).includes('same picture');
+  return [...items.filter(same), ...items.filter((x) => !same(x))];
 }
 
 // The labelled panels of a compound figure, each cut out with its part of the caption.

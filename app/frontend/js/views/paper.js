@@ -60,26 +60,56 @@ export async function renderPaper(root, id, params, { signal }) {
 }
 
 const PAGE = 50;
+const SORTS = [['id', 'Recently added'], ['year', 'Year (newest first)'], ['title', 'Title (A–Z)'], ['figures', 'Most figures']];
 
+function papersHash(q, sort, offset = 0) {
+  const p = new URLSearchParams();
+  if (q) p.set('q', q);
+  if (sort && sort !== 'id') p.set('sort', sort);
+  if (offset) p.set('offset', String(offset));
+  const s = p.toString();
+  return `#/papers${s ? `?${s}` : ''}`;
+}
+
+// The paper list: a search over titles and authors, a sort, and each paper's central figure.
 export async function renderPapers(root, params, { signal }) {
   setTitle('Papers');
   const offset = Math.max(0, Number(params.get('offset')) || 0);
+  const q = (params.get('q') || '').trim();
+  const sort = SORTS.some(([v]) => v === params.get('sort')) ? params.get('sort') : 'id';
   root.append(loading());
-  const r = await api(`papers?offset=${offset}&limit=${PAGE}`, { signal });
+  const r = await api(`papers?offset=${offset}&limit=${PAGE}&sort=${sort}${q ? `&q=${encodeURIComponent(q)}` : ''}`, { signal });
   root.replaceChildren();
-  root.append(h('div', { class: 'bar' }, h('h1', {}, 'Papers'), h('span', { class: 'muted small' }, `${r.total} in the collection`)));
+  const input = h('input', { type: 'search', id: 'paper-q', name: 'q', placeholder: 'Title or author', 'aria-label': 'Search papers by title or author', value: q });
+  const select = h('select', { id: 'paper-sort', name: 'sort', 'aria-label': 'Sort papers' },
+    SORTS.map(([v, label]) => h('option', { value: v, selected: v === sort }, label)));
+  const form = h('form', { class: 'filters paper-tools', id: 'paper-tools', role: 'search' },
+    h('div', { class: 'filter-row' },
+      h('label', { class: 'f grow' }, 'Find', input),
+      h('label', { class: 'f' }, 'Sort by', select),
+      h('button', { class: 'btn', type: 'submit' }, 'Apply')));
+  form.addEventListener('submit', (e) => { e.preventDefault(); location.hash = papersHash(input.value.trim(), select.value); });
+  select.addEventListener('change', () => { location.hash = papersHash(input.value.trim(), select.value); });
+  const count = q ? `${r.total} match${r.total === 1 ? '' : 'es'} for “${q}”` : `${r.total} in the collection`;
+  root.append(h('div', { class: 'bar' }, h('h1', {}, 'Papers'), h('span', { class: 'muted small', id: 'paper-count' }, count)), form);
   if (!r.items.length) {
-    root.append(empty('No papers yet.', h('span', {}, 'An administrator can add papers on the ', h('a', { href: '#/admin' }, 'Admin page'), '.')));
+    root.append(q
+      ? empty('No paper matches.', h('a', { href: papersHash('', sort) }, 'Show all papers'))
+      : empty('No papers yet.', h('span', {}, 'An administrator can add papers on the ', h('a', { href: '#/admin' }, 'Admin page'), '.')));
     return;
   }
-  root.append(h('div', { class: 'panel' }, h('ul', { class: 'list', id: 'paper-list' }, r.items.map((p) => h('li', {},
-    h('a', { href: `#/paper/${p.paper_id}` }, p.title),
-    p.status !== 'ok' ? h('span', {}, ' ', h('span', { class: `badge ${p.status}` }, p.status.replace('_', ' '))) : null,
-    h('div', { class: 'sub' }, [p.authors, p.year, `${p.n_figures} figure${p.n_figures === 1 ? '' : 's'}`,
-      p.n_tables ? `${p.n_tables} table${p.n_tables === 1 ? '' : 's'}` : null].filter(Boolean).join(' · ')))))));
+  root.append(h('div', { class: 'panel' }, h('ul', { class: 'list paper-rows', id: 'paper-list' }, r.items.map((p) => h('li', {},
+    h('a', { class: 'paper-thumb', href: `#/paper/${p.paper_id}`, tabindex: '-1', 'aria-hidden': 'true' },
+      p.central_figure ? h('img', { src: p.central_figure.thumbnail_url, alt: '', loading: 'lazy', decoding: 'async' }) : null),
+    h('div', {},
+      h('a', { href: `#/paper/${p.paper_id}` }, p.title),
+      p.status !== 'ok' ? h('span', {}, ' ', h('span', { class: `badge ${p.status}` }, p.status.replace('_', ' '))) : null,
+      h('div', { class: 'sub' }, [p.authors, p.year, `${p.n_figures} figure${p.n_figures === 1 ? '' : 's'}`,
+        p.n_tables ? `${p.n_tables} table${p.n_tables === 1 ? '' : 's'}` : null].filter(Boolean).join(' · ')),
+      p.central_figure ? h('div', { class: 'sub small' }, `Central figure: ${p.central_figure.label}`) : null))))));
   if (r.total > PAGE) {
-    const prev = offset > 0 ? h('a', { class: 'btn', href: `#/papers?offset=${Math.max(0, offset - PAGE)}` }, '← Previous') : null;
-    const next = offset + PAGE < r.total ? h('a', { class: 'btn', href: `#/papers?offset=${offset + PAGE}` }, 'Next →') : null;
+    const prev = offset > 0 ? h('a', { class: 'btn', href: papersHash(q, sort, Math.max(0, offset - PAGE)) }, '← Previous') : null;
+    const next = offset + PAGE < r.total ? h('a', { class: 'btn', href: papersHash(q, sort, offset + PAGE) }, 'Next →') : null;
     root.append(h('div', { class: 'pager' }, prev, h('span', { class: 'muted small' }, `${offset + 1}–${Math.min(r.total, offset + PAGE)} of ${r.total}`), next));
   }
 }

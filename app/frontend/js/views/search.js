@@ -6,6 +6,9 @@ import { filterBar, filterParams, searchHash } from '../filters.js';
 
 const PAGE = 24;
 
+// The server's messages are lower-case phrases; the page shows them as sentences.
+const asSentence = (t) => (t ? `${t[0].toUpperCase()}${t.slice(1)}${/[.!?]$/.test(t) ? '' : '.'}` : t);
+
 export async function renderSearch(root, params, { signal }) {
   const q = (params.get('q') || '').trim();
   const filters = filterParams(params);
@@ -30,6 +33,7 @@ export async function renderSearch(root, params, { signal }) {
   let total = null;  // a query's matches, from the facets (the same hit finding, at most 1000)
   function showInfo() {
     if (!q) { info.textContent = extraInfo; return; }
+    if (!shown) { info.textContent = 'no results'; return; }  // nothing was ranked: say only that
     const count = total === null ? `${shown}${hasMore ? '+' : ''}`
       : total > shown ? `${shown} of ${total >= 1000 ? '1000+' : total}` : `${shown}`;
     info.textContent = `${count} result${(total ?? shown) === 1 ? '' : 's'} · ${extraInfo}`;
@@ -66,11 +70,11 @@ export async function renderSearch(root, params, { signal }) {
     shown += items.length;
     showInfo();
     if (!shown) {
-      if (q) status.append(empty('No close matches.', message || 'No figure shares these words or is close in meaning. Try other or fewer words.'));
+      if (q) status.append(empty('No close matches.', message ? asSentence(message) : 'No figure shares these words or is close in meaning. Try other or fewer words.'));
       else if (fq) status.append(empty('Nothing passes these filters.', h('a', { href: '#/' }, 'Clear the filters')));
       else status.append(empty('The collection is empty.', h('span', {}, 'An administrator can add papers on the ', h('a', { href: '#/admin' }, 'Admin page'), '.')));
     } else if (message && firstNew === 0) {
-      status.append(notice(message));
+      status.append(notice(asSentence(message)));
     }
     more.hidden = !hasMore;
     moreBtn.disabled = false;

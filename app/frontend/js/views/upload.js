@@ -70,8 +70,7 @@ export async function renderUpload(root, { signal }) {
         msg.append(h('p', { class: 'muted small', id: 'query-types', title: 'Figure types classified from your picture' },
           'Your picture looks like: ', r.query_types.map((t) => `${t.type.replace(/_/g, ' ')} (${t.score.toFixed(2)})`).join(' · ')));
       }
-      const maxLex = Math.max(...r.items.map((x) => x.lexical_score), 0);
-      for (const hit of r.items) grid.append(figureCard(hit, { extra: whyBlock(hit, maxLex, { picture }) }));
+      for (const hit of r.items) grid.append(figureCard(hit, { extra: whyBlock(hit, { picture }) }));
     } catch (err) {
       if (err.name === 'AbortError') return;
       msg.replaceChildren(notice(err.message, err.status === 501 ? 'warn' : 'error'));

@@ -47,3 +47,64 @@ SUBFIGURE_RE = re.compile(r"(?:^|(?<=[\s.;:,]))\(?(?P<letter>[a-hA-H])\)(?=\s|$)
 def kind_of(label_word: str) -> str:
     """'figure' or 'table' for a label word such as 'Fig.', 'TABLE', 'Tab.'."""
     return "table" if label_word.lower().startswith("tab") else "figure"
+
+
+# ---------------------------------------------------------------- references in running text
+MAX_RANGE = 20
+
+
+def _expand(label: str, nums: str) -> list[int]:
+    """Numbers referred to by one match, ranges expanded."""
+    plural = label.lower().rstrip(".").endswith("s")
+    out: list[int] = []
+    pending_range = False
+    pending_list = False
+    first = True
+    for m in MENTION_PART_RE.finditer(nums):
+        num, rng, lst = m.groups()
+        if num is not None:
+            n = int(num)
+            if pending_range and out:
+                lo = out[-1]
+                if lo < n <= lo + MAX_RANGE:
+                    out.extend(range(lo + 1, n + 1))
+                elif n != lo:
+                    out.append(n)
+                pending_range = False
+            elif first or pending_list:
+                out.append(n)
+            first = False
+            pending_list = False
+        elif rng is not None:
+            pending_range = True
+            pending_list = False
+        else:
+            # "Figure 3, 4 ..." after a singular label is usually not a list
+            # ("in Table 1, 2 methods fail"); "Figure 3 and 4" is accepted.
+            pending_list = plural or lst != ","
+            pending_range = False
+    return out
+
+
+def references_in(sentence: str) -> list[tuple[str, int]]:
+    """(kind, number) of every figure or table the sentence refers to, in order, ranges expanded."""
+    found: list[tuple[str, int]] = []
+    for m in MENTION_RE.finditer(sentence):
+        label = m.group("label")
+        kind = "figure" if label[0] in "fF" else "table"
+        nums = m.group("nums")
+        for n in _expand(label, nums):
+            if n <= 0:
+                continue
+            key = (kind, n)
+            if key not in found:
+                found.append(key)
+    return found
+
+
+def mentioned_numbers(sentences: list[str]) -> set[tuple[str, int]]:
+    """All (kind, number) pairs referred to anywhere in ``sentences``."""
+    out: set[tuple[str, int]] = set()
+    for s in sentences:
+        out.update(references_in(s))
+    return out

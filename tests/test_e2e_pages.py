@@ -1,0 +1,194 @@
+"""Browser tests (Debian chromium, headless) of what a researcher reads on the pages: search
+snippets and counts, the figure page's layout and "why", the papers list, and cards whose badges
+and table crops stay readable. Screenshots at 1366x768 and 390 px wide go to
+$FIGSEARCH_UI_SHOTS (default /tmp/ui-shots/); console errors fail the tests."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.test_e2e_browser import CHROMIUM, Console, browser, wait_js, wait_page  # noqa: F401 (fixture)
+from tests.test_e2e_navigation import server  # noqa: F401 (fixture)
+
+SHOTS = Path(os.environ.get("FIGSEARCH_UI_SHOTS", "/tmp/ui-shots"))
+SIZES = [(1366, 768, "desktop"), (390, 844, "phone")]
+
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not CHROMIUM.exists(), reason="needs the Debian chromium package")]
+
+
+def shot(page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def open_page(browser, server, address: str, width: int = 1366, height: int = 768):
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_default_timeout(20_000)
+    console = Console(page)
+    page.goto(f"{server}/{address}")
+    wait_page(page)
+    return page, console
+
+
+def boxes(page, selector: str) -> list[dict]:
+    return page.evaluate(f"[...document.querySelectorAll({selector!r})].map(e => {{"
+                         "const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, "
+                         "left: r.left, right: r.right, height: r.height}})")
+
+
+@pytest.mark.parametrize("width,height,tag", SIZES)
+def test_search_results_say_only_what_is_true(server, browser, width, height, tag):
+    """An empty result is not '0 results · ranked by ...'; snippets are not the caption the card
+    shows, and the same sentence is not every result's snippet."""
+    page, console = open_page(browser, server, "#/?q=qwertyuiop", width, height)
+    page.wait_for_selector(".empty")
+    info = page.inner_text("#result-info")
+    assert "0 results" not in info and "ranked" not in info
+    shot(page, f"{tag}-pages-01-empty-search")
+
+    for n, query in enumerate(("model accuracy", "bar chart")):
+        page.goto(f"{server}/#/?q={query.replace(' ', '%20')}")
+        wait_page(page)
+        page.wait_for_selector("#results .card")
+        cards = page.evaluate("""[...document.querySelectorAll('#results .card')].map(c => ({
+            cap: c.querySelector('.cap').innerText,
+            snippet: c.querySelector('.snippet:not(.why-found)')
+              ? c.querySelector('.snippet:not(.why-found)').innerText.replace(/^(caption|body text|table cells)\\s*/i, '') : null}))""")
+        snippets = [c["snippet"] for c in cards if c["snippet"]]
+        assert snippets
+        for c in cards:  # a snippet never repeats the start of the caption on the same card
+            if c["snippet"]:
+                assert c["snippet"][:60] not in c["cap"][:120], c
+        assert len(set(snippets)) == len(snippets), snippets  # no sentence is every result's snippet
+        shot(page, f"{tag}-pages-02-search-{n}")
+    assert not console.errors, console.errors
+    page.close()
+
+
+def _figure_with_related(server) -> int:
+    """A figure whose related list and citation-linked list are both filled, when there is one."""
+    figures = httpx.get(f"{server}/api/v1/figures", params={"limit": 100}).json()["items"]
+    for f in figures:
+        linked = httpx.get(f"{server}/api/v1/figures/{f['figure_id']}/similar",
+                           params={"scope": "linked_papers", "k": 6}).json()["items"]
+        if linked:
+            return f["figure_id"]
+    return figures[0]["figure_id"]
+
+
+def test_figure_page_layout_and_reasons(server, browser):
+    """At 1366x768 the related figures start on the first screen; the cited/citing block repeats
+    none of them; the cards say why in words (no raw score meters, no 'semantic match' claim) and
+    have equal heights; the BibTeX entry names the venue."""
+    fid = _figure_with_related(server)
+    page, console = open_page(browser, server, f"#/figure/{fid}")
+    page.wait_for_selector("#similar .card")
+    page.wait_for_timeout(300)
+    first = boxes(page, "#similar .card")[0]
+    assert first["top"] < 768 - 100, first  # at least the top of the first row is on the first screen
+    related = set(page.evaluate("[...document.querySelectorAll('#similar .card')].map(c => c.dataset.figureId)"))
+    linked = page.evaluate("[...document.querySelectorAll('#linked-papers .card')].map(c => c.dataset.figureId)")
+    assert not related & set(linked)
+    text = page.inner_text("#similar")
+    assert "lexical" not in text and "embedding" not in text and "semantic match" not in text
+    assert page.locator("#similar .meter").count() == 0
+    for grid in ("#similar", "#same-paper"):
+        heights = {round(b["height"]) for b in boxes(page, f"{grid} .card")}
+        assert len(heights) <= 1, (grid, heights)
+    page.click("#cite summary")
+    bib = page.inner_text("#bibtex")
+    assert bib.startswith("@inproceedings{") and "booktitle = {Proceedings of the" in bib
+    page.screenshot(path=str(SHOTS / "desktop-pages-03-figure-first-screen.png"))
+    shot(page, "desktop-pages-03-figure")
+    assert not console.errors, console.errors
+    page.close()
+
+    page, console = open_page(browser, server, f"#/figure/{fid}", 390, 844)
+    page.wait_for_selector("#similar .card")
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    shot(page, "phone-pages-03-figure")
+    assert not console.errors, console.errors
+    page.close()
+
+
+@pytest.mark.parametrize("width,height,tag", SIZES)
+def test_badges_beside_thumbnails_and_readable_tables(server, browser, width, height, tag):
+    """The central-figure badge never covers the picture; a table card shows its top rows at a
+    legible size (not the whole table shrunk to the card)."""
+    page, console = open_page(browser, server, "#/papers", width, height)
+    pid = httpx.get(f"{server}/api/v1/papers").json()["items"][0]["paper_id"]
+    page.goto(f"{server}/#/paper/{pid}")
+    wait_page(page)
+    page.wait_for_selector("#paper-figures .card .badge.central")
+    overlaps = page.evaluate("""[...document.querySelectorAll('.card')].filter(c => c.querySelector('.badge')).map(c => {
+        const t = c.querySelector('.thumb').getBoundingClientRect();
+        return [...c.querySelectorAll('.badge')].some(b => { const r = b.getBoundingClientRect();
+          return r.left < t.right && r.right > t.left && r.top < t.bottom && r.bottom > t.top; }); })""")
+    assert overlaps and not any(overlaps)
+    page.wait_for_selector("#paper-tables .card img")
+    wait_js(page, "[...document.querySelectorAll('#paper-tables .card img')].every(i => i.complete && i.naturalWidth > 0)")
+    scale = page.evaluate("""[...document.querySelectorAll('#paper-tables .card img')].map(i => i.getBoundingClientRect().width / i.naturalWidth)""")
+    assert scale and min(scale) >= 0.85, scale
+    shot(page, f"{tag}-pages-04-paper")
+    assert not console.errors, console.errors
+    page.close()
+
+
+@pytest.mark.parametrize("width,height,tag", SIZES)
+def test_papers_list_search_sort_and_thumbnails(server, browser, width, height, tag):
+    papers = httpx.get(f"{server}/api/v1/papers", params={"limit": 100}).json()["items"]
+    page, console = open_page(browser, server, "#/papers", width, height)
+    page.wait_for_selector("#paper-list li")
+    wait_js(page, "[...document.querySelectorAll('#paper-list .paper-thumb img')].every(i => i.complete && i.naturalWidth > 0)")
+    assert page.locator("#paper-list .paper-thumb img").count() == sum(1 for p in papers if p["n_figures"])
+    page.select_option("#paper-sort", "title")
+    wait_js(page, "location.hash.includes('sort=title')")
+    wait_page(page)
+    titles = page.evaluate("[...document.querySelectorAll('#paper-list li > div > a')].map(a => a.textContent)")
+    assert titles == sorted((p["title"] for p in papers), key=str.lower)
+    target = papers[-1]
+    word = max(target["title"].split(), key=len)
+    page.fill("#paper-q", word)
+    page.press("#paper-q", "Enter")
+    wait_js(page, "location.hash.includes('q=')")
+    wait_page(page)
+    shown = page.evaluate("[...document.querySelectorAll('#paper-list li > div > a')].map(a => a.textContent)")
+    assert target["title"] in shown and len(shown) <= len(papers)
+    assert page.input_value("#paper-sort") == "title"  # the sort is kept
+    shot(page, f"{tag}-pages-05-papers")
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    assert not console.errors, console.errors
+    page.close()
+
+
+def test_related_cards_put_the_same_picture_first_and_claim_nothing_untrue(server, browser):
+    """Answers shaped like the server's, changed in the browser's network layer: the last related
+    figure is a copy of the same picture, and one has no reason, no shared word and an embedding
+    cosine of .08. The copy is shown first; the unexplained one claims no 'semantic match'."""
+    import json
+
+    fid = _figure_with_related(server)
+    original = httpx.get(f"{server}/api/v1/figures/{fid}/similar", params={"scope": "other_papers", "k": 12}).json()
+    assert len(original["items"]) >= 3
+    items = original["items"]
+    copy_id, weak_id = items[-1]["figure_id"], items[1]["figure_id"]
+    items[-1]["reasons"] = ["same picture"]
+    items[1].update(reasons=[], matched_terms=[], embedding_score=0.08)
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    console = Console(page)
+    page.route("**/similar?*scope=other_papers*",
+               lambda route: route.fulfill(status=200, content_type="application/json", body=json.dumps(original)))
+    page.goto(f"{server}/#/figure/{fid}")
+    wait_page(page)
+    page.wait_for_selector("#similar .card")
+    order = page.evaluate("[...document.querySelectorAll('#similar .card')].map(c => Number(c.dataset.figureId))")
+    assert order[0] == copy_id and "same picture" in page.locator("#similar .card").first.inner_text()
+    weak = page.locator(f"#similar .card[data-figure-id='{weak_id}'] .why")
+    said = weak.inner_text().lower() if weak.count() else ""
+    assert "semantic" not in said and "meaning" not in said and "shared" not in said, said
+    assert not console.errors, console.errors
+    page.close()
