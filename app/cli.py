@@ -420,9 +420,9 @@ def index(data_dir: Optional[Path] = DataDir,
 def similar(figure_id: int = typer.Argument(..., help="Query figure id."),
             k: int = typer.Option(10, "--k", min=1, max=1000), data_dir: Optional[Path] = DataDir,
             json_out: bool = typer.Option(False, "--json"),
-            w: Optional[float] = typer.Option(None, "--w", min=0.0, max=1.0, help="Lexical weight (default: learned)."),
-            method: Optional[str] = typer.Option(None, "--method", help="First stage: bm25 or tfidf (default: the one w was tuned for)."),
-            union_dense: Optional[int] = typer.Option(None, "--union-dense", help="Also consider this many nearest figure-text embeddings (default: the engine's, 50)."),
+            w: Optional[float] = typer.Option(None, "--w", min=0.0, max=1.0, help="Lexical weight (default: the ranking config's weights)."),
+            method: Optional[str] = typer.Option(None, "--method", help="First stage: bm25 or tfidf (default: the ranking config's)."),
+            union_dense: Optional[int] = typer.Option(None, "--union-dense", help="Also consider this many nearest figure-text embeddings (default: the ranking config's)."),
             scope: str = typer.Option("other_papers", "--scope",
                                       help="other_papers (related figures of other papers), same_paper, all, or "
                                            "linked_papers (figures of the papers citing or cited by its paper).")) -> None:
@@ -433,11 +433,6 @@ def similar(figure_id: int = typer.Argument(..., help="Query figure id."),
         raise typer.Exit(2)
     settings = _settings(data_dir)
     engine = _engine(settings, with_encoder=False)
-    if method is None:
-        from app.eval.recommendation import read_first_stage
-        from app.search.indexing import index_root
-
-        method = read_first_stage(index_root(settings))
     try:
         within = None
         if scope == "linked_papers":

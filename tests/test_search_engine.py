@@ -206,8 +206,15 @@ def test_save_load_current_and_version_switch(tmp_path, engine):
     assert v2 != v1 and current_version(root) == v2
     b = SearchEngine.load(root)
     assert len(b) == 5 and b.version == v2 and len(a) == 8
-    SearchEngine.store_w(root, 0.7)
-    assert SearchEngine.load_current(root).w == 0.7
+    # a fitted ranking config is published as a new version of the same index
+    from app.search.ranking import RankingConfig, publish_ranking
+
+    cfg = b.ranking.with_weights("other_papers", {"lexical": 1.0, "text": 2.0}, w=0.7, fitted_for=v2)
+    v3 = publish_ranking(root, cfg)
+    c = SearchEngine.load_current(root)
+    assert c.version == v3 and c.w == 0.7 and c.ranking == cfg and len(c) == 5
+    assert c.weights("other_papers") == {"lexical": 1.0, "text": 2.0}
+    assert SearchEngine.load(root / v2).ranking == RankingConfig()  # the old version is untouched
     for _ in range(3):
         smaller.save(root, keep=2)
     assert len([p for p in root.iterdir() if p.is_dir()]) == 2

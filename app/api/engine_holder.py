@@ -142,12 +142,6 @@ class EngineHolder:
         t0 = time.perf_counter()
         try:
             eng = SearchEngine.load(self.root / version, encoder=self._encoder, gpu=self.gpu)
-            # a learned fusion weight is stored next to the versions
-            from app.search.engine import read_w
-
-            w = read_w(self.root)
-            if w is not None:
-                eng.w = w
         except Exception as exc:
             log.exception("cannot load index version %s", version)
             with self._lock:

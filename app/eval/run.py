@@ -1,28 +1,27 @@
 """`figsearch eval`: the recommendation protocols on a data dir, with the learned-model rows when
-asked, and the validation-fitted fusion weights stored for serving."""
+asked; the served rows rank with the index version's ranking config (`figsearch fit` writes it)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from app.db.session import session_scope
 from app.eval.learned import VARIANTS, evaluate_learned, learned_section, order_methods
-from app.eval.recommendation import (EvalData, keep_evaluable, run_evaluation, select_targets,
-                                     store_first_stage, write_report)
-from app.learn.registry import current_model_dir
+from app.eval.recommendation import EvalData, keep_evaluable, run_evaluation, select_targets, write_report
 from app.search.collection import load_collection
 from app.search.embeddings import default_text_encoder, embed_docs
 from app.search.engine import SearchEngine
-from app.search.fusion import store_weights
 from app.search.indexing import index_root, paper_index, visual_embeddings
+from app.search.ranking import RankingConfig
+from app.search.versions import current_version
 from app.search.vectors import l2_normalize
 
 
 def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, seed: int = 0,
                       min_same: int = 5, min_citing: int = 5, first_stage: str = "tfidf",
-                      store_w: bool = True, progress: bool = True, learned: bool = False,
+                      progress: bool = True, learned: bool = False,
                       ablation: bool = False, variants: list[str] | None = None, folds: int = 3) -> dict:
-    """`figsearch eval`: load the collection, embed (cached), evaluate, write the report and
-    store the validation-fitted fusion weights the product ranks with.
+    """`figsearch eval`: load the collection, embed (cached), evaluate the served ranking config
+    (and the comparison rankings) and write the report; `figsearch fit` writes the config.
 
     The engine evaluated is built like the served index (figure text, MiniLM figure text, the
     figures' visual vectors and types, the papers' title + abstract vectors). `learned=True` adds
@@ -36,7 +35,8 @@ def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, se
     encoder, name = default_text_encoder()
     emb, _ = embed_docs(col.docs, root, encoder, name, progress=progress)
     emb = l2_normalize(emb)
-    engine = SearchEngine.build(col.docs, embeddings=emb,
+    version = current_version(root)
+    engine = SearchEngine.build(col.docs, embeddings=emb, ranking=RankingConfig.load(root / version) if version else None,
                                 visual_embeddings=visual_embeddings(settings, col, progress=progress),
                                 figure_types=[col.figure_type.get(d.figure_id) for d in col.docs],
                                 type_scores=[col.type_scores.get(d.figure_id) for d in col.docs])
@@ -62,14 +62,4 @@ def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, se
     if learned:
         with open(out / "report.md", "a") as f:
             f.write(learned_section(report))
-    if store_w and split.val:
-
-        # the tf.idf/embedding mixing weight w is only meaningful for the vectors the index holds (MiniLM unless a model is trained)
-        if current_model_dir(settings.data_dir) is None and "rerank_minilm" in report["w"]:
-            SearchEngine.store_w(root, report["w"]["rerank_minilm"])
-            store_first_stage(root, first_stage)
-        info = {"fitted_on": f"{len(split.val)} validation targets (papers disjoint from the "
-                             f"{len(split.test)} test targets)", "seed": seed}
-        for scope, weights in report["fusion_weights"].items():
-            store_weights(root, scope, weights, info)
     return report
