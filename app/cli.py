@@ -479,11 +479,27 @@ def eval_cmd(data_dir: Optional[Path] = DataDir,
                                           help="Add the learned default model's rows (cross-fitted training, minutes)."),
              ablation: bool = typer.Option(False, "--ablation", help="Add a row per learned-model variant (implies --learned)."),
              variants: Optional[str] = typer.Option(None, "--variants", help="Comma-separated variants for --ablation."),
-             folds: int = typer.Option(3, "--folds", min=2, help="Cross-fitting folds of the target papers.")) -> None:
-    """Related-figure evaluation (same-paper and citing-paper figures are relevant, plus a cross-paper section): p@3/p@5 (Same, Citing), MAP, t-tests, pair accuracy; report + plots."""
+             folds: int = typer.Option(3, "--folds", min=2, help="Cross-fitting folds of the target papers."),
+             judgments: Optional[Path] = typer.Option(None, "--judgments", exists=True, dir_okay=False,
+                                                      help="Graded pairs (JSON lines): also report the judged metrics of "
+                                                           "the served ranking and the comparison rankings."),
+             judged_only: bool = typer.Option(False, "--judged-only", help="With --judgments: skip the citation protocols.")) -> None:
+    """Related-figure evaluation (same-paper and citing-paper figures are relevant, plus a cross-paper section): p@3/p@5 (Same, Citing), MAP, t-tests, pair accuracy; report + plots. With --judgments: closely related / related fill of the top five and nDCG@5 on graded pairs."""
     from app.eval.run import evaluate_data_dir
 
     settings = _settings(data_dir)
+    if judgments is not None:
+        from app.eval.run import evaluate_judged
+
+        try:
+            md = evaluate_judged(settings, judgments, out)
+        except FileNotFoundError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2)
+        typer.echo(md)
+        typer.echo(f"wrote {out}/judged.json, judged.md")
+        if judged_only:
+            return
     try:
         evaluate_data_dir(settings, out, target_papers, seed=seed, min_same=min_same,
                                    min_citing=min_citing, first_stage=first_stage,
@@ -494,6 +510,26 @@ def eval_cmd(data_dir: Optional[Path] = DataDir,
         raise typer.Exit(1)
     typer.echo((out / "report.md").read_text())
     typer.echo(f"wrote {out}/report.json, report.md, precision_at_k.png, w_sweep.png")
+
+
+@cli.command("fit")
+def fit_cmd(judgments: Path = typer.Option(..., "--judgments", exists=True, dir_okay=False,
+                                           help="Graded pairs (JSON lines) of related figures in other papers."),
+            data_dir: Optional[Path] = DataDir, out: Path = typer.Option(Path("artifacts/fit"), "--out"),
+            folds: int = typer.Option(4, "--folds", min=2, help="Cross-validation folds, grouped by the query's paper."),
+            seed: int = typer.Option(0, "--seed"),
+            dry_run: bool = typer.Option(False, "--dry-run", help="Report only; publish no new ranking config.")) -> None:
+    """Fit the ranking config's weights for related figures in other papers on graded pairs (folds grouped by paper, held-out numbers reported) and publish it with the index as a new version."""
+    from app.eval.run import fit_judged
+
+    settings = _settings(data_dir)
+    try:
+        md, version = fit_judged(settings, judgments, out, folds=folds, seed=seed, publish=not dry_run)
+    except FileNotFoundError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2)
+    typer.echo(md)
+    typer.echo(f"wrote {out}/fit.json, fit.md" + (f"; index version {version} ranks with the fitted config" if version else ""))
 
 
 @cli.command("eval-crops")

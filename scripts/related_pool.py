@@ -1,9 +1,9 @@
 """Make the judging pool for "closely related figures in other papers".
 
 Query figures are drawn by a fixed rule before any ranking is looked at: per collection folder
-(`--collection NAME=COUNT`, matched against the paper's stored source path), the papers are sorted
-by sha256 and shuffled with `--seed`; the first COUNT papers with a figure of at least five words of
-caption + mention text give one figure each, drawn with the same random generator. Tables are
+(`--collection FOLDER=COUNT`: the papers whose PDF is under FOLDER, by sha256), the papers are sorted
+by sha256 and shuffled with `--seed`; the first COUNT papers with a figure whose caption has at least five indexed
+words give one figure each, drawn with the same random generator. Tables are
 never queries nor candidates.
 
 For each query the top five figures of other papers of several rankings are pooled, de-duplicated
@@ -17,6 +17,7 @@ and, kept apart for after the judging, provenance.json (which rankings proposed 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import textwrap
 from pathlib import Path
@@ -27,6 +28,7 @@ from sqlalchemy import select
 
 from app.db.schema import Figure, Paper
 from app.db.session import session_scope
+from app.eval.judged import baseline_rankers
 from app.search.engine import SearchEngine
 from app.search.indexing import index_root
 from app.search.text import analyze
@@ -37,12 +39,17 @@ FONT_BOLD = "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf"
 TOP = 5
 
 
-def pick_queries(session, engine: SearchEngine, spec: list[tuple[str, int]], seed: int) -> list[int]:
+def shas_under(folder: Path) -> set[str]:
+    return {hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*.pdf")}
+
+
+def pick_queries(session, engine: SearchEngine, spec: list[tuple[Path, int]], seed: int) -> list[int]:
     rng = np.random.default_rng(seed)
-    papers = session.execute(select(Paper.id, Paper.sha256, Paper.source).order_by(Paper.sha256)).all()
+    papers = session.execute(select(Paper.id, Paper.sha256).order_by(Paper.sha256)).all()
     out = []
     for folder, count in spec:
-        mine = [p for p in papers if f"/{folder}/" in (p.source or "") or (p.source or "").startswith(f"{folder}/")]
+        shas = shas_under(folder)
+        mine = [p for p in papers if p.sha256 in shas]
         order = rng.permutation(len(mine))
         taken = 0
         for i in order.tolist():
@@ -50,7 +57,7 @@ def pick_queries(session, engine: SearchEngine, spec: list[tuple[str, int]], see
                 break
             rows = engine.rows_of_paper(mine[i].id)
             rows = [int(r) for r in rows if engine.kind_of_row(int(r)) == "figure"
-                    and len(analyze(engine_text(engine, int(r)))) >= 5]
+                    and len(analyze(engine.captions[int(r)])) >= 5]
             if not rows:
                 continue
             rows.sort(key=lambda r: int(engine.figure_ids[r]))
@@ -59,39 +66,9 @@ def pick_queries(session, engine: SearchEngine, spec: list[tuple[str, int]], see
     return out
 
 
-def engine_text(engine: SearchEngine, row: int) -> str:
-    return engine.captions[row]
-
-
-def other_figure_rows(engine: SearchEngine, row: int) -> np.ndarray:
-    rows = np.arange(len(engine))
-    return rows[(engine.paper_ids != engine.paper_ids[row]) & engine.kind_mask(rows, "figure")]
-
-
-def top_by(scores: np.ndarray, rows: np.ndarray, k: int = TOP) -> list[int]:
-    return [int(r) for r in rows[np.lexsort((rows, -scores))][:k]]
-
-
 def rankings(engine: SearchEngine, fid: int) -> dict[str, list[int]]:
-    """Top figure rows of other papers by each pooled ranking."""
-    row = engine.row_of(fid)
-    out = {"served": [engine.row_of(h.figure_id) for h in engine.similar(fid, k=TOP, scope="other_papers")]}
-    others = other_figure_rows(engine, row)
-    lex = engine.lexical("tfidf")
-    q, qtf = lex.doc_terms(row)
-    out["tfidf"] = top_by(lex.score_docs(q, lex.query_weights(q, qtf), others), others)
-    text = engine.vectors.vectors_for(others) @ engine.vectors.vectors_for([row])[0]
-    out["minilm"] = top_by(text, others)
-    if engine.visual is not None:
-        out["picture"] = top_by(engine.visual.vectors_for(others) @ engine.visual.vectors_for([row])[0], others)
-    related = engine.papers.related(int(engine.paper_ids[row]), 10) if engine.papers is not None else []
-    in_related = others[np.isin(engine.paper_ids[others], related)]
-    if len(in_related):
-        cos = engine.vectors.vectors_for(in_related) @ engine.vectors.vectors_for([row])[0]
-        same = (engine.types[in_related] == engine.types[row]) if engine.types is not None else np.zeros(len(in_related), bool)
-        out["same_type_related"] = top_by(cos + 10.0 * same, in_related)
-        out["minilm_related"] = top_by(cos, in_related)
-    return out
+    """Top figure ids of other papers by each pooled ranking."""
+    return {name: rank(fid) for name, rank in baseline_rankers(engine, TOP).items()}
 
 
 def fig_key(session, fid: int) -> dict:
@@ -153,10 +130,12 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--provenance", type=Path, required=True)
     ap.add_argument("--collection", action="append", default=None,
-                    help="FOLDER=COUNT (default: recsys=34, naacl2024=16)")
+                    help="FOLDER=COUNT: COUNT queries from the papers of the PDFs under FOLDER "
+                         "(default: ../shared/corpus/recsys=34 and ../shared/corpus/naacl2024=16)")
     ap.add_argument("--seed", type=int, default=2025)
     args = ap.parse_args()
-    spec = [(c.split("=")[0], int(c.split("=")[1])) for c in (args.collection or ["recsys=34", "naacl2024=16"])]
+    spec = [(Path(c.rsplit("=", 1)[0]), int(c.rsplit("=", 1)[1]))
+            for c in (args.collection or ["../shared/corpus/recsys=34", "../shared/corpus/naacl2024=16"])]
     settings = Settings(data_dir=args.data_dir)
     engine = SearchEngine.load_current(index_root(settings))
     (args.out / "sheets").mkdir(parents=True, exist_ok=True)
@@ -168,9 +147,9 @@ def main() -> None:
             qid = f"q{n:02d}"
             ranks = rankings(engine, fid)
             pooled: dict[int, list[str]] = {}
-            for name, rows in ranks.items():
-                for r in rows:
-                    pooled.setdefault(int(engine.figure_ids[r]), []).append(name)
+            for name, fids in ranks.items():
+                for f in fids:
+                    pooled.setdefault(int(f), []).append(name)
             cands = sorted(pooled)
             rng.shuffle(cands)
             qkey = fig_key(s, fid)

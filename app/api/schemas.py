@@ -274,3 +274,6 @@ class Info(BaseModel):
     image_types: list[str]
     allow_server_paths: bool
     distributed: bool
+    ranking: dict | None = Field(None, description=(
+        "The ranking configuration of the loaded index version (first stage, candidate counts, fusion "
+        "weights per scope, thresholds, the version it was fitted for and how); null without an index."))

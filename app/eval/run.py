@@ -63,3 +63,57 @@ def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, se
         with open(out / "report.md", "a") as f:
             f.write(learned_section(report))
     return report
+
+
+def _served_judged(settings, judgments: Path):
+    from app.eval.judged import read_judgments, resolve
+
+    engine = SearchEngine.load_current(index_root(settings), gpu=settings.faiss_gpu)
+    with session_scope(settings.db_url) as s:
+        judged = resolve(s, read_judgments(judgments))
+    return engine, judged
+
+
+def evaluate_judged(settings, judgments: Path, out: Path) -> str:
+    """`figsearch eval --judgments`: the served index's ranking (and the comparison rankings) on
+    graded pairs; writes judged.json and judged.md, returns the markdown."""
+    import json
+
+    from app.eval.fit import judged_report_md
+    from app.eval.judged import baseline_rankers, evaluate_rankings
+
+    engine, judged = _served_judged(settings, judgments)
+    queries = [q for q in judged.queries if q in engine]
+    result = {"n_queries": len(queries), "n_papers": len({judged.paper_of_query[q] for q in queries}),
+              "index_version": engine.version, "ranking": engine.ranking.to_json(),
+              "judged_pairs_not_in_collection": judged.missing,
+              "rankings": evaluate_rankings(judged, baseline_rankers(engine), queries)}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "judged.json").write_text(json.dumps(result, indent=1))
+    md = judged_report_md(result)
+    (out / "judged.md").write_text(md)
+    return md
+
+
+def fit_judged(settings, judgments: Path, out: Path, folds: int = 4, seed: int = 0,
+               publish: bool = True) -> tuple[str, str | None]:
+    """`figsearch fit`: cross-validated weights on the judged set, then the weights fitted on every
+    query published with the index as a new version (unless `publish` is False)."""
+    import json
+    import sys
+
+    from app.eval.fit import cross_validate, fitted_config, judged_report_md
+    from app.search.ranking import publish_ranking
+
+    engine, judged = _served_judged(settings, judgments)
+    result = cross_validate(engine, judged, n_folds=folds, seed=seed)
+    result["index_version"] = engine.version
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "fit.json").write_text(json.dumps(result, indent=1))
+    md = judged_report_md(result, "Ranking weights fitted on judged related figures (held-out folds)")
+    (out / "fit.md").write_text(md)
+    version = None
+    if publish:
+        cfg = fitted_config(engine, result, judgments, " ".join(["figsearch"] + sys.argv[1:]))
+        version = publish_ranking(index_root(settings), cfg)
+    return md, version

@@ -261,6 +261,12 @@ class SearchEngine:
         out["type"] = None
         if self.types is not None and self.types[row] >= 0:
             out["type"] = (self.types[rows] == self.types[row]).astype(np.float64)
+        out["type_scores"] = None
+        if self.type_scores is not None and len(rows):
+            ts = self.type_scores[np.r_[row, rows]].astype(np.float64)
+            norms = np.linalg.norm(ts, axis=1)
+            norms[norms == 0] = 1.0
+            out["type_scores"] = (ts[1:] @ ts[0]) / (norms[1:] * norms[0])
         if self.papers is not None and len(rows):
             uniq, inv = np.unique(self.paper_ids[rows], return_inverse=True)
             for name, v in self.papers.similarity(int(self.paper_ids[row]), uniq).items():

@@ -5,6 +5,7 @@ Signals of a candidate figure relative to a query figure (or text query):
   text     cosine of the figure-text embeddings (MiniLM, or a trained model's vectors)
   visual   cosine of the figures' visual embeddings (pixels)
   type     1 when both figures have the same dominant figure type, else 0
+  type_scores  cosine of the two figures' type classifier scores (how alike their kinds look)
   paper, paper_text, paper_figures, paper_body
            cosines of the two papers (title + abstract dense and tf.idf; all figure texts tf.idf;
            body text tf.idf), paper-level fields (papers.py)
@@ -19,8 +20,8 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-SIGNALS = ("lexical", "text", "visual", "type", "paper", "paper_text", "paper_figures", "paper_body")
-FIGURE_LEVEL = ("lexical", "text", "visual", "type")  # no field that identifies the figure's paper
+SIGNALS = ("lexical", "text", "visual", "type", "type_scores", "paper", "paper_text", "paper_figures", "paper_body")
+FIGURE_LEVEL = ("lexical", "text", "visual", "type", "type_scores")  # no field that identifies the figure's paper
 SCOPES = ("other_papers", "same_paper", "all")
 
 # Defaults until `figsearch eval` stores weights fitted on the collection itself: the weights it

@@ -77,4 +77,5 @@ def info(request: Request, settings: SettingsDep, holder: HolderDep):
                         max_page_size=settings.max_page_size, max_upload_mb=settings.max_upload_mb,
                         max_image_mb=settings.max_image_mb, upload_types=settings.upload_types,
                         image_types=settings.image_types, allow_server_paths=settings.allow_server_paths,
-                        distributed=settings.distributed)
+                        distributed=settings.distributed,
+                        ranking=None if engine is None else {"index_version": engine.version, **engine.ranking.to_json()})
