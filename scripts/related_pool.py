@@ -66,9 +66,13 @@ def pick_queries(session, engine: SearchEngine, spec: list[tuple[Path, int]], se
     return out
 
 
-def rankings(engine: SearchEngine, fid: int) -> dict[str, list[int]]:
-    """Top figure ids of other papers by each pooled ranking."""
-    return {name: rank(fid) for name, rank in baseline_rankers(engine, TOP).items()}
+def rankings(engine: SearchEngine, fid: int, depth: int = TOP, weight_sets: list[dict] = ()) -> dict[str, list[int]]:
+    """Top figure ids of other papers by each pooled ranking (and by the served rule with each of
+    `weight_sets`, e.g. weights a fit produced)."""
+    out = {name: rank(fid) for name, rank in baseline_rankers(engine, depth).items()}
+    for i, w in enumerate(weight_sets):
+        out[f"weights{i}"] = [h.figure_id for h in engine.similar(fid, k=depth, scope="other_papers", weights=w)]
+    return out
 
 
 def fig_key(session, fid: int) -> dict:
@@ -133,7 +137,22 @@ def main() -> None:
                     help="FOLDER=COUNT: COUNT queries from the papers of the PDFs under FOLDER "
                          "(default: ../shared/corpus/recsys=34 and ../shared/corpus/naacl2024=16)")
     ap.add_argument("--seed", type=int, default=2025)
+    ap.add_argument("--depth", type=int, default=TOP, help="Pool this many figures of each ranking.")
+    ap.add_argument("--weights", type=Path, help="A `figsearch fit` report (fit.json): its fold and final "
+                                                 "weights rank too (a later pooling round).")
+    ap.add_argument("--exclude", type=Path, help="Judgments (JSON lines): pairs judged already are left out.")
+    ap.add_argument("--prefix", default="", help="Sheet/query id prefix of this round, e.g. r2-")
     args = ap.parse_args()
+    weight_sets = []
+    if args.weights:
+        fit = json.loads(args.weights.read_text())
+        weight_sets = fit["fold_weights"] + [fit["weights"]]
+    judged = set()
+    if args.exclude:
+        for line in args.exclude.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                judged.add((tuple(r["query"].values()), tuple(r["candidate"].values())))
     spec = [(Path(c.rsplit("=", 1)[0]), int(c.rsplit("=", 1)[1]))
             for c in (args.collection or ["../shared/corpus/recsys=34", "../shared/corpus/naacl2024=16"])]
     settings = Settings(data_dir=args.data_dir)
@@ -144,22 +163,25 @@ def main() -> None:
     with session_scope(settings.db_url) as s:
         queries = pick_queries(s, engine, spec, args.seed)
         for n, fid in enumerate(queries, 1):
-            qid = f"q{n:02d}"
-            ranks = rankings(engine, fid)
+            qid = f"{args.prefix}q{n:02d}"
+            ranks = rankings(engine, fid, args.depth, weight_sets)
+            qkey = fig_key(s, fid)
             pooled: dict[int, list[str]] = {}
             for name, fids in ranks.items():
                 for f in fids:
-                    pooled.setdefault(int(f), []).append(name)
+                    if (tuple(qkey.values()), tuple(fig_key(s, int(f)).values())) not in judged:
+                        pooled.setdefault(int(f), []).append(name)
             cands = sorted(pooled)
             rng.shuffle(cands)
-            qkey = fig_key(s, fid)
+            if not cands:
+                continue
             for i, cf in enumerate(cands, 1):
                 pairs.append({"query_id": qid, "candidate": i, "query": qkey, "candidate_figure": fig_key(s, cf),
                               "query_figure_id": fid, "candidate_figure_id": cf})
             prov[qid] = {"figure_id": fid, "candidates": {str(cf): pooled[cf] for cf in cands}}
             contact_sheet(s, settings.data_dir, qid, fid, cands, args.out / "sheets" / f"{qid}.png")
             print(qid, fid, len(cands), flush=True)
-    with open(args.out / "pairs.jsonl", "w") as fh:
+    with open(args.out / f"{args.prefix}pairs.jsonl", "w") as fh:
         for p in pairs:
             fh.write(json.dumps(p) + "\n")
     args.provenance.parent.mkdir(parents=True, exist_ok=True)

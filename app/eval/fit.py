@@ -4,9 +4,9 @@ of the comparison rankings.
 
 The served first stage (the config's lexical method, lexical, nearest-embedding and related-paper
 candidates) is computed once per query; weights are then searched on a small grid (fusion.
-fit_weights) to maximise nDCG@5 + close_fill on the queries of the training folds, scored on the
-judged candidates only (unjudged ones are left out of the list while fitting, so a weight is
-never rewarded for surfacing figures nobody looked at). Folds are grouped by the query's paper;
+fit_weights) to maximise nDCG@5 + close_fill on the queries of the training folds, an unjudged
+candidate counting as grade 0 (a weight is never rewarded for surfacing figures nobody looked at;
+the unjudged share of the held-out top fives is reported). Folds are grouped by the query's paper;
 each query is scored once, by weights that never saw its paper. The shipped weights are then
 fitted on every query, and the held-out numbers are stored with them in the config.
 """
@@ -65,7 +65,7 @@ def objective(cands: dict[int, QueryCandidates], judged: Judged, queries: list[i
               max_per_paper: int) -> float:
     vals = []
     for q in queries:
-        m = query_metrics(rank_candidates(cands[q], weights, max_per_paper, judged.grades[q]), judged.grades[q])
+        m = query_metrics(rank_candidates(cands[q], weights, max_per_paper), judged.grades[q])
         vals.append(m["ndcg@5"] + m["close_fill"])
     return float(np.mean(vals)) if vals else 0.0
 
@@ -122,7 +122,7 @@ def fitted_config(engine, result: dict, judgments: str | Path, command: str):
     held = result["rankings"]["fitted_held_out"]
     info = {"scope": "other_papers", "on": f"{result['n_queries']} judged queries of {result['n_papers']} papers",
             "judgments": str(judgments), "judgments_sha256_16": judgments_digest(judgments),
-            "objective": "nDCG@5 + closely related fill, judged candidates only",
+            "objective": "nDCG@5 + closely related fill, unjudged candidates as grade 0",
             "held_out": {m: held[m] for m in ("close_fill", "related_fill", "ndcg@5", "unjudged")},
             "folds": f"{result['folds']} folds grouped by the query's paper (seed {result['seed']})",
             "command": command, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
