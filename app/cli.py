@@ -480,19 +480,21 @@ def eval_cmd(data_dir: Optional[Path] = DataDir,
              ablation: bool = typer.Option(False, "--ablation", help="Add a row per learned-model variant (implies --learned)."),
              variants: Optional[str] = typer.Option(None, "--variants", help="Comma-separated variants for --ablation."),
              folds: int = typer.Option(3, "--folds", min=2, help="Cross-fitting folds of the target papers."),
-             judgments: Optional[Path] = typer.Option(None, "--judgments", exists=True, dir_okay=False,
-                                                      help="Graded pairs (JSON lines): also report the judged metrics of "
-                                                           "the served ranking and the comparison rankings."),
+             judgments: Optional[list[Path]] = typer.Option(None, "--judgments", exists=True, dir_okay=False,
+                                                            help="Graded pairs (JSON lines; repeat for several files): also report "
+                                                                 "the judged metrics of the served ranking and the comparison rankings."),
+             judge: Optional[str] = typer.Option(None, "--judge", help="With --judgments: one judge's grades only (default: "
+                                                                      "the mean grade of every judge of a pair)."),
              judged_only: bool = typer.Option(False, "--judged-only", help="With --judgments: skip the citation protocols.")) -> None:
     """Related-figure evaluation (same-paper and citing-paper figures are relevant, plus a cross-paper section): p@3/p@5 (Same, Citing), MAP, t-tests, pair accuracy; report + plots. With --judgments: closely related / related fill of the top five and nDCG@5 on graded pairs."""
     from app.eval.run import evaluate_data_dir
 
     settings = _settings(data_dir)
-    if judgments is not None:
+    if judgments:
         from app.eval.run import evaluate_judged
 
         try:
-            md = evaluate_judged(settings, judgments, out)
+            md = evaluate_judged(settings, judgments, out, judge=judge)
         except FileNotFoundError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2)
@@ -513,8 +515,11 @@ def eval_cmd(data_dir: Optional[Path] = DataDir,
 
 
 @cli.command("fit")
-def fit_cmd(judgments: Path = typer.Option(..., "--judgments", exists=True, dir_okay=False,
-                                           help="Graded pairs (JSON lines) of related figures in other papers."),
+def fit_cmd(judgments: list[Path] = typer.Option(..., "--judgments", exists=True, dir_okay=False,
+                                                 help="Graded pairs (JSON lines; repeat for several files) of related "
+                                                      "figures in other papers."),
+            judge: Optional[str] = typer.Option(None, "--judge", help="One judge's grades only (default: the mean grade "
+                                                                     "of every judge of a pair)."),
             data_dir: Optional[Path] = DataDir, out: Path = typer.Option(Path("artifacts/fit"), "--out"),
             folds: int = typer.Option(4, "--folds", min=2, help="Cross-validation folds, grouped by the query's paper."),
             seed: int = typer.Option(0, "--seed"),
@@ -524,7 +529,7 @@ def fit_cmd(judgments: Path = typer.Option(..., "--judgments", exists=True, dir_
 
     settings = _settings(data_dir)
     try:
-        md, version = fit_judged(settings, judgments, out, folds=folds, seed=seed, publish=not dry_run)
+        md, version = fit_judged(settings, judgments, out, folds=folds, seed=seed, publish=not dry_run, judge=judge)
     except FileNotFoundError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2)

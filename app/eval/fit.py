@@ -113,15 +113,19 @@ def paired_diff(report: dict, a: str, b: str, metric: str, judged: Judged, queri
     return {"diff": float(x.mean()), "ci95": cluster_bootstrap(x, groups)}
 
 
-def judgments_digest(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+def judgments_digest(paths) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(Path(p).read_bytes())
+    return h.hexdigest()[:16]
 
 
-def fitted_config(engine, result: dict, judgments: str | Path, command: str):
+def fitted_config(engine, result: dict, judgments: list, command: str):
     """The engine's config with the fitted other_papers weights and how they were fitted."""
     held = result["rankings"]["fitted_held_out"]
     info = {"scope": "other_papers", "on": f"{result['n_queries']} judged queries of {result['n_papers']} papers",
-            "judgments": str(judgments), "judgments_sha256_16": judgments_digest(judgments),
+            "judgments": [Path(p).name for p in judgments], "judge": result.get("judge"),
+            "judgments_sha256_16": judgments_digest(judgments),
             "objective": "nDCG@5 + closely related fill, unjudged candidates as grade 0",
             "held_out": {m: held[m] for m in ("close_fill", "related_fill", "ndcg@5", "unjudged")},
             "folds": f"{result['folds']} folds grouped by the query's paper (seed {result['seed']})",
@@ -139,6 +143,9 @@ def judged_report_md(result: dict, title: str = "Related figures in other papers
         lines.append(f"| {name} | {m['close_fill']:.3f} [{m['close_fill_ci95'][0]:.2f}, {m['close_fill_ci95'][1]:.2f}] | "
                      f"{m['related_fill']:.3f} [{m['related_fill_ci95'][0]:.2f}, {m['related_fill_ci95'][1]:.2f}] | "
                      f"{m['ndcg@5']:.3f} | {m['unjudged']:.3f} |")
+    for pair, a in (result.get("agreement") or {}).items():
+        lines += ["", f"Agreement {pair}: {a['n_pairs']} pairs, Cohen's kappa {a['kappa']:.3f} (linear-weighted "
+                      f"{a.get('kappa_linear', float('nan')):.3f}), raw {a['raw_agreement']:.3f}."]
     if "weights" in result:
         lines += ["", f"fitted_held_out: weights fitted on the other {result['folds'] - 1} folds (grouped by paper); "
                       f"per fold: {result['fold_weights']}", f"weights fitted on every query (shipped by `figsearch fit`): "

@@ -39,6 +39,7 @@ class Judged:
     grades: dict[int, dict[int, float]]
     paper_of_query: dict[int, int]
     missing: int  # judged figures not in this collection
+    agreement: dict | None = None  # judges' agreement on the pairs they share (set by the caller)
 
     @property
     def queries(self) -> list[int]:

@@ -65,16 +65,19 @@ def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, se
     return report
 
 
-def _served_judged(settings, judgments: Path):
-    from app.eval.judged import read_judgments, resolve
+def _served_judged(settings, judgments: list[Path], judge: str | None = None):
+    from app.eval.judged import agreement, judges_of, read_judgments, resolve
 
     engine = SearchEngine.load_current(index_root(settings), gpu=settings.faiss_gpu)
+    rows = [r for path in judgments for r in read_judgments(path)]
     with session_scope(settings.db_url) as s:
-        judged = resolve(s, read_judgments(judgments))
+        judged = resolve(s, rows, judge=judge)
+    names = sorted(j for j in judges_of(rows) if j)
+    judged.agreement = {f"{a} vs {b}": agreement(rows, a, b) for i, a in enumerate(names) for b in names[i + 1:]}
     return engine, judged
 
 
-def evaluate_judged(settings, judgments: Path, out: Path) -> str:
+def evaluate_judged(settings, judgments: list[Path], out: Path, judge: str | None = None) -> str:
     """`figsearch eval --judgments`: the served index's ranking (and the comparison rankings) on
     graded pairs; writes judged.json and judged.md, returns the markdown."""
     import json
@@ -82,11 +85,11 @@ def evaluate_judged(settings, judgments: Path, out: Path) -> str:
     from app.eval.fit import judged_report_md
     from app.eval.judged import baseline_rankers, evaluate_rankings
 
-    engine, judged = _served_judged(settings, judgments)
+    engine, judged = _served_judged(settings, judgments, judge)
     queries = [q for q in judged.queries if q in engine]
     result = {"n_queries": len(queries), "n_papers": len({judged.paper_of_query[q] for q in queries}),
-              "index_version": engine.version, "ranking": engine.ranking.to_json(),
-              "judged_pairs_not_in_collection": judged.missing,
+              "index_version": engine.version, "ranking": engine.ranking.to_json(), "judge": judge or "mean of all",
+              "judged_pairs_not_in_collection": judged.missing, "agreement": judged.agreement,
               "rankings": evaluate_rankings(judged, baseline_rankers(engine), queries)}
     out.mkdir(parents=True, exist_ok=True)
     (out / "judged.json").write_text(json.dumps(result, indent=1))
@@ -95,8 +98,8 @@ def evaluate_judged(settings, judgments: Path, out: Path) -> str:
     return md
 
 
-def fit_judged(settings, judgments: Path, out: Path, folds: int = 4, seed: int = 0,
-               publish: bool = True) -> tuple[str, str | None]:
+def fit_judged(settings, judgments: list[Path], out: Path, folds: int = 4, seed: int = 0,
+               publish: bool = True, judge: str | None = None) -> tuple[str, str | None]:
     """`figsearch fit`: cross-validated weights on the judged set, then the weights fitted on every
     query published with the index as a new version (unless `publish` is False)."""
     import json
@@ -105,9 +108,9 @@ def fit_judged(settings, judgments: Path, out: Path, folds: int = 4, seed: int =
     from app.eval.fit import cross_validate, fitted_config, judged_report_md
     from app.search.ranking import publish_ranking
 
-    engine, judged = _served_judged(settings, judgments)
+    engine, judged = _served_judged(settings, judgments, judge)
     result = cross_validate(engine, judged, n_folds=folds, seed=seed)
-    result["index_version"] = engine.version
+    result.update(index_version=engine.version, judge=judge or "mean of all", agreement=judged.agreement)
     out.mkdir(parents=True, exist_ok=True)
     (out / "fit.json").write_text(json.dumps(result, indent=1))
     md = judged_report_md(result, "Ranking weights fitted on judged related figures (held-out folds)")
