@@ -362,15 +362,33 @@ def relink(data_dir: Optional[Path] = DataDir) -> None:
     typer.echo(f"{n} citation links")
 
 
-def _hits_json(hits) -> list[dict]:
+def _hits_json(hits, reasons_of=None) -> list[dict]:
     from app.search.explain import reasons
 
+    reasons_of = reasons_of or (lambda h: reasons(h.signals))
     return [{"figure_id": h.figure_id, "paper_id": h.paper_id, "score": round(h.score, 6),
              "lexical_score": round(h.lexical_score, 6),
              "embedding_score": None if h.embedding_score is None else round(h.embedding_score, 6),
              "caption": h.caption, "matched_terms": list(h.matched_terms),
              "signals": {k: round(v, 6) for k, v in (h.signals or {}).items()},
-             "reasons": reasons(h.signals)} for h in hits]
+             "reasons": reasons_of(h)} for h in hits]
+
+
+def _related_reasons_of(settings: Settings, engine, figure_id: int, hits):
+    """Reasons in words of related figures of other papers, as the API gives them."""
+    from sqlalchemy import select
+
+    from app.db.schema import Figure, Paper
+    from app.db.session import session_scope
+    from app.search.explain import idf_of, related_reasons
+
+    with session_scope(settings.db_url) as s:
+        rows = {fid: (t, title) for fid, t, title in s.execute(
+            select(Figure.id, Figure.figure_type, Paper.title).join(Paper, Paper.id == Figure.paper_id)
+            .where(Figure.id.in_([h.figure_id for h in hits])))}
+    caption, idf = engine.captions[engine.row_of(figure_id)], idf_of(engine.lexical())
+    return lambda h: related_reasons(h.signals, rows.get(h.figure_id, (None, ""))[0], caption, h.caption,
+                                     rows.get(h.figure_id, (None, ""))[1] or "", idf)
 
 
 def _engine(settings: Settings, with_encoder: bool):
@@ -390,9 +408,9 @@ def _engine(settings: Settings, with_encoder: bool):
         raise typer.Exit(2)
 
 
-def _print_hits(hits, json_out: bool) -> None:
+def _print_hits(hits, json_out: bool, reasons_of=None) -> None:
     if json_out:
-        typer.echo(json.dumps(_hits_json(hits), ensure_ascii=False))
+        typer.echo(json.dumps(_hits_json(hits, reasons_of), ensure_ascii=False))
         return
     for h in hits:
         emb = "-" if h.embedding_score is None else f"{h.embedding_score:.3f}"
@@ -446,7 +464,9 @@ def similar(figure_id: int = typer.Argument(..., help="Query figure id."),
     except KeyError:
         typer.echo(f"error: figure {figure_id} is not in the index", err=True)
         raise typer.Exit(1)
-    _print_hits(hits, json_out)
+    reasons_of = _related_reasons_of(settings, engine, figure_id, hits) if json_out and scope != "same_paper" \
+        and scope != "all" else None
+    _print_hits(hits, json_out, reasons_of)
 
 
 @cli.command()
@@ -523,13 +543,17 @@ def fit_cmd(judgments: list[Path] = typer.Option(..., "--judgments", exists=True
             data_dir: Optional[Path] = DataDir, out: Path = typer.Option(Path("artifacts/fit"), "--out"),
             folds: int = typer.Option(4, "--folds", min=2, help="Cross-validation folds, grouped by the query's paper."),
             seed: int = typer.Option(0, "--seed"),
+            citation_floor: float = typer.Option(0.0, "--citation-floor", min=0.0, help=(
+                "Only weights whose citation cross-paper p@5 on the citation protocol's validation targets is at least "
+                "this times the default weights' (0: no floor).")),
             dry_run: bool = typer.Option(False, "--dry-run", help="Report only; publish no new ranking config.")) -> None:
     """Fit the ranking config's weights for related figures in other papers on graded pairs (folds grouped by paper, held-out numbers reported) and publish it with the index as a new version."""
     from app.eval.run import fit_judged
 
     settings = _settings(data_dir)
     try:
-        md, version = fit_judged(settings, judgments, out, folds=folds, seed=seed, publish=not dry_run, judge=judge)
+        md, version = fit_judged(settings, judgments, out, folds=folds, seed=seed, publish=not dry_run, judge=judge,
+                                 citation_floor=citation_floor or None)
     except FileNotFoundError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2)

@@ -13,7 +13,7 @@ def test_informative_terms_drop_filler_and_common_terms_rarest_first():
 
 def test_reasons_in_words():
     sig = {"type": 1.0, "visual": 0.9, "paper": 0.7, "text": 0.2, "lexical": 3.0}
-    assert reasons(sig, "heatmap") == ["same figure type (heatmap)", "similar picture", "related paper topic"]
+    assert reasons(sig, "heatmap") == ["same kind of figure (heatmap)", "similar picture", "related paper topic"]
     assert "related paper topic" not in reasons(sig, "heatmap", same_paper=True)
     assert reasons({"type": 0.0, "visual": 0.1, "paper": 0.1}) == []
     assert reasons(None) == []
@@ -43,3 +43,18 @@ def test_hyphenated_name_is_highlighted_whole_when_every_indexed_part_matches():
     assert shown("A t-SNE view of the item embeddings.", "t-SNE") == ["t-SNE"]
     # a compound with a part the query lacks keeps word-by-word highlights
     assert shown("Our state-of-the-art results on art data.", "art") == ["art", "art"]
+
+
+def test_related_reasons_name_the_kind_the_shared_caption_words_and_the_paper():
+    from app.search.explain import related_reasons
+
+    sig = {"type": 1.0, "paper": 0.7, "text": 0.3}
+    out = related_reasons(sig, "line_chart", "Figure 4: Recall@20 against embedding size on the Criteo data.",
+                          "Recall@20 with different embedding size.", "A Two-tower Model for Recommendation")
+    assert out[0] == "same kind of figure (line chart)"
+    assert "related paper topic" not in out and out[-1] == "related paper: A Two-tower Model for Recommendation"
+    shared = next(r for r in out if r.startswith("both captions mention "))
+    assert "embedding" in shared and "size" in shared and "Criteo" not in shared  # words of both captions only
+    # nothing in common, papers far apart: no reason is made up
+    assert related_reasons({"type": 0.0, "paper": 0.1}, "bar_chart", "Accuracy per task.", "Budget pacing curve.",
+                           "Other paper") == []

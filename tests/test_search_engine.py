@@ -137,7 +137,7 @@ def test_picture_search_prefers_figures_of_the_uploads_kind():
     heat = {"heatmap": 0.95, "line_chart": 0.05}
     hits = eng.by_picture(q, k=2, type_scores=heat)
     assert [h.figure_id for h in hits] == [101, 100]
-    assert [h.signals["type"] for h in hits] == [1.0, 0.0]  # "same figure type" only for the heatmap
+    assert [h.signals["type"] for h in hits] == [1.0, 0.0]  # "same kind of figure" only for the heatmap
     assert eng.by_picture(vis[0], k=1, type_scores=heat)[0].figure_id == 100  # a copy of figure 100
 
 

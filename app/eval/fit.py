@@ -4,7 +4,7 @@ of the comparison rankings.
 
 The served first stage (the config's lexical method, lexical, nearest-embedding and related-paper
 candidates) is computed once per query; weights are then searched on a small grid (fusion.
-fit_weights) to maximise nDCG@5 + close_fill on the queries of the training folds, an unjudged
+fit_weights) to maximise nDCG@5 + close_fill + related_fill on the queries of the training folds, an unjudged
 candidate counting as grade 0 (a weight is never rewarded for surfacing figures nobody looked at;
 the unjudged share of the held-out top fives is reported). Folds are grouped by the query's paper;
 each query is scored once, by weights that never saw its paper. The shipped weights are then
@@ -62,17 +62,19 @@ def rank_candidates(c: QueryCandidates, weights: dict, max_per_paper: int, judge
 
 
 def objective(cands: dict[int, QueryCandidates], judged: Judged, queries: list[int], weights: dict,
-              max_per_paper: int) -> float:
+              max_per_paper: int, guard=None) -> float:
+    if guard is not None and not guard[0](weights):
+        return -1.0  # below every allowed weight set: the fit keeps the best that passes the guard
     vals = []
     for q in queries:
         m = query_metrics(rank_candidates(cands[q], weights, max_per_paper), judged.grades[q])
-        vals.append(m["ndcg@5"] + m["close_fill"])
+        vals.append(m["ndcg@5"] + m["close_fill"] + m["related_fill"])
     return float(np.mean(vals)) if vals else 0.0
 
 
-def fit_on(cands, judged: Judged, queries: list[int], max_per_paper: int) -> dict[str, float]:
+def fit_on(cands, judged: Judged, queries: list[int], max_per_paper: int, guard=None) -> dict[str, float]:
     present = tuple(s for s in FIT_SIGNALS if any(cands[q].signals.get(s) is not None for q in queries))
-    weights, _ = fit_weights(lambda w: objective(cands, judged, queries, w, max_per_paper),
+    weights, _ = fit_weights(lambda w: objective(cands, judged, queries, w, max_per_paper, guard),
                              ("lexical",) + present, anchor="lexical", grid=GRID, rounds=3)
     return {k: v for k, v in weights.items() if v}
 
@@ -85,9 +87,10 @@ def grouped_folds(judged: Judged, queries: list[int], n_folds: int, seed: int) -
     return [[q for q in queries if fold_of[judged.paper_of_query[q]] == f] for f in range(n_folds)]
 
 
-def cross_validate(engine, judged: Judged, n_folds: int = 4, seed: int = 0) -> dict:
+def cross_validate(engine, judged: Judged, n_folds: int = 4, seed: int = 0, guard=None) -> dict:
     """Held-out judged metrics of weights fitted on the other folds, beside the comparison
-    rankings (not fitted) on the same queries; plus the weights fitted on every query."""
+    rankings (not fitted) on the same queries; plus the weights fitted on every query. `guard`
+    ((check, description)) rules out weights that fail `check` (the citation protocol's floor)."""
     cands = served_candidates(engine, judged)
     queries = sorted(cands)
     mpp = engine.ranking.max_per_paper
@@ -96,14 +99,14 @@ def cross_validate(engine, judged: Judged, n_folds: int = 4, seed: int = 0) -> d
     fold_weights = []
     for f, test in enumerate(folds):
         train = [q for q in queries if q not in set(test)]
-        w = fit_on(cands, judged, train, mpp)
+        w = fit_on(cands, judged, train, mpp, guard)
         fold_weights.append(w)
         for q in test:
             held[q] = rank_candidates(cands[q], w, mpp)
     rankers = {"fitted_held_out": lambda q: held[q][:5], **baseline_rankers(engine)}
     report = evaluate_rankings(judged, rankers, queries)
-    final = fit_on(cands, judged, queries, mpp)
-    return {"n_queries": len(queries), "n_papers": len({judged.paper_of_query[q] for q in queries}),
+    final = fit_on(cands, judged, queries, mpp, guard)
+    return {"n_queries": len(queries), "guard": guard[1] if guard else None, "n_papers": len({judged.paper_of_query[q] for q in queries}),
             "folds": n_folds, "seed": seed, "fold_weights": fold_weights, "weights": final, "rankings": report}
 
 
@@ -126,9 +129,10 @@ def fitted_config(engine, result: dict, judgments: list, command: str):
     info = {"scope": "other_papers", "on": f"{result['n_queries']} judged queries of {result['n_papers']} papers",
             "judgments": [Path(p).name for p in judgments], "judge": result.get("judge"),
             "judgments_sha256_16": judgments_digest(judgments),
-            "objective": "nDCG@5 + closely related fill, unjudged candidates as grade 0",
+            "objective": "nDCG@5 + closely related fill + related fill, unjudged candidates as grade 0",
             "held_out": {m: held[m] for m in ("close_fill", "related_fill", "ndcg@5", "unjudged")},
             "folds": f"{result['folds']} folds grouped by the query's paper (seed {result['seed']})",
+            "guard": result.get("guard"),
             "command": command, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     return engine.ranking.with_weights("other_papers", result["weights"], fitted_for=engine.version, fitted=info)
 

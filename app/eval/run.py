@@ -16,17 +16,10 @@ from app.search.versions import current_version
 from app.search.vectors import l2_normalize
 
 
-def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, seed: int = 0,
-                      min_same: int = 5, min_citing: int = 5, first_stage: str = "tfidf",
-                      progress: bool = True, learned: bool = False,
-                      ablation: bool = False, variants: list[str] | None = None, folds: int = 3) -> dict:
-    """`figsearch eval`: load the collection, embed (cached), evaluate the served ranking config
-    (and the comparison rankings) and write the report; `figsearch fit` writes the config.
-
-    The engine evaluated is built like the served index (figure text, MiniLM figure text, the
-    figures' visual vectors and types, the papers' title + abstract vectors). `learned=True` adds
-    the trained fusion models (app.learn), cross-fitted so that each target is embedded by a model
-    that never saw its paper; `ablation=True` adds their variants (or `variants`)."""
+def citation_data(settings, progress: bool = False) -> EvalData:
+    """The collection and an engine built like the served index (figure text, MiniLM figure text,
+    the figures' visual vectors and types, the papers' views) over the figures with enough text,
+    ranking with the served version's config: what the citation protocols evaluate."""
     with session_scope(settings.db_url) as s:
         col = keep_evaluable(load_collection(s))
     if not col.docs:
@@ -41,7 +34,21 @@ def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, se
                                 figure_types=[col.figure_type.get(d.figure_id) for d in col.docs],
                                 type_scores=[col.type_scores.get(d.figure_id) for d in col.docs])
     engine.papers = paper_index(col, root, engine.lexical(), engine.paper_ids, progress=progress)
-    data = EvalData(col, engine, {"minilm": emb})
+    return EvalData(col, engine, {"minilm": emb})
+
+
+def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, seed: int = 0,
+                      min_same: int = 5, min_citing: int = 5, first_stage: str = "tfidf",
+                      progress: bool = True, learned: bool = False,
+                      ablation: bool = False, variants: list[str] | None = None, folds: int = 3) -> dict:
+    """`figsearch eval`: load the collection, embed (cached), evaluate the served ranking config
+    (and the comparison rankings) and write the report; `figsearch fit` writes the config.
+
+    The engine evaluated is built like the served index (figure text, MiniLM figure text, the
+    figures' visual vectors and types, the papers' title + abstract vectors). `learned=True` adds
+    the trained fusion models (app.learn), cross-fitted so that each target is embedded by a model
+    that never saw its paper; `ablation=True` adds their variants (or `variants`)."""
+    data = citation_data(settings, progress)
     shas = None
     if target_papers is not None:
         shas = {l.strip().lower() for l in Path(target_papers).read_text().splitlines() if l.strip()}
@@ -87,10 +94,13 @@ def evaluate_judged(settings, judgments: list[Path], out: Path, judge: str | Non
 
     engine, judged = _served_judged(settings, judgments, judge)
     queries = [q for q in judged.queries if q in engine]
+    rankers = baseline_rankers(engine)
     result = {"n_queries": len(queries), "n_papers": len({judged.paper_of_query[q] for q in queries}),
               "index_version": engine.version, "ranking": engine.ranking.to_json(), "judge": judge or "mean of all",
               "judged_pairs_not_in_collection": judged.missing, "agreement": judged.agreement,
-              "rankings": evaluate_rankings(judged, baseline_rankers(engine), queries)}
+              "rankings": evaluate_rankings(judged, rankers, queries),
+              # the served ranking's top five per query figure id: what /figures/{id}/similar shows
+              "served_top5": {str(q): rankers["served"](q) for q in queries}}
     out.mkdir(parents=True, exist_ok=True)
     (out / "judged.json").write_text(json.dumps(result, indent=1))
     md = judged_report_md(result)
@@ -98,8 +108,36 @@ def evaluate_judged(settings, judgments: list[Path], out: Path, judge: str | Non
     return md
 
 
+def citation_guard(settings, ranking, floor: float, seed: int = 0):
+    """A check of fusion weights against the citation protocol's validation targets (papers
+    disjoint from its test targets): True when their cross-paper p@5 there is at least `floor`
+    times that of the default weights. Returns (check, description)."""
+    from app.eval.recommendation import engine_candidates, evaluate_cross, fused_ranker, summarise
+    from app.search.fusion import DEFAULT_WEIGHTS
+
+    data = citation_data(settings)
+    split = select_targets(data, 5, 5, None, seed)
+    cands = engine_candidates(data, split.val, "other_papers", ranking.union_dense, ranking.union_papers,
+                              method=ranking.first_stage)
+
+    def p5(weights) -> float:
+        return summarise(evaluate_cross(data, fused_ranker(cands, weights, data.paper_of, ranking.max_per_paper),
+                                        split.val))["p@5"] if split.val else 0.0
+    bar = floor * p5(DEFAULT_WEIGHTS["other_papers"])
+    seen: dict[tuple, bool] = {}
+
+    def check(weights) -> bool:
+        key = tuple(sorted(weights.items()))
+        if key not in seen:
+            seen[key] = p5(weights) >= bar
+        return seen[key]
+    return check, (f"citation cross-paper p@5 on {len(split.val)} validation targets >= "
+                                      f"{floor} x the default weights' ({bar:.3f})")
+
+
 def fit_judged(settings, judgments: list[Path], out: Path, folds: int = 4, seed: int = 0,
-               publish: bool = True, judge: str | None = None) -> tuple[str, str | None]:
+               publish: bool = True, judge: str | None = None,
+               citation_floor: float | None = None) -> tuple[str, str | None]:
     """`figsearch fit`: cross-validated weights on the judged set, then the weights fitted on every
     query published with the index as a new version (unless `publish` is False)."""
     import json
@@ -109,7 +147,8 @@ def fit_judged(settings, judgments: list[Path], out: Path, folds: int = 4, seed:
     from app.search.ranking import publish_ranking
 
     engine, judged = _served_judged(settings, judgments, judge)
-    result = cross_validate(engine, judged, n_folds=folds, seed=seed)
+    guard = citation_guard(settings, engine.ranking, floor=citation_floor) if citation_floor else None
+    result = cross_validate(engine, judged, n_folds=folds, seed=seed, guard=guard)
     result.update(index_version=engine.version, judge=judge or "mean of all", agreement=judged.agreement)
     out.mkdir(parents=True, exist_ok=True)
     (out / "fit.json").write_text(json.dumps(result, indent=1))

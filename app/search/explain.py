@@ -3,8 +3,10 @@
 - `informative_terms`: shared terms worth showing, rarest first, with the filler of scientific prose
   removed ("see", "work", "based", "method", "propose"...: frequent in every paper, so they say
   nothing about *this* match even when they are not classic stop words).
-- `reasons`: for related figures, the signals that stand out, in words (same figure type, similar
-  picture, related paper topic). The cut-offs are fixed by hand, not fitted.
+- `reasons`: for related figures, the signals that stand out, in words (same kind of figure,
+  similar picture, related paper topic). The cut-offs are fixed by hand, not fitted.
+  `related_reasons` adds, for figures of other papers, the words both captions use and the
+  related paper's title.
 - `best_sentence`: the sentence of a figure's text that matches a query best, whether it is from
   the caption or the body text, and the character spans of the matched words (for highlighting).
 """
@@ -70,7 +72,7 @@ def reasons(signals: Mapping[str, float] | None, figure_type: str | None = None,
         if named_type and figure_type:
             out.append(looks_like(figure_type))
         else:
-            out.append(f"same figure type ({figure_type.replace('_', ' ')})" if figure_type else "same figure type")
+            out.append(f"same kind of figure ({figure_type.replace('_', ' ')})" if figure_type else "same kind of figure")
     if signals.get("visual", 0.0) >= SAME_PICTURE_MIN:
         out.append("same picture")
     elif signals.get("visual", 0.0) >= SIMILAR_PICTURE_MIN:
@@ -82,6 +84,40 @@ def reasons(signals: Mapping[str, float] | None, figure_type: str | None = None,
     return out
 
 
+SHARED_CAPTION_TERMS = 3
+
+
+def related_reasons(signals: Mapping[str, float] | None, figure_type: str | None, caption: str, other_caption: str,
+                    other_title: str, idf: "TermStats | None" = None) -> list[str]:
+    """Reasons in words for a related figure of another paper, each checkable on its card: its
+    kind (`reasons`: "same kind of figure (box plot)", "similar picture", "similar description"),
+    what both captions name ("both captions mention recall@k, embedding size": informative words
+    both use, rarest first) and, when the two papers are close in topic, which paper
+    ("related paper: <its title>")."""
+    out = [r for r in reasons(signals, figure_type) if r != "related paper topic"]
+    shared = informative_terms([t for t in dict.fromkeys(analyze(caption)) if t in set(analyze(other_caption))], idf,
+                               SHARED_CAPTION_TERMS)
+    if shared:
+        out.append("both captions mention " + ", ".join(surface_words(shared, caption, other_caption)))
+    if signals and signals.get("paper", 0.0) >= RELATED_TOPIC_MIN and other_title:
+        title = other_title if len(other_title) <= 80 else other_title[:80].rsplit(" ", 1)[0] + " ..."
+        out.append(f"related paper: {title}")
+    return out
+
+
+def surface_words(stems: Sequence[str], *texts: str) -> list[str]:
+    """Each stem as the shortest word of `texts` with that stem (the stem when none has it)."""
+    best: dict[str, str] = {}
+    for text in texts:
+        for m in _TOKEN_RE.finditer(text or ""):
+            word = m.group(0)
+            st = analyze(word)
+            if len(st) == 1 and st[0] in stems and (st[0] not in best or len(word) < len(best[st[0]])):
+                best[st[0]] = word
+    return [best.get(s, s) for s in stems]
+
+
+_TOKEN_RE = re.compile(r"[^\W_]+(?:[@-][^\W_]+)*")
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[])")
 _WORD_RE = re.compile(r"[^\W_]+")
 _COMPOUND_RE = re.compile(r"[^\W_]+(?:-[^\W_]+)+")

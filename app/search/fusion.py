@@ -24,18 +24,19 @@ SIGNALS = ("lexical", "text", "visual", "type", "type_scores", "paper", "paper_t
 FIGURE_LEVEL = ("lexical", "text", "visual", "type", "type_scores")  # no field that identifies the figure's paper
 SCOPES = ("other_papers", "same_paper", "all")
 
-# Defaults until `figsearch eval` stores weights fitted on the collection itself: the weights it
-# fitted on validation targets of a 135-paper recommender-systems collection (README,
-# Measurements); same_paper has no relevance labels of its own and uses equal figure-level weights.
-# Related figures in other papers also lean towards figures of the same kind: someone looking at
-# a t-SNE plot expects embedding plots among its related figures before diagrams of related
-# papers. This weight is a product choice, not fitted (citation labels ignore what a figure
-# shows, so a fit drops it): on the validation targets of the recommender collection it raised
-# the share of same-type figures in the top five from .44 to .66 for a MAP cost of .003.
+# Defaults until `figsearch fit` stores weights fitted on the collection itself.
+# other_papers: the weights `figsearch fit --judgments tests/data/related_judgments.jsonl --judge
+# judge1` fitted on 50 query figures of the shared recommender-systems + NLP corpus whose related
+# figures were graded by looking (README, Measurements): figure text and kind weigh as much as the
+# papers' topic, so related papers show their figures of the same kind first. same_paper has no
+# relevance labels of its own and uses equal figure-level weights.
+# Figures of the same kind (dominant type) also get a fixed bonus in the citation protocol's
+# comparison row (`citation_fitted`), where a fit on citation labels would drop it: citation links
+# ignore what a figure shows.
 SAME_TYPE_BONUS = 0.5
 DEFAULT_WEIGHTS: dict[str, dict[str, float]] = {
-    "other_papers": {"lexical": 1.0, "text": 0.0, "paper": 3.0, "paper_text": 10.0, "paper_figures": 0.0,
-                     "paper_body": 10.0, "type": SAME_TYPE_BONUS},
+    "other_papers": {"lexical": 1.0, "text": 10.0, "visual": 1.0, "type": 3.0, "type_scores": 1.0, "paper": 10.0,
+                     "paper_text": 10.0, "paper_body": 10.0, "paper_figures": 0.3},
     "same_paper": {"lexical": 1.0, "text": 1.0, "visual": 0.3, "type": 0.1},
     "all": {"lexical": 1.0, "text": 0.3},
 }
@@ -100,12 +101,14 @@ GRID = (0.0, 0.1, 0.3, 1.0, 3.0, 10.0)
 
 
 def fit_weights(evaluate: Callable[[dict[str, float]], float], signals: tuple[str, ...],
-                anchor: str, grid: tuple[float, ...] = GRID, rounds: int = 2) -> tuple[dict[str, float], float]:
-    """Coordinate search over a small grid, `anchor`'s weight fixed at 1 (scores are scale-free).
+                anchor: str, grid: tuple[float, ...] = GRID, rounds: int = 2,
+                start: Mapping[str, float] | None = None) -> tuple[dict[str, float], float]:
+    """Coordinate search over a small grid, `anchor`'s weight fixed at 1 (scores are scale-free),
+    from `start` (default: the anchor alone).
 
     `evaluate(weights)` returns the validation metric (higher is better). Cheap and transparent:
     a handful of signals needs no solver, and every fitted value is one of a few round numbers."""
-    weights = {s: (1.0 if s == anchor else 0.0) for s in signals}
+    weights = {s: (1.0 if s == anchor else float((start or {}).get(s, 0.0))) for s in signals}
     best = evaluate(weights)
     for _ in range(rounds):
         changed = False
