@@ -383,12 +383,13 @@ def _related_reasons_of(settings: Settings, engine, figure_id: int, hits):
     from app.search.explain import idf_of, related_reasons
 
     with session_scope(settings.db_url) as s:
-        rows = {fid: (t, title) for fid, t, title in s.execute(
+        rows = {fid: (t, title or "") for fid, t, title in s.execute(
             select(Figure.id, Figure.figure_type, Paper.title).join(Paper, Paper.id == Figure.paper_id)
-            .where(Figure.id.in_([h.figure_id for h in hits])))}
+            .where(Figure.id.in_([h.figure_id for h in hits] + [figure_id])))}
     caption, idf = engine.captions[engine.row_of(figure_id)], idf_of(engine.lexical())
-    return lambda h: related_reasons(h.signals, rows.get(h.figure_id, (None, ""))[0], caption, h.caption,
-                                     rows.get(h.figure_id, (None, ""))[1] or "", idf)
+    title = rows.get(figure_id, (None, ""))[1]
+    return lambda h: related_reasons(h.signals, rows.get(h.figure_id, (None, ""))[0], caption, h.caption, title,
+                                     rows.get(h.figure_id, (None, ""))[1], idf)
 
 
 def _engine(settings: Settings, with_encoder: bool):

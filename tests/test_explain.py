@@ -50,11 +50,14 @@ def test_related_reasons_name_the_kind_the_shared_caption_words_and_the_paper():
 
     sig = {"type": 1.0, "paper": 0.7, "text": 0.3}
     out = related_reasons(sig, "line_chart", "Figure 4: Recall@20 against embedding size on the Criteo data.",
-                          "Recall@20 with different embedding size.", "A Two-tower Model for Recommendation")
+                          "Recall@20 with different embedding size.", "Two-tower retrieval for advertising",
+                          "Retrieval with two towers for online advertising")
     assert out[0] == "same kind of figure (line chart)"
-    assert "related paper topic" not in out and out[-1] == "related paper: A Two-tower Model for Recommendation"
     shared = next(r for r in out if r.startswith("both captions mention "))
     assert "embedding" in shared and "size" in shared and "Criteo" not in shared  # words of both captions only
+    assert out[-1].startswith("related paper: both on ") and "advertising" in out[-1] and "online" not in out[-1]
+    # related papers whose titles share nothing informative: the topic only
+    assert related_reasons(sig, None, "a", "b", "Graph learning", "Click models")[-1] == "related paper topic"
     # nothing in common, papers far apart: no reason is made up
     assert related_reasons({"type": 0.0, "paper": 0.1}, "bar_chart", "Accuracy per task.", "Budget pacing curve.",
-                           "Other paper") == []
+                           "One paper", "Other paper") == []

@@ -164,6 +164,9 @@ def similar_figures(figure_id: FigureId, db: SessionDep, settings: SettingsDep, 
                    f"no related {what} found")
     items = scored_items(db, hits, query_text=source_text, engine=engine, same_paper=scope == "same_paper")
     if scope in ("other_papers", "linked_papers"):
-        items = with_related_reasons(hits, items, engine.captions[engine.row_of(figure_id)], idf_of(engine.lexical()))
+        query = db.get(Figure, figure_id)
+        title = paper_ref(db.get(Paper, query.paper_id)).title if query is not None else ""
+        items = with_related_reasons(hits, items, engine.captions[engine.row_of(figure_id)], title,
+                                     idf_of(engine.lexical()))
     return schemas.SimilarResponse(mode="figure", figure_id=figure_id, k=k, scope=scope, items=items,
                                    index_version=engine.version, message=message)
