@@ -103,7 +103,7 @@ class ScoredFigure(FigureSummary):
         "Informative terms shared with the query (rarest first; filler words of scientific prose removed)."))
     reasons: list[str] = Field(default_factory=list, description=(
         "Why a related figure was ranked high, in words: same kind of figure, similar picture, related "
-        "paper topic (figures of other papers: 'related paper: <its title>' and 'both captions mention ...'), "
+        "paper topic (figures of other papers: 'related paper: both on ...' and 'both captions mention ...'), "
         "similar description; for a search naming a figure type, that the result looks "
         "like the named type (e.g. 'looks like a heatmap')."))
     snippet: Snippet | None = Field(None, description="The sentence that matched a text query best.")
