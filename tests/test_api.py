@@ -342,13 +342,13 @@ def test_by_image_without_caption_finds_a_copy_of_a_figure(client):
     body = r.json()
     assert body["mode"] == "image" and body["items"][0]["figure_id"] == fid
     assert "same picture" in body["items"][0]["reasons"]  # a rescaled JPEG copy of that figure
-    # the types the upload looks like, dominant first; "same figure type" refers to the first
+    # the types the upload looks like, dominant first; "same kind of figure" refers to the first
     looks = [t["type"] for t in body["query_types"]]
     assert looks and all(t in TYPES for t in looks)
     scores = [t["score"] for t in body["query_types"]]
     assert scores == sorted(scores, reverse=True)
     for item in body["items"]:
-        if any(r.startswith("same figure type") for r in item["reasons"]):
+        if any(r.startswith("same kind of figure") for r in item["reasons"]):
             assert item["figure_type"] == looks[0]
 
 

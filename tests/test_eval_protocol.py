@@ -60,9 +60,10 @@ def test_cross_paper_section_and_grouped_test():
         assert {"p@5", "p@10", "map", "p_value_vs_tfidf", "uses_paper_fields"} <= set(row)
     assert section["methods"]["tfidf"]["p_value_vs_tfidf"] == 1.0
     assert "lexical" in weights
-    # the same-type bonus is a fixed product choice: the fit never moves it
-    assert weights["type"] == SAME_TYPE_BONUS > 0
-    assert section["methods"]["default"]["weights"]["type"] == SAME_TYPE_BONUS
+    assert weights == data.engine.ranking.weights_of("other_papers")
+    assert section["methods"]["citation_fitted"]["weights"]["type"] == SAME_TYPE_BONUS
+    # the served row ranks with the engine's ranking config, not with weights fitted on these labels
+    assert section["methods"]["default"]["weights"] == data.engine.ranking.weights_of("other_papers")
     # grouped test: a clear difference on every paper is significant, no difference is not
     n = len(split.test)
     hi, lo = [1.0] * n, [0.0] * n

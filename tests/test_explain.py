@@ -13,7 +13,7 @@ def test_informative_terms_drop_filler_and_common_terms_rarest_first():
 
 def test_reasons_in_words():
     sig = {"type": 1.0, "visual": 0.9, "paper": 0.7, "text": 0.2, "lexical": 3.0}
-    assert reasons(sig, "heatmap") == ["same figure type (heatmap)", "similar picture", "related paper topic"]
+    assert reasons(sig, "heatmap") == ["same kind of figure (heatmap)", "similar picture", "related paper topic"]
     assert "related paper topic" not in reasons(sig, "heatmap", same_paper=True)
     assert reasons({"type": 0.0, "visual": 0.1, "paper": 0.1}) == []
     assert reasons(None) == []
@@ -70,3 +70,21 @@ def test_a_sentence_shown_above_is_not_repeated():
     assert first["text"] != again["text"]
     generic = "Figure 2: Clicks per day. Error bars are omitted for clarity."
     assert best_sentence("bar", generic, [], seen={"Error bars are omitted for clarity."}) is None
+
+
+def test_related_reasons_name_the_kind_the_shared_caption_words_and_the_paper():
+    from app.search.explain import related_reasons
+
+    sig = {"type": 1.0, "paper": 0.7, "text": 0.3}
+    out = related_reasons(sig, "line_chart", "Figure 4: Recall@20 against embedding size on the Criteo data.",
+                          "Recall@20 with different embedding size.", "Two-tower retrieval for advertising",
+                          "Retrieval with two towers for online advertising")
+    assert out[0] == "same kind of figure (line chart)"
+    shared = next(r for r in out if r.startswith("both captions mention "))
+    assert "embedding" in shared and "size" in shared and "Criteo" not in shared  # words of both captions only
+    assert out[-1].startswith("related paper: both on ") and "advertising" in out[-1] and "online" not in out[-1]
+    # related papers whose titles share nothing informative: the topic only
+    assert related_reasons(sig, None, "a", "b", "Graph learning", "Click models")[-1] == "related paper topic"
+    # nothing in common, papers far apart: no reason is made up
+    assert related_reasons({"type": 0.0, "paper": 0.1}, "bar_chart", "Accuracy per task.", "Budget pacing curve.",
+                           "One paper", "Other paper") == []

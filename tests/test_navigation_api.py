@@ -261,7 +261,7 @@ def test_a_figure_found_by_a_named_type_says_it_looks_like_that_type(client):
     found = [i for i in items if "looks like a line chart" in i["reasons"]]
     assert found
     assert all("line_chart" in [t["type"] for t in i["figure_types"]] for i in found)
-    assert not any(r.startswith("same figure type") for i in items for r in i["reasons"])
+    assert not any(r.startswith("same kind of figure") for i in items for r in i["reasons"])
 
 
 def test_hires_renders_are_cached_by_rounded_scale_and_refused_when_the_pool_is_full(client, papers):

@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from app.search.engine import FigureDoc, SearchEngine, current_version
+from app.search.engine import FigureDoc, SearchEngine
+from app.search.versions import current_version
 from app.search.text import analyze
 
 TEXTS = [
@@ -137,7 +138,7 @@ def test_picture_search_prefers_figures_of_the_uploads_kind():
     heat = {"heatmap": 0.95, "line_chart": 0.05}
     hits = eng.by_picture(q, k=2, type_scores=heat)
     assert [h.figure_id for h in hits] == [101, 100]
-    assert [h.signals["type"] for h in hits] == [1.0, 0.0]  # "same figure type" only for the heatmap
+    assert [h.signals["type"] for h in hits] == [1.0, 0.0]  # "same kind of figure" only for the heatmap
     assert eng.by_picture(vis[0], k=1, type_scores=heat)[0].figure_id == 100  # a copy of figure 100
 
 
@@ -226,8 +227,15 @@ def test_save_load_current_and_version_switch(tmp_path, engine):
     assert v2 != v1 and current_version(root) == v2
     b = SearchEngine.load(root)
     assert len(b) == 5 and b.version == v2 and len(a) == 8
-    SearchEngine.store_w(root, 0.7)
-    assert SearchEngine.load_current(root).w == 0.7
+    # a fitted ranking config is published as a new version of the same index
+    from app.search.ranking import RankingConfig, publish_ranking
+
+    cfg = b.ranking.with_weights("other_papers", {"lexical": 1.0, "text": 2.0}, w=0.7, fitted_for=v2)
+    v3 = publish_ranking(root, cfg)
+    c = SearchEngine.load_current(root)
+    assert c.version == v3 and c.w == 0.7 and c.ranking == cfg and len(c) == 5
+    assert c.weights("other_papers") == {"lexical": 1.0, "text": 2.0}
+    assert SearchEngine.load(root / v2).ranking == RankingConfig()  # the old version is untouched
     for _ in range(3):
         smaller.save(root, keep=2)
     assert len([p for p in root.iterdir() if p.is_dir()]) == 2

@@ -24,7 +24,8 @@ from typing import Callable
 
 import numpy as np
 
-from app.search.engine import SearchEngine, current_version
+from app.search.engine import SearchEngine
+from app.search.versions import current_version
 from app.search.versions import choose, remove_dead_builds
 
 log = logging.getLogger(__name__)
@@ -166,12 +167,6 @@ class EngineHolder:
             return
         try:
             eng = SearchEngine.load(self.root / version, encoder=self._encoder, gpu=self.gpu, check=False)
-            # a learned fusion weight is stored next to the versions
-            from app.search.engine import read_w
-
-            w = read_w(self.root)
-            if w is not None:
-                eng.w = w
         except Exception:
             log.exception("cannot load index version %s", version)
             with self._lock:

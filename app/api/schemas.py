@@ -102,8 +102,9 @@ class ScoredFigure(FigureSummary):
     matched_terms: list[str] = Field(default_factory=list, description=(
         "Informative terms shared with the query (rarest first; filler words of scientific prose removed)."))
     reasons: list[str] = Field(default_factory=list, description=(
-        "Why a related figure was ranked high, in words: same figure type, similar picture, related "
-        "paper topic, similar description; for a search naming a figure type, that the result looks "
+        "Why a related figure was ranked high, in words: same kind of figure, similar picture, related "
+        "paper topic (figures of other papers: 'related paper: both on ...' and 'both captions mention ...'), "
+        "similar description; for a search naming a figure type, that the result looks "
         "like the named type (e.g. 'looks like a heatmap')."))
     snippet: Snippet | None = Field(None, description="The sentence that matched a text query best.")
     panel: Panel | None = Field(None, description=(
@@ -158,7 +159,7 @@ class SimilarResponse(BaseModel):
     message: str | None = None
     query_types: list[TypeScore] = Field(default_factory=list, description=(
         "mode image: the figure types the uploaded picture looks like, dominant first, with scores "
-        "(what 'same figure type' in a result's reasons refers to)."))
+        "(what 'same kind of figure' in a result's reasons refers to)."))
 
 
 # ---------------------------------------------------------------- papers
@@ -288,3 +289,6 @@ class Info(BaseModel):
         "Where the admin token comes from: the server's FIGSEARCH_ADMIN_TOKEN, or (embedded mode "
         "without it) the token generated into its data dir, which `figsearch admin-token --data-dir "
         "DIR` prints."))
+    ranking: dict | None = Field(None, description=(
+        "The ranking configuration of the loaded index version (first stage, candidate counts, fusion "
+        "weights per scope, thresholds, the version it was fitted for and how); null without an index."))

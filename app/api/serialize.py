@@ -165,3 +165,17 @@ def pdf_url(settings, paper: Paper | None) -> str | None:
 
 def paper_ref(p: Paper) -> schemas.PaperRef:
     return schemas.PaperRef(paper_id=p.id, title=p.title or p.source or f"paper {p.id}", year=p.year)
+
+
+
+def with_related_reasons(hits: list[Hit], items: list[schemas.ScoredFigure], caption: str, title: str,
+                         idf=None) -> list[schemas.ScoredFigure]:
+    """Related figures of other papers (`items`, serialized from `hits`) with their reasons in
+    words (explain.related_reasons): their kind, the words both captions use, the words both
+    papers' titles use. `caption` and `title` are the query figure's."""
+    from app.search.explain import related_reasons
+
+    signals = {h.figure_id: h.signals for h in hits}
+    return [item.model_copy(update={"reasons": related_reasons(
+        signals.get(item.figure_id), item.figure_type, caption, item.caption, title, item.paper_title, idf)})
+        for item in items]

@@ -416,15 +416,34 @@ def relink(data_dir: Optional[Path] = DataDir) -> None:
     typer.echo(f"{n} citation links")
 
 
-def _hits_json(hits) -> list[dict]:
+def _hits_json(hits, reasons_of=None) -> list[dict]:
     from app.search.explain import reasons
 
+    reasons_of = reasons_of or (lambda h: reasons(h.signals))
     return [{"figure_id": h.figure_id, "paper_id": h.paper_id, "score": round(h.score, 6),
              "lexical_score": round(h.lexical_score, 6),
              "embedding_score": None if h.embedding_score is None else round(h.embedding_score, 6),
              "caption": h.caption, "matched_terms": list(h.matched_terms),
              "signals": {k: round(v, 6) for k, v in (h.signals or {}).items()},
-             "reasons": reasons(h.signals)} for h in hits]
+             "reasons": reasons_of(h)} for h in hits]
+
+
+def _related_reasons_of(settings: Settings, engine, figure_id: int, hits):
+    """Reasons in words of related figures of other papers, as the API gives them."""
+    from sqlalchemy import select
+
+    from app.db.schema import Figure, Paper
+    from app.db.session import session_scope
+    from app.search.explain import idf_of, related_reasons
+
+    with session_scope(settings.db_url) as s:
+        rows = {fid: (t, title or "") for fid, t, title in s.execute(
+            select(Figure.id, Figure.figure_type, Paper.title).join(Paper, Paper.id == Figure.paper_id)
+            .where(Figure.id.in_([h.figure_id for h in hits] + [figure_id])))}
+    caption, idf = engine.captions[engine.row_of(figure_id)], idf_of(engine.lexical())
+    title = rows.get(figure_id, (None, ""))[1]
+    return lambda h: related_reasons(h.signals, rows.get(h.figure_id, (None, ""))[0], caption, h.caption, title,
+                                     rows.get(h.figure_id, (None, ""))[1], idf)
 
 
 def _engine(settings: Settings, with_encoder: bool):
@@ -444,9 +463,9 @@ def _engine(settings: Settings, with_encoder: bool):
         raise typer.Exit(2)
 
 
-def _print_hits(hits, json_out: bool) -> None:
+def _print_hits(hits, json_out: bool, reasons_of=None) -> None:
     if json_out:
-        typer.echo(json.dumps(_hits_json(hits), ensure_ascii=False))
+        typer.echo(json.dumps(_hits_json(hits, reasons_of), ensure_ascii=False))
         return
     for h in hits:
         emb = "-" if h.embedding_score is None else f"{h.embedding_score:.3f}"
@@ -474,9 +493,9 @@ def index(data_dir: Optional[Path] = DataDir,
 def similar(figure_id: int = typer.Argument(..., help="Query figure id."),
             k: int = typer.Option(10, "--k", min=1, max=1000), data_dir: Optional[Path] = DataDir,
             json_out: bool = typer.Option(False, "--json"),
-            w: Optional[float] = typer.Option(None, "--w", min=0.0, max=1.0, help="Lexical weight (default: learned)."),
-            method: Optional[str] = typer.Option(None, "--method", help="First stage: bm25 or tfidf (default: the one w was tuned for)."),
-            union_dense: Optional[int] = typer.Option(None, "--union-dense", help="Also consider this many nearest figure-text embeddings (default: the engine's, 50)."),
+            w: Optional[float] = typer.Option(None, "--w", min=0.0, max=1.0, help="Lexical weight (default: the ranking config's weights)."),
+            method: Optional[str] = typer.Option(None, "--method", help="First stage: bm25 or tfidf (default: the ranking config's)."),
+            union_dense: Optional[int] = typer.Option(None, "--union-dense", help="Also consider this many nearest figure-text embeddings (default: the ranking config's)."),
             scope: str = typer.Option("other_papers", "--scope",
                                       help="other_papers (related figures of other papers), same_paper, all, or "
                                            "linked_papers (figures of the papers citing or cited by its paper).")) -> None:
@@ -487,11 +506,6 @@ def similar(figure_id: int = typer.Argument(..., help="Query figure id."),
         raise typer.Exit(2)
     settings = _settings(data_dir)
     engine = _engine(settings, with_encoder=False)
-    if method is None:
-        from app.eval.recommendation import read_first_stage
-        from app.pipeline.indexing import index_root
-
-        method = read_first_stage(index_root(settings))
     try:
         within = None
         if scope == "linked_papers":
@@ -505,7 +519,9 @@ def similar(figure_id: int = typer.Argument(..., help="Query figure id."),
     except KeyError:
         typer.echo(f"error: figure {figure_id} is not in the index", err=True)
         raise typer.Exit(1)
-    _print_hits(hits, json_out)
+    reasons_of = _related_reasons_of(settings, engine, figure_id, hits) if json_out and scope != "same_paper" \
+        and scope != "all" else None
+    _print_hits(hits, json_out, reasons_of)
 
 
 @cli.command()
@@ -538,11 +554,29 @@ def eval_cmd(data_dir: Optional[Path] = DataDir,
                                           help="Add the learned default model's rows (cross-fitted training, minutes)."),
              ablation: bool = typer.Option(False, "--ablation", help="Add a row per learned-model variant (implies --learned)."),
              variants: Optional[str] = typer.Option(None, "--variants", help="Comma-separated variants for --ablation."),
-             folds: int = typer.Option(3, "--folds", min=2, help="Cross-fitting folds of the target papers.")) -> None:
-    """Related-figure evaluation (same-paper and citing-paper figures are relevant, plus a cross-paper section): p@3/p@5 (Same, Citing), MAP, t-tests, pair accuracy; report + plots."""
+             folds: int = typer.Option(3, "--folds", min=2, help="Cross-fitting folds of the target papers."),
+             judgments: Optional[list[Path]] = typer.Option(None, "--judgments", exists=True, dir_okay=False,
+                                                            help="Graded pairs (JSON lines; repeat for several files): also report "
+                                                                 "the judged metrics of the served ranking and the comparison rankings."),
+             judge: Optional[str] = typer.Option(None, "--judge", help="With --judgments: one judge's grades only (default: "
+                                                                      "the mean grade of every judge of a pair)."),
+             judged_only: bool = typer.Option(False, "--judged-only", help="With --judgments: skip the citation protocols.")) -> None:
+    """Related-figure evaluation (same-paper and citing-paper figures are relevant, plus a cross-paper section): p@3/p@5 (Same, Citing), MAP, t-tests, pair accuracy; report + plots. With --judgments: closely related / related fill of the top five and nDCG@5 on graded pairs."""
     from app.eval.run import evaluate_data_dir
 
     settings = _settings(data_dir)
+    if judgments:
+        from app.eval.run import evaluate_judged
+
+        try:
+            md = evaluate_judged(settings, judgments, out, judge=judge)
+        except FileNotFoundError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2)
+        typer.echo(md)
+        typer.echo(f"wrote {out}/judged.json, judged.md")
+        if judged_only:
+            return
     try:
         evaluate_data_dir(settings, out, target_papers, seed=seed, min_same=min_same,
                                    min_citing=min_citing, first_stage=first_stage,
@@ -553,6 +587,33 @@ def eval_cmd(data_dir: Optional[Path] = DataDir,
         raise typer.Exit(1)
     typer.echo((out / "report.md").read_text())
     typer.echo(f"wrote {out}/report.json, report.md, precision_at_k.png, w_sweep.png")
+
+
+@cli.command("fit")
+def fit_cmd(judgments: list[Path] = typer.Option(..., "--judgments", exists=True, dir_okay=False,
+                                                 help="Graded pairs (JSON lines; repeat for several files) of related "
+                                                      "figures in other papers."),
+            judge: Optional[str] = typer.Option(None, "--judge", help="One judge's grades only (default: the mean grade "
+                                                                     "of every judge of a pair)."),
+            data_dir: Optional[Path] = DataDir, out: Path = typer.Option(Path("artifacts/fit"), "--out"),
+            folds: int = typer.Option(4, "--folds", min=2, help="Cross-validation folds, grouped by the query's paper."),
+            seed: int = typer.Option(0, "--seed"),
+            citation_floor: float = typer.Option(0.0, "--citation-floor", min=0.0, help=(
+                "Only weights whose citation cross-paper p@5 on the citation protocol's validation targets is at least "
+                "this times the default weights' (0: no floor).")),
+            dry_run: bool = typer.Option(False, "--dry-run", help="Report only; publish no new ranking config.")) -> None:
+    """Fit the ranking config's weights for related figures in other papers on graded pairs (folds grouped by paper, held-out numbers reported) and publish it with the index as a new version."""
+    from app.eval.run import fit_judged
+
+    settings = _settings(data_dir)
+    try:
+        md, version = fit_judged(settings, judgments, out, folds=folds, seed=seed, publish=not dry_run, judge=judge,
+                                 citation_floor=citation_floor or None)
+    except FileNotFoundError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2)
+    typer.echo(md)
+    typer.echo(f"wrote {out}/fit.json, fit.md" + (f"; index version {version} ranks with the fitted config" if version else ""))
 
 
 @cli.command("eval-crops")

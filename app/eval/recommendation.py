@@ -22,22 +22,6 @@ from app.search.papers import PAPER_SIGNALS
 from app.search.fusion import DEFAULT_WEIGHTS, FIGURE_LEVEL, SAME_TYPE_BONUS, diversify, fuse, order, seed_weights
 from app.search.text import analyze
 
-FIRST_STAGE_FILE = "first_stage.json"
-
-
-def store_first_stage(root: Path, method: str) -> None:
-    """The first stage the stored w was tuned for; `similar` uses it by default."""
-    root.mkdir(parents=True, exist_ok=True)
-    (root / FIRST_STAGE_FILE).write_text(json.dumps({"method": method}))
-
-
-def read_first_stage(root: Path, default: str = "tfidf") -> str:
-    try:
-        return json.loads((root / FIRST_STAGE_FILE).read_text())["method"]
-    except (FileNotFoundError, KeyError, ValueError):
-        return default
-
-
 W_GRID = [round(x * 0.1, 1) for x in range(11)]
 TOP = 100
 
@@ -498,16 +482,18 @@ def run_cross_paper(data: EvalData, split: Split, union_dense: int | None = None
     """The `cross_paper` section: for each test target, rank the figures of *other* papers;
     relevant = a figure of a citing or cited paper. Returns (section, fitted served weights)."""
     targets, val = split.test, split.val
-    # the served candidates (engine defaults) unless told otherwise
-    union_dense = data.engine.union_dense_default if union_dense is None else union_dense
-    union_papers = data.engine.union_papers_default if union_papers is None else union_papers
+    # the served candidates and weights (the engine's ranking config) unless told otherwise
+    cfg = data.engine.ranking
+    union_dense = cfg.union_dense if union_dense is None else union_dense
+    union_papers = cfg.union_papers if union_papers is None else union_papers
 
     def val_p5(rank: Ranker, ts: list[int]) -> float:
         # MAP: smoother than p@5 on a hundred validation targets, so the fit overfits less
         return summarise(evaluate_cross(data, rank, ts))["map"]
 
     lexical_only = engine_candidates(data, targets + val, "other_papers", 0, 0, extra=extra)
-    served = engine_candidates(data, targets + val, "other_papers", union_dense, union_papers, extra=extra)
+    served = engine_candidates(data, targets + val, "other_papers", union_dense, union_papers, extra=extra,
+                               method=cfg.first_stage)
     per: dict[str, dict[str, list[float]]] = {}
     uses_paper: dict[str, bool] = {}
     weights: dict[str, dict[str, float]] = {}
@@ -537,12 +523,16 @@ def run_cross_paper(data: EvalData, split: Split, union_dense: int | None = None
     from app.search.fusion import SIGNALS
 
     signals = SIGNALS + tuple(k for k in (served.signals[targets[0]] if targets else {}) if k not in SIGNALS)
-    if val:  # the same-type bonus is the product's choice, not a fitted weight
-        w_def, _ = fit_fusion(served, val, val_p5, tuple(s for s in signals if s != "type"))
-        w_def["type"] = SAME_TYPE_BONUS
-    else:
-        w_def = DEFAULT_WEIGHTS["other_papers"]
-    per["default"] = evaluate_cross(data, fused_ranker(served, w_def, data.paper_of, data.engine.max_per_paper),
+    if val:  # citation-fitted weights, for comparison (the same-type bonus is a product choice, not fitted)
+        w_cit, _ = fit_fusion(served, val, val_p5, tuple(s for s in signals if s != "type"))
+        w_cit["type"] = SAME_TYPE_BONUS
+        per["citation_fitted"] = evaluate_cross(data, fused_ranker(served, w_cit, data.paper_of, cfg.max_per_paper),
+                                                targets)
+        weights["citation_fitted"] = w_cit
+        uses_paper["citation_fitted"] = any(w_cit.get(s, 0) for s in PAPER_FIELD_SIGNALS)
+    # the served ranking: the ranking config's weights, never fitted on these citation labels
+    w_def = cfg.weights_of("other_papers")
+    per["default"] = evaluate_cross(data, fused_ranker(served, w_def, data.paper_of, cfg.max_per_paper),
                                     targets)
     per["default_undiversified"] = evaluate_cross(data, fused_ranker(served, w_def), targets)
     weights["default"] = weights["default_undiversified"] = w_def

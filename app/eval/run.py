@@ -1,33 +1,25 @@
 """`figsearch eval`: the recommendation protocols on a data dir, with the learned-model rows when
-asked, and the validation-fitted fusion weights stored for serving."""
+asked; the served rows rank with the index version's ranking config (`figsearch fit` writes it)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from app.db.session import session_scope
 from app.eval.learned import VARIANTS, evaluate_learned, learned_section, order_methods
-from app.eval.recommendation import (EvalData, keep_evaluable, run_evaluation, select_targets,
-                                     store_first_stage, write_report)
-from app.learn.registry import current_model_dir
+from app.eval.recommendation import EvalData, keep_evaluable, run_evaluation, select_targets, write_report
 from app.search.collection import load_collection
 from app.search.embeddings import default_text_encoder, embed_docs
 from app.search.engine import SearchEngine
-from app.search.fusion import store_weights
 from app.pipeline.indexing import index_root, paper_index, visual_embeddings
+from app.search.ranking import RankingConfig
+from app.search.versions import current_version
 from app.search.vectors import l2_normalize
 
 
-def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, seed: int = 0,
-                      min_same: int = 5, min_citing: int = 5, first_stage: str = "tfidf",
-                      store_w: bool = True, progress: bool = True, learned: bool = False,
-                      ablation: bool = False, variants: list[str] | None = None, folds: int = 3) -> dict:
-    """`figsearch eval`: load the collection, embed (cached), evaluate, write the report and
-    store the validation-fitted fusion weights the product ranks with.
-
-    The engine evaluated is built like the served index (figure text, MiniLM figure text, the
-    figures' visual vectors and types, the papers' title + abstract vectors). `learned=True` adds
-    the trained fusion models (app.learn), cross-fitted so that each target is embedded by a model
-    that never saw its paper; `ablation=True` adds their variants (or `variants`)."""
+def citation_data(settings, progress: bool = False) -> EvalData:
+    """The collection and an engine built like the served index (figure text, MiniLM figure text,
+    the figures' visual vectors and types, the papers' views) over the figures with enough text,
+    ranking with the served version's config: what the citation protocols evaluate."""
     with session_scope(settings.db_url) as s:
         col = keep_evaluable(load_collection(s))
     if not col.docs:
@@ -36,12 +28,27 @@ def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, se
     encoder, name = default_text_encoder()
     emb, _ = embed_docs(col.docs, root, encoder, name, progress=progress)
     emb = l2_normalize(emb)
-    engine = SearchEngine.build(col.docs, embeddings=emb,
+    version = current_version(root)
+    engine = SearchEngine.build(col.docs, embeddings=emb, ranking=RankingConfig.load(root / version) if version else None,
                                 visual_embeddings=visual_embeddings(settings, col, progress=progress),
                                 figure_types=[col.figure_type.get(d.figure_id) for d in col.docs],
                                 type_scores=[col.type_scores.get(d.figure_id) for d in col.docs])
     engine.papers = paper_index(col, root, engine.lexical(), engine.paper_ids, progress=progress)
-    data = EvalData(col, engine, {"minilm": emb})
+    return EvalData(col, engine, {"minilm": emb})
+
+
+def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, seed: int = 0,
+                      min_same: int = 5, min_citing: int = 5, first_stage: str = "tfidf",
+                      progress: bool = True, learned: bool = False,
+                      ablation: bool = False, variants: list[str] | None = None, folds: int = 3) -> dict:
+    """`figsearch eval`: load the collection, embed (cached), evaluate the served ranking config
+    (and the comparison rankings) and write the report; `figsearch fit` writes the config.
+
+    The engine evaluated is built like the served index (figure text, MiniLM figure text, the
+    figures' visual vectors and types, the papers' title + abstract vectors). `learned=True` adds
+    the trained fusion models (app.learn), cross-fitted so that each target is embedded by a model
+    that never saw its paper; `ablation=True` adds their variants (or `variants`)."""
+    data = citation_data(settings, progress)
     shas = None
     if target_papers is not None:
         shas = {l.strip().lower() for l in Path(target_papers).read_text().splitlines() if l.strip()}
@@ -62,14 +69,93 @@ def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, se
     if learned:
         with open(out / "report.md", "a") as f:
             f.write(learned_section(report))
-    if store_w and split.val:
-
-        # the tf.idf/embedding mixing weight w is only meaningful for the vectors the index holds (MiniLM unless a model is trained)
-        if current_model_dir(settings.data_dir) is None and "rerank_minilm" in report["w"]:
-            SearchEngine.store_w(root, report["w"]["rerank_minilm"])
-            store_first_stage(root, first_stage)
-        info = {"fitted_on": f"{len(split.val)} validation targets (papers disjoint from the "
-                             f"{len(split.test)} test targets)", "seed": seed}
-        for scope, weights in report["fusion_weights"].items():
-            store_weights(root, scope, weights, info)
     return report
+
+
+def _served_judged(settings, judgments: list[Path], judge: str | None = None):
+    from app.eval.judged import agreement, judges_of, read_judgments, resolve
+
+    engine = SearchEngine.load_current(index_root(settings), gpu=settings.faiss_gpu)
+    rows = [r for path in judgments for r in read_judgments(path)]
+    with session_scope(settings.db_url) as s:
+        judged = resolve(s, rows, judge=judge)
+    names = sorted(j for j in judges_of(rows) if j)
+    judged.agreement = {f"{a} vs {b}": agreement(rows, a, b) for i, a in enumerate(names) for b in names[i + 1:]}
+    return engine, judged
+
+
+def evaluate_judged(settings, judgments: list[Path], out: Path, judge: str | None = None) -> str:
+    """`figsearch eval --judgments`: the served index's ranking (and the comparison rankings) on
+    graded pairs; writes judged.json and judged.md, returns the markdown."""
+    import json
+
+    from app.eval.fit import judged_report_md
+    from app.eval.judged import baseline_rankers, evaluate_rankings
+
+    engine, judged = _served_judged(settings, judgments, judge)
+    queries = [q for q in judged.queries if q in engine]
+    rankers = baseline_rankers(engine)
+    result = {"n_queries": len(queries), "n_papers": len({judged.paper_of_query[q] for q in queries}),
+              "index_version": engine.version, "ranking": engine.ranking.to_json(), "judge": judge or "mean of all",
+              "judged_pairs_not_in_collection": judged.missing, "agreement": judged.agreement,
+              "rankings": evaluate_rankings(judged, rankers, queries),
+              # the served ranking's top five per query figure id: what /figures/{id}/similar shows
+              "served_top5": {str(q): rankers["served"](q) for q in queries}}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "judged.json").write_text(json.dumps(result, indent=1))
+    md = judged_report_md(result)
+    (out / "judged.md").write_text(md)
+    return md
+
+
+def citation_guard(settings, ranking, floor: float, seed: int = 0):
+    """A check of fusion weights against the citation protocol's validation targets (papers
+    disjoint from its test targets): True when their cross-paper p@5 there is at least `floor`
+    times that of the default weights. Returns (check, description)."""
+    from app.eval.recommendation import engine_candidates, evaluate_cross, fused_ranker, summarise
+    from app.search.fusion import DEFAULT_WEIGHTS
+
+    data = citation_data(settings)
+    split = select_targets(data, 5, 5, None, seed)
+    cands = engine_candidates(data, split.val, "other_papers", ranking.union_dense, ranking.union_papers,
+                              method=ranking.first_stage)
+
+    def p5(weights) -> float:
+        return summarise(evaluate_cross(data, fused_ranker(cands, weights, data.paper_of, ranking.max_per_paper),
+                                        split.val))["p@5"] if split.val else 0.0
+    bar = floor * p5(DEFAULT_WEIGHTS["other_papers"])
+    seen: dict[tuple, bool] = {}
+
+    def check(weights) -> bool:
+        key = tuple(sorted(weights.items()))
+        if key not in seen:
+            seen[key] = p5(weights) >= bar
+        return seen[key]
+    return check, (f"citation cross-paper p@5 on {len(split.val)} validation targets >= "
+                                      f"{floor} x the default weights' ({bar:.3f})")
+
+
+def fit_judged(settings, judgments: list[Path], out: Path, folds: int = 4, seed: int = 0,
+               publish: bool = True, judge: str | None = None,
+               citation_floor: float | None = None) -> tuple[str, str | None]:
+    """`figsearch fit`: cross-validated weights on the judged set, then the weights fitted on every
+    query published with the index as a new version (unless `publish` is False)."""
+    import json
+    import sys
+
+    from app.eval.fit import cross_validate, fitted_config, judged_report_md
+    from app.search.ranking import publish_ranking
+
+    engine, judged = _served_judged(settings, judgments, judge)
+    guard = citation_guard(settings, engine.ranking, floor=citation_floor) if citation_floor else None
+    result = cross_validate(engine, judged, n_folds=folds, seed=seed, guard=guard)
+    result.update(index_version=engine.version, judge=judge or "mean of all", agreement=judged.agreement)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "fit.json").write_text(json.dumps(result, indent=1))
+    md = judged_report_md(result, "Ranking weights fitted on judged related figures (held-out folds)")
+    (out / "fit.md").write_text(md)
+    version = None
+    if publish:
+        cfg = fitted_config(engine, result, judgments, " ".join(["figsearch"] + sys.argv[1:]))
+        version = publish_ranking(index_root(settings), cfg)
+    return md, version

@@ -21,7 +21,7 @@ from rapidfuzz import fuzz
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
-from app.db.schema import Figure, Paper, PaperStatus
+from app.db.schema import Paper, PaperStatus
 from app.eval.crops import iou
 from app.pdfs import file_sha256
 

@@ -19,9 +19,11 @@ import numpy as np
 from app.db.session import session_scope
 from app.search.collection import Collection, load_collection
 from app.search.embeddings import DENSE_FILE, PAPER_TEXT_TOKENS, Encoder, default_text_encoder, embed_docs
-from app.search.engine import FigureDoc, SearchEngine, read_w
+from app.search.engine import FigureDoc, SearchEngine
 from app.search.lexical import LexicalIndex
 from app.search.papers import PaperIndex
+from app.search.ranking import RankingConfig
+from app.search.versions import current_version
 from app.search.text import analyze
 from app.settings import Settings
 
@@ -147,9 +149,11 @@ def build_index(settings: Settings, encoder: Encoder | None = None, encoder_name
                 encoder, encoder_name = default_text_encoder()
             emb, n_new = embed_docs(col.docs, root, encoder, encoder_name or "custom", progress=progress)
             info = {"kind": encoder_name or "custom"}
-    w = read_w(root)
+    # the ranking config of the version before is carried forward (it names the version it was fitted on)
+    previous = current_version(root)
+    ranking = RankingConfig.load(root / previous) if previous else None
     visual = visual_embeddings(settings, col, progress) if dense and col.docs else None
-    engine = SearchEngine.build(col.docs, embeddings=emb, w=0.5 if w is None else w,
+    engine = SearchEngine.build(col.docs, embeddings=emb, ranking=ranking,
                                 vector_kind=settings.vector_index, gpu=settings.faiss_gpu,
                                 visual_embeddings=visual,
                                 figure_types=[col.figure_type.get(d.figure_id) for d in col.docs],

@@ -6,8 +6,8 @@ The figure recommendation protocol of Kuzi & Zhai, generalised:
                     embedding space, re-ranked by  w * minmax(lexical) + (1 - w) * cosine(embeddings).
   search(text):     lexical top-100, re-ranked the same way with the query's MiniLM embedding (the
                     encoder is injected as a callable, so tests and services choose it).
-Without embeddings the score is the lexical score. `w` comes from the stored index (`engine.w`,
-0.5 until a value is learned; `SearchEngine.store_w` records a learned one without a rebuild).
+Without embeddings the score is the lexical score. First stage, candidate counts, `w` and the
+fusion weights come from the index version's RankingConfig (ranking.py), the same for every caller.
 
 Persistence: `save(index_root)` writes a new version directory (with a manifest of its files'
 sizes and checksums, checked at load: versions.py) and then atomically replaces the `CURRENT`
@@ -17,27 +17,23 @@ pointer file, so a running service can poll the cheap `current_version(index_roo
 from __future__ import annotations
 
 import json
-import os
 import re
-import secrets
-import shutil
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from .fusion import DEFAULT_WEIGHTS, SCOPES, diversify, fuse, order, read_all_weights, seed_weights
+from .fusion import SCOPES, diversify, fuse, order, seed_weights
 from .lexical import LexicalIndex
+from .ranking import DEFAULT_THRESHOLDS, RankingConfig
 from .spelling import closest_word, english_words
 from .text import analyze
-from .versions import CURRENT, TMP_PREFIX, BuildLock, check_version, choose, point_current, read_current
-from .versions import remove_dead_builds, write_manifest
+from .versions import CURRENT, check_version, choose, publish
 
 Encoder = Callable[[list[str]], np.ndarray]
-W_FILE = "w.json"
 
 
 _WORD_RE = re.compile(r"[a-z]+")
@@ -93,8 +89,9 @@ class SearchEngine:
     """Query-time object. Rows 0..n-1 are internal; figure ids are the public keys."""
 
     def __init__(self, lexical: LexicalIndex, figure_ids, paper_ids, captions, vectors=None,
-                 encoder: Encoder | None = None, w: float = 0.5, papers=None, visual=None,
-                 types=None, type_names: Sequence[str] = (), kinds=None, type_scores=None):
+                 encoder: Encoder | None = None, w: float | None = None, papers=None, visual=None,
+                 types=None, type_names: Sequence[str] = (), kinds=None, type_scores=None,
+                 ranking: RankingConfig | None = None):
         self.figure_ids = np.asarray(figure_ids, dtype=np.int64)
         self.paper_ids = np.asarray(paper_ids, dtype=np.int64)
         n = len(self.figure_ids)
@@ -119,8 +116,12 @@ class SearchEngine:
         if self.kinds is not None and len(self.kinds) != n:
             raise ValueError("one kind per row expected")
         self.encoder = encoder
-        self.w = float(w)
-        self.fusion: dict[str, dict[str, float]] = {}  # scope -> stored weights (fusion.json)
+        self.ranking = ranking or RankingConfig()
+        if w is not None:
+            self.ranking = replace(self.ranking, w=float(w))
+        for name, value in self.ranking.thresholds.items():  # text-query thresholds (instance values)
+            if name in DEFAULT_THRESHOLDS:
+                setattr(self, name, float(value))
         self._type_top: dict[int, np.ndarray] = {}  # type code -> rows that show it best (rows_showing_type)
         self._spelling: dict[tuple[str, int], dict[str, int]] | None = None  # caption words (spelling_suggestion)
         self._spelling_lock = threading.Lock()
@@ -135,11 +136,12 @@ class SearchEngine:
     # ----------------------------------------------------------------- build
     @classmethod
     def build(cls, docs: Sequence[FigureDoc], embeddings: np.ndarray | None = None,
-              method: str = "bm25", encoder: Encoder | None = None, w: float = 0.5,
+              method: str = "bm25", encoder: Encoder | None = None, w: float | None = None,
               vector_kind: str = "auto", gpu: str = "auto",
               papers=None, visual_embeddings: np.ndarray | None = None,
               figure_types: Sequence[str | None] | None = None,
-              type_scores: Sequence[Mapping[str, float] | None] | None = None) -> "SearchEngine":
+              type_scores: Sequence[Mapping[str, float] | None] | None = None,
+              ranking: RankingConfig | None = None) -> "SearchEngine":
         """Analyse the figure texts and build the indexes. embeddings[i] and visual_embeddings[i]
         belong to docs[i]; `papers` is a PaperIndex; figure_types[i] is a type name or None and
         type_scores[i] the classifier's {type: score} (None: 1 for the dominant type)."""
@@ -166,7 +168,7 @@ class SearchEngine:
         return cls(lexical, [d.figure_id for d in docs], [d.paper_id for d in docs],
                    [d.caption for d in docs], vectors=vectors, encoder=encoder, w=w,
                    papers=papers, visual=visual, types=types, type_names=names,
-                   kinds=kinds if kinds.any() else None, type_scores=scores)
+                   kinds=kinds if kinds.any() else None, type_scores=scores, ranking=ranking)
 
     @staticmethod
     def _make_vectors(embeddings, n, kind="auto", gpu="auto"):
@@ -258,6 +260,12 @@ class SearchEngine:
         out["type"] = None
         if self.types is not None and self.types[row] >= 0:
             out["type"] = (self.types[rows] == self.types[row]).astype(np.float64)
+        out["type_scores"] = None
+        if self.type_scores is not None and len(rows):
+            ts = self.type_scores[np.r_[row, rows]].astype(np.float64)
+            norms = np.linalg.norm(ts, axis=1)
+            norms[norms == 0] = 1.0
+            out["type_scores"] = (ts[1:] @ ts[0]) / (norms[1:] * norms[0])
         if self.papers is not None and len(rows):
             uniq, inv = np.unique(self.paper_ids[rows], return_inverse=True)
             for name, v in self.papers.similarity(int(self.paper_ids[row]), uniq).items():
@@ -279,16 +287,14 @@ class SearchEngine:
                            self.captions[r], matched(r), sig))
         return out
 
+    @property
+    def w(self) -> float:
+        """Text search's lexical weight (ranking config)."""
+        return self.ranking.w
+
     def weights(self, scope: str, w: float | None = None) -> dict[str, float]:
-        """The fusion weights a scope ranks with: an explicit seed `w`, else those stored by the
-        evaluation (fusion.json), else for `all` the stored seed w, else the defaults."""
-        if w is not None:
-            return seed_weights(w)
-        if scope in self.fusion:
-            return dict(self.fusion[scope])
-        if scope == "all":
-            return seed_weights(self.w)
-        return dict(DEFAULT_WEIGHTS[scope])
+        """The fusion weights a scope ranks with: an explicit seed `w`, else the ranking config's."""
+        return seed_weights(w) if w is not None else self.ranking.weights_of(scope)
 
     def candidates(self, row: int, scope: str = "all", method: str = "bm25", candidates: int = 100,
                    union_dense: int = 0, union_papers: int = 0, exact: bool = False):
@@ -321,7 +327,7 @@ class SearchEngine:
             extra.append(ids[0][ids[0] >= 0])
         if scope == "other_papers" and self.papers is not None and union_papers > 0:
             for p in self.papers.related(own_paper, union_papers).tolist():
-                extra.append(self.rows_of_paper(p)[:self.rows_per_related_paper])
+                extra.append(self.rows_of_paper(p)[:self.ranking.rows_per_related_paper])
         if extra:
             more = np.unique(np.concatenate(extra))
             more = more[(more != row) & ~np.isin(more, rows)]
@@ -345,23 +351,23 @@ class SearchEngine:
     similar_max_terms = 32
     similar_max_postings = 120_000
     similar_rescore = 2000
-    rows_per_related_paper = 10
-    union_papers_default = 10
-    union_dense_default = 50  # other_papers: also the 50 nearest figure-text embeddings
-    max_per_paper = 3  # other_papers: at most this many figures of one paper before the others
 
     def rank_rows(self, row: int, scope: str = "all", weights: dict[str, float] | None = None,
-                  w: float | None = None, method: str = "bm25", candidates: int = 100,
+                  w: float | None = None, method: str | None = None, candidates: int | None = None,
                   union_dense: int | None = None, union_papers: int | None = None, exact: bool = False,
                   within_papers: Sequence[int] | None = None):
         """(candidate rows, lexical scores, signals, fused scores), best first, for the figure at
-        `row`: the one ranking rule behind `similar` and the evaluation. `within_papers` replaces
-        the first stage by every figure of those papers (the caller's choice, e.g. the papers
-        that cite this one; the figure's own paper is left out)."""
+        `row`: the one ranking rule behind `similar` and the evaluation; what is not given comes
+        from the ranking config. `within_papers` replaces the first stage by every figure of
+        those papers (the caller's choice, e.g. the papers that cite this one; the figure's own
+        paper is left out)."""
+        cfg = self.ranking
+        method = method or cfg.first_stage
+        candidates = cfg.candidates if candidates is None else candidates
         if union_papers is None:
-            union_papers = self.union_papers_default
+            union_papers = cfg.union_papers
         if union_dense is None:  # the tf.idf + embedding recommender (`all`) keeps its lexical first stage
-            union_dense = self.union_dense_default if scope == "other_papers" else 0
+            union_dense = cfg.union_dense if scope == "other_papers" else 0
         if within_papers is not None:
             own = int(self.paper_ids[row])
             rows = self.rows_of_papers([p for p in set(within_papers) if p != own])
@@ -374,23 +380,24 @@ class SearchEngine:
         sig = self.signals(row, rows, scores)
         final = fuse(sig, weights if weights is not None else self.weights(scope, w))
         ranked = order(final)
-        if scope == "other_papers" and self.max_per_paper and len(rows):
-            ranked = diversify(ranked, self.paper_ids[rows], self.max_per_paper)
+        if scope == "other_papers" and cfg.max_per_paper and len(rows):
+            ranked = diversify(ranked, self.paper_ids[rows], cfg.max_per_paper)
         # everything in ranked order
         sig = {k: (None if v is None else np.asarray(v)[ranked]) for k, v in sig.items()}
         return rows[ranked], np.asarray(scores)[ranked], sig, final[ranked]
 
-    def similar(self, figure_id: int, k: int = 10, w: float | None = None, method: str = "bm25",
-                candidates: int = 100, union_dense: int | None = None, exact: bool = False,
+    def similar(self, figure_id: int, k: int = 10, w: float | None = None, method: str | None = None,
+                candidates: int | None = None, union_dense: int | None = None, exact: bool = False,
                 scope: str = "all", weights: dict[str, float] | None = None,
                 union_papers: int | None = None, within_papers: Sequence[int] | None = None) -> list[Hit]:
         """Figures related to `figure_id` (excluded from the results) within `scope` (or among the
         figures of `within_papers`), ranked by the fusion of their signals (fusion.py); each hit
         carries its signal values."""
         row = self.row_of(figure_id)
-        rows, scores, sig, final = self.rank_rows(row, scope, weights, w, method, max(candidates, k),
+        candidates = max(self.ranking.candidates if candidates is None else candidates, k)
+        rows, scores, sig, final = self.rank_rows(row, scope, weights, w, method, candidates,
                                                   union_dense, union_papers, exact, within_papers)
-        lex = self.lexical(method)
+        lex = self.lexical(method or self.ranking.first_stage)
         q, _ = lex.doc_terms(row)
         return self._hits(rows, final, scores, sig["text"], k, 0,
                           lambda r: lex.matched_term_ids(q, r), signals=sig, ranked=np.arange(len(rows)))
@@ -402,13 +409,13 @@ class SearchEngine:
     # figure and table texts, so below .45 nothing is shown ("no close matches"); misspellings
     # land in the same range and mostly find nothing either
     # (`python scripts/query_matches.py --data-dir DIR` prints each kind).
-    dense_match_min = 0.3
-    dense_match_unknown_words_min = 0.45
+    dense_match_min = DEFAULT_THRESHOLDS["dense_match_min"]
+    dense_match_unknown_words_min = DEFAULT_THRESHOLDS["dense_match_unknown_words_min"]
     query_type_weight = 1.0
     # a figure "is" a named type for a query when the classifier scores that type at least this
     # (the classifier's own threshold for a type a figure shows); at most type_pool such figures
     # join the candidates, the highest-scoring first
-    type_match_min = 0.5
+    type_match_min = DEFAULT_THRESHOLDS["type_match_min"]
     type_pool = 400
 
     def named_type_score(self, rows: np.ndarray | None, type_codes: np.ndarray) -> np.ndarray:
@@ -623,23 +630,8 @@ class SearchEngine:
 
         Returns the version name. Older versions beyond the newest `keep` are deleted (None = keep all).
         """
-        root = Path(index_root)
-        root.mkdir(parents=True, exist_ok=True)
-        remove_dead_builds(root)
-        version = time.strftime("v%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
-        tmp = root / f"{TMP_PREFIX}{version}"
-        with BuildLock(root, version):
-            self.save_version_dir(tmp)
-            write_manifest(tmp)
-            os.replace(tmp, root / version)
-        point_current(root, version)
-        self.version = version
-        if keep is not None:
-            olds = sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith("v")
-                          and p.name != version)
-            for p in olds[: max(0, len(olds) - (keep - 1))]:
-                shutil.rmtree(p, ignore_errors=True)
-        return version
+        self.version = publish(index_root, self.save_version_dir, keep)
+        return self.version
 
     def save_version_dir(self, d: str | Path) -> None:
         """Write this engine into directory `d` (no CURRENT handling)."""
@@ -659,7 +651,8 @@ class SearchEngine:
         np.save(d / "paper_ids.npy", self.paper_ids)
         np.save(d / "captions_blob.npy", self.captions.blob)
         np.save(d / "captions_offsets.npy", self.captions.offsets)
-        meta = dict(w=self.w, n=len(self), method=self._primary, has_vectors=self.vectors is not None,
+        self.ranking.save(d)
+        meta = dict(n=len(self), method=self._primary, has_vectors=self.vectors is not None,
                     has_papers=self.papers is not None, has_visual=self.visual is not None,
                     type_names=self.type_names, created=time.time(), format=1)
         (d / "meta.json").write_text(json.dumps(meta))
@@ -691,10 +684,9 @@ class SearchEngine:
         captions = _Captions(np.load(path / "captions_blob.npy", mmap_mode=mm),
                              np.load(path / "captions_offsets.npy"))
         eng = cls(lexical, np.load(path / "figure_ids.npy"), np.load(path / "paper_ids.npy"),
-                  captions, encoder=encoder, w=meta.get("w", 0.5), types=types,
-                  type_names=meta.get("type_names", []), kinds=kinds, type_scores=type_scores, **loaded)
+                  captions, encoder=encoder, types=types, type_names=meta.get("type_names", []), kinds=kinds,
+                  type_scores=type_scores, ranking=RankingConfig.load(path), **loaded)
         eng.version = path.name
-        eng.fusion = stored_fusion(path.parent)
         return eng
 
     @classmethod
@@ -704,40 +696,4 @@ class SearchEngine:
         version = choose(root).version  # CURRENT's, or the newest intact one
         if version is None:
             raise FileNotFoundError(f"no intact index version under {root}")
-        eng = cls.load(root / version, encoder=encoder, mmap=mmap, gpu=gpu, check=False)
-        learned = read_w(root)
-        if learned is not None:
-            eng.w = learned
-        return eng
-
-    @staticmethod
-    def store_w(index_root: str | Path, w: float) -> None:
-        """Record a learned fusion weight for every version under index_root (atomic write)."""
-        if not 0.0 <= w <= 1.0:
-            raise ValueError("w must be in [0, 1]")
-        root = Path(index_root)
-        root.mkdir(parents=True, exist_ok=True)
-        tmp = root / f".{W_FILE}.tmp"
-        tmp.write_text(json.dumps({"w": float(w), "stored": time.time()}))
-        os.replace(tmp, root / W_FILE)
-
-
-def current_version(index_root: str | Path) -> str | None:
-    """Name of the CURRENT version (one small file read; poll it to detect a new index)."""
-    return read_current(Path(index_root))
-
-
-def stored_fusion(index_root: str | Path) -> dict[str, dict[str, float]]:
-    """Fusion weights the evaluation stored next to the versions, per scope."""
-    out = {}
-    for scope, entry in read_all_weights(index_root).items():
-        if scope in SCOPES and isinstance(entry, dict) and isinstance(entry.get("weights"), dict):
-            out[scope] = {k: float(v) for k, v in entry["weights"].items()}
-    return out
-
-
-def read_w(index_root: str | Path) -> float | None:
-    try:
-        return float(json.loads((Path(index_root) / W_FILE).read_text())["w"])
-    except (FileNotFoundError, KeyError, ValueError):
-        return None
+        return cls.load(root / version, encoder=encoder, mmap=mmap, gpu=gpu, check=False)

@@ -3,8 +3,10 @@
 - `informative_terms`: shared terms worth showing, rarest first, with the filler of scientific prose
   removed ("see", "work", "based", "method", "propose"...: frequent in every paper, so they say
   nothing about *this* match even when they are not classic stop words).
-- `reasons`: for related figures, the signals that stand out, in words (same figure type, similar
-  picture, related paper topic). The cut-offs are fixed by hand, not fitted.
+- `reasons`: for related figures, the signals that stand out, in words (same kind of figure,
+  similar picture, related paper topic). The cut-offs are fixed by hand, not fitted.
+  `related_reasons` adds, for figures of other papers, the words both captions use and the
+  words both papers' titles use.
 - `best_sentence`: the sentence of a figure's text that matches a query best, from the body text
   about this figure (the caption only when nothing else matches: a card shows the caption already),
   and the character spans of the matched words (for highlighting).
@@ -72,7 +74,7 @@ def reasons(signals: Mapping[str, float] | None, figure_type: str | None = None,
         if named_type and figure_type:
             out.append(looks_like(figure_type))
         else:
-            out.append(f"same figure type ({figure_type.replace('_', ' ')})" if figure_type else "same figure type")
+            out.append(f"same kind of figure ({figure_type.replace('_', ' ')})" if figure_type else "same kind of figure")
     if signals.get("visual", 0.0) >= SAME_PICTURE_MIN:
         out.append("same picture")
     elif signals.get("visual", 0.0) >= SIMILAR_PICTURE_MIN:
@@ -84,6 +86,54 @@ def reasons(signals: Mapping[str, float] | None, figure_type: str | None = None,
     return out
 
 
+SHARED_CAPTION_TERMS = 3
+
+
+def related_reasons(signals: Mapping[str, float] | None, figure_type: str | None, caption: str, other_caption: str,
+                    title: str = "", other_title: str = "", idf: "TermStats | None" = None) -> list[str]:
+    """Reasons in words for a related figure of another paper, each checkable on its card: its
+    kind (`reasons`: "same kind of figure (box plot)", "similar picture", "similar description"),
+    what both captions name ("both captions mention recall@k, embedding size": informative words
+    both use, rarest first) and, when the two papers are close in topic, what their titles share
+    ("related paper: both on bidding, advertising"; "related paper topic" when the titles share no
+    informative word)."""
+    out = [r for r in reasons(signals, figure_type) if r != "related paper topic"]
+    shared = shared_words(caption, other_caption, idf, SHARED_CAPTION_TERMS)
+    if shared:
+        out.append("both captions mention " + ", ".join(shared))
+    if signals and signals.get("paper", 0.0) >= RELATED_TOPIC_MIN:
+        on = shared_words(other_title, title, idf, SHARED_CAPTION_TERMS)
+        out.append(f"related paper: both on {', '.join(on)}" if on else "related paper topic")
+    return out
+
+
+def shared_words(text: str, other: str, idf: "TermStats | None" = None, n: int = MAX_TERMS) -> list[str]:
+    """Informative words both texts use (rarest first, at most `n`), as written in `text`."""
+    theirs = set(analyze(other))
+    stems = informative_terms([t for t in dict.fromkeys(analyze(text)) if t in theirs], idf, n)
+    return surface_words(stems, text, other)
+
+
+def surface_words(stems: Sequence[str], *texts: str) -> list[str]:
+    """Each stem as written in `texts`: the shortest word with that stem alone, else the shortest
+    hyphenated compound containing it ("multi" -> "Multi-task"); duplicates dropped."""
+    best: dict[str, tuple[int, str]] = {}
+    for text in texts:
+        for m in _TOKEN_RE.finditer(text or ""):
+            word = m.group(0)
+            st = analyze(word)
+            for stem in set(st) & set(stems):
+                rank = (0 if len(st) == 1 else 1, len(word))
+                if stem not in best or rank < best[stem][0]:
+                    best[stem] = (rank, word)
+    words = list(dict.fromkeys(best[s][1] if s in best else s for s in stems))
+    parts = {p.lower() for w in words if "-" in w for p in w.split("-")}
+    words = [w for w in words if "-" in w or w.lower() not in parts]  # "task" is in "Multi-task"
+    # title case is not part of a word; acronyms (AUC, CTR) and mixed case (t-SNE, Recall@K) are
+    return [w.lower() if w[:1].isupper() and w[1:].islower() else w for w in words]
+
+
+_TOKEN_RE = re.compile(r"[^\W_]+(?:[@-][^\W_]+)*")
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[])")
 _WORD_RE = re.compile(r"[^\W_]+")
 _COMPOUND_RE = re.compile(r"[^\W_]+(?:-[^\W_]+)+")

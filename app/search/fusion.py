@@ -5,41 +5,38 @@ Signals of a candidate figure relative to a query figure (or text query):
   text     cosine of the figure-text embeddings (MiniLM, or a trained model's vectors)
   visual   cosine of the figures' visual embeddings (pixels)
   type     1 when both figures have the same dominant figure type, else 0
+  type_scores  cosine of the two figures' type classifier scores (how alike their kinds look)
   paper, paper_text, paper_figures, paper_body
            cosines of the two papers (title + abstract dense and tf.idf; all figure texts tf.idf;
            body text tf.idf), paper-level fields (papers.py)
 
-The tf.idf + embedding recommender of Kuzi & Zhai is the special case {lexical: w, text: 1 - w}. Weights are fitted on
-validation targets by `figsearch eval` (papers disjoint from the reported test targets) and stored
-next to the index (`fusion.json`); the defaults below were chosen the same way and are used until
-an evaluation has stored its own.
+The tf.idf + embedding recommender of Kuzi & Zhai is the special case {lexical: w, text: 1 - w}. Weights are fitted by
+`figsearch fit` / `figsearch eval` and kept in the index version's ranking config (ranking.py);
+the defaults below are used until a fit has stored its own.
 """
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
 from typing import Callable, Mapping
 
 import numpy as np
 
-SIGNALS = ("lexical", "text", "visual", "type", "paper", "paper_text", "paper_figures", "paper_body")
-FIGURE_LEVEL = ("lexical", "text", "visual", "type")  # no field that identifies the figure's paper
+SIGNALS = ("lexical", "text", "visual", "type", "type_scores", "paper", "paper_text", "paper_figures", "paper_body")
+FIGURE_LEVEL = ("lexical", "text", "visual", "type", "type_scores")  # no field that identifies the figure's paper
 SCOPES = ("other_papers", "same_paper", "all")
-FUSION_FILE = "fusion.json"
 
-# Defaults until `figsearch eval` stores weights fitted on the collection itself: the weights it
-# fitted on validation targets of a 135-paper recommender-systems collection (README,
-# Measurements); same_paper has no relevance labels of its own and uses equal figure-level weights.
-# Related figures in other papers also lean towards figures of the same kind: someone looking at
-# a t-SNE plot expects embedding plots among its related figures before diagrams of related
-# papers. This weight is a product choice, not fitted (citation labels ignore what a figure
-# shows, so a fit drops it): on the validation targets of the recommender collection it raised
-# the share of same-type figures in the top five from .44 to .66 for a MAP cost of .003.
+# Defaults until `figsearch fit` stores weights fitted on the collection itself.
+# other_papers: the weights `figsearch fit --judgments tests/data/related_judgments.jsonl --judge
+# judge1` fitted on 50 query figures of the shared recommender-systems + NLP corpus whose related
+# figures were graded by looking (README, Measurements): figure text and kind weigh as much as the
+# papers' topic, so related papers show their figures of the same kind first. same_paper has no
+# relevance labels of its own and uses equal figure-level weights.
+# Figures of the same kind (dominant type) also get a fixed bonus in the citation protocol's
+# comparison row (`citation_fitted`), where a fit on citation labels would drop it: citation links
+# ignore what a figure shows.
 SAME_TYPE_BONUS = 0.5
 DEFAULT_WEIGHTS: dict[str, dict[str, float]] = {
-    "other_papers": {"lexical": 1.0, "text": 0.0, "paper": 3.0, "paper_text": 10.0, "paper_figures": 0.0,
-                     "paper_body": 10.0, "type": SAME_TYPE_BONUS},
+    "other_papers": {"lexical": 1.0, "text": 10.0, "visual": 1.0, "type": 3.0, "type_scores": 1.0, "paper": 10.0,
+                     "paper_text": 10.0, "paper_body": 10.0, "paper_figures": 0.3},
     "same_paper": {"lexical": 1.0, "text": 1.0, "visual": 0.3, "type": 0.1},
     "all": {"lexical": 1.0, "text": 0.3},
 }
@@ -99,7 +96,7 @@ def diversify(ranked: np.ndarray, group: np.ndarray, max_per_group: int) -> np.n
     return np.asarray(first + later, dtype=ranked.dtype)
 
 
-# ------------------------------------------------------------------ fitting + persistence
+# ------------------------------------------------------------------ fitting
 GRID = (0.0, 0.1, 0.3, 1.0, 3.0, 10.0)
 
 
@@ -124,33 +121,3 @@ def fit_weights(evaluate: Callable[[dict[str, float]], float], signals: tuple[st
         if not changed:
             break
     return weights, best
-
-
-def store_weights(index_root: str | Path, scope: str, weights: Mapping[str, float], info: dict | None = None) -> None:
-    """Record fitted weights for a scope (atomic write; other scopes are kept)."""
-    if scope not in SCOPES:
-        raise ValueError(f"scope must be one of {SCOPES}")
-    root = Path(index_root)
-    root.mkdir(parents=True, exist_ok=True)
-    data = read_all_weights(root)
-    data[scope] = {"weights": {k: float(v) for k, v in weights.items()}, **(info or {})}
-    tmp = root / f".{FUSION_FILE}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, root / FUSION_FILE)
-
-
-def read_all_weights(index_root: str | Path) -> dict:
-    try:
-        return json.loads((Path(index_root) / FUSION_FILE).read_text())
-    except (FileNotFoundError, ValueError):
-        return {}
-
-
-def weights_for(index_root: str | Path | None, scope: str) -> dict[str, float]:
-    """Stored weights of a scope, else the documented defaults."""
-    if index_root is not None:
-        stored = read_all_weights(index_root).get(scope)
-        if stored and isinstance(stored.get("weights"), dict):
-            return {k: float(v) for k, v in stored["weights"].items()}
-    return dict(DEFAULT_WEIGHTS[scope])
-

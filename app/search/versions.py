@@ -16,10 +16,12 @@ import hashlib
 import json
 import logging
 import os
+import secrets
 import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -217,3 +219,29 @@ def remove_dead_builds(root: Path, min_age_s: float = 60.0) -> int:
             finally:
                 os.close(fd)
     return removed
+
+
+def current_version(index_root: str | Path) -> str | None:
+    """Name of the CURRENT version (one small file read; poll it to detect a new index)."""
+    return read_current(Path(index_root))
+
+
+def publish(index_root: str | Path, fill: Callable[[Path], None], keep: int | None = 3) -> str:
+    """Write a new version with `fill(directory)` under a build lock, record its manifest, rename
+    it into place, then point CURRENT at it. Versions beyond the newest `keep` are deleted (None =
+    keep all). Returns the version name."""
+    root = Path(index_root)
+    root.mkdir(parents=True, exist_ok=True)
+    remove_dead_builds(root)
+    version = time.strftime("v%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+    tmp = root / f"{TMP_PREFIX}{version}"
+    with BuildLock(root, version):
+        fill(tmp)
+        write_manifest(tmp)
+        os.replace(tmp, root / version)
+    point_current(root, version)
+    if keep is not None:
+        olds = sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith("v") and p.name != version)
+        for p in olds[: max(0, len(olds) - (keep - 1))]:
+            shutil.rmtree(p, ignore_errors=True)
+    return version

@@ -12,12 +12,13 @@ from app.api import schemas
 from app.api.deps import EngineDep, FigureId, FiltersDep, HeavyDep, HolderDep, SessionDep, SettingsDep
 from app.api.problems import check_limit, responses
 from app.api.serialize import (CARD_COLUMNS, card_from_row, figure_card, mention_texts, panel_url, paper_ref,
-                               pdf_url, scored_items)
+                               pdf_url, scored_items, with_related_reasons)
 from app.cite import bibtex, citation_line, venue_of
 from app.db.schema import Figure, Paper
 from app.ingest.render import cut_panel
 from app.pdfs import first_page_text, render_region, stored_pdf
 from app.search.collection import linked_papers
+from app.search.explain import idf_of
 
 router = APIRouter(tags=["figures"])
 
@@ -169,7 +170,11 @@ def similar_figures(figure_id: FigureId, db: SessionDep, settings: SettingsDep, 
                    "no paper of the collection cites or is cited by this paper" if linked == [] else
                    f"the papers that cite or are cited by this paper have no indexed {what}" if linked else
                    f"no related {what} found")
-    return schemas.SimilarResponse(mode="figure", figure_id=figure_id, k=k, scope=scope,
-                                   items=scored_items(db, hits, query_text=source_text, engine=engine,
-                                                      same_paper=scope == "same_paper"),
+    items = scored_items(db, hits, query_text=source_text, engine=engine, same_paper=scope == "same_paper")
+    if scope in ("other_papers", "linked_papers"):
+        query = db.get(Figure, figure_id)
+        title = paper_ref(db.get(Paper, query.paper_id)).title if query is not None else ""
+        items = with_related_reasons(hits, items, engine.captions[engine.row_of(figure_id)], title,
+                                     idf_of(engine.lexical()))
+    return schemas.SimilarResponse(mode="figure", figure_id=figure_id, k=k, scope=scope, items=items,
                                    index_version=engine.version, message=message)

@@ -97,4 +97,5 @@ def info(request: Request, settings: SettingsDep, holder: HolderDep):
                         max_image_mb=settings.max_image_mb, upload_types=settings.upload_types,
                         image_types=settings.image_types, allow_server_paths=settings.allow_server_paths,
                         distributed=settings.distributed,
-                        admin_token_source=request.app.state.admin_token_source)
+                        admin_token_source=request.app.state.admin_token_source,
+                        ranking=None if engine is None else {"index_version": engine.version, **engine.ranking.to_json()})

@@ -1,0 +1,192 @@
+"""Make the judging pool for "closely related figures in other papers".
+
+Query figures are drawn by a fixed rule before any ranking is looked at: per collection folder
+(`--collection FOLDER=COUNT`: the papers whose PDF is under FOLDER, by sha256), the papers are sorted
+by sha256 and shuffled with `--seed`; the first COUNT papers with a figure whose caption has at least five indexed
+words give one figure each, drawn with the same random generator. Tables are
+never queries nor candidates.
+
+For each query the top five figures of other papers of several rankings are pooled, de-duplicated
+and shuffled (same seed), and written without saying which ranking proposed which:
+  pairs.jsonl         one line per (query, candidate): ids by paper sha256 + kind + number
+  sheets/qNN.png      query crop + caption, numbered candidates with crop, caption, paper title
+and, kept apart for after the judging, provenance.json (which rankings proposed each candidate).
+
+  python scripts/related_pool.py --data-dir DIR --out /work/judging --provenance DIR2/provenance.json
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import textwrap
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+from sqlalchemy import select
+
+from app.db.schema import Figure, Paper
+from app.db.session import session_scope
+from app.eval.judged import baseline_rankers
+from app.search.engine import SearchEngine
+from app.pipeline.indexing import index_root
+from app.search.text import analyze
+from app.settings import Settings
+
+FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+FONT_BOLD = "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf"
+TOP = 5
+
+
+def shas_under(folder: Path) -> set[str]:
+    return {hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*.pdf")}
+
+
+def pick_queries(session, engine: SearchEngine, spec: list[tuple[Path, int]], seed: int) -> list[int]:
+    rng = np.random.default_rng(seed)
+    papers = session.execute(select(Paper.id, Paper.sha256).order_by(Paper.sha256)).all()
+    out = []
+    for folder, count in spec:
+        shas = shas_under(folder)
+        mine = [p for p in papers if p.sha256 in shas]
+        order = rng.permutation(len(mine))
+        taken = 0
+        for i in order.tolist():
+            if taken >= count:
+                break
+            rows = engine.rows_of_paper(mine[i].id)
+            rows = [int(r) for r in rows if engine.kind_of_row(int(r)) == "figure"
+                    and len(analyze(engine.captions[int(r)])) >= 5]
+            if not rows:
+                continue
+            rows.sort(key=lambda r: int(engine.figure_ids[r]))
+            out.append(int(engine.figure_ids[rows[int(rng.integers(len(rows)))]]))
+            taken += 1
+    return out
+
+
+def rankings(engine: SearchEngine, fid: int, depth: int = TOP, weight_sets: list[dict] = ()) -> dict[str, list[int]]:
+    """Top figure ids of other papers by each pooled ranking (and by the served rule with each of
+    `weight_sets`, e.g. weights a fit produced)."""
+    out = {name: rank(fid) for name, rank in baseline_rankers(engine, depth).items()}
+    for i, w in enumerate(weight_sets):
+        out[f"weights{i}"] = [h.figure_id for h in engine.similar(fid, k=depth, scope="other_papers", weights=w)]
+    return out
+
+
+def fig_key(session, fid: int) -> dict:
+    f = session.get(Figure, fid)
+    p = session.get(Paper, f.paper_id)
+    return {"sha256": p.sha256, "kind": f.kind, "number": f.number}
+
+
+def font(size: int, bold: bool = False):
+    return ImageFont.truetype(FONT_BOLD if bold else FONT, size)
+
+
+def paste_crop(sheet: Image.Image, path: Path, box: tuple[int, int, int, int]) -> None:
+    x, y, w, h = box
+    try:
+        im = Image.open(path).convert("RGB")
+    except OSError:
+        return
+    im.thumbnail((w, h))
+    sheet.paste(im, (x + (w - im.width) // 2, y))
+
+
+def draw_text(d: ImageDraw.ImageDraw, xy, text: str, width_chars: int, max_lines: int, f) -> int:
+    lines = textwrap.wrap(" ".join(text.split()), width_chars)[:max_lines]
+    x, y = xy
+    for ln in lines:
+        d.text((x, y), ln, fill=(0, 0, 0), font=f)
+        y += f.size + 3
+    return y
+
+
+def contact_sheet(session, data_dir: Path, qid: str, fid: int, cands: list[int], out: Path) -> None:
+    cols, cw, ch_img, ch = 4, 480, 250, 410
+    rows_n = (len(cands) + cols - 1) // cols
+    head = 430
+    sheet = Image.new("RGB", (cols * cw, head + rows_n * ch), "white")
+    d = ImageDraw.Draw(sheet)
+    f = session.get(Figure, fid)
+    p = session.get(Paper, f.paper_id)
+    d.text((10, 8), f"{qid}  QUERY: {(p.title or '')[:110]}", fill=(160, 0, 0), font=font(20, True))
+    paste_crop(sheet, data_dir / f.image_path, (10, 40, 760, 380))
+    draw_text(d, (790, 44), f"{f.label or 'Figure'} {f.number}: {f.caption}", 95, 19, font(15))
+    d.line((0, head - 8, cols * cw, head - 8), fill=(160, 0, 0), width=3)
+    for i, cf in enumerate(cands):
+        x, y = (i % cols) * cw, head + (i // cols) * ch
+        c = session.get(Figure, cf)
+        cp = session.get(Paper, c.paper_id)
+        d.rectangle((x + 2, y + 2, x + cw - 2, y + ch - 4), outline=(180, 180, 180))
+        d.text((x + 8, y + 6), f"#{i + 1}", fill=(0, 0, 200), font=font(22, True))
+        paste_crop(sheet, data_dir / c.image_path, (x + 60, y + 6, cw - 70, ch_img))
+        yy = draw_text(d, (x + 8, y + ch_img + 12), f"[{(cp.title or '')[:90]}]", 58, 2, font(13, True))
+        draw_text(d, (x + 8, yy + 2), c.caption, 60, 7, font(13))
+    sheet.save(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data-dir", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--provenance", type=Path, required=True)
+    ap.add_argument("--collection", action="append", default=None,
+                    help="FOLDER=COUNT: COUNT queries from the papers of the PDFs under FOLDER "
+                         "(default: ../shared/corpus/recsys=34 and ../shared/corpus/naacl2024=16)")
+    ap.add_argument("--seed", type=int, default=2025)
+    ap.add_argument("--depth", type=int, default=TOP, help="Pool this many figures of each ranking.")
+    ap.add_argument("--weights", type=Path, help="A `figsearch fit` report (fit.json): its fold and final "
+                                                 "weights rank too (a later pooling round).")
+    ap.add_argument("--exclude", type=Path, help="Judgments (JSON lines): pairs judged already are left out.")
+    ap.add_argument("--prefix", default="", help="Sheet/query id prefix of this round, e.g. r2-")
+    args = ap.parse_args()
+    weight_sets = []
+    if args.weights:
+        fit = json.loads(args.weights.read_text())
+        weight_sets = fit["fold_weights"] + [fit["weights"]]
+    judged = set()
+    if args.exclude:
+        for line in args.exclude.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                judged.add((tuple(r["query"].values()), tuple(r["candidate"].values())))
+    spec = [(Path(c.rsplit("=", 1)[0]), int(c.rsplit("=", 1)[1]))
+            for c in (args.collection or ["../shared/corpus/recsys=34", "../shared/corpus/naacl2024=16"])]
+    settings = Settings(data_dir=args.data_dir)
+    engine = SearchEngine.load_current(index_root(settings))
+    (args.out / "sheets").mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(args.seed + 1)
+    pairs, prov = [], {}
+    with session_scope(settings.db_url) as s:
+        queries = pick_queries(s, engine, spec, args.seed)
+        for n, fid in enumerate(queries, 1):
+            qid = f"{args.prefix}q{n:02d}"
+            ranks = rankings(engine, fid, args.depth, weight_sets)
+            qkey = fig_key(s, fid)
+            pooled: dict[int, list[str]] = {}
+            for name, fids in ranks.items():
+                for f in fids:
+                    if (tuple(qkey.values()), tuple(fig_key(s, int(f)).values())) not in judged:
+                        pooled.setdefault(int(f), []).append(name)
+            cands = sorted(pooled)
+            rng.shuffle(cands)
+            if not cands:
+                continue
+            for i, cf in enumerate(cands, 1):
+                pairs.append({"query_id": qid, "candidate": i, "query": qkey, "candidate_figure": fig_key(s, cf),
+                              "query_figure_id": fid, "candidate_figure_id": cf})
+            prov[qid] = {"figure_id": fid, "candidates": {str(cf): pooled[cf] for cf in cands}}
+            contact_sheet(s, settings.data_dir, qid, fid, cands, args.out / "sheets" / f"{qid}.png")
+            print(qid, fid, len(cands), flush=True)
+    with open(args.out / f"{args.prefix}pairs.jsonl", "w") as fh:
+        for p in pairs:
+            fh.write(json.dumps(p) + "\n")
+    args.provenance.parent.mkdir(parents=True, exist_ok=True)
+    args.provenance.write_text(json.dumps(prov, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""One ranking configuration: `figsearch fit` publishes it with the index, and the API, the CLI and
+the judged evaluation rank related figures with it, returning the same list for the same figure."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from app.api.main import create_app
+from app.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(args, check=True):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FIGSEARCH_")}
+    env["FIGSEARCH_AUTO_INDEX"] = "false"
+    r = subprocess.run([sys.executable, "-m", "app.cli"] + args, cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=600)
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+def test_fit_publishes_one_config_that_api_cli_and_eval_rank_with(demo_pdfs, tmp_path):
+    data = tmp_path / "data"
+    run(["ingest", str(demo_pdfs[0].parent), "--data-dir", str(data)])
+    run(["index", "--data-dir", str(data)])
+    figs = [json.loads(l) for l in run(["figures", "--data-dir", str(data), "--kind", "figure"]).stdout.splitlines()]
+    papers = {p["paper_id"]: p["sha256"] for p in
+              (json.loads(l) for l in run(["papers", "--data-dir", str(data)]).stdout.splitlines())}
+    key = {f["figure_id"]: {"sha256": papers[f["paper_id"]], "kind": "figure", "number": f["number"]} for f in figs}
+    # graded pairs: for two query figures, every figure of the other papers, grade by figure number
+    queries = [figs[0], next(f for f in figs if f["paper_id"] != figs[0]["paper_id"])]
+    judgments = tmp_path / "judged.jsonl"
+    judgments.write_text("".join(
+        json.dumps({"query": key[q["figure_id"]], "candidate": key[f["figure_id"]], "grade": f["number"] % 3,
+                    "judge": "t"}) + "\n"
+        for q in queries for f in figs if f["paper_id"] != q["paper_id"]))
+    out = run(["fit", "--judgments", str(judgments), "--data-dir", str(data), "--folds", "2",
+               "--out", str(tmp_path / "fit")]).stdout
+    assert "fitted_held_out" in out and "ranks with the fitted config" in out
+    fit = json.loads((tmp_path / "fit" / "fit.json").read_text())
+    # no side files: the config lives inside the published index version
+    index = data / "index"
+    assert not any((index / name).exists() for name in ("fusion.json", "w.json", "first_stage.json"))
+    current = (index / "CURRENT").read_text().strip()
+    config = json.loads((index / current / "ranking.json").read_text())
+    assert config["weights"]["other_papers"] == fit["weights"] and config["fitted_for"] == fit["index_version"]
+
+    ev = run(["eval", "--judgments", str(judgments), "--judged-only", "--data-dir", str(data),
+              "--out", str(tmp_path / "ev")]).stdout
+    assert "close fill" in ev
+    served = json.loads((tmp_path / "ev" / "judged.json").read_text())["served_top5"]
+    settings = Settings(data_dir=data, database_url="", broker_url="", admin_token="t" * 32)
+    with TestClient(create_app(settings)) as c:
+        c.app.state.engine_holder.refresh(block=True)
+        info = c.get("/api/v1/info").json()["ranking"]
+        assert info["index_version"] == current and info["weights"]["other_papers"] == fit["weights"]
+        for q in queries:
+            fid = q["figure_id"]
+            api = [i["figure_id"] for i in c.get(f"/api/v1/figures/{fid}/similar", params={"k": 5}).json()["items"]]
+            cli = [h["figure_id"] for h in json.loads(run(["similar", str(fid), "--k", "5", "--data-dir", str(data),
+                                                          "--json"]).stdout)]
+            assert api == cli == served[str(fid)] and api
