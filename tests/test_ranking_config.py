@@ -56,7 +56,7 @@ def test_fit_publishes_one_config_that_api_cli_and_eval_rank_with(demo_pdfs, tmp
               "--out", str(tmp_path / "ev")]).stdout
     assert "close fill" in ev
     served = json.loads((tmp_path / "ev" / "judged.json").read_text())["served_top5"]
-    settings = Settings(data_dir=data, database_url="", broker_url="", admin_token="t" * 32)
+    settings = Settings(data_dir=data, database_url="", broker_url="", admin_token="ranking-test-token-0123456789abcdef")
     with TestClient(create_app(settings)) as c:
         c.app.state.engine_holder.refresh(block=True)
         info = c.get("/api/v1/info").json()["ranking"]
