@@ -22,7 +22,7 @@ MAX_SCALE = 8.0  # zoom over 72 dpi (8 = 576 dpi)
 
 
 def file_sha256(path: Path) -> str:
-    """A PDF's identity in the collection: the sha256 of its bytes."""
+    """The sha256 of a file's bytes: a PDF's identity in the collection, an index file's checksum."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):

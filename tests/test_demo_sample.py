@@ -16,6 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.servers import running_server
+
 from app.demo.sample import PAPERS_DIR, SCAN_PAGES, SCANNED, prepare_sample, shipped_papers
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,30 +121,13 @@ CHROMIUM = Path("/usr/bin/chromium")
 @pytest.mark.browser
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="needs the Debian chromium package (/usr/bin/chromium)")
 def test_demo_pages_on_real_papers(demo_data, tmp_path):
-    from tests.test_e2e_browser import Console, _free_port, wait_page
+    from tests.test_e2e_browser import Console, wait_page
 
     pw_api = pytest.importorskip("playwright.sync_api")
     data = tmp_path / "data"
     shutil.copytree(demo_data, data)
-    port = _free_port()
-    env = {**os.environ, "FIGSEARCH_DATA_DIR": str(data), "FIGSEARCH_BROKER_URL": "", "FIGSEARCH_DATABASE_URL": "",
-           "FIGSEARCH_ADMIN_TOKEN": "demo-test-token-0123456789abcdef"}
-    log = open(tmp_path / "server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "app.api.main:create_app", "--factory",
-                             "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                r = httpx.get(f"{base}/readyz", timeout=2).json()
-                if r["index"]["loaded"] and r["encoder"] == "ready":
-                    break
-            except (httpx.HTTPError, ValueError, KeyError):
-                pass
-            assert proc.poll() is None and time.time() < deadline, (tmp_path / "server.log").read_text()[-2000:]
-            time.sleep(0.3)
+    with running_server(data, tmp_path, {"FIGSEARCH_ADMIN_TOKEN": "demo-test-token-0123456789abcdef"},
+                        wait_encoder=True, timeout_s=120) as base:
         papers = httpx.get(f"{base}/api/v1/papers?limit=100").json()["items"]
         scanned = next(p for p in papers if p["source_kind"] == "scanned")
         fid = httpx.get(f"{base}/api/v1/search?q=t-SNE").json()["items"][0]["figure_id"]
@@ -168,10 +153,3 @@ def test_demo_pages_on_real_papers(demo_data, tmp_path):
                 assert console.errors == [], console.errors
                 page.close()
             b.close()
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()

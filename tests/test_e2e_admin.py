@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
-import time
 import zipfile
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.servers import running_server
+
 from tests.test_api import build_sample_data, extra_pdf
-from tests.test_e2e_browser import CHROMIUM, Console, _free_port, browser, wait_js, wait_page  # noqa: F401 (fixture)
+from tests.test_e2e_browser import CHROMIUM, Console, browser, wait_js, wait_page  # noqa: F401 (fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = Path(os.environ.get("FIGSEARCH_SHOTS", ROOT / "artifacts" / "screenshots"))
@@ -37,35 +36,9 @@ def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("e2e-admin")
     data = root / "data"
     shutil.copytree(build_sample_data(tmp_path_factory.mktemp("e2e-admin-sample")), data)
-    port = _free_port()
-    env = {**os.environ, "FIGSEARCH_DATA_DIR": str(data), "FIGSEARCH_BROKER_URL": "",
-           "FIGSEARCH_DATABASE_URL": "", "FIGSEARCH_WARM_ENCODER": "false"}
-    env.pop("FIGSEARCH_ADMIN_TOKEN", None)  # the server generates its token into the data dir
-    log = open(root / "server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "app.api.main:create_app", "--factory",
-                             "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                if httpx.get(f"{base}/readyz", timeout=2).json()["index"]["loaded"]:
-                    break
-            except (httpx.HTTPError, ValueError, KeyError):
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError("server did not become ready:\n" + (root / "server.log").read_text()[-3000:])
-            time.sleep(0.3)
-        token = (data / "admin-token").read_text().strip()
-        yield {"base": base, "root": root, "data": data, "token": token}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+    with running_server(data, root, {"FIGSEARCH_WARM_ENCODER": "false", "FIGSEARCH_ADMIN_TOKEN": None}) as base:
+        # the server generates its token into the data dir
+        yield {"base": base, "root": root, "data": data, "token": (data / "admin-token").read_text().strip()}
 
 
 def shot(page, name: str) -> None:

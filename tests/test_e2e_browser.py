@@ -4,16 +4,14 @@ admin, upload a PDF, watch the job finish, find its figures. Screenshots go to
 artifacts/screenshots/; browser console errors fail the test."""
 from __future__ import annotations
 
-import os
 import shutil
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.servers import running_server
 
 from tests.test_api import build_sample_data, extra_pdf
 
@@ -29,45 +27,14 @@ pytestmark = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("e2e")
     data = root / "data"
     shutil.copytree(build_sample_data(tmp_path_factory.mktemp("e2e-sample")), data)
-    port = _free_port()
-    env = {**os.environ, "FIGSEARCH_DATA_DIR": str(data), "FIGSEARCH_ADMIN_TOKEN": TOKEN,
-           "FIGSEARCH_BROKER_URL": "", "FIGSEARCH_DATABASE_URL": ""}
-    log = open(root / "server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "app.api.main:create_app", "--factory",
-                             "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                r = httpx.get(f"{base}/readyz", timeout=2).json()
-                if r["index"]["loaded"] and r["encoder"] == "ready":
-                    break
-            except (httpx.HTTPError, ValueError):
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError("server did not become ready:\n" + (root / "server.log").read_text()[-3000:])
-            time.sleep(0.3)
+    with running_server(data, root, {"FIGSEARCH_ADMIN_TOKEN": TOKEN}, wait_encoder=True) as base:
         yield {"base": base, "root": root, "data": data}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -16,10 +14,12 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
+from tests.servers import running_server
+
 from app.pdfs import attach_pdfs
 from app.settings import Settings
 from tests.test_api import build_sample_data
-from tests.test_e2e_browser import CHROMIUM, Console, _free_port, browser, wait_js, wait_page  # noqa: F401 (fixture)
+from tests.test_e2e_browser import CHROMIUM, Console, browser, wait_js, wait_page  # noqa: F401 (fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = Path(os.environ.get("FIGSEARCH_UI_SHOTS", "/tmp/ui-shots"))
@@ -37,32 +37,10 @@ def server(tmp_path_factory):
     data = root / "data"
     shutil.copytree(sample, data)
     attach_pdfs(Settings(data_dir=data, database_url="", broker_url=""), [sample.parent / "pdfs"])
-    port = _free_port()
-    env = {**os.environ, "FIGSEARCH_DATA_DIR": str(data), "FIGSEARCH_ADMIN_TOKEN": TOKEN,
-           "FIGSEARCH_BROKER_URL": "", "FIGSEARCH_DATABASE_URL": "", "FIGSEARCH_SEARCH_RERANK": "false",
-           "FIGSEARCH_WARM_ENCODER": "false"}
-    log = open(root / "server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "app.api.main:create_app", "--factory",
-                             "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
     SERVER_DATA[:] = [data]
-    try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                if httpx.get(f"{base}/readyz", timeout=2).json()["index"]["loaded"]:
-                    break
-            except (httpx.HTTPError, ValueError, KeyError):
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError("server did not start:\n" + (root / "server.log").read_text()[-3000:])
-            time.sleep(0.3)
+    with running_server(data, root, {"FIGSEARCH_ADMIN_TOKEN": TOKEN, "FIGSEARCH_SEARCH_RERANK": "false",
+                                     "FIGSEARCH_WARM_ENCODER": "false"}) as base:
         yield base
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        log.close()
 
 
 def shot(page, name: str) -> None:

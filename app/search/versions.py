@@ -12,7 +12,6 @@ at the next build or start. Versions written before manifests existed are served
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import logging
 import os
@@ -25,6 +24,8 @@ from typing import Callable
 
 import numpy as np
 
+from app.pdfs import file_sha256
+
 log = logging.getLogger(__name__)
 
 CURRENT = "CURRENT"
@@ -34,14 +35,6 @@ TMP_PREFIX = ".tmp-"
 
 class IndexCorrupt(Exception):
     """A version's files do not match its manifest (or it has none of the files it needs)."""
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _array_header(path: Path) -> dict:
@@ -57,7 +50,7 @@ def write_manifest(version_dir: Path) -> None:
     files = {}
     for p in sorted(version_dir.rglob("*")):
         if p.is_file() and p.name != MANIFEST:
-            entry = {"bytes": p.stat().st_size, "sha256": _sha256(p)}
+            entry = {"bytes": p.stat().st_size, "sha256": file_sha256(p)}
             if p.suffix == ".npy":
                 entry.update(_array_header(p))
             files[p.relative_to(version_dir).as_posix()] = entry
@@ -95,7 +88,7 @@ def check_version(version_dir: Path) -> None:
             if got != {"shape": want["shape"], "dtype": want["dtype"]}:
                 raise IndexCorrupt(f"index version {name}: {rel} is {got}, the manifest says "
                                    f"shape {want['shape']} dtype {want['dtype']}")
-        if _sha256(p) != want["sha256"]:
+        if file_sha256(p) != want["sha256"]:
             raise IndexCorrupt(f"index version {name}: {rel} does not match its checksum")
 
 
