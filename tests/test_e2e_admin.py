@@ -237,6 +237,7 @@ def test_remove_a_paper_from_its_page_after_confirming(server, browser):
         page.click("#remove-paper-confirm")
         page.wait_for_selector("#remove-paper .notice.ok")
         assert "Removed" in page.inner_text("#remove-paper")
+        assert page.locator("#paper-figures .card").count() == 0  # no links left to the removed figures
         shot(page, f"paper-removed-{tag}")
         assert httpx.get(f"{base}/api/v1/papers/{victim['paper_id']}").status_code == 404
         assert console.errors == [], console.errors
