@@ -96,7 +96,10 @@ def prepare_collection(data: Path) -> None:
     """A generated collection, ingested, indexed, with a small trained image model (so image
     queries decode images: the path the bombs attack)."""
     env = env_for(data)
-    subprocess.run(FIGSEARCH + ["demo", "--no-serve", "--n", "8", "--data-dir", str(data)], cwd=ROOT, env=env,
+    pdfs = data.parent / "generated-pdfs"
+    subprocess.run(FIGSEARCH + ["make-demo-collection", str(pdfs), "--n", "8"], cwd=ROOT, env=env,
+                   check=True, capture_output=True)
+    subprocess.run(FIGSEARCH + ["ingest", str(pdfs), "--data-dir", str(data)], cwd=ROOT, env=env,
                    check=True, capture_output=True)
     r = subprocess.run(FIGSEARCH + ["train", "--data-dir", str(data), "--epochs", "1", "--steps-per-epoch", "3",
                                     "--device", "cpu"], cwd=ROOT, env=env, capture_output=True, text=True)

@@ -79,41 +79,78 @@ def test_sign_in_page_says_where_the_token_comes_from(server, browser):
         page.close()
 
 
-def test_job_view_times_skipped_duplicates_and_index_counts(server, browser, tmp_path):
+@pytest.fixture(scope="module")
+def bundle_job(server, tmp_path_factory):
+    """A zip uploaded through the API: a copy of paper 1 (a duplicate), a new paper and a text file
+    (skipped); returns the job id and the original paper once the job is done."""
     base, token = server["base"], server["token"]
+    tmp = tmp_path_factory.mktemp("bundle")
     original = httpx.get(f"{base}/api/v1/papers/1").json()
-    pdf = tmp_path / "copy-of-paper-1.pdf"
+    pdf = tmp / "copy-of-paper-1.pdf"
     pdf.write_bytes(httpx.get(f"{base}/api/v1/papers/1/pdf").content)
-    bundle = tmp_path / "bundle.zip"
+    bundle = tmp / "bundle.zip"
     with zipfile.ZipFile(bundle, "w") as z:
         z.write(pdf, "copy-of-paper-1.pdf")
-        z.write(extra_pdf(tmp_path / "extra"), "new-paper.pdf")
+        z.write(extra_pdf(tmp / "extra"), "new-paper.pdf")
         z.writestr("readme.txt", "not a paper")
+    auth = {"Authorization": f"Bearer {token}"}
+    with bundle.open("rb") as fh:
+        r = httpx.post(f"{base}/api/v1/admin/collections", headers=auth, timeout=60,
+                       files={"files": ("bundle.zip", fh, "application/zip")})
+    assert r.status_code == 202, r.text
+    job_id = r.json()["job_id"]
+    deadline = time.time() + 180
+    while httpx.get(f"{base}/api/v1/admin/jobs/{job_id}", headers=auth).json()["status"] not in ("done", "failed"):
+        assert time.time() < deadline
+        time.sleep(0.5)
+    return {"job_id": job_id, "original": original}
 
-    page = browser.new_page(viewport=WIDE)
+
+def job_page(server, browser, bundle_job, viewport=WIDE):
+    """The admin page, signed in, with the bundle's job and its files shown."""
+    page = browser.new_page(viewport=viewport)
     page.set_default_timeout(20_000)
     console = Console(page)
-    sign_in(page, base, token)
-    wait_js(page, "/\\d+ figures?, \\d+ tables?\\b/.test(document.getElementById('index-state').textContent)")
-    page.set_input_files("#pdf-files", str(bundle))
-    page.click("#upload-submit")
-    page.wait_for_selector("#jobs .job:first-child[data-status=done] .files", timeout=120_000)
-    job = page.locator("#jobs .job").first
+    sign_in(page, server["base"], server["token"])
+    job = page.locator(f"#jobs .job[data-job-id='{bundle_job['job_id']}']")
+    job.locator(".files").wait_for()
+    return page, job, console
+
+
+def file_rows(job) -> dict:
+    return {r.locator("td.name").inner_text(): r for r in job.locator(".files tbody tr").all()}
+
+
+def test_jobs_show_when_they_ran(server, browser, bundle_job):
+    page, job, console = job_page(server, browser, bundle_job)
     times = job.locator(".job-times time")
     assert times.count() == 2  # started and finished, each with a machine-readable timestamp
     assert times.first.get_attribute("datetime")
-    assert any(w in job.locator(".job-times").inner_text() for w in ("ago", "just now", "now")), job.inner_text()
-    assert "took" in job.locator(".job-times").inner_text()
+    line = job.locator(".job-times").inner_text()
+    assert line.startswith("started ") and "finished " in line and "took" in line, line
+    assert "ago" in line or "just now" in line, line
+    assert console.errors == [], console.errors
+    page.close()
 
-    rows = {r.locator("td.name").inner_text(): r for r in job.locator(".files tbody tr").all()}
-    skipped = rows["bundle.zip:readme.txt"]
+
+def test_skipped_file_is_neutral_not_red(server, browser, bundle_job):
+    page, job, console = job_page(server, browser, bundle_job)
+    skipped = file_rows(job)["bundle.zip:readme.txt"]
     assert skipped.locator("td.err").count() == 0 and skipped.locator("td.note").count() == 1
     colour = skipped.locator("td.note").evaluate("el => getComputedStyle(el).color")
     bad = page.evaluate("getComputedStyle(document.documentElement).getPropertyValue('--bad')").strip()
-    assert colour != "rgb(207, 34, 46)" and bad == "#cf222e", colour  # not the error red
-    dup = rows["bundle.zip:copy-of-paper-1.pdf"]
-    link = dup.locator("a.original-paper")
-    assert link.get_attribute("href") == f"#/paper/{original['paper_id']}"
+    assert bad == "#cf222e" and colour != "rgb(207, 34, 46)", colour  # not the error red
+    badge = skipped.locator(".badge").evaluate("el => getComputedStyle(el).backgroundColor")
+    assert badge == "rgb(238, 242, 247)", badge  # the neutral grey of plain badges
+    assert console.errors == [], console.errors
+    page.close()
+
+
+def test_duplicate_links_to_the_original_paper(server, browser, bundle_job):
+    page, job, console = job_page(server, browser, bundle_job)
+    rows = file_rows(job)
+    link = rows["bundle.zip:copy-of-paper-1.pdf"].locator("a.original-paper")
+    assert link.get_attribute("href") == f"#/paper/{bundle_job['original']['paper_id']}"
     assert rows["bundle.zip:new-paper.pdf"].locator("a.paper-result").count() == 1
     shot(page, "admin-jobs-wide")
     page.set_viewport_size(PHONE)
@@ -123,8 +160,18 @@ def test_job_view_times_skipped_duplicates_and_index_counts(server, browser, tmp
     page.set_viewport_size(WIDE)
     link.click()
     page.wait_for_selector("#paper-title")
-    assert original["title"] in page.inner_text("#paper-title")
+    assert bundle_job["original"]["title"] in page.inner_text("#paper-title")
     assert console.errors == [], console.errors
+    page.close()
+
+
+def test_index_line_counts_figures_and_tables(server, browser, bundle_job):
+    page, job, console = job_page(server, browser, bundle_job)
+    ready = httpx.get(f"{server['base']}/readyz").json()["index"]
+    assert ready["n_tables"] > 0
+    wait_js(page, "/\\d+ figures?, \\d+ tables?\\b/.test(document.getElementById('index-state').textContent)")
+    assert console.errors == [], console.errors
+    page.close()
 
 
 def test_remove_a_paper_from_its_page_after_confirming(server, browser):
@@ -163,6 +210,7 @@ def test_remove_a_paper_from_its_page_after_confirming(server, browser):
         page.click("#remove-paper-confirm")
         page.wait_for_selector("#remove-paper .notice.ok")
         assert "Removed" in page.inner_text("#remove-paper")
+        assert page.locator("#paper-figures .card").count() == 0  # no links left to the removed figures
         shot(page, f"paper-removed-{tag}")
         assert httpx.get(f"{base}/api/v1/papers/{victim['paper_id']}").status_code == 404
         assert console.errors == [], console.errors

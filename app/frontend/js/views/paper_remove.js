@@ -21,9 +21,13 @@ export function removeControl(p, nFigures, nTables, signal) {
     yes.addEventListener('click', async () => {
       yes.disabled = true; no.disabled = true;
       try {
-        const r = await api(`admin/papers/${p.paper_id}`, { method: 'DELETE', token, signal });
-        box.replaceChildren(notice(`Removed “${p.title}” (${count(r.deleted_figures, 'figure')}); the search index is being refreshed.`, 'ok'),
+        await api(`admin/papers/${p.paper_id}`, { method: 'DELETE', token, signal });
+        box.replaceChildren(notice(`Removed “${p.title}” with its ${count(nFigures, 'figure')} and ${count(nTables, 'table')}; the search index is being refreshed.`, 'ok'),
           h('a', { href: '#/papers' }, '← All papers'));
+        // the figures and links below are gone with the paper: only its heading and the notice stay
+        const view = box.closest('.view');
+        if (view) [...view.children].forEach((c) => { if (!c.contains(box)) c.remove(); });
+        document.getElementById('paper-pdf')?.remove();
       } catch (err) {
         if (err.name === 'AbortError') return;
         msg.replaceChildren(notice(err.status === 401 || err.status === 403 ? 'Your admin sign-in is no longer valid; sign in again on the Admin page.' : err.message, 'error'));
