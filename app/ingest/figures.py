@@ -17,17 +17,8 @@ from app.ingest.captions import Caption, find_captions
 from app.ingest.labels import CAPTION_RE
 from app.ingest.layout import DocumentLayout, Line, build_layout, clean_text, union
 from app.ingest.panels import find_panels
-from app.ingest.regions import (
-    Candidate,
-    Region,
-    analyse_page,
-    choose_region,
-    convention,
-    crop_quality,
-    fuse_layout,
-    region_doubt,
-    split_overlaps,
-)
+from app.ingest.regions import (Candidate, Region, analyse_page, choose_region, convention, crop_quality,
+                                fuse_layout, region_doubt, split_overlaps)
 from app.ingest.render import render_crop
 from app.ingest.types import ExtractedFigure
 
