@@ -1,13 +1,17 @@
 """The page-layout model that ships inside PyMuPDF 2.x (`pymupdf.layout`, an ONNX model in the
-pymupdf-layout wheel, loaded when pymupdf is imported): DocLayNet-style boxes (picture, table,
-caption, text, ...) for a page with a text layer, offline.
+pymupdf-layout wheel): DocLayNet-style boxes (picture, table, caption, text, ...) for a page with a
+text layer, offline.
 
-It costs about 0.6 CPU-s a page, some ten times the rest of a page's extraction, so figure
-extraction asks it only about pages where the geometry is in doubt (regions.region_doubt).
+Ingestion keeps PyMuPDF from loading it on import (app/ingest/__init__.py: it costs a second and
+some 100 MB in every worker); it is loaded here the first time a page is asked about. A page costs
+about 0.5 CPU-s, some ten times the rest of its extraction, so figure extraction asks only about
+pages where the geometry is in doubt (regions.region_doubt).
 """
 from __future__ import annotations
 
+import importlib
 import logging
+import sys
 from dataclasses import dataclass
 
 import pymupdf
@@ -25,11 +29,22 @@ class LayoutBox:
     rect: tuple[float, float, float, float]
 
 
+_LOAD_FAILED = []
+
+
 def available() -> bool:
-    """True when pymupdf-layout is installed (pymupdf then activates it on import)."""
+    """Load the model (once per process) and say whether it is there: pymupdf-layout installed."""
+    if callable(getattr(pymupdf, "_get_layout", None)):
+        return True
+    if _LOAD_FAILED:
+        return False
+    if "pymupdf.layout" in sys.modules and sys.modules["pymupdf.layout"] is None:
+        del sys.modules["pymupdf.layout"]  # marked absent so that importing PyMuPDF does not load it
     try:
-        import pymupdf.layout  # noqa: F401
-    except ImportError:
+        importlib.import_module("pymupdf.layout")  # activates Page.get_layout
+    except Exception:  # noqa: BLE001 - not installed or broken: the geometry decides alone
+        log.info("pymupdf.layout not available", exc_info=True)
+        _LOAD_FAILED.append(True)
         return False
     return callable(getattr(pymupdf, "_get_layout", None))
 

@@ -621,6 +621,16 @@ def region_doubt(c: Candidate, page: PageLayout, st: DocumentLayout, graphics: n
     return None
 
 
+def _row_inside(ln: Line, lines: list[Line], boxes: list[tuple]) -> bool:
+    """A line taken for running text that is a table row: its block (at most two lines) lies
+    wholly inside one of the model's table boxes (a long header row in the body font)."""
+    blk = [o for o in lines if o.block == ln.block]
+    if len(blk) > 2:
+        return False
+    r = union([o.rect for o in blk])
+    return any(m[0] - 2 <= r[0] and r[2] <= m[2] + 2 and m[1] - 2 <= r[1] and r[3] <= m[3] + 2 for m in boxes)
+
+
 def fuse_layout(c: Candidate, boxes: list, page: PageLayout, st: DocumentLayout, graphics: np.ndarray,
                 other_captions: list[tuple]) -> tuple | None:
     """The candidate's region grown by the layout model's boxes of its kind (picture for a
@@ -660,7 +670,8 @@ def fuse_layout(c: Candidate, boxes: list, page: PageLayout, st: DocumentLayout,
         return None
     pad = 0.5 * line
     big = _big_graphics(graphics)
-    running = [ln for ln in page.lines if ln.body and not _inside_graphic(ln.rect, big)]
+    running = [ln for ln in page.lines if ln.body and not _inside_graphic(ln.rect, big)
+               and not (want == "table" and _row_inside(ln, page.lines, picked))]
     ink = []
     for m in picked:
         ex = (m[0] - pad, m[1] - pad, m[2] + pad, m[3] + pad)
@@ -669,7 +680,7 @@ def fuse_layout(c: Candidate, boxes: list, page: PageLayout, st: DocumentLayout,
             if m[0] <= cx <= m[2] and m[1] <= cy <= m[3]:
                 ink.append((max(gr[0], ex[0]), max(gr[1], ex[1]), min(gr[2], ex[2]), min(gr[3], ex[3])))
         for ln in page.lines:
-            if ln.body and not _inside_graphic(ln.rect, big):
+            if ln.body and not _inside_graphic(ln.rect, big) and not (want == "table" and _row_inside(ln, page.lines, [m])):
                 continue
             if m[0] <= ln.x0 + (ln.x1 - ln.x0) / 2 <= m[2] and m[1] <= ln.yc <= m[3] and \
                     not any(overlap_1d(ln.y0, ln.y1, o[1], o[3]) > 0 and overlap_1d(ln.x0, ln.x1, o[0], o[2]) > 0
