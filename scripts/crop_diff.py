@@ -2,6 +2,10 @@
 
     python scripts/crop_diff.py snapshot ../shared/corpus/recsys /tmp/before.json [--workers 2]
     python scripts/crop_diff.py diff /tmp/before.json /tmp/after.json [--tol 1.0]
+    python scripts/crop_diff.py sheet ../shared/corpus/recsys /tmp/before.json /tmp/after.json /tmp/sheets/
+
+`sheet` draws every box that moved, appeared or went (before red, after green) on its page, 12 to a
+contact sheet, so each change can be looked at.
 
 A snapshot holds, per PDF, every extracted figure/table (kind, number, page, crop box, caption) and
 the parsed paper fields (title, authors, year, abstract, sentence and mention counts). `diff`
@@ -81,6 +85,51 @@ def diff(a_path: pathlib.Path, b_path: pathlib.Path, tol: float) -> int:
     return n_moved + n_lost + n_new
 
 
+def _changes(a: dict, b: dict, tol: float) -> list[tuple]:
+    """(pdf, key, page, before box or None, after box or None) of boxes that moved, appeared or went."""
+    out = []
+    for pdf in sorted(set(a) | set(b)):
+        fa, fb = a.get(pdf, {}).get("figures", {}), b.get(pdf, {}).get("figures", {})
+        for key in sorted(set(fa) | set(fb)):
+            x, y = fa.get(key), fb.get(key)
+            if x and y and x["page"] == y["page"] and max(abs(u - v) for u, v in zip(x["bbox"], y["bbox"])) <= tol:
+                continue
+            out.append((pdf, key, (y or x)["page"], x["bbox"] if x else None, y["bbox"] if y else None))
+    return out
+
+
+def sheet(root: pathlib.Path, a_path: pathlib.Path, b_path: pathlib.Path, out: pathlib.Path, tol: float) -> None:
+    import pymupdf
+    from PIL import Image, ImageDraw
+
+    a, b = json.loads(a_path.read_text()), json.loads(b_path.read_text())
+    out.mkdir(parents=True, exist_ok=True)
+    tiles = []
+    for pdf, key, page_no, before, after in _changes(a, b, tol):
+        doc = pymupdf.open(root / pdf)
+        page = doc[page_no - 1]
+        boxes = [r for r in (before, after) if r]
+        u = pymupdf.Rect(min(r[0] for r in boxes), min(r[1] for r in boxes), max(r[2] for r in boxes),
+                         max(r[3] for r in boxes))
+        clip = pymupdf.Rect(u.x0 - 20, u.y0 - 20, u.x1 + 20, u.y1 + 20) & page.rect
+        if before:
+            page.draw_rect(before, color=(1, 0, 0), width=1.2)
+        if after:
+            page.draw_rect(pymupdf.Rect(after) + (1, 1, -1, -1), color=(0, 0.7, 0), width=1.2)
+        zoom = min(2.0, 470 / max(clip.width, 1), 400 / max(clip.height, 1))
+        pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), clip=clip)
+        tile = Image.new("RGB", (480, 430), "white")
+        tile.paste(Image.frombytes("RGB", (pix.width, pix.height), pix.samples), (5, 25))
+        ImageDraw.Draw(tile).text((5, 5), f"{pdf[-45:]} p{page_no} {key}", fill=(0, 0, 0))
+        tiles.append(tile)
+    for i in range(0, len(tiles), 12):
+        s = Image.new("RGB", (1440, 1720), (190, 190, 190))
+        for j, t in enumerate(tiles[i:i + 12]):
+            s.paste(t, ((j % 3) * 480, (j // 3) * 430))
+        s.save(out / f"changes-{i // 12:02d}.png")
+    print(f"{len(tiles)} changed boxes -> {out}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -92,9 +141,17 @@ def main() -> None:
     d.add_argument("a", type=pathlib.Path)
     d.add_argument("b", type=pathlib.Path)
     d.add_argument("--tol", type=float, default=1.0)
+    c = sub.add_parser("sheet")
+    c.add_argument("root", type=pathlib.Path)
+    c.add_argument("a", type=pathlib.Path)
+    c.add_argument("b", type=pathlib.Path)
+    c.add_argument("out", type=pathlib.Path)
+    c.add_argument("--tol", type=float, default=1.0)
     args = ap.parse_args()
     if args.cmd == "snapshot":
         snapshot(args.root, args.out, args.workers)
+    elif args.cmd == "sheet":
+        sheet(args.root, args.a, args.b, args.out, args.tol)
     else:
         diff(args.a, args.b, args.tol)
 

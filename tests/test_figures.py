@@ -552,3 +552,118 @@ def test_rows_above_a_figure_do_not_pull_it_into_the_next_column(tmp_path):
     f = _figures(_saved(doc, tmp_path / "cut.pdf"), tmp_path)[4]
     assert f.region_bbox[0] >= 296 and f.region_bbox[1] >= 148, f.region_bbox
     assert f.region_bbox[3] >= 282, f.region_bbox
+
+
+PROMPT = ("You are a helpful assistant. Read the passage below and answer the question that follows it "
+          "with a short span copied from the passage. If the passage does not contain the answer, say so. ")
+
+
+def test_two_framed_boxes_set_far_apart_are_one_figure(tmp_path):
+    """Two prompt boxes of one width stacked over their caption, four lines apart: one figure
+    (was: the empty band between them ended the region, so only the lower box was kept)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(54, 60, 295, 160), BODY, fontsize=10)
+    for y in (175, 310):
+        page.draw_rect(pymupdf.Rect(54, y, 295, y + 85), color=(0, 0, 0), width=0.8)
+        page.insert_textbox(pymupdf.Rect(60, y + 5, 290, y + 83), PROMPT, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(54, 405, 295, 430), "Figure 1: The two prompts given to the model.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(54, 440, 295, 740), BODY * 2, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(317, 60, 558, 740), BODY * 4, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "boxes.pdf"), tmp_path)[1]
+    assert f.region_bbox[1] <= 176 and f.region_bbox[3] >= 394, f.region_bbox
+    assert f.region_bbox[1] >= 160, f.region_bbox  # not the paragraph above
+
+
+def _legend_apart(path: Path) -> None:
+    """A plot under a legend row set three and a half lines above it, running text above both."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 60, 540, 150), BODY, fontsize=10)
+    for k, name in enumerate(("baseline", "ours", "oracle")):
+        page.draw_rect(pymupdf.Rect(200 + 90 * k, 187, 210 + 90 * k, 195), color=None, fill=(0.2 * k, 0.3, 0.8))
+        page.insert_text((214 + 90 * k, 195), name, fontsize=7)
+    page.draw_rect(pymupdf.Rect(150, 230, 450, 380), color=(0, 0, 0), width=1)
+    page.draw_line((160, 370), (440, 240), color=(1, 0, 0), width=1.5)
+    page.insert_textbox(pymupdf.Rect(72, 392, 540, 420), "Figure 1: Accuracy of the three methods.", fontsize=9,
+                        align=1)
+    page.insert_textbox(pymupdf.Rect(72, 430, 540, 700), BODY * 2, fontsize=10)
+    doc.save(path)
+
+
+def test_layout_model_grows_a_doubtful_region_with_the_ink_inside_its_picture(tmp_path, monkeypatch):
+    """A legend set apart above its plot: the geometry stops at the empty band and keeps only the
+    plot; ink left next to the region makes it doubtful, so the layout model is asked about that
+    page, and its picture box over legend and plot brings the legend in, cut to the ink (not the
+    model's box edges). A model box reaching over running text adds nothing."""
+    from app.ingest import layout_model
+
+    pdf = tmp_path / "legend.pdf"
+    _legend_apart(pdf)
+    asked = []
+
+    def boxes(picture):
+        def page_boxes(page):
+            asked.append(page.number)
+            return [layout_model.LayoutBox("picture", picture)]
+        return page_boxes
+
+    plain = _figures(pymupdf.open(pdf), tmp_path)[1]
+    monkeypatch.setattr(layout_model, "page_boxes", boxes((140, 165, 460, 385)))
+    alone = {f.number: f for f in extract_figures(pymupdf.open(pdf), tmp_path / "o1", "f", dpi=72,
+                                                  use_layout_model=False)}[1]
+    assert alone.region_bbox == plain.region_bbox or asked == [0]
+    assert alone.region_bbox[1] >= 228, alone.region_bbox  # the geometry alone misses the legend
+    fused = _figures(pymupdf.open(pdf), tmp_path)[1]
+    assert asked == [0]
+    assert 185 <= fused.region_bbox[1] <= 188 and fused.region_bbox[3] >= 379, fused.region_bbox
+    assert fused.region_bbox[0] >= 149 and fused.region_bbox[2] <= 451, fused.region_bbox
+    monkeypatch.setattr(layout_model, "page_boxes", boxes((60, 60, 550, 385)))
+    over_text = _figures(pymupdf.open(pdf), tmp_path)[1]
+    assert over_text.region_bbox[1] >= 185, over_text.region_bbox
+
+
+def test_layout_model_is_not_asked_about_sure_regions(tmp_path, monkeypatch):
+    from app.ingest import layout_model
+
+    asked = []
+    monkeypatch.setattr(layout_model, "page_boxes", lambda page: asked.append(page.number) or [])
+    pdf = tmp_path / "synthetic.pdf"
+    _synthetic(pdf)
+    figs = extract_figures(pymupdf.open(pdf), tmp_path / "out", "f", dpi=72)
+    assert {(f.kind, f.number) for f in figs} == {("figure", 1), ("table", 1)} and asked == []
+
+
+def test_layout_model_loads_offline_from_the_installed_wheel(tmp_path):
+    """pymupdf-layout's ONNX model ships in its wheel: boxes of a page with no network."""
+    from app.ingest import layout_model
+
+    assert layout_model.available()
+    pdf = tmp_path / "synthetic.pdf"
+    _synthetic(pdf)
+    boxes = layout_model.page_boxes(pymupdf.open(pdf)[0])
+    assert any(b.kind == "caption" and b.rect[1] >= 280 and b.rect[3] <= 325 for b in boxes), boxes
+
+
+def test_figures_captioned_in_two_columns_are_cut_at_the_gutter(tmp_path):
+    """A right-column figure whose picture is placed with a blank part reaching into the left
+    column, over a left-column figure of two rows of pictures: each keeps its own column (was:
+    the right figure took the left one's top row, which kept only its bottom labels)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    for y in (72, 147):  # the left figure: two rows of two pictures
+        for x in (54, 170):
+            page.draw_rect(pymupdf.Rect(x, y, x + 113, y + 56), color=None, fill=(0.3, 0.5, 0.7))
+    page.insert_text((70, 218), "(c) vectors", fontsize=7)
+    page.insert_textbox(pymupdf.Rect(50, 236, 286, 290), "Figure 3: Instance centroid regression method.", fontsize=9)
+    pix = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 176, 88), False)
+    pix.set_rect(pix.irect, (255, 255, 255))
+    pix.set_rect(pymupdf.IRect(60, 0, 176, 88), (150, 80, 80))
+    page.insert_image(pymupdf.Rect(250, 55, 426, 143), pixmap=pix)  # a raster with a blank left part
+    page.draw_rect(pymupdf.Rect(430, 55, 544, 143), color=None, fill=(0.6, 0.6, 0.3))
+    page.insert_textbox(pymupdf.Rect(309, 155, 545, 220), "Figure 4: Two cars occluded by trees.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(50, 300, 286, 740), BODY * 2, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(309, 235, 545, 740), BODY * 2, fontsize=10)
+    figs = _figures(_saved(doc, tmp_path / "cols.pdf"), tmp_path)
+    assert figs[3].region_bbox[1] <= 73 and figs[3].region_bbox[0] <= 55 and figs[3].region_bbox[2] <= 300, figs[3]
+    assert figs[4].region_bbox[0] >= 284 and figs[4].region_bbox[2] >= 543, figs[4].region_bbox

@@ -12,12 +12,13 @@ from dataclasses import replace
 
 import pymupdf
 
+from app.ingest import layout_model
 from app.ingest.captions import Caption, find_captions
 from app.labels import CAPTION_RE
 from app.ingest.layout import DocumentLayout, Line, build_layout, clean_text, union
 from app.ingest.panels import find_panels
 from app.ingest.regions import (Candidate, Region, analyse_page, choose_region, convention, crop_quality,
-                                split_overlaps)
+                                fuse_layout, region_doubt, split_overlaps)
 from app.ingest.render import render_crop
 from app.ingest.types import ExtractedFigure
 
@@ -28,10 +29,12 @@ __all__ = ["CAPTION_RE", "Caption", "extract_figures", "find_captions"]
 
 def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: str, dpi: int = 150,
                     thumb_px: int = 256, max_pages: int | None = None,
-                    layout: DocumentLayout | None = None, dropped: list[dict] | None = None) -> list[ExtractedFigure]:
+                    layout: DocumentLayout | None = None, dropped: list[dict] | None = None,
+                    use_layout_model: bool = True) -> list[ExtractedFigure]:
     """Find captioned figures and tables, render their crops, one result per (kind, number).
     `layout` is the document's page model when the caller already built it (for parsing);
-    `dropped`, when given, receives {label, reason} for every figure that could not be kept."""
+    `dropped`, when given, receives {label, reason} for every figure that could not be kept;
+    `use_layout_model` lets the page-layout model grow regions the geometry is unsure of."""
     dropped = dropped if dropped is not None else []
     out_dir = pathlib.Path(out_dir)
     st = layout if layout is not None else build_layout(doc, max_pages)
@@ -72,6 +75,8 @@ def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: 
         return []
     for key, c in best.items():
         _caption_from_facing_page(c, seen[key])
+    if use_layout_model:
+        _second_opinion(doc, list(best.values()), st, analysed)
     split_overlaps(list(best.values()), st)
     out_dir.mkdir(parents=True, exist_ok=True)
     results = []
@@ -85,6 +90,30 @@ def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: 
             log.warning("rendering %s %d failed", kind, num, exc_info=True)
             dropped.append({"label": f"{kind.title()} {num}", "reason": f"rendering failed: {exc}"[:200]})
     return results
+
+
+def _second_opinion(doc: "pymupdf.Document", cands: list[Candidate], st: DocumentLayout,
+                    analysed: list[tuple[int, Caption, Region, Region]]) -> None:
+    """Regions the geometry is unsure of (regions.region_doubt) are grown by the layout model's
+    boxes of their page (regions.fuse_layout); the model runs once per such page, on no other."""
+    boxes: dict[int, list] = {}
+    for c in cands:
+        page = st.pages[c.page]
+        graphics = page.graphics()
+        taken = [o.region for o in cands if o.page == c.page and o.region is not None]
+        if region_doubt(c, page, st, graphics, taken) is None:
+            continue
+        if c.page not in boxes:
+            boxes[c.page] = layout_model.page_boxes(doc[c.page])
+        others = [cap.bbox for i, cap, _, _ in analysed if i == c.page and cap is not c.cap]
+        fused = fuse_layout(c, boxes[c.page], page, st, graphics, others)
+        if fused is None:
+            continue
+        has_g = c.has_graphics or any(g[0] < fused[2] and g[2] > fused[0] and g[1] < fused[3] and g[3] > fused[1]
+                                      for g in graphics)
+        q = crop_quality(c.cap.kind, fused, has_g, page, st)
+        if q == "ok" or c.region is None:
+            c.region, c.quality, c.has_graphics = fused, q, has_g
 
 
 def _caption_from_facing_page(c: Candidate, same_label: list[Candidate]) -> None:

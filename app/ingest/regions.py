@@ -18,7 +18,8 @@ from app.ingest.captions import Caption, captions_from_lines
 from app.ingest.layout import (DocumentLayout, Line, PageLayout, column_span, in_page_margin, overlap_1d,
                                paragraph_blocks, union)
 
-__all__ = ["Candidate", "Region", "analyse_page", "choose_region", "convention", "crop_quality", "split_overlaps"]
+__all__ = ["Candidate", "Region", "analyse_page", "choose_region", "convention", "crop_quality", "fuse_layout",
+           "region_doubt", "split_overlaps"]
 
 
 @dataclass
@@ -139,6 +140,7 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
         # algorithm block, an uncaptioned listing above the figure)
         spans = [tuple(r) for r in g[sel][:, [1, 3]]] + [
             (ln.y0, ln.y1) for ln in text_pool if overlap_1d(ln.x0, ln.x1, sx0, sx1) > 0.5 * (ln.x1 - ln.x0)]
+        spans += _twin_frame_gaps(g[sel], st.body_size)
         far = _content_reach(spans, up, 3.0 * st.body_size)
         if far is not None:
             ry0, ry1 = (max(ry0, far - 1), ry1) if up else (ry0, min(ry1, far + 1))
@@ -216,6 +218,22 @@ def _search_side(cap: Caption, right: bool, lines: list[Line], caps: list[Captio
         return none
     gap = (u[0] - cx1) if right else (cx0 - u[2])
     return Region(tuple(u), max(gap, 0.0), True, (u[2] - u[0]) * (u[3] - u[1]), side=True)
+
+
+def _twin_frame_gaps(g: np.ndarray, body_size: float) -> list[tuple]:
+    """The gaps between framed boxes of one width stacked in a column (two prompt boxes, a
+    question box over its answer box): parts of one figure however far apart they are set."""
+    if not len(g):
+        return []
+    w, h = g[:, 2] - g[:, 0], g[:, 3] - g[:, 1]
+    frames = g[(w > 10 * body_size) & (h > 2 * body_size)]
+    out = []
+    for a in frames:
+        twins = frames[(np.abs(frames[:, 0] - a[0]) < 0.5 * body_size) & (np.abs(frames[:, 2] - a[2]) < 0.5 * body_size)
+                       & (frames[:, 1] >= a[3])]
+        if len(twins):
+            out.append((float(a[3]), float(twins[:, 1].min())))
+    return out
 
 
 def _content_reach(spans: list[tuple], up: bool, max_gap: float) -> float | None:
@@ -459,7 +477,8 @@ def _largest_gap(intervals: list[tuple[float, float]], lo: float, hi: float) -> 
 def split_overlaps(cands: list[Candidate], st: DocumentLayout) -> None:
     """Two regions of one page that overlap (e.g. a table right above a figure: the table grows
     down into the plot, the figure up into the table) are cut apart at the widest whitespace gap
-    between them; the one whose caption is higher keeps the upper part."""
+    between them; the one whose caption is higher keeps the upper part. Regions whose captions
+    stand side by side, on one row or in two columns, are cut at the gutter instead."""
     by_page: dict[int, list[Candidate]] = {}
     for c in cands:
         if c.region is not None:
@@ -477,19 +496,32 @@ def split_overlaps(cands: list[Candidate], st: DocumentLayout) -> None:
                 if graphics is None:
                     graphics = st.pages[page_no].graphics()
                 items = [ln.rect for ln in st.pages[page_no].lines] + [tuple(g) for g in graphics]
-                side_by_side = overlap_1d(a.cap.bbox[1], a.cap.bbox[3], b.cap.bbox[1], b.cap.bbox[3]) > 0
-                if side_by_side:  # captions on one row: cut at the widest vertical gutter
+                # captions on one row, or in two columns (a figure grown across the gutter into the
+                # other column's figure above that one's caption): cut at the widest vertical gutter
+                side_by_side = overlap_1d(a.cap.bbox[1], a.cap.bbox[3], b.cap.bbox[1], b.cap.bbox[3]) > 0 or \
+                    overlap_1d(a.cap.bbox[0], a.cap.bbox[2], b.cap.bbox[0], b.cap.bbox[2]) <= 0
+                if side_by_side:
                     left, right = (a, b) if a.cap.bbox[0] <= b.cap.bbox[0] else (b, a)
-                    # the gutter lies between the two captions' centres
-                    lo = max(min(ra[0], rb[0]), (left.cap.bbox[0] + left.cap.bbox[2]) / 2)
-                    hi = min(max(ra[2], rb[2]), (right.cap.bbox[0] + right.cap.bbox[2]) / 2)
+                    # the gutter lies between the two captions' centres; for captions in the two
+                    # columns of the page, near the middle between the columns
+                    mid = (st.text_x0 + st.text_x1) / 2
+                    if st.two_column and left.cap.bbox[2] <= mid + 0.02 * st.page_w <= right.cap.bbox[0] + 0.04 * st.page_w:
+                        lo, hi = mid - 0.05 * st.page_w, mid + 0.05 * st.page_w
+                    else:
+                        lo = max(min(ra[0], rb[0]), (left.cap.bbox[0] + left.cap.bbox[2]) / 2)
+                        hi = min(max(ra[2], rb[2]), (right.cap.bbox[0] + right.cap.bbox[2]) / 2)
                     y0, y1 = max(ra[1], rb[1]), min(ra[3], rb[3])
                     spans = [(r[0], r[2]) for r in items if overlap_1d(r[1], r[3], y0, y1) > 0 and r[2] > lo and r[0] < hi]
                     cut = _largest_gap(spans, lo, hi)
                     lr_, rr_ = left.region, right.region
                     if lr_[0] < cut < rr_[2]:
-                        left.region = (lr_[0], lr_[1], min(lr_[2], cut), lr_[3])
-                        right.region = (max(rr_[0], cut), rr_[1], rr_[2], rr_[3])
+                        # each side ends where its ink ends, not at the middle of the gutter
+                        lx1 = max((r[2] for r in items if r[0] >= lr_[0] - 1 and r[2] <= cut + 1
+                                   and overlap_1d(r[1], r[3], lr_[1], lr_[3]) > 0), default=cut)
+                        rx0 = min((r[0] for r in items if r[2] <= rr_[2] + 1 and r[0] >= cut - 1
+                                   and overlap_1d(r[1], r[3], rr_[1], rr_[3]) > 0), default=cut)
+                        left.region = (lr_[0], lr_[1], min(lr_[2], cut, lx1), lr_[3])
+                        right.region = (max(rr_[0], cut, rx0), rr_[1], rr_[2], rr_[3])
                     continue
                 upper, lower = (a, b) if a.cap.bbox[1] <= b.cap.bbox[1] else (b, a)
                 lo = max(min(ra[1], rb[1]), (upper.cap.bbox[1] + upper.cap.bbox[3]) / 2)
@@ -526,3 +558,146 @@ def crop_quality(kind: str, region: tuple | None, has_graphics: bool, page: Page
         if not inside or body_chars >= 0.5 * chars:
             return "text_only"
     return "ok"
+
+
+def region_doubt(c: Candidate, page: PageLayout, st: DocumentLayout, graphics: np.ndarray,
+                 taken: list[tuple]) -> str | None:
+    """Why a candidate's region may not hold its whole figure or table, or None when the geometry
+    is sure: no region or a doubtful crop; a graphic cut by the region's edge (an arc, a bracket or
+    a branch that goes on past it); ink next to the region or its caption that no region of the
+    page (`taken`) holds (the other half of a tree, a plot beside a caption); body-like text right
+    beyond the region's far edge inside a graphic (the box of a second prompt, the words of a
+    parse tree). Only such regions are worth asking the layout model about."""
+    line = st.body_size
+    cap = c.cap.bbox
+    if c.quality != "ok" and c.region is not None:
+        return c.quality
+    if len(graphics):
+        g = graphics
+        held = np.zeros(len(g), dtype=bool)
+        for r in taken:
+            cx, cy = (g[:, 0] + g[:, 2]) / 2, (g[:, 1] + g[:, 3]) / 2
+            held |= (cx >= r[0] - line) & (cx <= r[2] + line) & (cy >= r[1] - line) & (cy <= r[3] + line)
+        near_to = c.region if c.region is not None else cap
+        pad = 4 * line
+        near = (g[:, 0] < near_to[2] + pad) & (g[:, 2] > near_to[0] - pad) & (g[:, 1] < near_to[3] + pad) & \
+            (g[:, 3] > near_to[1] - pad) & ~held
+        margin = (g[:, 3] < 0.07 * page.height) | (g[:, 1] > 0.93 * page.height)
+        orphan = g[near & ~margin]
+        if len(orphan):
+            u = union(orphan)
+            if (u[2] - u[0] > 2 * line and u[3] - u[1] > 2 * line) or len(orphan) >= 3:
+                return "ink beside the region that no region holds"
+    if c.region is None:
+        return "no region"
+    x0, y0, x1, y1 = c.region
+    up = cap[1] >= y1 - 2  # caption below the region: the region's far edge is its top
+    down = cap[3] <= y0 + 2
+    if len(graphics):
+        g = graphics
+        inside = (np.minimum(g[:, 2], x1) - np.maximum(g[:, 0], x0) > 1) & (np.minimum(g[:, 3], y1) - np.maximum(g[:, 1], y0) > 1)
+        past = np.zeros(len(g), dtype=bool)
+        tol = 0.8 * line
+        past |= g[:, 0] < x0 - tol
+        past |= g[:, 2] > x1 + tol
+        if not down:
+            past |= g[:, 1] < y0 - tol
+        if not up:
+            past |= g[:, 3] > y1 + tol
+        small = (g[:, 2] - g[:, 0]) * (g[:, 3] - g[:, 1]) < 0.6 * page.width * page.height
+        if (inside & past & small).any():
+            return "graphic cut by the region's edge"
+    # body text just beyond the far edge, with a graphic drawn through or around it
+    far = [ln for ln in page.lines if ln.body and overlap_1d(ln.x0, ln.x1, x0, x1) > 0.5 * (ln.x1 - ln.x0)
+           and ((up and 0 <= y0 - ln.y1 <= 1.5 * line) or (down and 0 <= ln.y0 - y1 <= 1.5 * line))]
+    if far and len(graphics):
+        blocks = {ln.block for ln in far}
+        for b in blocks:
+            r = union([ln.rect for ln in page.lines if ln.block == b and ln.body])
+            g = graphics
+            hit = (np.minimum(g[:, 2], r[2]) - np.maximum(g[:, 0], r[0]) > 2) & (np.minimum(g[:, 3], r[3]) - np.maximum(g[:, 1], r[1]) > 2)
+            if hit.any():
+                return "text inside a graphic beyond the region"
+    return None
+
+
+def _row_inside(ln: Line, lines: list[Line], boxes: list[tuple]) -> bool:
+    """A line taken for running text that is a table row: its block (at most two lines) lies
+    wholly inside one of the model's table boxes (a long header row in the body font)."""
+    blk = [o for o in lines if o.block == ln.block]
+    if len(blk) > 2:
+        return False
+    r = union([o.rect for o in blk])
+    return any(m[0] - 2 <= r[0] and r[2] <= m[2] + 2 and m[1] - 2 <= r[1] and r[3] <= m[3] + 2 for m in boxes)
+
+
+def fuse_layout(c: Candidate, boxes: list, page: PageLayout, st: DocumentLayout, graphics: np.ndarray,
+                other_captions: list[tuple]) -> tuple | None:
+    """The candidate's region grown by the layout model's boxes of its kind (picture for a
+    figure, table for a table) that overlap it, or, with no region, that lie next to its caption.
+    The region takes the PDF's own ink inside those boxes (graphics and text lines), so a crop
+    still ends where the ink ends; it only grows, never over another caption or running text (body
+    lines not framed inside a graphic). None when the model adds nothing."""
+    want = "picture" if c.cap.kind == "figure" else "table"
+    cap = c.cap.bbox
+    line = st.body_size
+    sx0, sx1 = column_span(cap, st)
+    picked = []
+    for b in boxes:
+        if b.kind != want:
+            continue
+        m = b.rect
+        if c.region is not None:
+            r = c.region
+            ix = overlap_1d(m[0], m[2], r[0], r[2])
+            iy = overlap_1d(m[1], m[3], r[1], r[3])
+            if ix * iy < 0.2 * min((m[2] - m[0]) * (m[3] - m[1]), (r[2] - r[0]) * (r[3] - r[1])):
+                continue
+        else:  # beside the caption: above or below it, within a few lines, in its column span
+            gap = min(abs(cap[1] - m[3]), abs(m[1] - cap[3]))
+            if gap > 3 * line or overlap_1d(m[0], m[2], sx0, sx1) < 0.5 * (m[2] - m[0]):
+                continue
+        if any(overlap_1d(m[0], m[2], o[0], o[2]) > 2 and overlap_1d(m[1], m[3], o[1], o[3]) > 2
+               for o in other_captions):
+            continue  # a box over another caption spans two figures
+        if overlap_1d(m[0], m[2], cap[0], cap[2]) > 2 and overlap_1d(m[1], m[3], cap[1], cap[3]) > 2:
+            # a box taking in the caption too (tables): the part beyond the caption
+            m = (m[0], max(m[1], cap[3]), m[2], m[3]) if m[1] + m[3] > cap[1] + cap[3] else (m[0], m[1], m[2], min(m[3], cap[1]))
+            if m[3] - m[1] < line:
+                continue
+        picked.append(m)
+    if not picked:
+        return None
+    pad = 0.5 * line
+    big = _big_graphics(graphics)
+    running = [ln for ln in page.lines if ln.body and not _inside_graphic(ln.rect, big)
+               and not (want == "table" and _row_inside(ln, page.lines, picked))]
+    ink = []
+    for m in picked:
+        ex = (m[0] - pad, m[1] - pad, m[2] + pad, m[3] + pad)
+        for gr in graphics:
+            cx, cy = (gr[0] + gr[2]) / 2, (gr[1] + gr[3]) / 2
+            if m[0] <= cx <= m[2] and m[1] <= cy <= m[3]:
+                ink.append((max(gr[0], ex[0]), max(gr[1], ex[1]), min(gr[2], ex[2]), min(gr[3], ex[3])))
+        for ln in page.lines:
+            if ln.body and not _inside_graphic(ln.rect, big) and not (want == "table" and _row_inside(ln, page.lines, [m])):
+                continue
+            if m[0] <= ln.x0 + (ln.x1 - ln.x0) / 2 <= m[2] and m[1] <= ln.yc <= m[3] and \
+                    not any(overlap_1d(ln.y0, ln.y1, o[1], o[3]) > 0 and overlap_1d(ln.x0, ln.x1, o[0], o[2]) > 0
+                            for o in other_captions + [cap]):
+                ink.append(ln.rect)
+    if not ink:
+        return None
+    fused = union(ink + ([c.region] if c.region is not None else []))
+    # running text (not framed inside a graphic) never joins
+    for ln in running:
+        if overlap_1d(ln.x0, ln.x1, fused[0], fused[2]) > 2 and overlap_1d(ln.y0, ln.y1, fused[1], fused[3]) > 1 \
+                and not (c.region is not None and c.region[0] - 1 <= ln.x0 and ln.x1 <= c.region[2] + 1
+                         and c.region[1] - 1 <= ln.y0 and ln.y1 <= c.region[3] + 1):
+            return None
+    if any(overlap_1d(fused[0], fused[2], o[0], o[2]) > 2 and overlap_1d(fused[1], fused[3], o[1], o[3]) > 2
+           for o in other_captions + [cap]):
+        return None
+    if c.region is not None and all(abs(a - b) < 1 for a, b in zip(fused, c.region)):
+        return None
+    return fused
