@@ -405,9 +405,10 @@ class SearchEngine:
     dense_match_unknown_words_min = 0.45
     query_type_weight = 1.0
     # a figure "is" a named type for a query when the classifier scores that type at least this
-    # (the classifier's own threshold for a type a figure shows); at most type_pool such figures
+    # (the threshold above which the classifier lists a type a figure shows, app/vision/figure_types.SHOWN);
+    # at most type_pool such figures
     # join the candidates, the highest-scoring first
-    type_match_min = 0.5
+    type_match_min = 0.2
     type_pool = 400
 
     def named_type_score(self, rows: np.ndarray | None, type_codes: np.ndarray) -> np.ndarray:
