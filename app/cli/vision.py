@@ -12,53 +12,46 @@ import typer
 def register(cli: typer.Typer) -> None:
     @cli.command("train-types")
     def train_types_cmd(
-            data_dir: Optional[Path] = typer.Option(None, "--data-dir",
-                                                    help="Also learn from this collection's figures (hand labels, or captions that name a type)."),
-            exclude_papers: Optional[Path] = typer.Option(None, "--exclude-papers", exists=True, dir_okay=False,
-                                                          help="sha256 per line: these papers give no example."),
+            acl: Optional[Path] = typer.Option(None, "--acl", exists=True, file_okay=False,
+                                               help="Folder of labelled figures: labels.jsonl (image, type, types_accepted, paper) and images/."),
+            data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Collection holding the --labels figures."),
             labels: Optional[Path] = typer.Option(None, "--labels", exists=True, dir_okay=False,
-                                                  help="Hand labels of the data dir's figures (JSON lines: sha256, number, type, types): fine-tune --init on them."),
-            init: Optional[Path] = typer.Option(None, "--init", exists=True, dir_okay=False,
-                                                help="Weights to fine-tune (with --labels)."),
-            real_weight: float = typer.Option(3.0, "--real-weight", min=0.0, help="A real crop's loss counts this many drawings'."),
+                                                  help="Hand labels of the data dir's figures (JSON lines: sha256, number, type, types)."),
             page_text: int = typer.Option(2, "--page-text", min=0, help="Text crops cut from each labelled paper's pages."),
-            copies: int = typer.Option(3, "--copies", min=1, help="Versions of each real crop: as extracted + augmented ones."),
-            taps: str = typer.Option("3,4", "--taps", help="Blocks (0-4) whose pooled features the new head reads."),
-            hidden: int = typer.Option(128, "--hidden", min=0, help="Hidden units of the new head (0: linear)."),
-            pixels: bool = typer.Option(False, "--pixels", help="The new head also reads pixel statistics of the full-resolution crop (text, rules, colours)."),
-            cv: bool = typer.Option(False, "--cv", help="Only compare heads by cross-validation over the labelled papers (prints the numbers)."),
-            folds: int = typer.Option(4, "--folds", min=2),
-            synthetic: int = typer.Option(4000, "--synthetic", min=100, help="Drawn figures to train on."),
-            epochs: int = typer.Option(12, "--epochs", min=1),
+            synthetic: int = typer.Option(1000, "--synthetic", min=0, help="Drawn figures of every type to train on."),
+            components: int = typer.Option(256, "--components", min=8, help="Principal components the head reads (and picture vectors keep)."),
+            c: float = typer.Option(0.1, "--C", min=1e-6, help="Inverse regularisation of the logistic regression."),
+            weights: str = typer.Option("", "--weights", help="How much an example of each source counts, e.g. acl=2,drawn=0.3 (default 1 each; sources: acl, labelled, page_text, drawn)."),
+            folds: int = typer.Option(5, "--folds", min=2, help="Paper-grouped folds (the temperature is fitted on them)."),
             seed: int = typer.Option(0, "--seed"),
-            cache: Optional[Path] = typer.Option(None, "--cache", help="Folder that keeps the drawn figures between runs."),
-            out: Optional[Path] = typer.Option(None, "--out", help="Weights file (default: the shipped weights).")) -> None:
-        """Train the figure-type classifier: from scratch on drawn figures of every type + weak
-        caption labels, or a new head over --init's conv blocks on hand-labelled real crops
-        (--labels), their pages' text and drawn figures."""
-        from app.learn.data import read_sha_file
+            cv: bool = typer.Option(False, "--cv", help="Only cross-validate (prints the numbers, saves nothing)."),
+            cache: Optional[Path] = typer.Option(None, "--cache", help="Folder that keeps backbone features between runs."),
+            out: Optional[Path] = typer.Option(None, "--out", file_okay=False,
+                                               help="Folder for figure_types.safetensors/.json and pictures.safetensors (default: the shipped weights).")) -> None:
+        """Train the figure-type head and the picture projection on the pretrained backbone's
+        features: labelled ACL figures (--acl), hand-labelled crops of a collection (--data-dir
+        --labels) with text cut from their pages, and drawn figures; paper-grouped
+        cross-validation, temperature fitted on its folds."""
         from app.settings import settings_for
         from app.vision.figure_types import WEIGHTS
-        from app.vision.train_types import cross_validate, read_labels, synthetic_set, train_types, variants
+        from app.vision.pictures import PROJECTION
+        from app.vision.train_types import acl_examples, drawn_examples, labelled_examples, train_types
 
-        if (labels is None) != (init is None) or (labels is not None and data_dir is None):
-            raise typer.BadParameter("--labels and --init go together, with the --data-dir holding the labelled figures")
-        settings = settings_for(data_dir) if data_dir else None
-        exclude = read_sha_file(exclude_papers) if exclude_papers else set()
-        if cv:
-            if labels is None:
-                raise typer.BadParameter("--cv needs --labels and --init")
-            drawn = synthetic_set(synthetic, seed, cache, progress=True)
-            report = cross_validate(settings, read_labels(labels), init, drawn, variants(real_weight, epochs),
-                                    folds=folds, seed=seed, copies=copies, page_text=page_text, exclude=exclude,
-                                    progress=True)
-            typer.echo(json.dumps(report, indent=2))
-            return
-        meta = train_types(settings, exclude, n_synthetic=synthetic, epochs=epochs, seed=seed, out=out or WEIGHTS,
-                           cache=cache, progress=True, labels=labels, init=init, real_weight=real_weight,
-                           page_text=page_text, copies=copies, taps=tuple(int(t) for t in taps.split(",")),
-                           hidden=hidden, pixels=pixels, command="figsearch " + " ".join(sys.argv[1:]))
-        typer.echo(json.dumps(meta))
+        if (labels is None) != (data_dir is None):
+            raise typer.BadParameter("--labels and --data-dir go together")
+        parts = {}
+        if acl is not None:
+            parts["acl"] = acl_examples(acl, cache, progress=True)
+        if labels is not None:
+            parts["labelled"] = labelled_examples(settings_for(data_dir), labels, cache, page_text, seed, progress=True)
+        if not parts:
+            raise typer.BadParameter("give --acl and/or --data-dir with --labels")
+        parts["drawn"] = drawn_examples(synthetic, seed, cache, progress=True)
+        folder = out or WEIGHTS.parent
+        report = train_types(parts, folder / WEIGHTS.name, folder / PROJECTION.name, folds, components, c, seed,
+                             command="figsearch " + " ".join(sys.argv[1:]), cv_only=cv,
+                             source_weight={k: float(v) for k, v in (p.split("=") for p in weights.split(",") if p)})
+        typer.echo(json.dumps(report.get("cross_validation", report), indent=2))
 
     @cli.command("eval-types")
     def eval_types_cmd(

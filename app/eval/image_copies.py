@@ -6,8 +6,8 @@ come first.
 With `--labels` (figure types labelled by looking: JSON lines with sha256, number, type), each
 labelled figure is also uploaded as such a copy and the first five results from *other* papers are
 judged: the share whose labelled dominant type is the uploaded figure's (`same_type_at_5`), as
-served (fingerprint + type scores) and by the fingerprint alone, with a paper-cluster bootstrap
-interval of the difference. `copy_keeps_type`: the share of copies whose dominant type by pixels
+served (picture vector + type scores) and by the picture vector alone, with a paper-cluster
+bootstrap interval of the difference. `copy_keeps_type`: the share of copies whose dominant type by pixels
 is the original crop's (how stable picture typing is under rescaling and JPEG).
 
     figsearch eval-image-copies --data-dir DIR [--n 300] [--seed 0] [--labels FILE]
@@ -24,8 +24,7 @@ from PIL import Image
 from app.search.engine import SearchEngine
 from app.pipeline.indexing import index_root
 from app.settings import Settings
-from app.vision.figure_types import classifier
-from app.vision.picture_query import picture_query
+from app.vision.pictures import picture_query
 from app.vision.real_crops import read_labels
 
 
@@ -54,7 +53,7 @@ def evaluate_image_copies(settings: Settings, n: int = 300, seed: int = 0, label
     rng = random.Random(seed)
     ids = sorted(paths)
     picked = rng.sample(ids, min(n, len(ids)))
-    ranks, same_type = [], []
+    ranks, same_type, copy_cos, other_cos = [], [], [], []
     for fid in picked:
         with Image.open(settings.data_dir / paths[fid]) as im:
             original = im.convert("RGB")
@@ -63,23 +62,36 @@ def evaluate_image_copies(settings: Settings, n: int = 300, seed: int = 0, label
         hits = engine.by_picture(vec, k=10, type_scores=kinds.scores if kinds else None)
         got = [h.figure_id for h in hits]
         ranks.append(got.index(fid) + 1 if fid in got else None)
+        orig_vec, orig_kinds = picture_query(original)
+        copy_cos.append(float(vec @ orig_vec))
+        near = [h for h in engine.by_picture(vec, k=2) if h.figure_id != fid]  # by picture vector alone
+        if near:
+            other_cos.append(float((near[0].signals or {}).get("visual", 0.0)))
         if kinds is not None:  # does the copy keep the original crop's dominant type (pixels alone)?
-            same_type.append(kinds.figure_type == classifier().classify([original])[0].figure_type)
+            same_type.append(kinds.figure_type == orig_kinds.figure_type)
     found = [r for r in ranks if r is not None]
     report = {"n_queries": len(ranks), "n_figures": len(ids),
               "hit_at_1": round(sum(r == 1 for r in found) / len(ranks), 3),
               "hit_at_5": round(sum(r <= 5 for r in found) / len(ranks), 3),
               "mrr_at_10": round(float(np.mean([1 / r if r else 0.0 for r in ranks])), 3),
               "copy_keeps_type": round(float(np.mean(same_type)), 3) if same_type else None,
-              "copies": "rescaled x0.4-1.5, JPEG quality 50-90"}
+              "copies": "rescaled x0.4-1.5, JPEG quality 50-90",
+              # where "same picture" may start: copies' cosine to their figure vs the nearest other figure's
+              "copy_cosine_quantiles": _quantiles(copy_cos), "nearest_other_cosine_quantiles": _quantiles(other_cos)}
     if labels is not None:
         report["same_kind"] = _same_kind(settings, engine, rows, labels, rng)
     return report
 
 
+def _quantiles(values: list[float]) -> dict | None:
+    if not values:
+        return None
+    return {f"p{q}": round(float(np.percentile(values, q)), 4) for q in (1, 5, 50, 95, 99)}
+
+
 def _same_kind(settings: Settings, engine: SearchEngine, rows, labels: Path, rng: random.Random) -> dict:
     """Uploads of labelled figures: the share of the first five results from other papers with the
-    uploaded figure's labelled dominant type, served and by the fingerprint alone."""
+    uploaded figure's labelled dominant type, served and by the picture vector alone."""
     from app.central.stats import cluster_ci
 
     by_key = {(d["sha256"], int(d["number"])): d["type"] for d in read_labels(labels)}
@@ -104,5 +116,5 @@ def _same_kind(settings: Settings, engine: SearchEngine, rows, labels: Path, rng
     diff = [x - y for x, y in zip(served, alone)]
     return {"n_queries": len(served), "n_papers": len(set(papers)),
             "same_type_at_5": round(float(np.mean(served)), 3) if served else None,
-            "same_type_at_5_fingerprint_only": round(float(np.mean(alone)), 3) if alone else None,
+            "same_type_at_5_vector_only": round(float(np.mean(alone)), 3) if alone else None,
             "difference_ci95": [round(x, 3) for x in cluster_ci(papers, diff)] if diff else None}

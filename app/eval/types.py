@@ -29,6 +29,9 @@ QUERIES = {"line_chart": "line chart", "bar_chart": "bar chart", "scatter_plot":
            "heatmap": "heatmap", "box_plot": "box plot", "pie_chart": "pie chart",
            "network_graph": "network graph", "diagram": "architecture diagram", "photo": "photo",
            "screenshot": "screenshot", "text": "algorithm", "map": "map"}
+# queries naming a kind of figure the way researchers do (judged by the type that kind is)
+KIND_QUERIES = {"t-SNE": "scatter_plot", "confusion matrix": "heatmap", "attention heatmap": "heatmap",
+                "training curve": "line_chart", "ablation bar chart": "bar_chart"}
 
 
 def read_gold(path: Path) -> list[dict]:
@@ -122,6 +125,14 @@ def _type_queries(settings: Settings, per_figure: list[dict]) -> dict:
         out.append({"type": t, "query": q, "n_labelled_of_type": counts[t], "returned": len(hits),
                     "precision_at_5": round(sum(shows) / 5, 3), "hit_at_5": bool(any(shows)),
                     "top5": [{"figure_id": h.figure_id, "gold_types": labelled[h.figure_id]["gold_types"]} for h in hits]})
-    return {"queries": out,
+    kinds = []
+    for q, t in KIND_QUERIES.items():
+        if counts.get(t, 0) < 5:
+            continue
+        hits = engine.search(q, k=5, rerank=encoder is not None, types=types_named_in(q), allowed_rows=allowed)
+        shows = [t in labelled[h.figure_id]["gold_types"] for h in hits]
+        kinds.append({"query": q, "type": t, "returned": len(hits), "precision_at_5": round(sum(shows) / 5, 3)})
+    return {"queries": out, "kind_queries": kinds,
+            "kind_query_precision_at_5": round(float(np.mean([q["precision_at_5"] for q in kinds])), 3) if kinds else None,
             "type_query_precision_at_5": round(float(np.mean([q["precision_at_5"] for q in out])), 3) if out else None,
             "type_query_hit_at_5": round(float(np.mean([q["hit_at_5"] for q in out])), 3) if out else None}

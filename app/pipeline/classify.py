@@ -1,7 +1,8 @@
-"""Figure types of stored figures: the crops of figures without a type go through the pixel
-classifier (app/vision/figure_types.py), a type their caption names becomes the dominant one
-(app/vision/caption_evidence.py), and the dominant type and the list of types shown are
-stored. Tables are `table` by construction. Runs after each ingest job that refreshes the index,
+"""Figure types of stored figures: the crops of figures without a type go through the pretrained
+backbone once (app/vision/pictures.py), which gives their figure types (app/vision/figure_types.py)
+and their picture vectors (kept in app/vision/picture_store.py for the index); a type their
+caption names becomes the dominant one (app/vision/caption_evidence.py), and the dominant type
+and the list of types shown are stored. Tables are `table` by construction. Runs after each ingest job that refreshes the index,
 and before `figsearch index` builds, so old collections get types too; a failure is logged and never loses the ingest."""
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from app.db.schema import Figure
 from app.db.session import session_scope
 from app.settings import Settings
 from app.vision.caption_evidence import with_caption_evidence
-from app.vision.figure_types import classifier
+from app.vision.figure_types import type_head
+from app.vision.picture_store import PictureStore
+from app.vision.pictures import encode_pictures, picture_model_name
 
 log = logging.getLogger(__name__)
 TABLE_TYPES = [{"type": "table", "score": 1.0}]
@@ -26,7 +29,7 @@ def classify_figures(settings: Settings, paper_ids: list[int] | None = None, red
     """Classify the figures of `paper_ids` (all papers when None) that have no type scores yet
     (every figure with `redo`); `captions=False` types by pixels alone. Returns how many figures
     got a type."""
-    model = classifier()
+    model = type_head()
     with session_scope(settings.db_url) as s:
         q = select(Figure.id, Figure.kind, Figure.image_path, Figure.caption)
         if paper_ids is not None:
@@ -43,6 +46,7 @@ def classify_figures(settings: Settings, paper_ids: list[int] | None = None, red
         if figures:
             log.warning("no figure-type weights installed: %d figures stay untyped", len(figures))
         return len(tables)
+    store = PictureStore(settings.data_dir, picture_model_name())
     done = 0
     bar = None
     if progress and figures:
@@ -59,7 +63,9 @@ def classify_figures(settings: Settings, paper_ids: list[int] | None = None, red
                     images.append(im.convert("RGB"))
             except (OSError, ValueError):  # a missing crop is classified as a blank picture
                 images.append(Image.new("RGB", (8, 8), "white"))
-        results = model.classify(images)
+        encoded = encode_pictures(images)
+        store.put([(fid, rel or "") for fid, rel, _ in part], encoded.vectors)
+        results = encoded.types
         if captions:
             results = [with_caption_evidence(r, caption) for (_, _, caption), r in zip(part, results)]
         with session_scope(settings.db_url) as s:
@@ -72,6 +78,8 @@ def classify_figures(settings: Settings, paper_ids: list[int] | None = None, red
             bar.update(len(part))
     if bar:
         bar.close()
+    if figures:
+        store.save()
     return done + len(tables)
 
 

@@ -65,35 +65,38 @@ def paper_index(col: Collection, root: Path, figures: LexicalIndex, row_paper: n
                             body_terms=[col.body_terms.get(p) for p in pids])
 
 
-VISUAL_NAME = "fingerprint128"
-
-
 def visual_embeddings(settings: Settings, col: Collection, progress: bool = False) -> np.ndarray | None:
-    """Visual fingerprints (app/vision/fingerprint.py) of the figures' crops, aligned with col.docs;
-    cached per figure (keyed by the crop's path), so a refresh only reads new crops."""
+    """Picture vectors (app/vision/pictures.py) of the figures' crops, aligned with col.docs: the
+    ones computed when the figures were typed at ingest are read back (app/vision/picture_store.py),
+    the others (tables, collections typed before) are computed now and kept."""
     from PIL import Image
 
-    from app.vision.fingerprint import DIM, embed_images
+    from app.vision.picture_store import PictureStore
+    from app.vision.pictures import encode_pictures, picture_model_name
 
     if not col.docs:
         return None
-    root = index_root(settings)
+    store = PictureStore(settings.data_dir, picture_model_name())
+    items = [(d.figure_id, col.image_path.get(d.figure_id, "") or "") for d in col.docs]
+    todo = store.missing(items)
+    if todo:
+        from tqdm import tqdm
 
-    def encode(paths: list[str]) -> np.ndarray:
-        images = []
-        for rel in paths:
-            try:
-                with Image.open(settings.data_dir / rel) as im:
-                    im.draft("RGB", (256, 256))
-                    images.append(im.convert("RGB"))
-            except (OSError, ValueError):  # a missing or unreadable crop: a blank picture
-                images.append(Image.new("RGB", (8, 8), "white"))
-        return embed_images(images) if images else np.zeros((0, DIM), np.float32)
-
-    pseudo = [FigureDoc(d.figure_id, d.paper_id, "", col.image_path.get(d.figure_id, "") or "")
-              for d in col.docs]
-    vecs, _ = embed_docs(pseudo, root, encode, VISUAL_NAME, progress=progress)
-    return vecs
+        with tqdm(total=len(todo), desc="pictures", unit="fig", disable=not progress) as bar:
+            for s in range(0, len(todo), 64):
+                part = todo[s:s + 64]
+                images = []
+                for _, rel in part:
+                    try:
+                        with Image.open(settings.data_dir / rel) as im:
+                            im.draft("RGB", (448, 448))
+                            images.append(im.convert("RGB"))
+                    except (OSError, ValueError):  # a missing or unreadable crop: a blank picture
+                        images.append(Image.new("RGB", (8, 8), "white"))
+                store.put(part, encode_pictures(images).vectors)
+                bar.update(len(part))
+        store.save()
+    return store.get([fid for fid, _ in items])
 
 
 def learned_embeddings(settings: Settings, docs: list[FigureDoc], progress: bool = False):

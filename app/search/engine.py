@@ -413,7 +413,8 @@ class SearchEngine:
     dense_match_unknown_words_min = DEFAULT_THRESHOLDS["dense_match_unknown_words_min"]
     query_type_weight = 1.0
     # a figure "is" a named type for a query when the classifier scores that type at least this
-    # (the classifier's own threshold for a type a figure shows); at most type_pool such figures
+    # (the threshold above which the classifier lists a type a figure shows, app/vision/figure_types.SHOWN);
+    # at most type_pool such figures
     # join the candidates, the highest-scoring first
     type_match_min = DEFAULT_THRESHOLDS["type_match_min"]
     type_pool = 400

@@ -251,7 +251,53 @@ def _pie(ax, rng: random.Random, nprng: np.random.Generator) -> None:
     ax.axis("equal")
 
 
+def _tree(ax, rng: random.Random, nprng: np.random.Generator) -> None:
+    """A parse tree (labelled nodes over the words of a sentence, joined by lines) or a dependency
+    parse (arcs over the words), as linguistics papers draw them: words, not dots."""
+    words = [_word(rng) for _ in range(rng.randint(3, 10))]
+    fs = rng.uniform(5, 9)
+    boxed = rng.random() < 0.3
+    style = dict(boxstyle="round,pad=0.2", fc="white", ec="black") if boxed else None
+    if rng.random() < 0.3:  # dependency arcs above the sentence
+        for i, w in enumerate(words):
+            ax.text(i, 0, w, ha="center", va="top", fontsize=fs)
+        for _ in range(len(words) - 1):
+            i, j = sorted(rng.sample(range(len(words)), 2))
+            h = 0.25 + 0.25 * (j - i)
+            t = np.linspace(0, np.pi, 30)
+            ax.plot(i + (j - i) * (1 - np.cos(t)) / 2, 0.05 + h * np.sin(t), color="black", linewidth=0.8)
+            ax.text((i + j) / 2, 0.08 + h, rng.choice(["nsubj", "obj", "det", "amod", "root", "prep"]),
+                    ha="center", fontsize=fs * 0.7)
+        ax.set_xlim(-1, len(words))
+        ax.set_ylim(-0.5, 0.4 + 0.25 * len(words))
+    else:  # constituency tree: merge neighbours bottom-up
+        level = [(float(i), 0.0, w) for i, w in enumerate(words)]
+        for x, y, w in level:
+            ax.text(x, y, w, ha="center", va="top", fontsize=fs, bbox=style)
+        depth = 0
+        while len(level) > 1:
+            depth += 1
+            nxt, i = [], 0
+            while i < len(level):
+                k = min(len(level) - i, rng.choice([1, 2, 2, 3]))
+                kids = level[i:i + k]
+                x = float(np.mean([c[0] for c in kids]))
+                for cx, cy, _ in kids:
+                    ax.plot([x, cx], [depth - 0.15, cy + 0.05], color="black", linewidth=0.8)
+                label = rng.choice(["NP", "VP", "S", "PP", "DT", "NN", "JJ", "VB"])
+                ax.text(x, depth, label, ha="center", va="bottom", fontsize=fs, bbox=style)
+                nxt.append((x, depth, label))
+                i += k
+            level = nxt
+        ax.set_xlim(-1, len(words))
+        ax.set_ylim(-0.8, depth + 0.6)
+    ax.axis("off")
+
+
 def _network(ax, rng: random.Random, nprng: np.random.Generator) -> None:
+    if rng.random() < 0.35:
+        _tree(ax, rng, nprng)
+        return
     n = rng.randint(6, 60)
     layout = rng.random()
     if layout < 0.5:

@@ -83,7 +83,7 @@ def metrics(request: Request):
 def info(request: Request, settings: SettingsDep, holder: HolderDep):
     """Capabilities and limits of this server (the frontend adapts to them)."""
     engine = holder.get()
-    image_ok = engine is not None and engine.visual is not None  # every index holds visual fingerprints
+    image_ok = engine is not None and engine.visual is not None  # every index holds picture vectors
     if not image_ok:
         try:
             from app.learn.registry import current_model_dir  # one small file read, no model load

