@@ -42,7 +42,7 @@ extraction-report: $(STAMP)
 	$(PY) scripts/extraction_report.py ../shared/corpus/recsys --out artifacts/extraction
 
 bench-ingest: $(STAMP)
-	$(PY) scripts/bench_ingest.py ../shared/corpus/recsys
+	FIGSEARCH_AUTO_INDEX=false $(PY) scripts/bench_ingest.py ../shared/corpus/recsys
 
 clean:
 	rm -rf data/demo artifacts .pytest_cache
