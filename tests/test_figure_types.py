@@ -157,17 +157,20 @@ def test_folded_head_equals_its_parts():
     """The shipped head is one linear map: standardisation, projection and regression folded
     together give the same logits as applying them in turn."""
     from sklearn.decomposition import PCA
+    from sklearn.linear_model import LogisticRegression
 
-    from app.vision.train_types import Examples, fit_head
+    from app.vision.train_types import C, Examples, fit_head
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(60, 40)).astype(np.float32)
-    types = [LABELS[i % 3] for i in range(60)]
-    x[:, 0] += np.array([i % 3 for i in range(60)]) * 3
+    y = np.array([i % 3 for i in range(60)])
+    x[:, :5] += y[:, None] * 2.0
+    types = [LABELS[i] for i in y]
     head = fit_head(Examples(x, types, [[t] for t in types], ["p"] * 60, ["acl"] * 60), components=10)
-    pred = [LABELS[i] for i in head.logits(x).argmax(axis=1)]
-    assert np.mean([p == t for p, t in zip(pred, types)]) > 0.9
     z = (x - x.mean(0)) / (x.std(0) + 1e-3)
     pca = PCA(10, random_state=0).fit(z)
+    lr = LogisticRegression(C=C, max_iter=1000).fit(pca.transform(z), y)
+    assert np.allclose(head.logits(x)[:, :3], lr.decision_function(pca.transform(z)), atol=1e-3)
+    assert (head.logits(x).argmax(axis=1) == y).mean() > 0.9
     manual = ((x - head.center) / head.scale) @ head.projection
     assert np.allclose(manual, pca.transform(z), atol=1e-3)

@@ -290,7 +290,7 @@ def test_search_ranks_a_named_type_by_its_score(tmp_path):
     scores = [{"line_chart": 0.9, "heatmap": 0.05} for _ in TEXTS]
     scores[4] = {"line_chart": 0.1, "heatmap": 0.9}
     scores[6] = {"line_chart": 0.6, "heatmap": 0.55}  # dominant: line chart, but shows a heatmap too
-    scores[2] = {"line_chart": 0.7, "heatmap": 0.3}  # below the threshold: not a heatmap
+    scores[2] = {"line_chart": 0.85, "heatmap": 0.15}  # below the threshold (.2): not a heatmap
     eng = SearchEngine.build(docs(), embeddings=e, encoder=FakeEncoder(e), vector_kind="flat", gpu="off",
                              figure_types=[max(s, key=s.get) for s in scores], type_scores=scores)
     eng.dense_match_min = 2.0  # only words or the named type count

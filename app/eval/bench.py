@@ -113,7 +113,7 @@ def synthetic_collection(n: int, seed: int = 0, n_general: int = 80_000, n_domai
                 topic=paper_topic[paper_ids], n_topics=n_topics)
 
 
-VISUAL_DIM = 256  # picture vectors: the backbone's features on their principal components (app/vision/pictures.py)
+VISUAL_DIM = 128  # picture vectors: the backbone's features on their first principal components (app/vision/pictures.py)
 PAPER_TERMS = 100
 BODY_TERMS = 300  # body terms stored per paper at ingest (app.search.text.top_term_counts)
 TYPE_NAMES = ["bar_chart", "box_plot", "diagram", "heatmap", "line_chart", "map", "network_graph", "other",

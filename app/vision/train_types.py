@@ -32,6 +32,7 @@ from app.vision.backbone import backbone
 from app.vision.figure_types import LABELS, softmax
 
 COMPONENTS = 256
+PICTURE_DIMS = 128  # the picture vector keeps the first principal components (memory at a million figures)
 C = 0.1
 
 
@@ -243,19 +244,22 @@ def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int =
     return report, temperature
 
 
-def save_head(head: Head, temperature: float, meta: dict, weights: Path, projection: Path) -> None:
+def save_head(head: Head, temperature: float, meta: dict, weights: Path, projection: Path,
+              picture_dims: int = PICTURE_DIMS) -> None:
     from safetensors.numpy import save_file
 
     weights.parent.mkdir(parents=True, exist_ok=True)
     save_file({"weight": head.weight, "bias": head.bias, "temperature": np.array([temperature], np.float32)},
               str(weights))
-    save_file({"center": head.center, "scale": head.scale, "projection": head.projection}, str(projection))
+    save_file({"center": head.center, "scale": head.scale,
+               "projection": np.ascontiguousarray(head.projection[:, :picture_dims])}, str(projection))
     weights.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
 
 
 def train_types(parts: dict[str, Examples], weights: Path, projection: Path, folds: int = 5,
                 components: int = COMPONENTS, c: float = C, seed: int = 0, command: str | None = None,
-                cv_only: bool = False, source_weight: dict[str, float] | None = None) -> dict:
+                cv_only: bool = False, source_weight: dict[str, float] | None = None,
+                picture_dims: int = PICTURE_DIMS) -> dict:
     """Cross-validate (the temperature comes from it), then fit on everything and save."""
     t0 = time.time()
     report, temperature = cross_validate(parts, folds, components, c, seed, source_weight)
@@ -263,7 +267,7 @@ def train_types(parts: dict[str, Examples], weights: Path, projection: Path, fol
         return report
     head = fit_head(_concat(list(parts.values())), components, c, seed, source_weight)
     b = backbone()
-    meta = {"labels": list(LABELS), "backbone": b.name, "input_size": b.size, "components": components, "C": c,
+    meta = {"labels": list(LABELS), "backbone": b.name, "input_size": b.size, "components": components, "picture_dims": picture_dims, "C": c,
             "source_weight": source_weight or {}, "temperature": round(temperature, 4), "seed": seed,
             "examples": {k: {"n": len(p.dominant), "papers": len(set(p.group) - {""}),
                              "by_type": dict(sorted({t: p.dominant.count(t) for t in set(p.dominant)}.items()))}
@@ -271,5 +275,5 @@ def train_types(parts: dict[str, Examples], weights: Path, projection: Path, fol
             "cross_validation": report, "seconds": round(time.time() - t0, 1)}
     if command:
         meta["command"] = command
-    save_head(head, temperature, meta, weights, projection)
+    save_head(head, temperature, meta, weights, projection, picture_dims)
     return meta
