@@ -165,18 +165,19 @@ def test_papers_list_search_sort_and_thumbnails(server, browser, width, height, 
     page.close()
 
 
-def test_related_cards_put_the_same_picture_first_and_claim_nothing_untrue(server, browser):
-    """Answers shaped like the server's, changed in the browser's network layer: the last related
-    figure is a copy of the same picture, and one has no reason, no shared word and an embedding
-    cosine of .08. The copy is shown first; the unexplained one claims no 'semantic match'."""
+def test_related_cards_show_the_same_picture_and_claim_nothing_untrue(server, browser):
+    """Answers shaped like the server's, changed in the browser's network layer: the first related
+    figure is a copy of the same picture (the ranking puts copies first: test_search_engine), and
+    one has no reason, no shared word and an embedding cosine of .08. The copy's card says so; the
+    unexplained one claims no 'semantic match'."""
     import json
 
     fid = _figure_with_related(server)
     original = httpx.get(f"{server}/api/v1/figures/{fid}/similar", params={"scope": "other_papers", "k": 12}).json()
     assert len(original["items"]) >= 3
     items = original["items"]
-    copy_id, weak_id = items[-1]["figure_id"], items[1]["figure_id"]
-    items[-1]["reasons"] = ["same picture"]
+    copy_id, weak_id = items[0]["figure_id"], items[1]["figure_id"]
+    items[0]["reasons"] = ["same picture"]
     items[1].update(reasons=[], matched_terms=[], embedding_score=0.08)
     page = browser.new_page(viewport={"width": 1366, "height": 768})
     console = Console(page)

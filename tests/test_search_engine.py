@@ -328,3 +328,21 @@ def test_tables_are_rows_of_their_own_kind(tmp_path):
     without = SearchEngine.build(docs())  # an index without tables stores no kinds
     assert without.kinds is None and without.count("table") == 0
     assert without.search("criteo", k=10, rerank=False, kind="table") == []
+
+
+def test_a_copy_of_the_picture_comes_first_whatever_the_text_says():
+    """Among related figures of other papers, one whose picture is a copy of the query's (cosine
+    at least SAME_PICTURE_MIN) is ranked first even when its text ranks it last."""
+    from app.search.fusion import SAME_PICTURE_MIN
+
+    rng = np.random.default_rng(3)
+    vis = rng.standard_normal((len(TEXTS), 16)).astype(np.float32)
+    vis /= np.linalg.norm(vis, axis=1, keepdims=True)
+    plain = SearchEngine.build(docs(), embeddings=emb(), visual_embeddings=vis, vector_kind="flat", gpu="off")
+    before = [h.figure_id for h in plain.similar(100, k=len(TEXTS), scope="other_papers")]
+    last = before[-1]
+    copy = vis.copy()
+    copy[last - 100] = vis[0]  # the last one now shows the query's picture
+    eng = SearchEngine.build(docs(), embeddings=emb(), visual_embeddings=copy, vector_kind="flat", gpu="off")
+    hits = eng.similar(100, k=len(TEXTS), scope="other_papers")
+    assert hits[0].figure_id == last and hits[0].signals["visual"] >= SAME_PICTURE_MIN

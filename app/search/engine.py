@@ -26,7 +26,7 @@ from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from .fusion import SCOPES, diversify, fuse, order, seed_weights
+from .fusion import SCOPES, diversify, fuse, order, same_picture_first, seed_weights
 from .lexical import LexicalIndex
 from .ranking import DEFAULT_THRESHOLDS, RankingConfig
 from .spelling import closest_word, english_words
@@ -382,6 +382,8 @@ class SearchEngine:
         ranked = order(final)
         if scope == "other_papers" and cfg.max_per_paper and len(rows):
             ranked = diversify(ranked, self.paper_ids[rows], cfg.max_per_paper)
+        if sig.get("visual") is not None and len(rows):
+            ranked = same_picture_first(ranked, sig["visual"])
         # everything in ranked order
         sig = {k: (None if v is None else np.asarray(v)[ranked]) for k, v in sig.items()}
         return rows[ranked], np.asarray(scores)[ranked], sig, final[ranked]

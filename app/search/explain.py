@@ -19,6 +19,7 @@ from typing import Container, Mapping, Sequence
 import numpy as np
 
 from app.labels import mentioned_numbers
+from app.search.fusion import SAME_PICTURE_MIN
 from app.search.text import analyze
 
 # Stems of words common in scientific prose that are not classic stop words.
@@ -39,10 +40,6 @@ BOILERPLATE: frozenset[str] = frozenset(analyze(
 MAX_TERMS = 6
 SAME_TYPE_MIN = 0.5     # type signal is 0/1
 SIMILAR_PICTURE_MIN = 0.8  # cosine of picture vectors (app/vision/pictures.py)
-# rescaled JPEG copies of a figure: cosine with it .910 at the 5th percentile, .992 at the median;
-# the nearest other figure of the collection: .946 at the 95th percentile, .980 at the 99th
-# (`figsearch eval-image-copies`, naacl2024 + misc), so a few look-alikes also read "same picture"
-SAME_PICTURE_MIN = 0.95
 RELATED_TOPIC_MIN = 0.5    # cosine of the papers' title + abstract embeddings
 
 

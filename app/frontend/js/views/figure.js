@@ -109,7 +109,7 @@ export async function renderFigure(root, id, { signal }) {
   if (!sim.items.length) {
     simStatus.append(empty(`No related ${things} in other papers.`, sim.message || `Nothing in the collection is related to this ${f.kind} yet.`));
   } else {
-    for (const hit of samePictureFirst(sim.items)) simGrid.append(figureCard(hit, { extra: whyBlock(hit) }));
+    for (const hit of sim.items) simGrid.append(figureCard(hit, { extra: whyBlock(hit) }));
   }
   if (!same.items.length) {
     sameHead.hidden = true;
@@ -124,12 +124,6 @@ export async function renderFigure(root, id, { signal }) {
     linkedHead.hidden = false;
     for (const hit of more) linkedGrid.append(figureCard(hit, { extra: whyBlock(hit) }));
   }
-}
-
-// A copy of this very picture in another paper comes first, whatever its text scores.
-function samePictureFirst(items) {
-  const same = (x) => (x.reasons || []).includes('same picture');
-  return [...items.filter(same), ...items.filter((x) => !same(x))];
 }
 
 // The labelled panels of a compound figure, each cut out with its part of the caption.
