@@ -346,3 +346,18 @@ def test_a_copy_of_the_picture_comes_first_whatever_the_text_says():
     eng = SearchEngine.build(docs(), embeddings=emb(), visual_embeddings=copy, vector_kind="flat", gpu="off")
     hits = eng.similar(100, k=len(TEXTS), scope="other_papers")
     assert hits[0].figure_id == last and hits[0].signals["visual"] >= SAME_PICTURE_MIN
+
+
+def test_text_query_falls_back_to_the_closest_spelling_once():
+    """The query path the API, the CLI and the type evaluation share: a misspelt word the
+    collection lacks is searched as the closest frequent word, and the caller is told which."""
+    from app.pipeline.text_query import text_query
+
+    eng = SearchEngine.build(docs())
+    assert eng.search("modl", k=5, rerank=False) == []
+    hits, searched = text_query(eng, "modl", 5, rerank=False)
+    assert searched == "model" and hits
+    assert [h.figure_id for h in hits] == [h.figure_id for h in eng.search("model", k=5, rerank=False)]
+    same, as_typed = text_query(eng, "model", 5, rerank=False)
+    assert as_typed == "model" and [h.figure_id for h in same] == [h.figure_id for h in hits]
+    assert text_query(eng, "baselne", 5, rerank=False) == ([], "baselne")  # no close frequent word: nothing

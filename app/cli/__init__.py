@@ -536,10 +536,12 @@ def search(query: str = typer.Argument(..., help="Keywords."), k: int = typer.Op
         raise typer.Exit(2)
     settings = _settings(data_dir)
     engine = _engine(settings, with_encoder=rerank)
-    from app.vision.vocabulary import types_named_in
+    from app.pipeline.text_query import text_query
 
-    _print_hits(engine.search(query, k=k, rerank=rerank, method=method, types=types_named_in(query), kind=kind),
-                json_out)
+    hits, searched = text_query(engine, query, k, rerank=rerank, kind=kind, method=method)
+    if searched != query:
+        typer.echo(f"nothing matches \u201c{query}\u201d; showing results for \u201c{searched}\u201d", err=True)
+    _print_hits(hits, json_out)
 
 
 @cli.command("eval")

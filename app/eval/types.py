@@ -111,7 +111,7 @@ def _type_queries(settings: Settings, per_figure: list[dict]) -> dict:
         engine = SearchEngine.load_current(index_root(settings), encoder=encoder)
     except FileNotFoundError:
         return {"queries": [], "type_query_precision_at_5": None}
-    from app.vision.vocabulary import types_named_in
+    from app.pipeline.text_query import text_query
 
     labelled = {p["figure_id"]: p for p in per_figure}
     allowed = np.array([fid in labelled for fid in engine.figure_ids], dtype=bool)
@@ -120,7 +120,7 @@ def _type_queries(settings: Settings, per_figure: list[dict]) -> dict:
     for t, q in QUERIES.items():
         if counts.get(t, 0) < 5:
             continue
-        hits = engine.search(q, k=5, rerank=encoder is not None, types=types_named_in(q), allowed_rows=allowed)
+        hits, _ = text_query(engine, q, 5, rerank=encoder is not None, allowed_rows=allowed)
         shows = [t in labelled[h.figure_id]["gold_types"] for h in hits]
         out.append({"type": t, "query": q, "n_labelled_of_type": counts[t], "returned": len(hits),
                     "precision_at_5": round(sum(shows) / 5, 3), "hit_at_5": bool(any(shows)),
@@ -129,7 +129,7 @@ def _type_queries(settings: Settings, per_figure: list[dict]) -> dict:
     for q, t in KIND_QUERIES.items():
         if counts.get(t, 0) < 5:
             continue
-        hits = engine.search(q, k=5, rerank=encoder is not None, types=types_named_in(q), allowed_rows=allowed)
+        hits, _ = text_query(engine, q, 5, rerank=encoder is not None, allowed_rows=allowed)
         shows = [t in labelled[h.figure_id]["gold_types"] for h in hits]
         kinds.append({"query": q, "type": t, "returned": len(hits), "precision_at_5": round(sum(shows) / 5, 3)})
     return {"queries": out, "kind_queries": kinds,

@@ -18,7 +18,8 @@ from app.api.serialize import scored_items
 from app.search.engine import SearchEngine
 from app.search.filters import FigureFilter, year_range
 from app.vision.pictures import picture_query
-from app.vision.vocabulary import name_words, types_named_in
+from app.pipeline.text_query import text_query
+from app.vision.vocabulary import types_named_in
 from app.settings import Settings
 
 router = APIRouter(tags=["search"])
@@ -41,15 +42,7 @@ def find_hits(db: Session, settings: Settings, engine: SearchEngine, holder: Eng
     allowed = filters.allowed_rows(db, engine.figure_ids) if filters is not None else None
     kind = filters.kind if filters is not None else "figure"
 
-    def hits_for(text: str):
-        return engine.search(text, k=k + 1, offset=offset, rerank=use, types=types_named_in(text),
-                             allowed_rows=allowed, kind=kind)
-
-    hits, searched = hits_for(q), q
-    if not hits:  # a misspelt word: search the closest spelling the collection knows, and say so
-        suggestion = engine.spelling_suggestion(q, understood=name_words())
-        if suggestion:
-            hits, searched = hits_for(suggestion), suggestion
+    hits, searched = text_query(engine, q, k + 1, offset, rerank=use, allowed_rows=allowed, kind=kind)
     return hits, searched, use, allowed
 
 
