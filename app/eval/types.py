@@ -116,12 +116,17 @@ def _type_queries(settings: Settings, per_figure: list[dict]) -> dict:
     labelled = {p["figure_id"]: p for p in per_figure}
     allowed = np.array([fid in labelled for fid in engine.figure_ids], dtype=bool)
     counts = Counter(t for p in per_figure for t in p["gold_types"])
+
+    def top5(q: str, t: str):
+        """The query's first five labelled figures and, for each, whether it shows type `t`."""
+        hits, _ = text_query(engine, q, 5, rerank=encoder is not None, allowed_rows=allowed)
+        return hits, [t in labelled[h.figure_id]["gold_types"] for h in hits]
+
     out = []
     for t, q in QUERIES.items():
         if counts.get(t, 0) < 5:
             continue
-        hits, _ = text_query(engine, q, 5, rerank=encoder is not None, allowed_rows=allowed)
-        shows = [t in labelled[h.figure_id]["gold_types"] for h in hits]
+        hits, shows = top5(q, t)
         out.append({"type": t, "query": q, "n_labelled_of_type": counts[t], "returned": len(hits),
                     "precision_at_5": round(sum(shows) / 5, 3), "hit_at_5": bool(any(shows)),
                     "top5": [{"figure_id": h.figure_id, "gold_types": labelled[h.figure_id]["gold_types"]} for h in hits]})
@@ -129,8 +134,7 @@ def _type_queries(settings: Settings, per_figure: list[dict]) -> dict:
     for q, t in KIND_QUERIES.items():
         if counts.get(t, 0) < 5:
             continue
-        hits, _ = text_query(engine, q, 5, rerank=encoder is not None, allowed_rows=allowed)
-        shows = [t in labelled[h.figure_id]["gold_types"] for h in hits]
+        hits, shows = top5(q, t)
         kinds.append({"query": q, "type": t, "returned": len(hits), "precision_at_5": round(sum(shows) / 5, 3)})
     return {"queries": out, "kind_queries": kinds,
             "kind_query_precision_at_5": round(float(np.mean([q["precision_at_5"] for q in kinds])), 3) if kinds else None,
