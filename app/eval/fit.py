@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from app.eval.judged import Judged, baseline_rankers, cluster_bootstrap, evaluate_rankings, query_metrics
+from app.eval.judged import Judged, baseline_rankers, evaluate_rankings, query_metrics
 from app.search.fusion import GRID, diversify, fit_weights, fuse, order
 
 # figure-level signals and paper-level ones: the weights searched (lexical is the anchor)
@@ -108,12 +108,6 @@ def cross_validate(engine, judged: Judged, n_folds: int = 4, seed: int = 0, guar
     final = fit_on(cands, judged, queries, mpp, guard)
     return {"n_queries": len(queries), "guard": guard[1] if guard else None, "n_papers": len({judged.paper_of_query[q] for q in queries}),
             "folds": n_folds, "seed": seed, "fold_weights": fold_weights, "weights": final, "rankings": report}
-
-
-def paired_diff(report: dict, a: str, b: str, metric: str, judged: Judged, queries: list[int]) -> dict:
-    x = np.array(report[a]["per_query"][metric]) - np.array(report[b]["per_query"][metric])
-    groups = np.array([judged.paper_of_query[q] for q in queries])
-    return {"diff": float(x.mean()), "ci95": cluster_bootstrap(x, groups)}
 
 
 def judgments_digest(paths) -> str:
