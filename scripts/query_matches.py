@@ -3,8 +3,8 @@ that make no sense in research figures (keyboard mashes, everyday topics), missp
 words a collection may lack, and research queries,
 the best MiniLM cosine over the figures and tables, whether any query word occurs in the collection, and how
 many figures and tables the served search returns (at most 50); for a query that finds nothing,
-the spelling the search falls back to (`SearchEngine.spelling_suggestion`). Shows where the search's meaning thresholds
-(`SearchEngine.dense_match_min`, `dense_match_unknown_words_min`) fall.
+the spelling the search falls back to (`Searcher.spelling_suggestion`). Shows where the search's meaning thresholds
+(the ranking config's `dense_match_min`, `dense_match_unknown_words_min`) fall.
 
     python scripts/query_matches.py --data-dir DIR
 """
@@ -14,11 +14,10 @@ import argparse
 from pathlib import Path
 
 from app.learn.embed import text_query_encoder
-from app.search.engine import SearchEngine
 from app.pipeline.indexing import index_root
+from app.pipeline.searching import open_searcher
 from app.search.text import analyze
 from app.settings import Settings
-from app.vision.vocabulary import name_words, types_named_in
 
 NONSENSE = ["qwertyuiop", "asdfghjkl", "zxcvbnm", "hjkl", "zzzz", "xkcd blorp", "ajsdkfj qweoiru",
             "lorem ipsum dolor", "banana bread recipe", "dog grooming tips", "sourdough starter",
@@ -40,17 +39,18 @@ def main() -> None:
     args = ap.parse_args()
     settings = Settings(data_dir=args.data_dir)
     encoder = text_query_encoder(args.data_dir)
-    engine = SearchEngine.load_current(index_root(settings), encoder=encoder)
+    engine = open_searcher(index_root(settings), encoder=encoder)
     known = engine.lexical().term_ids
-    print(f"thresholds: {engine.dense_match_min} (a query word is known), "
-          f"{engine.dense_match_unknown_words_min} (no query word is known)")
+    print(f"thresholds: {engine.threshold('dense_match_min')} (a query word is known), "
+          f"{engine.threshold('dense_match_unknown_words_min')} (no query word is known)")
     print(f"{'kind':9s} {'query':28s} {'best cosine':>11s} {'known word':>10s} {'results':>7s}  searched instead")
     for kind, queries in (("nonsense", NONSENSE), ("misspelt", MISSPELT), ("english", ENGLISH), ("research", RESEARCH)):
         for q in queries:
             _, sims = engine.vectors.search(encoder([q]), 1)
             has_known = any(t in known for t in analyze(q))
-            n = len(engine.search(q, k=50, types=types_named_in(q), kind="both"))
-            instead = (engine.spelling_suggestion(q, understood=name_words()) or "-") if n == 0 else ""
+            hits = engine.search(q, k=50, kind="both")
+            n = len(hits) if hits.query == q else 0
+            instead = (hits.query if hits.query != q else "-") if n == 0 else ""
             print(f"{kind:9s} {q:28s} {sims[0][0]:11.3f} {str(has_known):>10s} {n:7d}  {instead}")
 
 

@@ -29,7 +29,8 @@ from sqlalchemy import select
 from app.db.schema import Figure, Paper
 from app.db.session import session_scope
 from app.eval.judged import baseline_rankers
-from app.search.engine import SearchEngine
+from app.pipeline.searching import open_searcher
+from app.search.searcher import Searcher
 from app.pipeline.indexing import index_root
 from app.search.text import analyze
 from app.settings import Settings
@@ -43,7 +44,7 @@ def shas_under(folder: Path) -> set[str]:
     return {hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*.pdf")}
 
 
-def pick_queries(session, engine: SearchEngine, spec: list[tuple[Path, int]], seed: int) -> list[int]:
+def pick_queries(session, engine: Searcher, spec: list[tuple[Path, int]], seed: int) -> list[int]:
     rng = np.random.default_rng(seed)
     papers = session.execute(select(Paper.id, Paper.sha256).order_by(Paper.sha256)).all()
     out = []
@@ -55,8 +56,8 @@ def pick_queries(session, engine: SearchEngine, spec: list[tuple[Path, int]], se
         for i in order.tolist():
             if taken >= count:
                 break
-            rows = engine.rows_of_paper(mine[i].id)
-            rows = [int(r) for r in rows if engine.kind_of_row(int(r)) == "figure"
+            rows = engine.docs.rows_of_paper(mine[i].id)
+            rows = [int(r) for r in rows if engine.types.kind_of_row(int(r)) == "figure"
                     and len(analyze(engine.captions[int(r)])) >= 5]
             if not rows:
                 continue
@@ -66,7 +67,7 @@ def pick_queries(session, engine: SearchEngine, spec: list[tuple[Path, int]], se
     return out
 
 
-def rankings(engine: SearchEngine, fid: int, depth: int = TOP, weight_sets: list[dict] = ()) -> dict[str, list[int]]:
+def rankings(engine: Searcher, fid: int, depth: int = TOP, weight_sets: list[dict] = ()) -> dict[str, list[int]]:
     """Top figure ids of other papers by each pooled ranking (and by the served rule with each of
     `weight_sets`, e.g. weights a fit produced)."""
     out = {name: rank(fid) for name, rank in baseline_rankers(engine, depth).items()}
@@ -156,7 +157,7 @@ def main() -> None:
     spec = [(Path(c.rsplit("=", 1)[0]), int(c.rsplit("=", 1)[1]))
             for c in (args.collection or ["../shared/corpus/recsys=34", "../shared/corpus/naacl2024=16"])]
     settings = Settings(data_dir=args.data_dir)
-    engine = SearchEngine.load_current(index_root(settings))
+    engine = open_searcher(index_root(settings))
     (args.out / "sheets").mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(args.seed + 1)
     pairs, prov = [], {}

@@ -167,7 +167,7 @@ def test_papers_list_search_sort_and_thumbnails(server, browser, width, height, 
 
 def test_related_cards_show_the_same_picture_and_claim_nothing_untrue(server, browser):
     """Answers shaped like the server's, changed in the browser's network layer: the first related
-    figure is a copy of the same picture (the ranking puts copies first: test_search_engine), and
+    figure is a copy of the same picture (the ranking puts copies first: test_searcher), and
     one has no reason, no shared word and an embedding cosine of .08. The copy's card says so; the
     unexplained one claims no 'semantic match'."""
     import json

@@ -5,7 +5,8 @@ import numpy as np
 from app.eval.recommendation import (EvalData, Split, engine_candidates, evaluate_cross, evaluate_ranker,
                                      fused_ranker, paper_grouped_test, run_cross_paper, summarise)
 from app.search.collection import Collection
-from app.search.engine import FigureDoc, SearchEngine
+from app.search.doc_table import FigureDoc
+from app.search.searcher import Searcher
 from app.search.fusion import SAME_TYPE_BONUS
 
 WORDS = [f"w{i}x" for i in range(60)]
@@ -28,7 +29,7 @@ def collection(n_papers=12, per_paper=7, seed=0):
 
 def test_planted_same_paper_feature_wins_seed_protocol_and_adds_nothing_cross_paper():
     col = collection()
-    data = EvalData(col, SearchEngine.build(col.docs), {})
+    data = EvalData(col, Searcher.build(col.docs), {})
     targets = list(range(0, len(col.docs), 3))
 
     def planted(t, rows):
@@ -49,7 +50,7 @@ def test_planted_same_paper_feature_wins_seed_protocol_and_adds_nothing_cross_pa
 
 def test_cross_paper_section_and_grouped_test():
     col = collection()
-    data = EvalData(col, SearchEngine.build(col.docs), {})
+    data = EvalData(col, Searcher.build(col.docs), {})
     rows = list(range(len(col.docs)))
     split = Split(test=[r for r in rows if data.paper_of[r] < 8], val=[r for r in rows if data.paper_of[r] >= 8],
                   n_qualifying=len(rows))
@@ -77,7 +78,7 @@ def test_paper_views_rank_citation_neighbours():
     from app.search.papers import PaperIndex
 
     col = collection()
-    engine = SearchEngine.build(col.docs)
+    engine = Searcher.build(col.docs)
     data = EvalData(col, engine, {})
     pids = sorted({d.paper_id for d in col.docs})
     # papers 2k and 2k + 1 cite each other and share a title word; nothing else is shared
@@ -95,7 +96,7 @@ def test_cross_paper_reports_how_many_related_figures_share_the_type():
     """The served ranking's fixed same-type bonus shows in `same_type@5` (not a relevance metric)."""
     col = collection()
     types = ["line_chart" if d.figure_id % 2 else "bar_chart" for d in col.docs]
-    data = EvalData(col, SearchEngine.build(col.docs, figure_types=types), {})
+    data = EvalData(col, Searcher.build(col.docs, figure_types=types), {})
     rows = list(range(len(col.docs)))
     split = Split(test=[r for r in rows if data.paper_of[r] < 8], val=[r for r in rows if data.paper_of[r] >= 8],
                   n_qualifying=len(rows))

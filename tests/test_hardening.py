@@ -483,13 +483,14 @@ def test_by_image_caption_is_capped_like_q(client):
 # ------------------------------------------------------------------ index files that go wrong
 def _two_versions(data: Path) -> tuple[Path, str, str]:
     """An index root with an older version (figures 1-3) and the CURRENT one (figures 11-14)."""
-    from app.search.engine import FigureDoc, SearchEngine
+    from app.search.doc_table import FigureDoc
+    from app.search.searcher import Searcher
 
     root = data / "index"
-    old = SearchEngine.build([FigureDoc(i, 1, f"Figure {i}", f"accuracy of model {i}") for i in (1, 2, 3)])
+    old = Searcher.build([FigureDoc(i, 1, f"Figure {i}", f"accuracy of model {i}") for i in (1, 2, 3)])
     v1 = old.save(root)
     time.sleep(0.05)
-    new = SearchEngine.build([FigureDoc(i, 2, f"Figure {i}", f"latency of system {i}") for i in (11, 12, 13, 14)])
+    new = Searcher.build([FigureDoc(i, 2, f"Figure {i}", f"latency of system {i}") for i in (11, 12, 13, 14)])
     v2 = new.save(root)
     assert (root / "CURRENT").read_text().strip() == v2
     return root, v1, v2
@@ -516,11 +517,11 @@ def test_empty_or_dangling_current_is_repaired_from_the_newest_intact_version(tm
 
 @pytest.mark.parametrize("damage", ["truncated", "same_size"])
 def test_a_damaged_current_version_is_skipped_for_the_intact_older_one(tmp_path, damage):
-    from app.search.engine import SearchEngine
+    from app.search.searcher import Searcher
 
     data = tmp_path / "data"
     root, v1, v2 = _two_versions(data)
-    target = root / v2 / "figure_ids.npy"
+    target = root / v2 / "docs" / "figure_ids.npy"
     raw = bytearray(target.read_bytes())
     if damage == "truncated":
         target.write_bytes(bytes(raw[: len(raw) - 9]))
@@ -531,7 +532,7 @@ def test_a_damaged_current_version_is_skipped_for_the_intact_older_one(tmp_path,
     assert code == 200 and body["status"] == "degraded", body
     assert body["index"]["version"] == v1 and v1 in body["index"]["reason"]
     assert sorted(engine.figure_ids.tolist()) == [1, 2, 3]  # the older version's results, never the damaged ones
-    assert SearchEngine.load_current(root).version == v1  # the CLI chooses the same way
+    assert Searcher.load_current(root).version == v1  # the CLI chooses the same way
     assert (root / "CURRENT").read_text().strip() == v2  # a damaged version is skipped, not forgotten
 
 
@@ -539,7 +540,7 @@ def test_no_intact_version_is_a_clear_503(tmp_path):
     data = tmp_path / "data"
     root, v1, v2 = _two_versions(data)
     for v in (v1, v2):
-        f = root / v / "paper_ids.npy"
+        f = root / v / "docs" / "paper_ids.npy"
         f.write_bytes(f.read_bytes()[:-4])
     code, body, engine = _served(data)
     assert code == 503 and body["status"] == "not ready" and engine is None, body
@@ -547,7 +548,8 @@ def test_no_intact_version_is_a_clear_503(tmp_path):
 
 
 def test_temp_folders_of_dead_builds_are_removed_at_start_and_next_build(tmp_path):
-    from app.search.engine import FigureDoc, SearchEngine
+    from app.search.doc_table import FigureDoc
+    from app.search.searcher import Searcher
     from app.search.versions import BuildLock
 
     data = tmp_path / "data"
@@ -562,7 +564,7 @@ def test_temp_folders_of_dead_builds_are_removed_at_start_and_next_build(tmp_pat
         assert code == 200 and body["index"]["version"] == v2
         assert not dead.exists() and live.exists()
     (dead / "lexical").mkdir(parents=True)
-    SearchEngine.build([FigureDoc(5, 1, "Figure 5", "recall")]).save(root)
+    Searcher.build([FigureDoc(5, 1, "Figure 5", "recall")]).save(root)
     assert not dead.exists() and not live.exists()
     assert not [p for p in root.iterdir() if p.name.startswith(".tmp-")]
 

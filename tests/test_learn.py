@@ -109,7 +109,7 @@ def test_tiny_training_registry_index_and_image_queries(collection, tmp_path):
     from app.learn.image_search import image_model, search_by_image
     from app.learn.registry import current_model_version, load_current, publish
     from app.learn.train import train
-    from app.search.engine import SearchEngine
+    from app.search.searcher import Searcher
     from app.search.embeddings import read_dense_info
     from app.pipeline.indexing import build_index, index_root
 
@@ -135,7 +135,7 @@ def test_tiny_training_registry_index_and_image_queries(collection, tmp_path):
     # indexing uses the trained model's fused vectors
     rep = build_index(settings)
     assert read_dense_info(index_root(settings))["kind"] == "learned"
-    eng = SearchEngine.load_current(index_root(settings))
+    eng = Searcher.load_current(index_root(settings))
     assert eng.vectors.dim == 16 and len(eng) == rep.n_figures
     store = FigureEmbeddings.load(loaded.path)
     assert len(store.ids) == len(data) and store.image.shape == (len(data), loaded.model.branch_dim)

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from app.api.engine_holder import EngineHolder
 from app.api.heavy import HeavyPool
 from app.api.guards import bearer_failure
-from app.search.engine import SearchEngine
+from app.search.searcher import Searcher
 from app.search.filters import FigureFilter
 from app.settings import Settings
 from app.vision.vocabulary import TYPES
@@ -33,7 +33,7 @@ def get_holder(request: Request) -> EngineHolder:
     return request.app.state.engine_holder
 
 
-def get_engine(request: Request) -> SearchEngine | None:
+def get_engine(request: Request) -> Searcher | None:
     """The current engine, or None when there is no index (routes answer with empty results)."""
     return request.app.state.engine_holder.get()
 
@@ -46,7 +46,7 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 HeavyDep = Annotated[HeavyPool, Depends(get_heavy)]
 SessionDep = Annotated[Session, Depends(get_db)]
 HolderDep = Annotated[EngineHolder, Depends(get_holder)]
-EngineDep = Annotated[SearchEngine | None, Depends(get_engine)]
+EngineDep = Annotated[Searcher | None, Depends(get_engine)]
 
 _bearer = HTTPBearer(auto_error=False, description="The admin token (FIGSEARCH_ADMIN_TOKEN).")
 

@@ -1,4 +1,4 @@
-"""The API's view of the search index: the current SearchEngine, swapped in when a new version
+"""The API's view of the search index: the current Searcher, swapped in when a new version
 is published, and the query encoder (loaded once, off the request path).
 
 - `get()` is cheap: at most every `poll_s` seconds it reads the CURRENT pointer
@@ -24,7 +24,8 @@ from typing import Callable
 
 import numpy as np
 
-from app.search.engine import SearchEngine
+from app.pipeline.searching import open_searcher
+from app.search.searcher import Searcher
 from app.search.versions import current_version
 from app.search.versions import choose, remove_dead_builds
 
@@ -79,7 +80,7 @@ class EngineHolder:
         self._encoder_error: str | None = None
         self._encoder_started = False
         self.cache_size = cache_size
-        self._engine: SearchEngine | None = None
+        self._engine: Searcher | None = None
         self._version: str | None = None
         self._checked = float("-inf")
         self._lock = threading.Lock()  # guards loading state
@@ -166,7 +167,7 @@ class EngineHolder:
                 self.degraded, self._loading = choice.problem, None
             return
         try:
-            eng = SearchEngine.load(self.root / version, encoder=self._encoder, gpu=self.gpu, check=False)
+            eng = open_searcher(self.root / version, encoder=self._encoder, gpu=self.gpu, check=False)
         except Exception:
             log.exception("cannot load index version %s", version)
             with self._lock:
@@ -228,7 +229,7 @@ class EngineHolder:
             self._checked = time.monotonic()
             threading.Thread(target=self.refresh, name="figsearch-index-poll", daemon=True).start()
 
-    def get(self) -> SearchEngine | None:
+    def get(self) -> Searcher | None:
         if time.monotonic() - self._checked >= self.poll_s:
             self.refresh()
         return self._engine
@@ -238,6 +239,6 @@ class EngineHolder:
         return self._version
 
     @property
-    def engine(self) -> SearchEngine | None:
+    def engine(self) -> Searcher | None:
         """The loaded engine without polling."""
         return self._engine

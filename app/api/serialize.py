@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from app.api import schemas
 from app.db.schema import Figure, Paper
-from app.search.engine import Hit, SearchEngine
+from app.search.searcher import Hit, Searcher
 from app.search.explain import best_sentence, idf_of, informative_terms, reasons
 from app.search.text import analyze
 
@@ -90,7 +90,7 @@ def mention_texts(db: Session, figure_ids: list[int]) -> dict[int, str]:
 
 
 def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str = "",
-                 engine: SearchEngine | None = None, snippets: bool = False,
+                 engine: Searcher | None = None, snippets: bool = False,
                  same_paper: bool = False, named_types: Sequence[str] = ()) -> list[schemas.ScoredFigure]:
     """Hits in order, joined with their database rows; hits whose figure was deleted since the
     index was built are dropped (the next index version will not have them). Each item says why it

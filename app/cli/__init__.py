@@ -446,9 +446,9 @@ def _related_reasons_of(settings: Settings, engine, figure_id: int, hits):
                                      rows.get(h.figure_id, (None, ""))[1], idf)
 
 
-def _engine(settings: Settings, with_encoder: bool):
-    from app.search.engine import SearchEngine
+def _searcher(settings: Settings, with_encoder: bool):
     from app.pipeline.indexing import index_root
+    from app.pipeline.searching import open_searcher
 
     root = index_root(settings)
     encoder = None
@@ -457,7 +457,7 @@ def _engine(settings: Settings, with_encoder: bool):
 
         encoder = text_query_encoder(settings.data_dir)
     try:
-        return SearchEngine.load_current(root, encoder=encoder, gpu=settings.faiss_gpu)
+        return open_searcher(root, encoder=encoder, gpu=settings.faiss_gpu)
     except FileNotFoundError:
         typer.echo(f"error: no search index in {root}; run `figsearch index --data-dir {settings.data_dir}`", err=True)
         raise typer.Exit(2)
@@ -505,7 +505,7 @@ def similar(figure_id: int = typer.Argument(..., help="Query figure id."),
         typer.echo("error: --scope must be other_papers, same_paper, all or linked_papers", err=True)
         raise typer.Exit(2)
     settings = _settings(data_dir)
-    engine = _engine(settings, with_encoder=False)
+    engine = _searcher(settings, with_encoder=False)
     try:
         within = None
         if scope == "linked_papers":
@@ -535,12 +535,10 @@ def search(query: str = typer.Argument(..., help="Keywords."), k: int = typer.Op
         typer.echo("error: --kind must be figure, table or both", err=True)
         raise typer.Exit(2)
     settings = _settings(data_dir)
-    engine = _engine(settings, with_encoder=rerank)
-    from app.pipeline.text_query import text_query
-
-    hits, searched = text_query(engine, query, k, rerank=rerank, kind=kind, method=method)
-    if searched != query:
-        typer.echo(f"nothing matches \u201c{query}\u201d; showing results for \u201c{searched}\u201d", err=True)
+    engine = _searcher(settings, with_encoder=rerank)
+    hits = engine.search(query, k, rerank=rerank, kind=kind, method=method)
+    if hits.query != query:
+        typer.echo(f"nothing matches \u201c{query}\u201d; showing results for \u201c{hits.query}\u201d", err=True)
     _print_hits(hits, json_out)
 
 

@@ -15,7 +15,7 @@ Latencies are warm, one query at a time, in-process (no HTTP), k=10, 100 candida
 first_stage_speedup_vs_rank_bm25 := (rank_bm25.BM25Okapi.get_scores time per query on an
 `oracle_docs` subsample) / (our first-stage time per query on the FULL n_figures index), both for
 "more like this" queries (a figure's whole text, target excluded, top-100), our side with the
-engine's first-stage settings (SearchEngine.similar_*: exact below 120k postings, otherwise the 32
+engine's first-stage settings (Searcher.similar_*: exact below 120k postings, otherwise the 32
 best terms + exact rescoring of 2000 candidates; its recall of the exact top-100 is reported as
 first_stage_recall_at_100_vs_exact, and the exact path's latency as first_stage_exact_p50_ms).
 rank_bm25 cannot hold
@@ -30,10 +30,12 @@ import time
 
 import numpy as np
 
-from app.search.engine import SearchEngine, _Captions
+from app.search.doc_table import Captions, DocTable
 from app.search.lexical import LexicalIndex
 from app.search.papers import PaperIndex, figures_view, strongest_terms_index, text_view
+from app.search.searcher import QueryVocabulary, Searcher
 from app.search.text import analyze
+from app.search.type_index import TypeIndex
 from app.search.vectors import VectorIndex
 
 
@@ -168,7 +170,7 @@ def collection_docs(col: dict, start: int = 0, stop: int | None = None) -> list[
     return [vocab[tok[ip[i]:ip[i + 1]]].tolist() for i in range(start, stop)]
 
 
-def _captions(col: dict) -> _Captions:
+def _captions(col: dict) -> Captions:
     vocab = np.asarray(col["vocab"], dtype=object)
     ip, tok, cl = col["indptr"], col["tokens"], col["cap_len"]
     caps = []
@@ -176,7 +178,7 @@ def _captions(col: dict) -> _Captions:
         e = min(len(cl), s + 100_000)
         for i in range(s, e):
             caps.append(" ".join(vocab[tok[ip[i]:ip[i] + cl[i]]].tolist()))
-    return _Captions.from_strings(caps)
+    return Captions.from_strings(caps)
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -206,8 +208,8 @@ def _oracle_comparison(col: dict, m: int, oracle_queries: int, queries: int, see
     bm = BM25Okapi(sub_docs)
     build_s = round(time.perf_counter() - t, 2)
     sub = LexicalIndex.build(sub_docs)
-    first_kw = dict(max_query_terms=SearchEngine.similar_max_terms, max_postings=SearchEngine.similar_max_postings,
-                    rescore=SearchEngine.similar_rescore)
+    first_kw = dict(max_query_terms=Searcher.similar_max_terms, max_postings=Searcher.similar_max_postings,
+                    rescore=Searcher.similar_rescore)
     t_rb, agree = [], []
     for d in rng.integers(0, m, size=oracle_queries).tolist():
         t = time.perf_counter()
@@ -302,9 +304,10 @@ def run_bench(n_figures: int, dim: int = 384, seed: int = 0, queries: int = 200,
     res["signals_build_s"] = round(time.perf_counter() - t, 2)
     res["build_s"] = round(res["lexical_build_s"] + t_vec + res["signals_build_s"], 2)
     log(f"papers ({len(papers)}), visual vectors and types in {res['signals_build_s']}s, rss {_rss_mb():.0f} MB")
-    engine = SearchEngine(lexical, np.arange(n_figures), col["paper_ids"], captions, vectors=vectors, w=0.5,
-                          papers=papers, visual=visual, types=types, type_names=TYPE_NAMES,
-                          type_scores=type_scores)
+    # a query naming a type names it by its code name here
+    engine = Searcher(DocTable(np.arange(n_figures), col["paper_ids"], captions), lexical, vectors=vectors,
+                      papers=papers, visual=visual, types=TypeIndex(n_figures, TYPE_NAMES, types, type_scores),
+                      vocabulary=QueryVocabulary(lambda q: [t for t in q.split() if t in TYPE_NAMES]))
 
     qdim = dim
     def fake_encoder(texts):
@@ -353,7 +356,7 @@ def run_bench(n_figures: int, dim: int = 384, seed: int = 0, queries: int = 200,
         lat_search.append(time.perf_counter() - t)
         if i % 4 == 0:  # a query that also names a figure type ranks every figure by that type's score
             t = time.perf_counter()
-            engine.search(q, k=10, types=[TYPE_NAMES[i % len(TYPE_NAMES)]])
+            engine.search(f"{q} {TYPE_NAMES[i % len(TYPE_NAMES)]}", k=10)
             lat_typed.append(time.perf_counter() - t)
     lat_union = []
     for fid in targets[: max(1, queries // 4)].tolist():

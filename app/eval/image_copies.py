@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from app.search.engine import SearchEngine
 from app.pipeline.indexing import index_root
+from app.pipeline.searching import open_searcher
+from app.search.searcher import Searcher
 from app.settings import Settings
 from app.vision.pictures import picture_query
 from app.vision.real_crops import read_labels
@@ -42,7 +43,7 @@ def evaluate_image_copies(settings: Settings, n: int = 300, seed: int = 0, label
     from app.db.schema import Figure, Paper
     from app.db.session import session_scope
 
-    engine = SearchEngine.load_current(index_root(settings))
+    engine = open_searcher(index_root(settings))
     if engine.visual is None:
         raise ValueError("the index has no visual vectors: run `figsearch index`")
     with session_scope(settings.db_url) as s:
@@ -89,7 +90,7 @@ def _quantiles(values: list[float]) -> dict | None:
     return {f"p{q}": round(float(np.percentile(values, q)), 4) for q in (1, 5, 50, 95, 99)}
 
 
-def _same_kind(settings: Settings, engine: SearchEngine, rows, labels: Path, rng: random.Random) -> dict:
+def _same_kind(settings: Settings, engine: Searcher, rows, labels: Path, rng: random.Random) -> dict:
     """Uploads of labelled figures: the share of the first five results from other papers with the
     uploaded figure's labelled dominant type, served and by the picture vector alone."""
     from app.central.stats import cluster_ci

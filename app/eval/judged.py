@@ -164,7 +164,7 @@ def agreement(rows: list[dict], judge_a: str, judge_b: str) -> dict:
 def other_figures(engine, row: int) -> np.ndarray:
     """Rows of the figures (not tables) of every other paper."""
     rows = np.arange(len(engine))
-    return rows[(engine.paper_ids != engine.paper_ids[row]) & engine.kind_mask(rows, "figure")]
+    return rows[(engine.paper_ids != engine.paper_ids[row]) & engine.types.kind_mask(rows, "figure")]
 
 
 def _top(engine, scores: np.ndarray, rows: np.ndarray, k: int) -> list[int]:
@@ -201,8 +201,9 @@ def baseline_rankers(engine, k: int = TOP) -> dict[str, Callable[[int], list[int
             if not len(rows):
                 return []
             score = engine.vectors.vectors_for(rows) @ engine.vectors.vectors_for([row])[0]
-            if same_type_first and engine.types is not None:
-                score = score + 10.0 * (engine.types[rows] == engine.types[row])
+            dominant = engine.types.dominant
+            if same_type_first and dominant is not None:
+                score = score + 10.0 * (dominant[rows] == dominant[row])
             return _top(engine, score, rows, k)
         return rank
 

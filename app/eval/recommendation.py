@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 
 from app.search.collection import Collection
-from app.search.engine import SearchEngine
+from app.search.searcher import Searcher
 from app.search.papers import PAPER_SIGNALS
 from app.search.fusion import DEFAULT_WEIGHTS, FIGURE_LEVEL, SAME_TYPE_BONUS, diversify, fuse, order, seed_weights
 from app.search.text import analyze
@@ -36,7 +36,7 @@ class Split:
 @dataclass
 class EvalData:
     col: Collection
-    engine: SearchEngine
+    engine: Searcher
     embeddings: dict[str, np.ndarray]  # name -> (n_docs, dim) L2-normalised, aligned with col.docs
     paper_of: np.ndarray = field(init=False)
 
@@ -431,9 +431,9 @@ def cross_paper_metrics(data: EvalData, target: int, rows: np.ndarray) -> dict[s
     rel = np.array([int(q) in neigh for q in data.paper_of[rows].tolist()], dtype=bool)
     out = {f"p@{k}": float(rel[:k].sum()) / k for k in (5, 10)}
     # not relevance: how many of the first five show the same kind of figure (dominant type)
-    own_type = data.engine.type_of_row(target)
+    own_type = data.engine.types.type_of_row(target)
     if own_type is not None and len(rows):
-        out["same_type@5"] = float(np.mean([data.engine.type_of_row(int(r)) == own_type for r in rows[:5]]))
+        out["same_type@5"] = float(np.mean([data.engine.types.type_of_row(int(r)) == own_type for r in rows[:5]]))
     n_rel = int(sum(1 for q in data.paper_of.tolist() if q in neigh and q != p))
     hits = np.flatnonzero(rel)
     denom = min(n_rel, TOP)

@@ -9,7 +9,8 @@ from app.eval.learned import VARIANTS, evaluate_learned, learned_section, order_
 from app.eval.recommendation import EvalData, keep_evaluable, run_evaluation, select_targets, write_report
 from app.search.collection import load_collection
 from app.search.embeddings import default_text_encoder, embed_docs
-from app.search.engine import SearchEngine
+from app.pipeline.searching import open_searcher
+from app.search.searcher import Searcher
 from app.pipeline.indexing import index_root, paper_index, visual_embeddings
 from app.search.ranking import RankingConfig
 from app.search.versions import current_version
@@ -29,8 +30,8 @@ def citation_data(settings, progress: bool = False) -> EvalData:
     emb, _ = embed_docs(col.docs, root, encoder, name, progress=progress)
     emb = l2_normalize(emb)
     version = current_version(root)
-    engine = SearchEngine.build(col.docs, embeddings=emb, ranking=RankingConfig.load(root / version) if version else None,
-                                visual_embeddings=visual_embeddings(settings, col, progress=progress),
+    engine = Searcher.build(col.docs, embeddings=emb, ranking=RankingConfig.load(root / version) if version else None,
+                            visual_embeddings=visual_embeddings(settings, col, progress=progress),
                                 figure_types=[col.figure_type.get(d.figure_id) for d in col.docs],
                                 type_scores=[col.type_scores.get(d.figure_id) for d in col.docs])
     engine.papers = paper_index(col, root, engine.lexical(), engine.paper_ids, progress=progress)
@@ -75,7 +76,7 @@ def evaluate_data_dir(settings, out: Path, target_papers: Path | None = None, se
 def _served_judged(settings, judgments: list[Path], judge: str | None = None):
     from app.eval.judged import agreement, judges_of, read_judgments, resolve
 
-    engine = SearchEngine.load_current(index_root(settings), gpu=settings.faiss_gpu)
+    engine = open_searcher(index_root(settings), gpu=settings.faiss_gpu)
     rows = [r for path in judgments for r in read_judgments(path)]
     with session_scope(settings.db_url) as s:
         judged = resolve(s, rows, judge=judge)
@@ -90,7 +91,7 @@ def evaluate_judged(settings, judgments: list[Path], out: Path, judge: str | Non
     import json
 
     from app.eval.fit import judged_report_md
-    from app.eval.judged import baseline_rankers, evaluate_rankings
+    from app.eval.judged import TOP, baseline_rankers, evaluate_rankings
 
     engine, judged = _served_judged(settings, judgments, judge)
     queries = [q for q in judged.queries if q in engine]
@@ -100,7 +101,8 @@ def evaluate_judged(settings, judgments: list[Path], out: Path, judge: str | Non
               "judged_pairs_not_in_collection": judged.missing, "agreement": judged.agreement,
               "rankings": evaluate_rankings(judged, rankers, queries),
               # the served ranking's top five per query figure id: what /figures/{id}/similar shows
-              "served_top5": {str(q): rankers["served"](q) for q in queries}}
+              "served_top5": {str(q): [h.figure_id for h in hits] for q, hits in
+                              engine.batch_similar(queries, k=TOP, scope="other_papers").items()}}
     out.mkdir(parents=True, exist_ok=True)
     (out / "judged.json").write_text(json.dumps(result, indent=1))
     md = judged_report_md(result)

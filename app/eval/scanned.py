@@ -320,15 +320,19 @@ def evaluate(data_dir: Path, out_dir: Path, pdf_root: Path, n_papers: int = 16, 
 
 
 def _search_engine(settings):
-    from app.search.engine import SearchEngine
+    """The product's searcher over the index, without the vocabulary of figure-type names: this
+    evaluation compares retrieval by OCR text with retrieval without it, and a type name in a
+    caption query would reward the type classifier instead (it has measured words and meaning
+    only from the start)."""
     from app.pipeline.indexing import index_root
+    from app.search.searcher import Searcher
 
     encoder = None
     if settings.dense:
         from app.learn.embed import text_query_encoder
 
         encoder = text_query_encoder(settings.data_dir)
-    return SearchEngine.load_current(index_root(settings), encoder=encoder, gpu="off")
+    return Searcher.load_current(index_root(settings), encoder=encoder, gpu="off")
 
 
 def _real_scans(paths: list[Path], out_dir: Path) -> list[dict]:

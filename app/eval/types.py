@@ -20,8 +20,8 @@ from app.central.stats import cluster_ci
 from app.db.schema import Figure, Paper
 from app.db.session import session_scope
 from app.pipeline.classify import classify_figures
-from app.search.engine import SearchEngine
 from app.pipeline.indexing import build_index, index_root
+from app.pipeline.searching import open_searcher
 from app.settings import Settings
 
 # the everyday name a researcher types for each type
@@ -108,33 +108,27 @@ def _type_queries(settings: Settings, per_figure: list[dict]) -> dict:
 
     encoder = text_query_encoder(settings.data_dir) if settings.dense else None
     try:
-        engine = SearchEngine.load_current(index_root(settings), encoder=encoder)
+        engine = open_searcher(index_root(settings), encoder=encoder)
     except FileNotFoundError:
         return {"queries": [], "type_query_precision_at_5": None}
-    from app.pipeline.text_query import text_query
-
     labelled = {p["figure_id"]: p for p in per_figure}
     allowed = np.array([fid in labelled for fid in engine.figure_ids], dtype=bool)
     counts = Counter(t for p in per_figure for t in p["gold_types"])
 
-    def top5(q: str, t: str):
-        """The query's first five labelled figures and, for each, whether it shows type `t`."""
-        hits, _ = text_query(engine, q, 5, rerank=encoder is not None, allowed_rows=allowed)
-        return hits, [t in labelled[h.figure_id]["gold_types"] for h in hits]
+    def top5(pairs: list[tuple[str, str]]):
+        """Per (query, type): its first five labelled figures and, for each, whether it shows the type."""
+        found = engine.batch_search([q for q, _ in pairs], 5, rerank=encoder is not None, allowed_rows=allowed)
+        return [(hits, [t in labelled[h.figure_id]["gold_types"] for h in hits]) for hits, (_, t) in zip(found, pairs)]
 
+    type_pairs = [(t, q) for t, q in QUERIES.items() if counts.get(t, 0) >= 5]
     out = []
-    for t, q in QUERIES.items():
-        if counts.get(t, 0) < 5:
-            continue
-        hits, shows = top5(q, t)
+    for (t, q), (hits, shows) in zip(type_pairs, top5([(q, t) for t, q in type_pairs])):
         out.append({"type": t, "query": q, "n_labelled_of_type": counts[t], "returned": len(hits),
                     "precision_at_5": round(sum(shows) / 5, 3), "hit_at_5": bool(any(shows)),
                     "top5": [{"figure_id": h.figure_id, "gold_types": labelled[h.figure_id]["gold_types"]} for h in hits]})
+    kind_pairs = [(q, t) for q, t in KIND_QUERIES.items() if counts.get(t, 0) >= 5]
     kinds = []
-    for q, t in KIND_QUERIES.items():
-        if counts.get(t, 0) < 5:
-            continue
-        hits, shows = top5(q, t)
+    for (q, t), (hits, shows) in zip(kind_pairs, top5(kind_pairs)):
         kinds.append({"query": q, "type": t, "returned": len(hits), "precision_at_5": round(sum(shows) / 5, 3)})
     return {"queries": out, "kind_queries": kinds,
             "kind_query_precision_at_5": round(float(np.mean([q["precision_at_5"] for q in kinds])), 3) if kinds else None,

@@ -22,7 +22,7 @@ import numpy as np
 
 from app.learn.images import DEFAULT_SIZE, STATS_DIM, figure_inputs, image_stats, thumbnails
 from app.search.collection import Collection
-from app.search.engine import FigureDoc
+from app.search.doc_table import FigureDoc
 
 
 def cache_dir(data_dir: Path) -> Path:
@@ -119,11 +119,10 @@ class LearnData:
         """Per figure: the frozen MiniLM vector of its paper's title + abstract (paper context)."""
         if self._paper is not None:
             return self._paper
-        from app.search.engine import FigureDoc as _Doc
         from app.search.embeddings import embed_docs
 
         papers = sorted(set(self.paper_of.tolist()))
-        pdocs = [_Doc(p, p, "", self.paper_text.get(p, "")) for p in papers]
+        pdocs = [FigureDoc(p, p, "", self.paper_text.get(p, "")) for p in papers]
         from app.search.encoder import default_encoder
 
         enc = default_encoder()

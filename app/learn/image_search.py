@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from app.learn.embed import STORE, FigureEmbeddings, image_query
-from app.search.engine import Hit, SearchEngine
+from app.search.searcher import Hit, Searcher
 
 _LOCK = threading.Lock()
 _STORES: dict[str, tuple[float, FigureEmbeddings]] = {}
@@ -52,7 +52,7 @@ def image_model(data_dir: Path, name: str = "fused"):
     return loaded if _store(loaded.path) is not None else None
 
 
-def search_by_image(loaded, engine: SearchEngine | None, image, k: int = 12) -> list[Hit]:
+def search_by_image(loaded, engine: Searcher | None, image, k: int = 12) -> list[Hit]:
     """Top-k figures by image-branch cosine. Only figures in `engine` (the served index version)
     are returned when an engine is given (captions and paper ids come from it)."""
     st = _store(loaded.path)

@@ -19,7 +19,8 @@ import numpy as np
 from app.db.session import session_scope
 from app.search.collection import Collection, load_collection
 from app.search.embeddings import DENSE_FILE, PAPER_TEXT_TOKENS, Encoder, default_text_encoder, embed_docs
-from app.search.engine import FigureDoc, SearchEngine
+from app.search.doc_table import FigureDoc
+from app.search.searcher import Searcher
 from app.search.lexical import LexicalIndex
 from app.search.papers import PaperIndex
 from app.search.ranking import RankingConfig
@@ -156,14 +157,15 @@ def build_index(settings: Settings, encoder: Encoder | None = None, encoder_name
     previous = current_version(root)
     ranking = RankingConfig.load(root / previous) if previous else None
     visual = visual_embeddings(settings, col, progress) if dense and col.docs else None
-    engine = SearchEngine.build(col.docs, embeddings=emb, ranking=ranking,
+    engine = Searcher.build(col.docs, embeddings=emb, ranking=ranking,
                                 vector_kind=settings.vector_index, gpu=settings.faiss_gpu,
                                 visual_embeddings=visual,
                                 figure_types=[col.figure_type.get(d.figure_id) for d in col.docs],
                                 type_scores=[col.type_scores.get(d.figure_id) for d in col.docs])
     if dense and col.docs:
         # a paper's "all figure texts" view is of its figures only (row paper -1 leaves a table out)
-        row_paper = engine.paper_ids if engine.kinds is None else np.where(engine.kinds == 0, engine.paper_ids, -1)
+        kinds = engine.types.kinds
+        row_paper = engine.paper_ids if kinds is None else np.where(kinds == 0, engine.paper_ids, -1)
         engine.papers = paper_index(col, root, engine.lexical(), row_paper, *explicit, progress=progress)
     version = engine.save(root)
     info["index_version"] = version

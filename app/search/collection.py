@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from app.db.schema import Citation, Figure, Paper, PaperStatus
-from app.search.engine import FigureDoc
+from app.search.doc_table import FigureDoc
 from app.search.text import figure_text
 
 

@@ -8,7 +8,7 @@ from typing import Callable
 
 import numpy as np
 
-from app.search.engine import FigureDoc
+from app.search.doc_table import FigureDoc
 from app.search.keyed_vectors import KeyedVectors
 
 Encoder = Callable[[list[str]], np.ndarray]

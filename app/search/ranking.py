@@ -22,7 +22,7 @@ from .versions import current_version, publish
 
 RANKING_FILE = "ranking.json"
 
-# Text queries (see SearchEngine.search): the embedding closeness a figure found only by meaning
+# Text queries (see Searcher.rank_text): the embedding closeness a figure found only by meaning
 # needs, the stricter one when no query word is known, and the classifier score at which a figure
 # "is" a named type.
 DEFAULT_THRESHOLDS = {"dense_match_min": 0.3, "dense_match_unknown_words_min": 0.45, "type_match_min": 0.2}

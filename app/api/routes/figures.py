@@ -165,7 +165,7 @@ def similar_figures(figure_id: FigureId, db: SessionDep, settings: SettingsDep, 
     source_text = engine.captions[engine.row_of(figure_id)] + " " + mention_texts(db, [figure_id]).get(figure_id, "")
     message = None
     if not hits:  # figures are related to figures, tables to tables
-        what = "tables" if engine.kind_of_row(engine.row_of(figure_id)) == "table" else "figures"
+        what = "tables" if engine.types.kind_of_row(engine.row_of(figure_id)) == "table" else "figures"
         message = (f"this paper has no other indexed {what}" if scope == "same_paper" else
                    "no paper of the collection cites or is cited by this paper" if linked == [] else
                    f"the papers that cite or are cited by this paper have no indexed {what}" if linked else

@@ -15,10 +15,9 @@ from app.api.engine_holder import EngineHolder
 from app.api.problems import check_limit, responses
 from app.api.query_image import decode_query_image
 from app.api.serialize import scored_items
-from app.search.engine import SearchEngine
+from app.search.searcher import Searcher
 from app.search.filters import FigureFilter, year_range
 from app.vision.pictures import picture_query
-from app.pipeline.text_query import text_query
 from app.vision.vocabulary import types_named_in
 from app.settings import Settings
 
@@ -28,7 +27,7 @@ IMAGE_QUERIES_MESSAGE = ("the search index has no visual vectors yet: rebuild it
                          "the figure's caption to search by its text")
 
 
-def find_hits(db: Session, settings: Settings, engine: SearchEngine, holder: EngineHolder, q: str, k: int,
+def find_hits(db: Session, settings: Settings, engine: Searcher, holder: EngineHolder, q: str, k: int,
               offset: int, rerank: bool | None, filters: FigureFilter | None = None):
     """The served search's hits (up to k + 1, from `offset`), the query actually searched (the
     closest known spelling when `q` finds nothing because of a word the collection lacks),
@@ -42,11 +41,11 @@ def find_hits(db: Session, settings: Settings, engine: SearchEngine, holder: Eng
     allowed = filters.allowed_rows(db, engine.figure_ids) if filters is not None else None
     kind = filters.kind if filters is not None else "figure"
 
-    hits, searched = text_query(engine, q, k + 1, offset, rerank=use, allowed_rows=allowed, kind=kind)
-    return hits, searched, use, allowed
+    hits = engine.search(q, k + 1, offset=offset, rerank=use, allowed_rows=allowed, kind=kind)
+    return hits, hits.query, use, allowed
 
 
-def run_search(db: Session, settings: Settings, engine: SearchEngine | None, holder: EngineHolder,
+def run_search(db: Session, settings: Settings, engine: Searcher | None, holder: EngineHolder,
                q: str, k: int, offset: int, rerank: bool | None,
                filters: FigureFilter | None = None) -> schemas.SearchResponse:
     if engine is None:
@@ -106,7 +105,7 @@ def facets(db: SessionDep, settings: SettingsDep, engine: EngineDep, holder: Hol
         if engine is not None:
             untyped = dataclasses.replace(filters, figure_type=None)
             found = find_hits(db, settings, engine, holder, q.strip(), FACET_MATCHES, 0, rerank, untyped)[0][:FACET_MATCHES]
-        by_type = Counter(engine.type_of_row(engine.row_of(h.figure_id)) for h in found)
+        by_type = Counter(engine.types.type_of_row(engine.row_of(h.figure_id)) for h in found)
         by_type.pop(None, None)
         total = len(found)
     else:

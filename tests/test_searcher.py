@@ -1,8 +1,12 @@
-"""Engine: first stage + re-ranking semantics, hits, versioned persistence."""
+"""Searcher: first stage + re-ranking semantics, hits, versioned persistence of its parts."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from app.search.engine import FigureDoc, SearchEngine
+from app.search.doc_table import FigureDoc
+from app.search.ranking import DEFAULT_THRESHOLDS
+from app.search.searcher import QueryVocabulary, Searcher
 from app.search.versions import current_version
 from app.search.text import analyze
 
@@ -42,10 +46,20 @@ class FakeEncoder:
         return np.asarray(v, dtype=np.float32)[None, :]
 
 
+# a query names a figure type by its code name (the product's vocabulary is app.vision.vocabulary's)
+TYPE_NAMES = QueryVocabulary(lambda q: [w for w in q.split() if w in ("photo", "heatmap", "line_chart")])
+
+
+def with_thresholds(eng, **values):
+    """The searcher ranking with other text-query thresholds (ranking config)."""
+    eng.ranking = replace(eng.ranking, thresholds={**eng.ranking.thresholds, **values})
+    return eng
+
+
 @pytest.fixture()
 def engine():
     e = emb()
-    return SearchEngine.build(docs(), embeddings=e, encoder=FakeEncoder(e), vector_kind="flat", gpu="off")
+    return Searcher.build(docs(), embeddings=e, encoder=FakeEncoder(e), vector_kind="flat", gpu="off")
 
 
 def test_similar_excludes_target_and_w1_is_lexical(engine):
@@ -98,12 +112,9 @@ def test_search_rerank_offset_and_default_w(engine):
 
 def test_search_without_a_real_match_returns_nothing(engine):
     """Neither a word nor a close embedding: no results, instead of the nearest arbitrary figures."""
-    engine.dense_match_min = 2.0  # no cosine reaches it
-    try:
-        assert engine.search("zzzz qqqq", k=3) == []
-        assert engine.search("mixture of experts", k=3)  # word matches still count
-    finally:
-        engine.dense_match_min = SearchEngine.dense_match_min
+    with_thresholds(engine, dense_match_min=2.0)  # no cosine reaches it
+    assert engine.search("zzzz qqqq", k=3) == []
+    assert engine.search("mixture of experts", k=3)  # word matches still count
 
 
 def test_query_of_unknown_words_needs_a_clearly_close_meaning():
@@ -113,14 +124,15 @@ def test_query_of_unknown_words_needs_a_clearly_close_meaning():
     e = np.eye(len(TEXTS), 16, dtype=np.float32)
     q = np.zeros((1, 16), np.float32)
     q[0, 0], q[0, 15] = 0.35, np.sqrt(1 - 0.35 ** 2)  # cosine .35 with the first figure, 0 with the rest
-    eng = SearchEngine.build(docs(), embeddings=e, encoder=lambda texts: q, vector_kind="flat", gpu="off")
-    assert SearchEngine.dense_match_min < 0.35 < SearchEngine.dense_match_unknown_words_min
+    eng = Searcher.build(docs(), embeddings=e, encoder=lambda texts: q, vector_kind="flat", gpu="off",
+                         vocabulary=TYPE_NAMES)
+    assert DEFAULT_THRESHOLDS["dense_match_min"] < 0.35 < DEFAULT_THRESHOLDS["dense_match_unknown_words_min"]
     assert eng.search("qwertyuiop", k=5) == []
     known = [h.figure_id for h in eng.search("experts", k=8)]
     assert set(known) == {100, 103, 104, 105}  # the three word matches and the close figure
     # a query naming a figure type counts as known words even where the collection never uses them
-    assert [h.figure_id for h in eng.search("photo", k=5, types=["photo"])] == [100]
-    eng.dense_match_unknown_words_min = 0.3
+    assert [h.figure_id for h in eng.search("photo", k=5)] == [100]
+    with_thresholds(eng, dense_match_unknown_words_min=0.3)
     assert [h.figure_id for h in eng.search("qwertyuiop", k=5)] == [100]
 
 
@@ -133,7 +145,7 @@ def test_picture_search_prefers_figures_of_the_uploads_kind():
     q[0], q[1] = 0.8, 0.6  # cosine .8 with figure 100, .6 with figure 101, 0 with the rest
     types = ["line_chart", "heatmap"] + ["diagram"] * (len(TEXTS) - 2)
     scores = [{t: 0.9} for t in types]
-    eng = SearchEngine.build(docs(), visual_embeddings=vis, figure_types=types, type_scores=scores)
+    eng = Searcher.build(docs(), visual_embeddings=vis, figure_types=types, type_scores=scores)
     assert [h.figure_id for h in eng.by_picture(q, k=2)] == [100, 101]
     heat = {"heatmap": 0.95, "line_chart": 0.05}
     hits = eng.by_picture(q, k=2, type_scores=heat)
@@ -143,7 +155,7 @@ def test_picture_search_prefers_figures_of_the_uploads_kind():
 
 
 def test_spelling_suggestion_for_unknown_words():
-    eng = SearchEngine.build(docs())
+    eng = Searcher.build(docs())
     assert eng.spelling_suggestion("factorizaton machines") == "factorization machines"  # spelt as in a caption
     assert eng.spelling_suggestion("Mixtre of experts") == "mixture of experts"
     assert eng.spelling_suggestion("factorization machines") is None  # every word is known
@@ -159,7 +171,7 @@ def test_spelling_leaves_english_words_alone_and_needs_a_close_frequent_word():
              "Real and simulated sessions, heatmap of dwell time per item",
              "Heatmap of attention weights over the real catalogue",
              "Histogram of session lengths on the real log, one outlier"]
-    eng = SearchEngine.build([FigureDoc(figure_id=1 + i, paper_id=1 + i, caption=t, text=t)
+    eng = Searcher.build([FigureDoc(figure_id=1 + i, paper_id=1 + i, caption=t, text=t)
                               for i, t in enumerate(texts)])
     assert eng.spelling_suggestion("recall") is None
     assert eng.spelling_suggestion("recall heatmpa") == "recall heatmap"
@@ -167,8 +179,9 @@ def test_spelling_leaves_english_words_alone_and_needs_a_close_frequent_word():
     assert eng.spelling_suggestion("outlie") is None  # English word: left alone
     assert eng.spelling_suggestion("outlierz") is None  # "outlier" is in one caption only
     # a word of the figure types' names is understood in any collection
-    assert eng.spelling_suggestion("histogrma", understood={"histogram"}) == "histogram"
-    assert eng.spelling_suggestion("outlierz", understood={"histogram"}) is None
+    eng.vocabulary = QueryVocabulary(understood=frozenset({"histogram"}))
+    assert eng.spelling_suggestion("histogrma") == "histogram"
+    assert eng.spelling_suggestion("outlierz") is None
 
 
 def test_spelling_vocabulary_is_built_once_even_when_prepared_concurrently():
@@ -176,7 +189,9 @@ def test_spelling_vocabulary_is_built_once_even_when_prepared_concurrently():
     both get the one vocabulary, and the captions are read once."""
     import threading
 
-    eng = SearchEngine.build(docs())
+    from app.search.spelling import Spelling
+
+    eng = Searcher.build(docs())
     reads = []
 
     class Counting(list):
@@ -184,7 +199,7 @@ def test_spelling_vocabulary_is_built_once_even_when_prepared_concurrently():
             reads.append(i)
             return super().__getitem__(i)
 
-    eng.captions = Counting(eng.captions)
+    eng.spelling = Spelling(captions=Counting(eng.captions), lexical=eng.lexical())
     threads = [threading.Thread(target=eng.prepare_spelling) for _ in range(4)]
     for t in threads:
         t.start()
@@ -195,7 +210,7 @@ def test_spelling_vocabulary_is_built_once_even_when_prepared_concurrently():
 
 
 def test_lexical_only_engine_and_tfidf():
-    eng = SearchEngine.build(docs())
+    eng = Searcher.build(docs())
     hits = eng.similar(103, k=3)
     assert hits and all(h.embedding_score is None for h in hits)
     assert hits[0].score == hits[0].lexical_score
@@ -216,26 +231,26 @@ def test_save_load_current_and_version_switch(tmp_path, engine):
     assert current_version(root) is None
     v1 = engine.save(root)
     assert current_version(root) == v1
-    a = SearchEngine.load_current(root, encoder=engine.encoder)
+    a = Searcher.load_current(root, encoder=engine.encoder)
     assert a.version == v1
     assert [h.figure_id for h in a.similar(100, k=5)] == [h.figure_id for h in engine.similar(100, k=5)]
     assert [h.score for h in a.search("criteo", k=3)] == pytest.approx(
         [h.score for h in engine.search("criteo", k=3)], abs=1e-6)
     # a new build becomes CURRENT atomically; the old object keeps working
-    smaller = SearchEngine.build(docs()[:5])
+    smaller = Searcher.build(docs()[:5])
     v2 = smaller.save(root)
     assert v2 != v1 and current_version(root) == v2
-    b = SearchEngine.load(root)
+    b = Searcher.load(root)
     assert len(b) == 5 and b.version == v2 and len(a) == 8
     # a fitted ranking config is published as a new version of the same index
     from app.search.ranking import RankingConfig, publish_ranking
 
     cfg = b.ranking.with_weights("other_papers", {"lexical": 1.0, "text": 2.0}, w=0.7, fitted_for=v2)
     v3 = publish_ranking(root, cfg)
-    c = SearchEngine.load_current(root)
+    c = Searcher.load_current(root)
     assert c.version == v3 and c.w == 0.7 and c.ranking == cfg and len(c) == 5
     assert c.weights("other_papers") == {"lexical": 1.0, "text": 2.0}
-    assert SearchEngine.load(root / v2).ranking == RankingConfig()  # the old version is untouched
+    assert Searcher.load(root / v2).ranking == RankingConfig()  # the old version is untouched
     for _ in range(3):
         smaller.save(root, keep=2)
     assert len([p for p in root.iterdir() if p.is_dir()]) == 2
@@ -259,26 +274,27 @@ def test_paper_signals_and_persistence(tmp_path):
     pids = sorted({x.paper_id for x in d})
     texts = {10: "click through rate prediction", 11: "mixture of experts multi task",
              12: "click rate prediction with factorization", 13: "image segmentation"}
-    eng = SearchEngine.build(d, figure_types=["line_chart", "heatmap"] * (len(d) // 2) + ["diagram"] * (len(d) % 2))
+    eng = Searcher.build(d, figure_types=["line_chart", "heatmap"] * (len(d) // 2) + ["diagram"] * (len(d) % 2))
     eng.papers = PaperIndex.build(pids, None, [analyze(texts.get(p, "misc")) for p in pids], eng.lexical(),
                                   eng.paper_ids)
     hits = eng.similar(100, k=20, scope="other_papers", weights={"lexical": 0.0, "paper_text": 1.0})
     # paper 12 shares "click ... prediction" with paper 10: its figures come first
     assert hits[0].paper_id == 12 and hits[0].signals["paper_text"] > 0
-    assert eng.type_of_row(eng.row_of(101)) == "heatmap"
+    assert eng.types.type_of_row(eng.row_of(101)) == "heatmap"
     eng.save(tmp_path)
-    back = SearchEngine.load(tmp_path)
-    assert back.papers is not None and back.type_names == eng.type_names
+    back = Searcher.load(tmp_path)
+    assert back.papers is not None and back.types.names == eng.types.names
     again = back.similar(100, k=20, scope="other_papers", weights={"lexical": 0.0, "paper_text": 1.0})
     assert [h.figure_id for h in again] == [h.figure_id for h in hits]
 
 
 def test_search_finds_a_named_type_without_the_word(engine):
     e = emb()
-    eng = SearchEngine.build(docs(), embeddings=e, encoder=FakeEncoder(e), vector_kind="flat", gpu="off",
-                             figure_types=["heatmap" if i == 4 else "line_chart" for i in range(len(TEXTS))])
-    eng.dense_match_min = 2.0  # only words or the named type count
-    hits = eng.search("zzzz", k=3, types=["heatmap"])
+    eng = Searcher.build(docs(), embeddings=e, encoder=FakeEncoder(e), vector_kind="flat", gpu="off",
+                         figure_types=["heatmap" if i == 4 else "line_chart" for i in range(len(TEXTS))],
+                         vocabulary=TYPE_NAMES)
+    with_thresholds(eng, dense_match_min=2.0)  # only words or the named type count
+    hits = eng.search("heatmap", k=3)
     assert [h.figure_id for h in hits] == [104]
 
 
@@ -291,15 +307,16 @@ def test_search_ranks_a_named_type_by_its_score(tmp_path):
     scores[4] = {"line_chart": 0.1, "heatmap": 0.9}
     scores[6] = {"line_chart": 0.6, "heatmap": 0.55}  # dominant: line chart, but shows a heatmap too
     scores[2] = {"line_chart": 0.85, "heatmap": 0.15}  # below the threshold (.2): not a heatmap
-    eng = SearchEngine.build(docs(), embeddings=e, encoder=FakeEncoder(e), vector_kind="flat", gpu="off",
-                             figure_types=[max(s, key=s.get) for s in scores], type_scores=scores)
-    eng.dense_match_min = 2.0  # only words or the named type count
-    assert [h.figure_id for h in eng.search("zzzz", k=5, types=["heatmap"])] == [104, 106]
+    eng = Searcher.build(docs(), embeddings=e, encoder=FakeEncoder(e), vector_kind="flat", gpu="off",
+                         figure_types=[max(s, key=s.get) for s in scores], type_scores=scores,
+                         vocabulary=TYPE_NAMES)
+    with_thresholds(eng, dense_match_min=2.0)  # only words or the named type count
+    assert [h.figure_id for h in eng.search("heatmap", k=5)] == [104, 106]
     eng.save(tmp_path)
-    back = SearchEngine.load(tmp_path, encoder=FakeEncoder(e))
-    back.dense_match_min = 2.0
-    assert [h.figure_id for h in back.search("zzzz", k=5, types=["heatmap"])] == [104, 106]
-    assert back.type_scores is not None and back.type_scores.shape == (len(TEXTS), 2)
+    back = Searcher.load(tmp_path, encoder=FakeEncoder(e), vocabulary=TYPE_NAMES)
+    with_thresholds(back, dense_match_min=2.0)
+    assert [h.figure_id for h in back.search("heatmap", k=5)] == [104, 106]
+    assert back.types.scores is not None and back.types.scores.shape == (len(TEXTS), 2)
 
 
 def test_tables_are_rows_of_their_own_kind(tmp_path):
@@ -308,8 +325,8 @@ def test_tables_are_rows_of_their_own_kind(tmp_path):
     ds = docs()
     ds[1] = FigureDoc(101, 10, "Table 1: CTR", ds[1].text + " auc logloss criteo", kind="table")
     ds[4] = FigureDoc(104, 11, "Table 2: gates", ds[4].text + " auc", kind="table")
-    eng = SearchEngine.build(ds, embeddings=emb(), encoder=FakeEncoder(emb()))
-    assert eng.count("figure") == 6 and eng.count("table") == 2
+    eng = Searcher.build(ds, embeddings=emb(), encoder=FakeEncoder(emb()))
+    assert eng.types.count("figure") == 6 and eng.types.count("table") == 2
     figs = eng.search("criteo factorization", k=10, rerank=False)
     assert figs and all(h.figure_id not in (101, 104) for h in figs)
     assert [h.figure_id for h in eng.search("criteo", k=10, rerank=False, kind="table")] == [101]
@@ -319,14 +336,14 @@ def test_tables_are_rows_of_their_own_kind(tmp_path):
         assert {h.figure_id for h in eng.similar(101, k=10, scope=scope)} <= {104}
         assert not {h.figure_id for h in eng.similar(100, k=10, scope=scope)} & {101, 104}
     eng.save(tmp_path)
-    back = SearchEngine.load(tmp_path)
-    assert back.count("table") == 2 and back.kind_of_row(back.row_of(104)) == "table"
-    pics = SearchEngine.build(ds, visual_embeddings=emb(1))
+    back = Searcher.load(tmp_path)
+    assert back.types.count("table") == 2 and back.types.kind_of_row(back.row_of(104)) == "table"
+    pics = Searcher.build(ds, visual_embeddings=emb(1))
     assert [h.figure_id for h in pics.by_picture(emb(1)[1], k=1, kind="table")] == [101]
     assert 101 not in [h.figure_id for h in pics.by_picture(emb(1)[1], k=8)]
     assert len(pics.by_picture(emb(1)[0], k=8)) == 6 and len(pics.by_picture(emb(1)[0], k=8, kind="both")) == 8
-    without = SearchEngine.build(docs())  # an index without tables stores no kinds
-    assert without.kinds is None and without.count("table") == 0
+    without = Searcher.build(docs())  # an index without tables stores no kinds
+    assert without.types.kinds is None and without.types.count("table") == 0
     assert without.search("criteo", k=10, rerank=False, kind="table") == []
 
 
@@ -338,26 +355,28 @@ def test_a_copy_of_the_picture_comes_first_whatever_the_text_says():
     rng = np.random.default_rng(3)
     vis = rng.standard_normal((len(TEXTS), 16)).astype(np.float32)
     vis /= np.linalg.norm(vis, axis=1, keepdims=True)
-    plain = SearchEngine.build(docs(), embeddings=emb(), visual_embeddings=vis, vector_kind="flat", gpu="off")
+    plain = Searcher.build(docs(), embeddings=emb(), visual_embeddings=vis, vector_kind="flat", gpu="off")
     before = [h.figure_id for h in plain.similar(100, k=len(TEXTS), scope="other_papers")]
     last = before[-1]
     copy = vis.copy()
     copy[last - 100] = vis[0]  # the last one now shows the query's picture
-    eng = SearchEngine.build(docs(), embeddings=emb(), visual_embeddings=copy, vector_kind="flat", gpu="off")
+    eng = Searcher.build(docs(), embeddings=emb(), visual_embeddings=copy, vector_kind="flat", gpu="off")
     hits = eng.similar(100, k=len(TEXTS), scope="other_papers")
     assert hits[0].figure_id == last and hits[0].signals["visual"] >= SAME_PICTURE_MIN
 
 
 def test_text_query_falls_back_to_the_closest_spelling_once():
-    """The query path the API, the CLI and the type evaluation share: a misspelt word the
-    collection lacks is searched as the closest frequent word, and the caller is told which."""
-    from app.pipeline.text_query import text_query
+    """The text query path the API, the CLI and the type evaluation share: a misspelt word the
+    collection lacks is searched as the closest frequent word (or word of a figure type's name:
+    "model", of "model architecture"), and the caller is told which."""
+    from app.pipeline.searching import QUERY_VOCABULARY
 
-    eng = SearchEngine.build(docs())
-    assert eng.search("modl", k=5, rerank=False) == []
-    hits, searched = text_query(eng, "modl", 5, rerank=False)
-    assert searched == "model" and hits
-    assert [h.figure_id for h in hits] == [h.figure_id for h in eng.search("model", k=5, rerank=False)]
-    same, as_typed = text_query(eng, "model", 5, rerank=False)
-    assert as_typed == "model" and [h.figure_id for h in same] == [h.figure_id for h in hits]
-    assert text_query(eng, "baselne", 5, rerank=False) == ([], "baselne")  # no close frequent word: nothing
+    eng = Searcher.build(docs(), vocabulary=QUERY_VOCABULARY)
+    assert eng.rank_text("modl", k=5) == []
+    hits = eng.search("modl", k=5, rerank=False)
+    assert hits.query == "model" and hits
+    assert [h.figure_id for h in hits] == [h.figure_id for h in eng.rank_text("model", k=5)]
+    same = eng.search("model", k=5, rerank=False)
+    assert same.query == "model" and [h.figure_id for h in same] == [h.figure_id for h in hits]
+    none = eng.search("baselne", k=5, rerank=False)  # no close frequent word: nothing
+    assert none == [] and none.query == "baselne"

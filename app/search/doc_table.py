@@ -1,0 +1,112 @@
+"""The doc table: which figure, of which paper, with which caption, each index row is.
+
+Rows 0..n-1 are the index's internal numbers (the lexical and vector parts are keyed by them);
+figure ids are the public keys. Captions are kept as one UTF-8 blob plus offsets (about a byte a
+character instead of ~60 bytes a str object), memory-mapped on demand.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class FigureDoc:
+    """One figure (or table) as the index sees it. `text` = figure_text(caption, mention
+    contexts), plus the cell text for a table."""
+
+    figure_id: int
+    paper_id: int
+    caption: str
+    text: str
+    kind: str = "figure"
+
+
+class Captions:
+    """Captions as one UTF-8 blob + offsets, readable by row."""
+
+    def __init__(self, blob: np.ndarray, offsets: np.ndarray):
+        self.blob, self.offsets = blob, offsets
+
+    @classmethod
+    def from_strings(cls, captions: Sequence[str]) -> "Captions":
+        enc = [(c or "").encode("utf-8") for c in captions]
+        offsets = np.zeros(len(enc) + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in enc], out=offsets[1:])
+        blob = np.frombuffer(b"".join(enc), dtype=np.uint8) if enc else np.zeros(0, np.uint8)
+        return cls(blob, offsets)
+
+    def __getitem__(self, row: int) -> str:
+        s, e = int(self.offsets[row]), int(self.offsets[row + 1])
+        return bytes(self.blob[s:e]).decode("utf-8")
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+
+class DocTable:
+    """Figure ids, paper ids and captions by row, with the lookups from ids to rows."""
+
+    def __init__(self, figure_ids, paper_ids, captions):
+        self.figure_ids = np.asarray(figure_ids, dtype=np.int64)
+        self.paper_ids = np.asarray(paper_ids, dtype=np.int64)
+        n = len(self.figure_ids)
+        if len(self.paper_ids) != n:
+            raise ValueError("one paper id per figure id expected")
+        self.captions = captions if isinstance(captions, Captions) else Captions.from_strings(captions)
+        if len(self.captions) != n:
+            raise ValueError("one caption per figure id expected")
+        by_fid = np.argsort(self.figure_ids, kind="stable")
+        self._sorted_fids, self._fid_order = self.figure_ids[by_fid], by_fid
+        if n and (np.diff(self._sorted_fids) == 0).any():
+            raise ValueError("duplicate figure ids")
+        by_paper = np.argsort(self.paper_ids, kind="stable")
+        self._paper_sorted, self._rows_by_paper = self.paper_ids[by_paper], by_paper
+
+    @classmethod
+    def build(cls, docs: Sequence[FigureDoc]) -> "DocTable":
+        return cls([d.figure_id for d in docs], [d.paper_id for d in docs], [d.caption for d in docs])
+
+    def __len__(self) -> int:
+        return len(self.figure_ids)
+
+    def row_of(self, figure_id: int) -> int:
+        i = int(np.searchsorted(self._sorted_fids, figure_id))
+        if i >= len(self._sorted_fids) or self._sorted_fids[i] != figure_id:
+            raise KeyError(f"figure {figure_id} is not in the index")
+        return int(self._fid_order[i])
+
+    def __contains__(self, figure_id: int) -> bool:
+        try:
+            self.row_of(figure_id)
+            return True
+        except KeyError:
+            return False
+
+    def rows_of_paper(self, paper_id: int) -> np.ndarray:
+        lo = int(np.searchsorted(self._paper_sorted, paper_id, side="left"))
+        hi = int(np.searchsorted(self._paper_sorted, paper_id, side="right"))
+        return self._rows_by_paper[lo:hi]
+
+    def rows_of_papers(self, paper_ids: Sequence[int]) -> np.ndarray:
+        parts = [self.rows_of_paper(int(p)) for p in paper_ids]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    # --------------------------------------------------------- persistence
+    def save(self, d: str | Path) -> None:
+        d = Path(d)
+        d.mkdir(parents=True, exist_ok=True)
+        np.save(d / "figure_ids.npy", self.figure_ids)
+        np.save(d / "paper_ids.npy", self.paper_ids)
+        np.save(d / "captions_blob.npy", self.captions.blob)
+        np.save(d / "captions_offsets.npy", self.captions.offsets)
+
+    @classmethod
+    def load(cls, d: str | Path, mmap: bool = False) -> "DocTable":
+        d = Path(d)
+        captions = Captions(np.load(d / "captions_blob.npy", mmap_mode="r" if mmap else None),
+                            np.load(d / "captions_offsets.npy"))
+        return cls(np.load(d / "figure_ids.npy"), np.load(d / "paper_ids.npy"), captions)

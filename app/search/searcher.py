@@ -1,0 +1,552 @@
+"""The searcher: one query path over the parts of an immutable, versioned index.
+
+It answers three questions, each also in a batch form for the evaluation:
+  search(text)        the figures whose words or meaning match a text query: lexical top
+                      candidates, united with the nearest figure-text embeddings and with the
+                      figures that show a figure type the query names, re-ranked by the fusion of
+                      lexical score, embedding cosine and type score; when nothing matches because
+                      of a word the collection lacks, the closest known spelling is searched.
+  similar(figure)     related figures (Kuzi & Zhai's recommendation protocol, generalised): the
+                      lexical top-`candidates` with the figure's own text as the query, united
+                      with its nearest embeddings and the figures of the nearest papers, re-ranked
+                      by the fusion of every signal (fusion.py).
+  by_picture(vector)  the figures whose picture vector is nearest to an uploaded picture's.
+First stage, candidate counts, fusion weights and thresholds come from the index version's
+RankingConfig (ranking.py), the same for every caller. The query encoder (text -> vector) and
+the vocabulary of figure-type names are given by the caller, so tests and services choose them.
+
+Parts (index_parts.py): doc table, lexical index, figure-text vectors, picture vectors, paper
+index, type index, spelling vocabulary; each saves and loads itself. `save(index_root)` writes a
+new version directory (with a manifest of its files, checked at load: versions.py) and then
+atomically replaces the `CURRENT` pointer, so a running service can poll `current_version` and
+swap in `load_current` when it changes; readers never see a half-written index.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, NamedTuple, Sequence
+
+import numpy as np
+
+from app.search.doc_table import DocTable, FigureDoc
+from app.search.fusion import SCOPES, diversify, fuse, order, same_picture_first, seed_weights
+from app.search.index_parts import read_parts, write_parts
+from app.search.lexical import LexicalIndex
+from app.search.papers import PaperIndex
+from app.search.ranking import RankingConfig
+from app.search.spelling import Spelling
+from app.search.text import analyze
+from app.search.type_index import TypeIndex
+from app.search.vectors import VectorIndex, l2_normalize
+from app.search.versions import CURRENT, check_version, choose, publish
+
+Encoder = Callable[[list[str]], np.ndarray]
+
+
+class Hit(NamedTuple):
+    figure_id: int
+    paper_id: int
+    score: float
+    lexical_score: float
+    embedding_score: float | None
+    caption: str
+    matched_terms: list[str]
+    signals: dict | None = None  # per-signal values behind `score` (see fusion.py)
+
+
+class Hits(list):
+    """A text query's hits, best first, with `query`: the text actually searched (the query, or
+    the spelling that replaced it when the query itself found nothing)."""
+
+    def __init__(self, hits=(), query: str = ""):
+        super().__init__(hits)
+        self.query = query
+
+
+@dataclass(frozen=True)
+class QueryVocabulary:
+    """The words a text query can use beyond the collection's: which figure types a query names
+    ("heat map" -> heatmap), and the words of those names, which spelling may correct to. The
+    product's vocabulary is app.vision.vocabulary's; the default names nothing."""
+
+    types_named_in: Callable[[str], Sequence[str]] = lambda query: ()
+    understood: frozenset[str] = field(default_factory=frozenset)
+
+
+def _make_vectors(embeddings, n: int, kind: str = "auto", gpu: str = "auto") -> VectorIndex:
+    emb = np.asarray(embeddings)
+    if emb.ndim != 2 or emb.shape[0] != n:
+        raise ValueError(f"embeddings must be ({n}, dim), got {emb.shape}")
+    vectors = VectorIndex(emb.shape[1], kind=kind, gpu=gpu)
+    step = 100_000
+    for s in range(0, n, step):
+        vectors.add(np.arange(s, min(n, s + step)), emb[s:s + step])
+    return vectors
+
+
+class Searcher:
+    """Query-time object composed of index parts. Rows 0..n-1 are internal; figure ids are the
+    public keys (the doc table maps them)."""
+
+    def __init__(self, docs: DocTable, lexical: LexicalIndex, vectors=None, visual=None,
+                 papers: PaperIndex | None = None, types: TypeIndex | None = None,
+                 spelling: Spelling | None = None, ranking: RankingConfig | None = None,
+                 encoder: Encoder | None = None, vocabulary: QueryVocabulary | None = None):
+        n = len(docs)
+        if lexical.n_docs != n:
+            raise ValueError("the lexical index and the doc table must have the same length")
+        self.docs = docs
+        self._lex: dict[str, LexicalIndex] = {lexical.method: lexical}
+        self._primary = lexical.method
+        self.vectors = vectors          # figure-text vectors keyed by row, or None (lexical only)
+        self.visual = visual            # picture vectors keyed by row, or None
+        self.papers = papers            # PaperIndex (paper-level relatedness), or None
+        self.types = types if types is not None else TypeIndex(n)
+        if self.types.n != n:
+            raise ValueError("the type index and the doc table must have the same length")
+        self.spelling = spelling if spelling is not None else Spelling(captions=docs.captions, lexical=lexical)
+        self.ranking = ranking or RankingConfig()
+        self.encoder = encoder
+        self.vocabulary = vocabulary or QueryVocabulary()
+        self.version: str | None = None
+
+    # ----------------------------------------------------------------- build
+    @classmethod
+    def build(cls, docs: Sequence[FigureDoc], embeddings: np.ndarray | None = None,
+              method: str = "bm25", encoder: Encoder | None = None,
+              vector_kind: str = "auto", gpu: str = "auto",
+              papers: PaperIndex | None = None, visual_embeddings: np.ndarray | None = None,
+              figure_types: Sequence[str | None] | None = None,
+              type_scores: Sequence[Mapping[str, float] | None] | None = None,
+              ranking: RankingConfig | None = None, vocabulary: QueryVocabulary | None = None) -> "Searcher":
+        """Analyse the figure texts and build the parts. embeddings[i] and visual_embeddings[i]
+        belong to docs[i]; figure_types[i] is a type name or None and type_scores[i] the
+        classifier's {type: score} (TypeIndex.build)."""
+        lexical = LexicalIndex.build([analyze(d.text) for d in docs], method=method)
+        vectors = None if embeddings is None else _make_vectors(embeddings, len(docs), vector_kind, gpu)
+        visual = None if visual_embeddings is None else _make_vectors(visual_embeddings, len(docs), vector_kind, gpu)
+        types = TypeIndex.build([d.kind for d in docs], figure_types, type_scores)
+        return cls(DocTable.build(docs), lexical, vectors=vectors, visual=visual, papers=papers, types=types,
+                   ranking=ranking, encoder=encoder, vocabulary=vocabulary)
+
+    # ---------------------------------------------------------------- access
+    def __len__(self) -> int:
+        return len(self.docs)
+
+    def __contains__(self, figure_id: int) -> bool:
+        return figure_id in self.docs
+
+    # the doc table's columns, which most callers read
+    @property
+    def figure_ids(self) -> np.ndarray:
+        return self.docs.figure_ids
+
+    @property
+    def paper_ids(self) -> np.ndarray:
+        return self.docs.paper_ids
+
+    @property
+    def captions(self):
+        return self.docs.captions
+
+    def row_of(self, figure_id: int) -> int:
+        return self.docs.row_of(figure_id)
+
+    def lexical(self, method: str | None = None) -> LexicalIndex:
+        """The lexical index for a scoring method (other methods are derived once, lazily)."""
+        method = method or self._primary
+        if method not in self._lex:
+            self._lex[method] = self._lex[self._primary].reweighted(method)
+        return self._lex[method]
+
+    def threshold(self, name: str) -> float:
+        """A text-query threshold of the ranking config (ranking.DEFAULT_THRESHOLDS)."""
+        return float(self.ranking.thresholds[name])
+
+    def shows_type(self, name: str) -> bool:
+        """Whether any figure of the index shows the figure type `name` (True when the index
+        has no types: nothing can be said)."""
+        return self.types.shows_type(name, self.threshold("type_match_min"))
+
+    @property
+    def w(self) -> float:
+        """Text search's lexical weight (ranking config)."""
+        return self.ranking.w
+
+    def weights(self, scope: str, w: float | None = None) -> dict[str, float]:
+        """The fusion weights a scope ranks with: an explicit seed `w`, else the ranking config's."""
+        return seed_weights(w) if w is not None else self.ranking.weights_of(scope)
+
+    def _hits(self, rows, final, lex, cos, k, offset, matched, signals=None, ranked=None) -> list[Hit]:
+        rows = np.asarray(rows, dtype=np.int64)
+        # stable on the incoming (lexical) order: w=1 reproduces the lexical ranking exactly
+        ranked = (order(final) if ranked is None else ranked)[offset:offset + k]
+        out = []
+        for i in ranked.tolist():
+            r = int(rows[i])
+            sig = None
+            if signals is not None:
+                sig = {name: float(v[i]) for name, v in signals.items() if v is not None}
+            out.append(Hit(int(self.docs.figure_ids[r]), int(self.docs.paper_ids[r]), float(final[i]),
+                           float(lex[i]), None if cos is None else float(cos[i]),
+                           self.docs.captions[r], matched(r), sig))
+        return out
+
+    # ------------------------------------------------------- related figures
+    def signals(self, row: int, rows: np.ndarray, lex_scores: np.ndarray) -> dict[str, np.ndarray | None]:
+        """Every signal of candidate `rows` relative to the figure at `row` (see fusion.py)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out: dict[str, np.ndarray | None] = {"lexical": np.asarray(lex_scores, dtype=np.float64)}
+        for name, vecs in (("text", self.vectors), ("visual", self.visual)):
+            out[name] = None
+            if vecs is not None and len(rows):
+                v = vecs.vectors_for(np.r_[row, rows])  # one lookup: the figure first
+                out[name] = (v[1:] @ v[0]).astype(np.float64)
+        out["type"] = self.types.same_type(row, rows)
+        out["type_scores"] = self.types.score_cosine(row, rows)
+        if self.papers is not None and len(rows):
+            uniq, inv = np.unique(self.docs.paper_ids[rows], return_inverse=True)
+            for name, v in self.papers.similarity(int(self.docs.paper_ids[row]), uniq).items():
+                out[name] = v[inv]
+        return out
+
+    # First stage of `similar` on big collections (see LexicalIndex.search_terms): candidates from
+    # the figure's 32 best terms (posting lists <= 120k entries in total, which the lexical index
+    # merges by sorting), top 2000 rescored exactly with the whole text. Measured (tie-aware)
+    # recall of the exact lexical top-100 at 1M synthetic figures: mean 0.998, worst of 100
+    # targets 0.97 (the same as with a 200k budget; a 1000-doc rescore drops the worst to 0.80).
+    # Queries whose whole text has <= 120k postings are exact. `similar(..., exact=True)` always
+    # scans everything.
+    similar_max_terms = 32
+    similar_max_postings = 120_000
+    similar_rescore = 2000
+
+    def candidates(self, row: int, scope: str = "all", method: str = "bm25", candidates: int = 100,
+                   union_dense: int = 0, union_papers: int = 0, exact: bool = False):
+        """First stage of `similar`: (rows, exact lexical scores) of the candidates for `row`.
+
+        `all`: lexical top-`candidates` (plus `union_dense` nearest text embeddings);
+        `other_papers`: the same with the figure's own paper removed, plus the figures of the
+        `union_papers` papers nearest by title + abstract; `same_paper`: every other figure of it."""
+        if scope not in SCOPES:
+            raise ValueError(f"scope must be one of {SCOPES}")
+        docs = self.docs
+        lex = self.lexical(method)
+        q, qtf = lex.doc_terms(row)
+        own_paper = int(docs.paper_ids[row])
+        if scope == "same_paper":
+            rows = docs.rows_of_paper(own_paper)
+            rows = rows[(rows != row) & self.types.kind_mask(rows, self.types.kind_of_row(row))]
+            return rows, lex.score_docs(q, lex.query_weights(q, qtf), rows)
+        n_own = len(docs.rows_of_paper(own_paper)) if scope == "other_papers" else 0
+        rows, scores = lex.search_terms(
+            q, qtf, k=candidates + n_own, exclude=row,
+            max_query_terms=None if exact else self.similar_max_terms,
+            max_postings=None if exact else self.similar_max_postings,
+            rescore=max(self.similar_rescore, candidates + n_own))
+        if scope == "other_papers":
+            keep = docs.paper_ids[rows] != own_paper
+            rows, scores = rows[keep][:candidates], scores[keep][:candidates]
+        extra = []
+        if self.vectors is not None and union_dense > 0:
+            ids, _ = self.vectors.search(self.vectors.vectors_for([row]), union_dense + 1 + n_own)
+            extra.append(ids[0][ids[0] >= 0])
+        if scope == "other_papers" and self.papers is not None and union_papers > 0:
+            for p in self.papers.related(own_paper, union_papers).tolist():
+                extra.append(docs.rows_of_paper(p)[:self.ranking.rows_per_related_paper])
+        if extra:
+            more = np.unique(np.concatenate(extra))
+            more = more[(more != row) & ~np.isin(more, rows)]
+            if scope == "other_papers":
+                more = more[docs.paper_ids[more] != own_paper]
+            if len(more):
+                rows = np.r_[rows, more]
+                scores = np.r_[scores, lex.score_docs(q, lex.query_weights(q, qtf), more)]
+        keep = self.types.same_kind(row, rows)  # figures are related to figures, tables to tables
+        return rows[keep], scores[keep]
+
+    def rank_rows(self, row: int, scope: str = "all", weights: dict[str, float] | None = None,
+                  w: float | None = None, method: str | None = None, candidates: int | None = None,
+                  union_dense: int | None = None, union_papers: int | None = None, exact: bool = False,
+                  within_papers: Sequence[int] | None = None):
+        """(candidate rows, lexical scores, signals, fused scores), best first, for the figure at
+        `row`: the one ranking rule behind `similar` and the evaluation; what is not given comes
+        from the ranking config. `within_papers` replaces the first stage by every figure of
+        those papers (the caller's choice, e.g. the papers that cite this one; the figure's own
+        paper is left out)."""
+        cfg = self.ranking
+        method = method or cfg.first_stage
+        candidates = cfg.candidates if candidates is None else candidates
+        if union_papers is None:
+            union_papers = cfg.union_papers
+        if union_dense is None:  # the tf.idf + embedding recommender (`all`) keeps its lexical first stage
+            union_dense = cfg.union_dense if scope == "other_papers" else 0
+        if within_papers is not None:
+            own = int(self.docs.paper_ids[row])
+            rows = self.docs.rows_of_papers([p for p in set(within_papers) if p != own])
+            rows = rows[self.types.kind_mask(rows, self.types.kind_of_row(row))]
+            lex = self.lexical(method)
+            q, qtf = lex.doc_terms(row)
+            scores = lex.score_docs(q, lex.query_weights(q, qtf), rows)
+        else:
+            rows, scores = self.candidates(row, scope, method, candidates, union_dense, union_papers, exact)
+        sig = self.signals(row, rows, scores)
+        final = fuse(sig, weights if weights is not None else self.weights(scope, w))
+        ranked = order(final)
+        if scope == "other_papers" and cfg.max_per_paper and len(rows):
+            ranked = diversify(ranked, self.docs.paper_ids[rows], cfg.max_per_paper)
+        if sig.get("visual") is not None and len(rows):
+            ranked = same_picture_first(ranked, sig["visual"])
+        # everything in ranked order
+        sig = {k: (None if v is None else np.asarray(v)[ranked]) for k, v in sig.items()}
+        return rows[ranked], np.asarray(scores)[ranked], sig, final[ranked]
+
+    def similar(self, figure_id: int, k: int = 10, w: float | None = None, method: str | None = None,
+                candidates: int | None = None, union_dense: int | None = None, exact: bool = False,
+                scope: str = "all", weights: dict[str, float] | None = None,
+                union_papers: int | None = None, within_papers: Sequence[int] | None = None) -> list[Hit]:
+        """Figures related to `figure_id` (excluded from the results) within `scope` (or among the
+        figures of `within_papers`), ranked by the fusion of their signals (fusion.py); each hit
+        carries its signal values. KeyError when the figure is not in the index."""
+        row = self.row_of(figure_id)
+        candidates = max(self.ranking.candidates if candidates is None else candidates, k)
+        rows, scores, sig, final = self.rank_rows(row, scope, weights, w, method, candidates,
+                                                  union_dense, union_papers, exact, within_papers)
+        lex = self.lexical(method or self.ranking.first_stage)
+        q, _ = lex.doc_terms(row)
+        return self._hits(rows, final, scores, sig["text"], k, 0,
+                          lambda r: lex.matched_term_ids(q, r), signals=sig, ranked=np.arange(len(rows)))
+
+    def batch_similar(self, figure_ids: Sequence[int], k: int = 10, **options) -> dict[int, list[Hit]]:
+        """`similar` for each figure id (the same options for all): {figure id: hits}."""
+        return {int(fid): self.similar(int(fid), k=k, **options) for fid in figure_ids}
+
+    # ----------------------------------------------------------- text search
+    # Text queries: a figure found only by its embedding must be at least `dense_match_min` close
+    # (ranking config thresholds) to count as a match (MiniLM cosine of query and figure text;
+    # nonsense queries stay below it). A query none of whose words occurs in the collection and
+    # that names no figure type (a keyboard mash, a misspelling, another field's words) must be
+    # `dense_match_unknown_words_min` close: MiniLM puts such strings of word pieces at up to .41
+    # of arbitrary figure and table texts, so below .45 nothing is shown ("no close matches");
+    # misspellings land in the same range and mostly find nothing either
+    # (`python scripts/query_matches.py --data-dir DIR` prints each kind). A figure "is" a named
+    # type when the classifier scores that type at least `type_match_min` (the threshold above
+    # which the classifier lists a type a figure shows, app/vision/figure_types.SHOWN); at most
+    # TypeIndex.type_pool such figures join the candidates, the highest-scoring first.
+    query_type_weight = 1.0
+
+    def search(self, query: str, k: int = 10, rerank: bool = True, w: float | None = None,
+               offset: int = 0, method: str = "bm25", candidates: int = 100,
+               allowed_rows: np.ndarray | None = None, union_dense: int = 100, kind: str = "figure") -> Hits:
+        """Free-text search by words and by meaning, the figure types the query names included
+        (the searcher's vocabulary); when the query finds nothing because of a word the
+        collection lacks, its closest known spelling is searched instead (Hits.query says which).
+        `kind` (figure, table or both) and `allowed_rows` (bool per row) restrict the results."""
+        return self.batch_search([query], k, rerank, w, offset, method, candidates, allowed_rows,
+                                 union_dense, kind)[0]
+
+    def batch_search(self, queries: Sequence[str], k: int = 10, rerank: bool = True, w: float | None = None,
+                     offset: int = 0, method: str = "bm25", candidates: int = 100,
+                     allowed_rows: np.ndarray | None = None, union_dense: int = 100,
+                     kind: str = "figure") -> list[Hits]:
+        """`search` for each query (the same options for all). Each query is encoded alone, as
+        `search` encodes it: in a padded batch MiniLM's vectors differ in the 8th digit, enough to
+        swap two near-tied figures, and the evaluation must rank exactly as the API does."""
+        use_dense = rerank and self.encoder is not None and self.vectors is not None
+
+        def hits_for(text: str) -> list[Hit]:
+            qvec = l2_normalize(self.encoder([text]))[0] if use_dense else None
+            return self.rank_text(text, k, qvec, w, offset, method, candidates,
+                                  self.vocabulary.types_named_in(text), allowed_rows, union_dense, kind)
+
+        out = []
+        for q in queries:
+            hits = hits_for(q)
+            suggestion = None if hits else self.spelling_suggestion(q)
+            out.append(Hits(hits_for(suggestion), suggestion) if suggestion else Hits(hits, q))
+        return out
+
+    def spelling_suggestion(self, query: str) -> str | None:
+        """The query with its misspelt words replaced (Spelling.suggestion), or None."""
+        return self.spelling.suggestion(query, self.lexical().term_ids, self.vocabulary.understood)
+
+    def prepare_spelling(self) -> None:
+        """Have the spelling vocabulary ready (a server does it in the background after loading
+        an index written before the vocabulary was saved with it)."""
+        self.spelling.prepare()
+
+    def rank_text(self, query: str, k: int = 10, qvec: np.ndarray | None = None, w: float | None = None,
+                  offset: int = 0, method: str = "bm25", candidates: int = 100, types: Sequence[str] = (),
+                  allowed_rows: np.ndarray | None = None, union_dense: int = 100,
+                  kind: str = "figure") -> list[Hit]:
+        """The ranking of one text query (no spelling fallback) whose unit embedding is `qvec`
+        (None: words only) and which names the figure `types`.
+
+        Candidates: the lexical top-`candidates`, united (with `qvec`) with the `union_dense`
+        figures nearest to the query embedding that are at least `dense_match_min` close, and
+        with the figures where a named type scores highest (or, in an index without type
+        scores, near figures of that dominant type). Ranked by the fusion of lexical score,
+        embedding cosine and type score; a query with no real match returns nothing."""
+        w = self.w if w is None else float(w)
+        ti = self.types
+        lex = self.lexical(method)
+        tokens = analyze(query)
+        need = max(candidates, offset + k)
+        restricted = allowed_rows is not None or (ti.kinds is not None and kind != "both")
+        rows, scores = lex.search(tokens, k=need * 10 if restricted else need)
+        qvec = None if qvec is None or self.vectors is None else qvec
+        dense_min = self.threshold("dense_match_min")
+        # a figure type's name ("photo", "heat map") is a word the product knows, in any collection
+        known_terms = lex.term_ids
+        if not (types or any(t in known_terms for t in tokens)):
+            dense_min = max(dense_min, self.threshold("dense_match_unknown_words_min"))
+        match_min = self.threshold("type_match_min")
+        type_codes = ti.codes(types)
+        if len(type_codes) and ti.scores is not None:
+            best = np.unique(np.concatenate([ti.rows_showing_type(int(c), match_min) for c in type_codes]))
+            best = best[~np.isin(best, rows)]
+            if len(best):
+                q, qtf = lex.query_vector(tokens)
+                rows = np.r_[rows, best]
+                scores = np.r_[scores, lex.score_docs(q, lex.query_weights(q, qtf), best)]
+        if qvec is not None:
+            pool = union_dense + (400 if len(type_codes) and ti.scores is None else 0)
+            ids, sims = self.vectors.search(qvec[None, :], pool)
+            ids, sims = ids[0], sims[0]
+            ok = ids >= 0
+            near = ok & (sims >= dense_min)
+            near[union_dense:] = False
+            if len(type_codes) and ti.scores is None:
+                near |= ok & np.isin(ti.dominant[np.maximum(ids, 0)], type_codes)
+            more = ids[near]
+            more = more[~np.isin(more, rows)]
+            if len(more):
+                q, qtf = lex.query_vector(tokens)
+                rows = np.r_[rows, more]
+                scores = np.r_[scores, lex.score_docs(q, lex.query_weights(q, qtf), more)]
+        if len(rows):
+            keep = ti.kind_mask(rows, kind)
+            if allowed_rows is not None:
+                keep &= np.asarray(allowed_rows, dtype=bool)[rows]
+            rows, scores = rows[keep], scores[keep]
+        sig: dict[str, np.ndarray | None] = {"lexical": scores, "text": None, "type": None}
+        weights = seed_weights(w) if qvec is not None else {"lexical": 1.0}
+        if qvec is not None and len(rows):
+            cos = (self.vectors.vectors_for(rows) @ qvec).astype(np.float64)
+            sig["text"] = cos
+            # a lexical match, a close embedding, or the named type: anything else is not a match
+            keep = (scores > 0) | (cos >= dense_min)
+            if len(type_codes):
+                keep |= ti.named_type_match(rows, type_codes, match_min)
+            rows, scores, cos = rows[keep], scores[keep], cos[keep]
+            sig = {"lexical": scores, "text": cos, "type": None}
+        if len(type_codes) and len(rows):
+            sig["type"] = ti.named_type_score(rows, type_codes)
+            weights = {**weights, "type": self.query_type_weight}
+        final = fuse(sig, weights)
+        return self._hits(rows, final, scores, sig["text"], k, offset,
+                          lambda r: lex.matched_terms(tokens, r), signals=sig)
+
+    # ------------------------------------------------------------- pictures
+    # Uploaded pictures: the nearest `picture_pool` picture vectors (app/vision/pictures.py),
+    # re-ranked by their cosine plus this weight times the cosine of the upload's type scores with
+    # each figure's, so a heatmap brings up heatmaps before other pictures of a similar layout.
+    # Chosen on the hand-labelled recommender-systems figures (`figsearch eval-image-copies
+    # --labels`) as the largest weight keeping rescaled copies first at least 99% of the time
+    # (0: .997, .5: .993, 1: .983); there uploads found their labelled kind among the first five
+    # results of other papers .705 (weight 0) -> .913 (in-sample for the type head).
+    picture_pool = 100
+    picture_type_weight = 0.5
+
+    def by_picture(self, vector: np.ndarray, k: int = 10, kind: str = "figure",
+                   type_scores: Mapping[str, float] | None = None) -> list[Hit]:
+        """Figures (of `kind`) whose picture vector is nearest to `vector` (an uploaded picture's);
+        with the picture's `type_scores` ({type: score}), figures of the same kinds first."""
+        if self.visual is None:
+            return []
+        q = np.asarray(vector, dtype=np.float32)[None, :]
+        typed = bool(type_scores) and self.types.scores is not None
+        want = max(k, self.picture_pool) if typed else k
+        pool = want if self.types.kinds is None or kind == "both" else 4 * want
+        while True:  # fetch more neighbours until enough rows of `kind` are among them (or all rows are)
+            ids, sims = self.visual.search(q, min(pool, len(self)))
+            keep = ids[0] >= 0
+            keep[keep] = self.types.kind_mask(ids[0][keep], kind)
+            if keep.sum() >= want or pool >= len(self):
+                break
+            pool *= 4
+        rows, cos = ids[0][keep][:want], sims[0][keep][:want].astype(np.float64)
+        signals = {"visual": cos}
+        final = cos
+        if typed:
+            kinds, same_type = self.types.query_cosine(type_scores, rows)
+            final = fuse({"visual": cos, "type": kinds}, {"visual": 1.0, "type": self.picture_type_weight})
+            # what the result shows (its reasons): the same dominant type as the upload's best-scoring one
+            signals["type"] = same_type
+        return self._hits(rows, final, np.zeros(len(rows)), None, k, 0, lambda r: [],
+                          signals=signals, ranked=order(final))
+
+    def batch_by_picture(self, vectors: np.ndarray, k: int = 10, kind: str = "figure",
+                         type_scores: Sequence[Mapping[str, float] | None] | None = None) -> list[list[Hit]]:
+        """`by_picture` for each row of `vectors` (with type_scores[i] when given)."""
+        scores = type_scores if type_scores is not None else [None] * len(vectors)
+        return [self.by_picture(v, k, kind, s) for v, s in zip(np.asarray(vectors), scores)]
+
+    # ----------------------------------------------------------- persistence
+    def save(self, index_root: str | Path, keep: int | None = 3) -> str:
+        """Write a new version under index_root, then atomically point CURRENT at it.
+
+        Returns the version name. Older versions beyond the newest `keep` are deleted (None = keep all).
+        """
+        self.version = publish(index_root, self.save_version_dir, keep)
+        return self.version
+
+    def save_version_dir(self, d: str | Path) -> None:
+        """Write the parts, their description (modules.json), the ranking config and meta.json
+        into directory `d` (no CURRENT handling)."""
+        d = Path(d)
+        d.mkdir(parents=True, exist_ok=True)
+        write_parts(d, {"docs": self.docs, "lexical": self._lex[self._primary], "vectors": self.vectors,
+                        "visual": self.visual, "papers": self.papers, "types": self.types,
+                        "spelling": self.spelling})
+        self.ranking.save(d)
+        meta = dict(n=len(self), method=self._primary, has_vectors=self.vectors is not None,
+                    has_papers=self.papers is not None, has_visual=self.visual is not None,
+                    created=time.time(), format=2)
+        (d / "meta.json").write_text(json.dumps(meta))
+
+    @classmethod
+    def load(cls, path: str | Path, encoder: Encoder | None = None, mmap: bool = False,
+             gpu: str = "auto", check: bool = True, vocabulary: QueryVocabulary | None = None) -> "Searcher":
+        """Load a version directory, or the CURRENT version when given an index root. `check`:
+        verify the files against the version's manifest first (IndexCorrupt when they differ);
+        off only for a version the caller has just checked. Versions written before parts load
+        as they are (index_parts.read_parts)."""
+        path = Path(path)
+        if (path / CURRENT).exists():
+            return cls.load_current(path, encoder=encoder, mmap=mmap, gpu=gpu, vocabulary=vocabulary)
+        if check:
+            check_version(path)
+        parts = {}
+        for name, (part_cls, folder) in read_parts(path).items():
+            if name in ("vectors", "visual", "papers"):
+                parts[name] = part_cls.load(folder, gpu=gpu, mmap=mmap)
+            elif name == "spelling":
+                parts[name] = part_cls.load(folder)
+            else:
+                parts[name] = part_cls.load(folder, mmap=mmap)
+        searcher = cls(ranking=RankingConfig.load(path), encoder=encoder, vocabulary=vocabulary, **parts)
+        searcher.version = path.name
+        return searcher
+
+    @classmethod
+    def load_current(cls, index_root: str | Path, encoder: Encoder | None = None, mmap: bool = False,
+                     gpu: str = "auto", vocabulary: QueryVocabulary | None = None) -> "Searcher":
+        root = Path(index_root)
+        version = choose(root).version  # CURRENT's, or the newest intact one
+        if version is None:
+            raise FileNotFoundError(f"no intact index version under {root}")
+        return cls.load(root / version, encoder=encoder, mmap=mmap, gpu=gpu, check=False, vocabulary=vocabulary)
