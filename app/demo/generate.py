@@ -36,7 +36,9 @@ from typing import Callable
 import numpy as np
 import pymupdf
 
-import matplotlib
+from app.extras import require
+
+matplotlib = require("matplotlib", "demo", "generating sample papers")
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 

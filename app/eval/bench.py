@@ -30,6 +30,7 @@ import time
 
 import numpy as np
 
+from app.extras import require
 from app.search.doc_table import Captions, DocTable
 from app.search.lexical import LexicalIndex
 from app.search.papers import PaperIndex, figures_view, strongest_terms_index, text_view
@@ -199,7 +200,7 @@ def _oracle_comparison(col: dict, m: int, oracle_queries: int, queries: int, see
     """The first stage against rank-bm25's BM25Okapi on the first `m` documents: rank-bm25's time
     per query (a document as the query, and short keyword queries), ours on the same documents,
     and the overlap of the two top-100 lists."""
-    from rank_bm25 import BM25Okapi
+    BM25Okapi = require("rank_bm25", "eval", "the benchmark's BM25 oracle").BM25Okapi
 
     rng = np.random.default_rng(seed + 2)
     sub_col = {"vocab": col["vocab"], "indptr": col["indptr"][:m + 1], "tokens": col["tokens"][:col["indptr"][m]]}

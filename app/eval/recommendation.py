@@ -16,6 +16,7 @@ from typing import Callable
 
 import numpy as np
 
+from app.extras import require
 from app.search.collection import Collection
 from app.search.searcher import Searcher
 from app.search.papers import PAPER_SIGNALS
@@ -343,7 +344,7 @@ def write_report(report: dict, out: Path) -> None:
 
 
 def _plots(report: dict, out: Path) -> None:
-    import matplotlib
+    matplotlib = require("matplotlib", "eval", "the evaluation's plots")
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from app.extras import require
 from app.vision.backbone import backbone
 from app.vision.figure_types import LABELS, softmax
 
@@ -131,6 +132,7 @@ def _draw(seed: int) -> tuple[Image.Image, list[str]]:
 def drawn_examples(n: int, seed: int, cache: Path | None, workers: int = 2, progress: bool = False) -> Examples:
     if n <= 0:
         return Examples(np.zeros((0, 1), np.float32), [], [], [], [])
+    require("matplotlib", "train", "drawing figures to train the figure-type classifier on")
     seeds = [seed * 1_000_003 + i for i in range(n)]
     with ProcessPoolExecutor(workers) as pool:
         drawn = list(pool.map(_draw, seeds, chunksize=8))
