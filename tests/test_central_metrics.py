@@ -105,7 +105,7 @@ def test_shipped_gold_file_is_well_formed():
 
 
 def test_bootstrap_interval_and_paper_grouped_test():
-    from app.central.stats import bootstrap_ci, paired_by_paper
+    from app.stats import bootstrap_ci, paired_by_paper
 
     assert bootstrap_ci([1.0] * 10) == [1.0, 1.0]
     lo, hi = bootstrap_ci([0.0] * 10 + [1.0] * 10)
@@ -157,16 +157,6 @@ def test_caption_kind_has_no_corpus_words():
 
     for text in ("GAUC of the models.", "Logloss over training.", "AUC on the dataset.", "The app interface."):
         assert caption_type(text) == 0.0
-
-
-def test_cluster_interval_contains_the_query_mean():
-    from app.central.stats import cluster_ci
-
-    papers = ["a"] * 8 + ["b", "c", "d", "e"]
-    values = [1.0] * 8 + [0.0] * 4  # query mean .667, mean of paper means .2
-    lo, hi = cluster_ci(papers, values)
-    assert lo <= 8 / 12 <= hi and hi <= 1.0
-    assert cluster_ci(["a", "b"], [0.5, 0.5]) == [0.5, 0.5]
 
 
 class _FixedCosines:

@@ -2,10 +2,9 @@
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from app.eval.judged import agreement, cluster_bootstrap, kappa, query_metrics, read_judgments
+from app.eval.judged import agreement, kappa, query_metrics, read_judgments
 
 DATA = Path(__file__).parent / "data"
 
@@ -29,12 +28,6 @@ def test_kappa_and_agreement():
     a = agreement(rows, "x", "y")
     assert a["n_pairs"] == 4 and a["raw_agreement"] == pytest.approx(0.75)
     assert 0 < a["kappa"] < a["kappa_linear"] < 1
-
-
-def test_cluster_bootstrap_resamples_groups():
-    lo, hi = cluster_bootstrap(np.array([1.0, 1.0, 0.0, 0.0]), np.array([0, 0, 1, 1]))
-    assert lo == 0.0 and hi == 1.0
-    assert cluster_bootstrap(np.ones(6), np.arange(6)) == [1.0, 1.0]
 
 
 def test_the_judged_set_is_well_formed():

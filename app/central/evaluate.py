@@ -156,7 +156,7 @@ def check_gold_disjoint(meta: dict | None, gold: set[str], gold_path: str | Path
 
 def _with_ci(rows: list[dict[str, float]], seed: int) -> dict:
     """Means over papers plus a paper-level bootstrap 95% interval per metric."""
-    from app.central.stats import bootstrap_ci
+    from app.stats import bootstrap_ci
 
     out: dict = mean_metrics(rows)
     out["ci95"] = {k: bootstrap_ci([r[k] for r in rows], seed=seed) for k in rows[0]}
@@ -167,7 +167,7 @@ def _selfsup(scorer, papers, queries, seed: int) -> tuple[dict, dict]:
     """Self-supervised task on held-out papers: (metrics per method, paper-grouped comparisons)."""
     from app.central.baselines import pick_first_scores
     from app.central.scoring import combine, feature_matrix
-    from app.central.stats import cluster_ci, paired_by_paper
+    from app.stats import cluster_ci, paired_by_paper
 
     by_sha = {p.sha256: p for p in papers}
     caps = {p.sha256: {f.number: f.text for f in p.figures} for p in papers}
@@ -222,7 +222,7 @@ def _gold_eval(scorer, papers, gold: dict[str, list[int]], seed: int, l2: float)
     out, pulled towards zero), `combined_default` the shipped defaults."""
     from app.central.baselines import pick_first_scores
     from app.central.scoring import FEATURES, combine, crop_ok, feature_matrix, fit_weights
-    from app.central.stats import paired_by_paper
+    from app.stats import paired_by_paper
 
     items = []
     for p in papers:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from app.central.stats import cluster_ci
+from app.stats import cluster_ci
 from app.db.schema import Paper
 from app.db.session import session_scope
 from app.pdfs import render_region, stored_pdf

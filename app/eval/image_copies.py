@@ -93,7 +93,7 @@ def _quantiles(values: list[float]) -> dict | None:
 def _same_kind(settings: Settings, engine: Searcher, rows, labels: Path, rng: random.Random) -> dict:
     """Uploads of labelled figures: the share of the first five results from other papers with the
     uploaded figure's labelled dominant type, served and by the picture vector alone."""
-    from app.central.stats import cluster_ci
+    from app.stats import cluster_ci
 
     by_key = {(d["sha256"], int(d["number"])): d["type"] for d in read_labels(labels)}
     label = {fid: by_key[(sha, num)] for fid, _, _, sha, num in rows if (sha, num) in by_key}

@@ -22,6 +22,7 @@ import numpy as np
 from sqlalchemy import select
 
 from app.db.schema import Figure, Paper
+from app.stats import cluster_ci
 
 TOP = 5
 METRICS = ("close_fill", "related_fill", "ndcg@5", "unjudged")
@@ -95,20 +96,6 @@ def query_metrics(ranked: list[int], grades: Mapping[int, float], k: int = TOP) 
             "unjudged": float(sum(1 for f in top if f not in grades)) / k}
 
 
-def cluster_bootstrap(values: np.ndarray, groups: np.ndarray, n_boot: int = 2000, seed: int = 0) -> list[float]:
-    """95% interval of the mean, resampling groups (papers) with replacement."""
-    values, groups = np.asarray(values, float), np.asarray(groups)
-    uniq = np.unique(groups)
-    if len(uniq) < 2:
-        return [float(values.mean()), float(values.mean())] if len(values) else [0.0, 0.0]
-    members = [np.flatnonzero(groups == g) for g in uniq]
-    rng = np.random.default_rng(seed)
-    means = [values[np.concatenate([members[i] for i in rng.integers(len(uniq), size=len(uniq))])].mean()
-             for _ in range(n_boot)]
-    lo, hi = np.percentile(means, [2.5, 97.5])
-    return [float(lo), float(hi)]
-
-
 def evaluate_rankings(judged: Judged, rankers: Mapping[str, Callable[[int], list[int]]],
                       queries: list[int] | None = None) -> dict:
     """Per ranking: mean metrics over the queries with paper-cluster 95% intervals, and the
@@ -123,7 +110,7 @@ def evaluate_rankings(judged: Judged, rankers: Mapping[str, Callable[[int], list
                 per[m].append(v)
         row = {m: float(np.mean(v)) if v else 0.0 for m, v in per.items()}
         for m in ("close_fill", "related_fill", "ndcg@5"):
-            row[f"{m}_ci95"] = cluster_bootstrap(np.array(per[m]), groups) if per[m] else [0.0, 0.0]
+            row[f"{m}_ci95"] = cluster_ci(groups.tolist(), per[m]) if per[m] else [0.0, 0.0]
         row["per_query"] = per
         out[name] = row
     return out

@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 
 from app.extras import require
+from app.stats import cluster_ci
 from app.search.collection import Collection
 from app.search.searcher import Searcher
 from app.search.papers import PAPER_SIGNALS
@@ -449,7 +450,7 @@ def evaluate_cross(data: EvalData, rank: Ranker, targets: list[int]) -> dict[str
 def paper_grouped_test(data: EvalData, targets: list[int], a: list[float], b: list[float],
                        n_boot: int = 2000, seed: int = 0) -> dict[str, float]:
     """Targets of one paper are not independent: average per paper, then a paired t-test over
-    papers and a paper-cluster bootstrap 95% interval of the mean difference (a - b)."""
+    papers and a paper-cluster bootstrap 95% interval of the mean difference (a - b, app.stats)."""
     from scipy.stats import ttest_rel
 
     papers: dict[int, list[int]] = {}
@@ -463,16 +464,8 @@ def paper_grouped_test(data: EvalData, targets: list[int], a: list[float], b: li
     else:
         p = float(ttest_rel(pa, pb).pvalue)
         p = 1.0 if math.isnan(p) else p
-    rng = np.random.default_rng(seed)
-    groups = list(papers.values())
-    diffs = []
-    for _ in range(n_boot):
-        pick = rng.integers(len(groups), size=len(groups))
-        ix = np.concatenate([groups[g] for g in pick])
-        diffs.append(a[ix].mean() - b[ix].mean())
-    lo, hi = np.percentile(diffs, [2.5, 97.5]) if diffs else (0.0, 0.0)
-    return {"p_value": p, "diff": float(a.mean() - b.mean()), "ci95": [float(lo), float(hi)],
-            "n_papers": len(papers)}
+    ci = cluster_ci([int(data.paper_of[t]) for t in targets], a - b, n=n_boot, seed=seed) if targets else [0.0, 0.0]
+    return {"p_value": p, "diff": float(a.mean() - b.mean()), "ci95": ci, "n_papers": len(papers)}
 
 
 PAPER_FIELD_SIGNALS = PAPER_SIGNALS

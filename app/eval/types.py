@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import select
 
-from app.central.stats import cluster_ci
+from app.stats import cluster_ci
 from app.db.schema import Figure, Paper
 from app.db.session import session_scope
 from app.pipeline.classify import classify_figures
@@ -39,7 +39,7 @@ def read_gold(path: Path) -> list[dict]:
 
 
 def _paper_ci(values_by_paper: dict[str, list[float]]) -> list[float]:
-    """95% interval of the mean when whole papers are resampled (stats.cluster_ci)."""
+    """95% interval of the mean when whole papers are resampled (app.stats.cluster_ci)."""
     papers = [p for p, vals in values_by_paper.items() for _ in vals]
     values = [v for vals in values_by_paper.values() for v in vals]
     return [round(x, 3) for x in cluster_ci(papers, values)]

@@ -1,7 +1,8 @@
-"""Uncertainty for the central-figure evaluations: the paper is the unit.
+"""Uncertainty for every evaluation (central figures, figure types, crops, related figures,
+picture search): the paper is the unit.
 
 Queries of one paper share captions and vocabulary, so they are not independent; every interval
-and test here resamples or pairs *papers*:
+and test here resamples or pairs *papers*, each in one implementation:
   bootstrap_ci      95% percentile interval of a mean over papers (2000 seeded resamples)
   cluster_ci        the same for a mean over queries: papers are resampled with all their queries
   paired_by_paper   difference of two methods: per-paper mean difference, its bootstrap interval
