@@ -39,8 +39,9 @@ def bootstrap_ci(per_paper: Sequence[float], n: int = N_BOOT, seed: int = 0, lev
 
 
 def cluster_ci(papers: Sequence[str], values: Sequence[float], n: int = N_BOOT, seed: int = 0,
-               level: float = 0.95) -> list[float]:
-    """[low, high] of the mean over items when whole papers (with all their items) are resampled."""
+               level: float = 0.95, digits: int | None = 4) -> list[float]:
+    """[low, high] of the mean over items when whole papers (with all their items) are resampled,
+    rounded to `digits` (None: unrounded, for a report that rounds when it prints)."""
     groups: dict[str, list[float]] = defaultdict(list)
     for p, v in zip(papers, values):
         groups[p].append(float(v))
@@ -52,7 +53,8 @@ def cluster_ci(papers: Sequence[str], values: Sequence[float], n: int = N_BOOT, 
     pick = rng.integers(0, sums.size, size=(n, sums.size))
     means = sums[pick].sum(axis=1) / counts[pick].sum(axis=1)
     a = (1 - level) / 2
-    return [round(float(np.quantile(means, a)), 4), round(float(np.quantile(means, 1 - a)), 4)]
+    bounds = [float(np.quantile(means, a)), float(np.quantile(means, 1 - a))]
+    return bounds if digits is None else [round(x, digits) for x in bounds]
 
 
 def paired_by_paper(papers: Sequence[str], a: Sequence[float], b: Sequence[float], seed: int = 0) -> dict:

@@ -110,7 +110,7 @@ def evaluate_rankings(judged: Judged, rankers: Mapping[str, Callable[[int], list
                 per[m].append(v)
         row = {m: float(np.mean(v)) if v else 0.0 for m, v in per.items()}
         for m in ("close_fill", "related_fill", "ndcg@5"):
-            row[f"{m}_ci95"] = cluster_ci(groups.tolist(), per[m]) if per[m] else [0.0, 0.0]
+            row[f"{m}_ci95"] = cluster_ci(groups.tolist(), per[m], digits=None) if per[m] else [0.0, 0.0]
         row["per_query"] = per
         out[name] = row
     return out

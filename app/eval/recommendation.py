@@ -464,7 +464,7 @@ def paper_grouped_test(data: EvalData, targets: list[int], a: list[float], b: li
     else:
         p = float(ttest_rel(pa, pb).pvalue)
         p = 1.0 if math.isnan(p) else p
-    ci = cluster_ci([int(data.paper_of[t]) for t in targets], a - b, n=n_boot, seed=seed) if targets else [0.0, 0.0]
+    ci = cluster_ci([int(data.paper_of[t]) for t in targets], a - b, n=n_boot, seed=seed, digits=None) if targets else [0.0, 0.0]
     return {"p_value": p, "diff": float(a.mean() - b.mean()), "ci95": ci, "n_papers": len(papers)}
 
 
