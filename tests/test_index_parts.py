@@ -14,18 +14,9 @@ from app.search.searcher import QueryVocabulary, Searcher
 from app.search.spelling import Spelling
 from app.search.type_index import TypeIndex
 from app.search.versions import check_version
+from tests.test_searcher import TEXTS
 
 DATA = Path(__file__).parent / "data"
-TEXTS = [
-    "Click-through rate prediction with factorization machines on the Criteo dataset",
-    "CTR prediction AUC of factorization machines and deep networks on Criteo",
-    "Deep factorization machine architecture for click-through rate prediction",
-    "Multi-task learning with mixture of experts gates for recommendation",
-    "Mixture of experts: gate weights across tasks in multi-task recommendation",
-    "Training loss of the mixture of experts model",
-    "Image classification accuracy of convolutional networks on ImageNet",
-    "Click-through rate of the baseline model over time",
-]
 TYPES = ["line_chart", "heatmap", "diagram", "heatmap", "table", "line_chart", "bar_chart", None]
 
 
