@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app.vision.figure_types import LABELS, SHOWN, WEIGHTS, decide, type_head
+from app.model_store import resolve
+from app.vision.figure_types import ARTIFACT, LABELS, SHOWN, decide, type_head
 from app.vision.synth import DRAWN, labels_of, render
 from app.vision.vocabulary import TYPES
 
@@ -65,8 +66,9 @@ def test_backbones_load_offline_from_installed_packages():
 
 @pytest.fixture(scope="module")
 def head():
-    if not WEIGHTS.exists():
-        pytest.fail(f"the figure-type head must ship with the package ({WEIGHTS})")
+    shipped = resolve(ARTIFACT)
+    if shipped is None or shipped.source != "shipped":
+        pytest.fail("the figure-type head must ship with the package (app/model_store/shipped/figure-types)")
     return type_head()
 
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from app.search.engine import FigureDoc, SearchEngine
-from app.search.versions import current_version
+from app.model_store.versions import current_version
 from app.search.text import analyze
 
 TEXTS = [

@@ -25,8 +25,8 @@ from typing import Callable
 import numpy as np
 
 from app.search.engine import SearchEngine
-from app.search.versions import current_version
-from app.search.versions import choose, remove_dead_builds
+from app.model_store.versions import current_version
+from app.model_store.versions import choose, remove_dead_builds
 
 log = logging.getLogger(__name__)
 

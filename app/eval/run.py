@@ -12,7 +12,7 @@ from app.search.embeddings import default_text_encoder, embed_docs
 from app.search.engine import SearchEngine
 from app.pipeline.indexing import index_root, paper_index, visual_embeddings
 from app.search.ranking import RankingConfig
-from app.search.versions import current_version
+from app.model_store.versions import current_version
 from app.search.vectors import l2_normalize
 
 

@@ -31,7 +31,7 @@ from .lexical import LexicalIndex
 from .ranking import DEFAULT_THRESHOLDS, RankingConfig
 from .spelling import closest_word, english_words
 from .text import analyze
-from .versions import CURRENT, check_version, choose, publish
+from app.model_store.versions import CURRENT, check_version, choose, publish
 
 Encoder = Callable[[list[str]], np.ndarray]
 
@@ -665,7 +665,7 @@ class SearchEngine:
     def load(cls, path: str | Path, encoder: Encoder | None = None, mmap: bool = False,
              gpu: str = "auto", check: bool = True) -> "SearchEngine":
         """Load a version directory, or the CURRENT version when given an index root. `check`:
-        verify the files against the version's manifest first (IndexCorrupt when they differ);
+        verify the files against the version's manifest first (VersionCorrupt when they differ);
         off only for a version the caller has just checked."""
         path = Path(path)
         if (path / CURRENT).exists():

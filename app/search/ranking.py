@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Mapping
 
 from .fusion import DEFAULT_WEIGHTS, SCOPES, seed_weights
-from .versions import current_version, publish
+from app.model_store.versions import current_version, publish
 
 RANKING_FILE = "ranking.json"
 
