@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -37,7 +39,9 @@ def train_central_cmd(
         seed: int = typer.Option(0, "--seed"),
         tables: bool = typer.Option(True, "--tables/--no-tables",
                                     help="Also train on sentences that mention tables (table captions as candidates)."),
-        out: Optional[Path] = typer.Option(None, "--out", help="Model directory (default data_dir/models/central)."),
+        out: Optional[Path] = typer.Option(None, "--out", help="Save the model into this folder instead of publishing "
+                                                               "a new version in the data dir's model store "
+                                                               "(data_dir/models/central)."),
 ) -> None:
     """Fine-tune the central-figure bi-encoder on self-supervised (mention sentence, caption) pairs."""
     from app.central.data import read_sha_list
@@ -47,7 +51,8 @@ def train_central_cmd(
     cfg = TrainConfig(epochs=epochs, max_steps=max_steps, max_length=max_length, batch_size=batch_size,
                       time_budget_s=time_budget * 60, seed=seed, tables=tables)
     try:
-        meta = train_central(settings, cfg, exclude=read_sha_list(exclude_papers), out_dir=out, progress=True)
+        meta = train_central(settings, cfg, exclude=read_sha_list(exclude_papers), out_dir=out, progress=True,
+                             command=shlex.join(["figsearch", *sys.argv[1:]]))
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1)
@@ -74,6 +79,7 @@ def eval_central_cmd(
     settings = _settings(data_dir)
     try:
         report = evaluate_central(settings, out, gold_path=gold, seed=seed, save_weights=save_weights,
+                                  command=shlex.join(["figsearch", *sys.argv[1:]]),
                                   use_model=not no_model)
     except GoldLeak as exc:
         typer.echo(f"error: {exc}", err=True)
