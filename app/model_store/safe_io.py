@@ -13,12 +13,14 @@ from pathlib import Path
 
 import numpy as np
 
+from app.model_store.versions import VersionCorrupt
+
 PICKLE_SUFFIXES = frozenset({".pkl", ".pickle", ".joblib", ".dill"})
 PICKLE_PROTO = 0x80  # first byte of a pickle stream of protocol 2 or later (also legacy torch.save files)
 
 
-class UnsafeArtifact(Exception):
-    """A model folder holds a file that would be unpickled when loaded."""
+class UnsafeArtifact(VersionCorrupt):
+    """A model folder holds a file that would be unpickled when loaded (never served)."""
 
 
 def is_pickle(path: Path) -> bool:

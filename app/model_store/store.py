@@ -135,10 +135,7 @@ def check(folder: Path) -> None:
         if _verified.get(str(folder)) == stamp:
             return
     versions.check_version(folder)
-    try:
-        refuse_pickles(folder)
-    except UnsafeArtifact as exc:
-        raise versions.VersionCorrupt(str(exc)) from None
+    refuse_pickles(folder)
     with _verified_lock:
         _verified[str(folder)] = stamp
 

@@ -245,8 +245,12 @@ def publish(root: str | Path, fill: Callable[[Path], None], keep: int | None = 3
     version = time.strftime("v%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
     tmp = root / f"{TMP_PREFIX}{version}"
     with BuildLock(root, version):
-        fill(tmp)
-        write_manifest(tmp)
+        try:
+            fill(tmp)
+            write_manifest(tmp)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)  # nothing half-written stays behind
+            raise
         os.replace(tmp, root / version)
     point_current(root, version)
     if keep is not None:
