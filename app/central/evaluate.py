@@ -286,8 +286,8 @@ def evaluate_central(settings, out_dir: str | Path, gold_path: str | Path | None
     import time
 
     from app.central.data import build_queries, load_papers, split_papers
-    from app.central.defaults import FITTED_ON
-    from app.central.scoring import WEIGHTS_ARTIFACT, WEIGHTS_FILE, CentralScorer, central_model
+    from app.central.defaults import FITTED_ON, WEIGHTS_ARTIFACT, WEIGHTS_FILE
+    from app.central.scoring import CentralScorer, central_model
     from app.model_store import make_meta, publish
 
     t0 = time.perf_counter()

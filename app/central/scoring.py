@@ -53,7 +53,7 @@ import numpy as np
 
 from app.central.baselines import Tfidf, fit_tfidf_for_papers
 from app.central.data import PaperInfo, Segmenter, abstract_sentences, load_papers
-from app.central.defaults import DEFAULT_WEIGHTS, DEFAULT_WEIGHTS_NO_MODEL
+from app.central.defaults import WEIGHTS_ARTIFACT, WEIGHTS_FILE, default_weights
 from app.model_store import Artifact, at_path, resolve
 from app.settings import Settings
 
@@ -61,9 +61,7 @@ log = logging.getLogger(__name__)
 
 FEATURES = ("model", "tfidf", "first", "order", "page", "area", "caption_kind", "mentions", "name",
             "diagram", "early_diagram", "panels")
-WEIGHTS_FILE = "combined.json"
-MODEL_ARTIFACT = "central"  # the model store's names of the content model and of the combined weights
-WEIGHTS_ARTIFACT = "central-weights"
+MODEL_ARTIFACT = "central"  # the model store's name of the content model
 BAD_CROP_PENALTY = 1000.0  # subtracted from the score of a figure whose crop is not a real graphic
 
 _DIAGRAM_RE = re.compile(
@@ -240,8 +238,9 @@ def central_model(settings: Settings) -> Artifact | None:
 
 
 def stored_weights(settings: Settings) -> dict[str, float] | None:
-    """Combined-score weights fitted by `eval-central --save-weights` (the store's
-    `central-weights`; older saves kept them next to the model), or None for the defaults."""
+    """Combined-score weights fitted by `eval-central --save-weights` for this data dir (the
+    store's `central-weights`; older saves kept them next to the model), or None: the shipped
+    defaults apply."""
     found = resolve(WEIGHTS_ARTIFACT, settings.data_dir, shipped=False)
     if found is not None:
         wf = found.path / WEIGHTS_FILE
@@ -264,7 +263,7 @@ class CentralScorer:
                  max_sentences: int = 16, segmenter: Segmenter | None = None):
         self.tfidf = tfidf
         self.model = model
-        self.weights = dict(weights or (DEFAULT_WEIGHTS if model is not None else DEFAULT_WEIGHTS_NO_MODEL))
+        self.weights = dict(weights or default_weights())
         if model is None:
             self.weights["model"] = 0.0
         self.max_sentences = max_sentences

@@ -45,8 +45,7 @@ KNOWN: dict[str, str] = {
     "figure-types": "figure-type head and picture projection over the pretrained backbone's features "
                     "(figsearch train-types)",
     "central": "central-figure content model: a tuned MiniLM bi-encoder (figsearch train-central)",
-    "central-weights": "weights of the combined central-figure score (figsearch eval-central --save-weights; "
-                       "without it the defaults in app/central/defaults.py)",
+    "central-weights": "weights of the combined central-figure score (figsearch eval-central --save-weights)",
     "fused": "learned figure embeddings, the default model (figsearch train)",
     "scan-topics": "OCR-free scanned-page encoder and its text space (figsearch train-scan-topics)",
     RANKING: "ranking of related figures and text search, fitted for an index version (figsearch fit)",
