@@ -138,3 +138,33 @@ def test_shipped_defaults_are_intact_versions_without_pickles():
         got = resolve(name)
         assert got is not None and got.source == "shipped" and got.problem is None, name
         assert got.meta["kind"] and got.meta["training_data"] and got.meta["command"], name
+
+
+OFFLINE = """
+import socket
+def refuse(*a, **k):
+    raise OSError("network is off in this test")
+socket.socket.connect = refuse
+socket.create_connection = refuse
+import numpy as np
+from app.central.defaults import default_weights
+from app.vision.figure_types import type_head
+from app.vision.pictures import projection
+head, proj = type_head(), projection()
+assert head.weight.shape[0] == 14 and proj.dim == 128
+assert default_weights()["name"] > 0
+print("ok")
+"""
+
+
+def test_shipped_models_load_through_the_store_offline():
+    """The shipped figure-type head, picture projection and central weights load with the network
+    cut off (sockets refuse to connect)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PATH": "/usr/bin:/bin",
+           "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", OFFLINE], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
