@@ -168,3 +168,21 @@ def test_shipped_models_load_through_the_store_offline():
            "PYTHONPATH": os.pathsep.join(sys.path)}
     out = subprocess.run([sys.executable, "-c", OFFLINE], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
+
+
+def test_ranking_config_of_an_index_written_before_the_store_still_loads(tmp_path):
+    import shutil
+
+    from app.model_store import ranking_artifact
+    from app.search.engine import FigureDoc, SearchEngine
+    from app.search.ranking import RankingConfig
+
+    engine = SearchEngine.build([FigureDoc(1, 1, "Figure 1", "recall")])
+    engine.ranking = RankingConfig(candidates=42)
+    version = engine.save(tmp_path / "index")
+    d = tmp_path / "index" / version
+    assert RankingConfig.load(d).candidates == 42 and ranking_artifact(tmp_path).meta["kind"] == "ranking"
+    shutil.move(d / "ranking" / "ranking.json", d / "ranking.json")  # the layout before the model store
+    shutil.rmtree(d / "ranking")
+    assert RankingConfig.load(d).candidates == 42
+    assert "before the model store" in ranking_artifact(tmp_path).problem

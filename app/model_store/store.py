@@ -213,6 +213,9 @@ def ranking_artifact(data_dir: Path) -> Artifact | None:
     if version is None or not (index / version).is_dir():
         return None
     path = index / version / RANKING
+    if not path.is_dir():  # an index written before the model store: the config without its meta.json
+        return Artifact(RANKING, version, index / version, "index", {}, f"no {RANKING}/{META} in this index "
+                        "version (written before the model store); `figsearch index` or `figsearch fit` adds one")
     return Artifact(RANKING, version, path, "index", read_meta(path))
 
 
