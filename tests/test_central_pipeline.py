@@ -157,7 +157,7 @@ def test_tiny_training_save_load_score_and_eval(tiny, tmp_path):
     assert found.source == "data dir" and found.version and found.path.parent == settings.data_dir / "models" / "central"
     saved = load_meta(found.path)
     assert saved["kind"] == "central-bi-encoder" and saved["config"]["max_length"] == 32
-    assert saved["training_data"]["papers"] == saved["train_papers"] and saved["command"].startswith("figsearch")
+    assert saved["training_data"]["papers"] == saved["train_papers"] and saved["command"] and saved["code_version"]
     assert not set(saved["train_papers"]) & set(excl.read_text().split()) and len(saved["train_papers"]) == 1
     assert "val_selfsup" in saved["metrics"]
 

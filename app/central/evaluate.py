@@ -277,8 +277,7 @@ def _gold_eval(scorer, papers, gold: dict[str, list[int]], seed: int, l2: float)
 
 
 def evaluate_central(settings, out_dir: str | Path, gold_path: str | Path | None = None, seed: int = 0,
-                     l2: float = 1.0, save_weights: bool = False, use_model: bool = True,
-                     command: str | None = None) -> dict:
+                     l2: float = 1.0, save_weights: bool = False, use_model: bool = True) -> dict:
     """Run both evaluations, write report.json and report.md into `out_dir`; returns the report.
     `save_weights`: publish the weights fitted on all gold papers as the store's `central-weights`.
 
@@ -328,7 +327,7 @@ def evaluate_central(settings, out_dir: str | Path, gold_path: str | Path | None
         report["gold_details"] = g.get("details", [])
         if save_weights and g.get("weights_all"):
             fitted = {"weights": g["weights_all"], "gold_file": str(gold_path), "n_papers": g["n_papers"]}
-            wmeta = make_meta("central-weights", "weights of the combined central-figure score", command=command,
+            wmeta = make_meta("central-weights", "weights of the combined central-figure score",
                               papers=set(gold) & {p.sha256 for p in papers},
                               data={"description": f"hand-labelled central figures ({Path(gold_path).name})",
                                     "content_model": report["info"]["model"]},

@@ -126,8 +126,7 @@ def fit_lexical_weight(model, tfidf, queries, papers) -> dict:
 
 
 def train_central(settings: Settings, cfg: TrainConfig | None = None, exclude: set[str] | None = None,
-                  out_dir: str | Path | None = None, progress: bool = True, papers=None,
-                  command: str | None = None) -> dict:
+                  out_dir: str | Path | None = None, progress: bool = True, papers=None) -> dict:
     """Train, evaluate on the held-out papers, save to the folder `out_dir` (default: a new
     version of `central` in the data dir's model store, or `central_model_dir` when set).
 
@@ -266,7 +265,7 @@ def train_central(settings: Settings, cfg: TrainConfig | None = None, exclude: s
     except Exception:  # pragma: no cover
         pass
     meta.update(make_meta(meta["kind"], "central-figure content model: a tuned MiniLM bi-encoder",
-                          command=command, papers=meta["train_papers"], metrics=meta["metrics"],
+                          papers=meta["train_papers"], metrics=meta["metrics"],
                           data={"description": "(mention sentence, caption) pairs of the collection's papers",
                                 "data_hash": meta["data_hash"], "val_papers": len(meta["val_papers"]),
                                 "excluded_papers": len(meta["excluded_papers"])}))

@@ -7,8 +7,6 @@
 from __future__ import annotations
 
 import json
-import shlex
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -51,8 +49,7 @@ def train_central_cmd(
     cfg = TrainConfig(epochs=epochs, max_steps=max_steps, max_length=max_length, batch_size=batch_size,
                       time_budget_s=time_budget * 60, seed=seed, tables=tables)
     try:
-        meta = train_central(settings, cfg, exclude=read_sha_list(exclude_papers), out_dir=out, progress=True,
-                             command=shlex.join(["figsearch", *sys.argv[1:]]))
+        meta = train_central(settings, cfg, exclude=read_sha_list(exclude_papers), out_dir=out, progress=True)
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1)
@@ -79,7 +76,6 @@ def eval_central_cmd(
     settings = _settings(data_dir)
     try:
         report = evaluate_central(settings, out, gold_path=gold, seed=seed, save_weights=save_weights,
-                                  command=shlex.join(["figsearch", *sys.argv[1:]]),
                                   use_model=not no_model)
     except GoldLeak as exc:
         typer.echo(f"error: {exc}", err=True)

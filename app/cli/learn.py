@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import shlex
-import sys
 import time
 from pathlib import Path
 from typing import Optional
@@ -55,7 +53,7 @@ def register(cli: typer.Typer) -> None:
         res = run_train(data, cfg, excluded, progress=True, device=device)
         version = publish(res, settings.data_dir, model, {"data_hash": data.data_hash(excluded),
                                                           "excluded_sha256": sorted(shas)},
-                          papers=data.papers_trained_on(excluded), command=shlex.join(["figsearch", *sys.argv[1:]]))
+                          papers=data.papers_trained_on(excluded))
         out = {"model": model, "version": version, "seconds": round(time.perf_counter() - t0, 1),
                "train_seconds": res.metrics["train_seconds"], "val_acc": res.metrics["val_acc"],
                "n_train_figures": res.metrics.get("n_train_figures"), "excluded_papers": len(excluded)}

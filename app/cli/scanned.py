@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import json
-import shlex
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -69,6 +67,5 @@ def register(cli: typer.Typer) -> None:
             n_all = len(paths)
             paths = [p for p in paths if file_sha256(p) in allowed]
             typer.echo(f"training on {len(paths)} of {n_all} PDFs (held-out papers left out)")
-        rep = train(paths, out, n_topics=topics, max_pages=pages, epochs=epochs, seed=seed, workers=workers,
-                    command=shlex.join(["figsearch", *sys.argv[1:]]))
+        rep = train(paths, out, n_topics=topics, max_pages=pages, epochs=epochs, seed=seed, workers=workers)
         typer.echo(json.dumps(rep.__dict__, default=float))

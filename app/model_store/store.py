@@ -83,6 +83,13 @@ def code_version() -> str:
         return "unknown"
 
 
+def _invocation() -> str:
+    """The command line this process runs, with the CLI named `figsearch` however it was started."""
+    program = sys.argv[0] if sys.argv else ""
+    cli = Path(program).name == "figsearch" or Path(program).parts[-3:] == ("app", "cli", "__main__.py")
+    return shlex.join(["figsearch" if cli else program, *sys.argv[1:]])
+
+
 def make_meta(kind: str, what: str, *, command: str | None = None, papers: Iterable[str] | None = None,
               data: dict | None = None, metrics: dict | None = None, **extra) -> dict:
     """The fields every meta.json has: kind, what, training data (paper SHA-256s and/or a
@@ -93,7 +100,7 @@ def make_meta(kind: str, what: str, *, command: str | None = None, papers: Itera
         training.update(n_papers=len(shas), papers=shas)
     return {"kind": kind, "what": what, "training_data": training, "metrics": metrics or {},
             "code_version": code_version(), "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "command": command or shlex.join(sys.argv), **extra}
+            "command": command or _invocation(), **extra}
 
 
 def write_meta(folder: Path, meta: dict) -> None:

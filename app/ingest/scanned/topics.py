@@ -287,8 +287,7 @@ def _blob_words(pw: PageWords, words) -> list[str]:
 
 
 def train(pdfs: list[Path], out: Path, n_topics: int = 128, max_pages: int = 6, epochs: int = 8,
-          batch: int = 512, seed: int = 0, threads: int = 1, workers: int = 1, command: str | None = None,
-          keep: int | None = 3) -> TrainReport:
+          batch: int = 512, seed: int = 0, threads: int = 1, workers: int = 1, keep: int | None = 3) -> TrainReport:
     """Fit the topic space on the pages' text and distil it into the word-shape network with the
     circle loss: each blob of a topical word is pulled to its word's vector and pushed from the
     other words of the batch; a second head learns which blobs are topical words. Pages are
@@ -342,7 +341,7 @@ def train(pdfs: list[Path], out: Path, n_topics: int = 128, max_pages: int = 6, 
         space.save(folder / SPACE_FILE)
 
     meta = make_meta(ARTIFACT, "OCR-free scanned-page encoder (word shapes -> text space) and its text space",
-                     command=command, papers={file_sha256(p) for p in pdfs},
+                     papers={file_sha256(p) for p in pdfs},
                      data={"description": f"born-digital pages (first {max_pages} of each paper) through the "
                                           "scan simulation", "pages": len(pages), "word_blobs": len(x)},
                      metrics={"final_loss": round(loss_v, 4)}, n_topics=n_topics, epochs=epochs, seed=seed)
