@@ -29,12 +29,13 @@ standardised within the paper (z-scores), so the weights do not depend on the ab
 A figure whose crop is not a real graphic (`crop_quality` other than "ok": text only, tiny, page
 number, caption without a region) is never central: it is ranked after every good crop.
 
-Default weights (app/central/defaults.py) were fitted on the first hand-labelled gold set; where
-they came from and how to refit them is written there. `eval-central --gold` reports the combined
+Default weights (shipped as the model store's `central-weights`, app/central/defaults.py) were
+fitted on the first hand-labelled gold set; where they came from and how to refit them is written
+there. `eval-central --gold` reports the combined
 score with weights fitted leave-one-paper-out on the other gold papers (pulled towards zero, not
 towards the defaults), so its numbers never come from weights fitted on the paper they rank.
-`eval-central --save-weights` installs the weights fitted on all gold papers as `combined.json` in
-the model directory, where the scorer picks them up.
+`eval-central --save-weights` publishes the weights fitted on all gold papers as a data dir
+`central-weights` version, which the scorer then uses instead of the shipped ones.
 
 Without a trained model (or with `central_use_model=False`) the scorer is the non-learned
 fallback: the same features with the model weight set to zero; the product always works.
