@@ -279,7 +279,7 @@ def train_types(parts: dict[str, Examples], store_root: Path, folds: int = 5,
                     "by_type": dict(sorted({t: p.dominant.count(t) for t in set(p.dominant)}.items()))}
                 for k, p in parts.items()}
     # the collection's labelled papers are named by the SHA-256 of their PDFs; ACL figures by their paper id
-    shas = {g for k, p in parts.items() if k in ("labelled", "page_text") for g in p.group if g}
+    shas = {g for g in parts["labelled"].group if g} if "labelled" in parts else set()
     acl = sorted({g for g in parts["acl"].group if g}) if "acl" in parts else []
     meta = make_meta(ARTIFACT, "figure-type head and picture projection over the pretrained backbone's features",
                      command=command, papers=shas,
