@@ -103,7 +103,9 @@ class Settings(BaseSettings):
                                                            "(exit 1) when no file finishes for this long.")
 
     # central figure (app/central)
-    central_model_dir: str = Field("", description="Trained central-figure model; empty = data_dir/models/central.")
+    central_model_dir: str = Field("", description="Folder of a trained central-figure model to use instead of the "
+                                                    "data dir's model store (empty = the CURRENT version of "
+                                                    "data_dir/models/central).")
     central_max_sentences: int = Field(16, ge=1, description="Abstract sentences scored per paper (central figure).")
     central_use_model: bool = Field(True, description="Use the trained central-figure content model (a tuned MiniLM bi-encoder) when present (off = tf.idf + position).")
 

@@ -74,7 +74,9 @@ def test_split_papers_is_seeded_and_disjoint():
 
 
 def test_fit_weights_moves_towards_the_signal():
-    from app.central.defaults import DEFAULT_WEIGHTS
+    from app.central.defaults import default_weights
+
+    DEFAULT_WEIGHTS = default_weights()
     from app.central.scoring import FEATURES, fit_weights
 
     rng = np.random.default_rng(0)
@@ -132,7 +134,9 @@ def _paper(figs):
 
 
 def test_bad_crops_are_never_central_and_type_features():
-    from app.central.defaults import DEFAULT_WEIGHTS
+    from app.central.defaults import default_weights
+
+    DEFAULT_WEIGHTS = default_weights()
     from app.central.scoring import FEATURES, combine, crop_ok, feature_matrix
 
     p = _paper([("Overview of the framework.", 2, {"crop_quality": "text_only"}),

@@ -127,7 +127,8 @@ def test_tiny_training_save_load_score_and_eval(tiny, tmp_path):
 
     from app.cli.central import register
     from app.central.scoring import CentralScorer, score_papers
-    from app.central.train import TrainConfig, model_dir, train_central
+    from app.central.scoring import central_model
+    from app.central.train import TrainConfig, train_central
     from models.central import CentralBiEncoder, load_meta
 
     settings, ids = tiny
@@ -152,9 +153,11 @@ def test_tiny_training_save_load_score_and_eval(tiny, tmp_path):
     res = runner.invoke(app, ["train-central", "--data-dir", str(settings.data_dir), "--exclude-papers", str(excl),
                               "--epochs", "1", "--max-steps", "2", "--batch-size", "4", "--max-length", "32"])
     assert res.exit_code == 0, res.output
-    d = model_dir(settings)
-    saved = load_meta(d)
+    found = central_model(settings)  # a new version in the data dir's model store
+    assert found.source == "data dir" and found.version and found.path.parent == settings.data_dir / "models" / "central"
+    saved = load_meta(found.path)
     assert saved["kind"] == "central-bi-encoder" and saved["config"]["max_length"] == 32
+    assert saved["training_data"]["papers"] == saved["train_papers"] and saved["command"] and saved["code_version"]
     assert not set(saved["train_papers"]) & set(excl.read_text().split()) and len(saved["train_papers"]) == 1
     assert "val_selfsup" in saved["metrics"]
 
@@ -189,6 +192,19 @@ def test_tiny_training_save_load_score_and_eval(tiny, tmp_path):
     assert rep["info"]["model_excluded_gold"] is True
     assert "model_vs_tfidf" in rep["selfsup_tests"]
     assert (out / "report.md").read_text().startswith("# Central-figure evaluation")
+
+    # --save-weights publishes the weights fitted on all gold papers; the scorer then uses them
+    from app.central.scoring import stored_weights
+    from app.model_store import resolve
+
+    assert stored_weights(settings) is None
+    res = runner.invoke(app, ["eval-central", "--data-dir", str(settings.data_dir), "--gold", str(gold2),
+                              "--out", str(tmp_path / "report2"), "--save-weights"])
+    assert res.exit_code == 0, res.output
+    fitted = json.loads((tmp_path / "report2" / "report.json").read_text())["info"]["weights_fitted_on_all_gold"]
+    assert fitted and stored_weights(settings) == fitted == CentralScorer.from_settings(settings).weights
+    meta = resolve("central-weights", settings.data_dir).meta
+    assert sorted(meta["training_data"]["papers"]) == sorted(held) and meta["kind"] == "central-weights"
 
 
 def test_celery_task_runs_eagerly(tiny):

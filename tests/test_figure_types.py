@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app.vision.figure_types import LABELS, SHOWN, WEIGHTS, decide, type_head
+from app.model_store import resolve
+from app.vision.figure_types import ARTIFACT, LABELS, SHOWN, decide, type_head
 from app.vision.synth import DRAWN, labels_of, render
 from app.vision.vocabulary import TYPES
 
@@ -65,8 +66,9 @@ def test_backbones_load_offline_from_installed_packages():
 
 @pytest.fixture(scope="module")
 def head():
-    if not WEIGHTS.exists():
-        pytest.fail(f"the figure-type head must ship with the package ({WEIGHTS})")
+    shipped = resolve(ARTIFACT)
+    if shipped is None or shipped.source != "shipped":
+        pytest.fail("the figure-type head must ship with the package (app/model_store/shipped/figure-types)")
     return type_head()
 
 
@@ -174,3 +176,31 @@ def test_folded_head_equals_its_parts():
     assert (head.logits(x).argmax(axis=1) == y).mean() > 0.9
     manual = ((x - head.center) / head.scale) @ head.projection
     assert np.allclose(manual, pca.transform(z), atol=1e-3)
+
+
+def test_train_types_publishes_a_store_version_that_a_data_dir_uses(tmp_path):
+    """train-types writes a figure-types version (the tensor names the loaders read, meta.json with
+    the collection papers' SHA-256); a data dir holding one uses it instead of the shipped head."""
+    from app.model_store import load_arrays
+    from app.vision.pictures import projection
+    from app.vision.train_types import Examples, train_types
+
+    rng = np.random.default_rng(0)
+    kinds = ["bar_chart", "line_chart", "diagram"]
+    n = 60
+    dominant = [kinds[i % 3] for i in range(n)]
+    feats = rng.normal(size=(n, 32)).astype(np.float32) + np.array([kinds.index(t) for t in dominant])[:, None]
+    group = [f"{i % 10:064x}" for i in range(n)]
+    parts = {"labelled": Examples(feats, dominant, [[t] for t in dominant], group, ["labelled"] * n)}
+    data = tmp_path / "data"
+    meta = train_types(parts, data / "models", folds=2, components=8, picture_dims=4, command="figsearch train-types")
+    found = resolve(ARTIFACT, data)
+    assert found.source == "data dir" and found.meta["command"] == "figsearch train-types"
+    assert found.meta["training_data"]["n_papers"] == 10 and meta["temperature"] > 0
+    assert set(load_arrays(found.path / "figure_types.safetensors")) == {"weight", "bias", "temperature"}
+    assert set(load_arrays(found.path / "pictures.safetensors")) == {"center", "scale", "projection"}
+    head = type_head(data)
+    assert head.weight.shape == (len(LABELS), 32) and head is not type_head()
+    assert projection(data).dim == 4 and projection().dim == 128
+    probs = head.probabilities(feats)
+    assert np.mean([LABELS[i] == t for i, t in zip(probs.argmax(1), dominant)]) > 0.8

@@ -548,9 +548,9 @@ def test_no_intact_version_is_a_clear_503(tmp_path):
 
 
 def test_temp_folders_of_dead_builds_are_removed_at_start_and_next_build(tmp_path):
+    from app.model_store.versions import BuildLock
     from app.search.doc_table import FigureDoc
     from app.search.searcher import Searcher
-    from app.search.versions import BuildLock
 
     data = tmp_path / "data"
     root, v1, v2 = _two_versions(data)

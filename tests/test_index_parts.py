@@ -13,7 +13,7 @@ from app.search.index_parts import MODULES_FILE, read_parts
 from app.search.searcher import QueryVocabulary, Searcher
 from app.search.spelling import Spelling
 from app.search.type_index import TypeIndex
-from app.search.versions import check_version
+from app.model_store.versions import check_version
 from tests.test_searcher import TEXTS
 
 DATA = Path(__file__).parent / "data"

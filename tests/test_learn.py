@@ -107,7 +107,8 @@ def test_tiny_training_registry_index_and_image_queries(collection, tmp_path):
     from app.learn.data import load_learn_data
     from app.learn.embed import FigureEmbeddings, TextQueryEncoder, text_query_encoder
     from app.learn.image_search import image_model, search_by_image
-    from app.learn.registry import current_model_version, load_current, publish
+    from app.learn.registry import load_current, publish
+    from app.model_store import resolve
     from app.learn.train import train
     from app.search.searcher import Searcher
     from app.search.embeddings import read_dense_info
@@ -127,9 +128,16 @@ def test_tiny_training_registry_index_and_image_queries(collection, tmp_path):
     for (k, v), (_, v2) in zip(res.model.state_dict().items(), res2.model.state_dict().items()):
         assert np.allclose(v.numpy(), v2.numpy()), k
     assert read_dense_info(index_root(settings))["kind"] != "learned"  # no model published yet
-    assert current_model_version(settings.data_dir) is None
-    version = publish(res, settings.data_dir, "fused", {"data_hash": data.data_hash(excluded)})
-    assert current_model_version(settings.data_dir) == version
+    assert resolve("fused", settings.data_dir) is None
+    version = publish(res, settings.data_dir, "fused", {"data_hash": data.data_hash(excluded)},
+                      papers=data.papers_trained_on(excluded))
+    found = resolve("fused", settings.data_dir)
+    assert found.version == version and found.source == "data dir"
+    # meta.json: what trained it (the papers' SHA-256, not the excluded one), metrics, code version
+    assert found.meta["kind"] == "learned-embeddings" and found.meta["code_version"]
+    assert found.meta["training_data"]["n_papers"] == 3
+    assert data.sha_of_paper[int(data.paper_of[0])] not in found.meta["training_data"]["papers"]
+    assert "val_acc" in found.meta["metrics"]
     loaded = load_current(settings.data_dir)
     assert loaded.info["data_hash"] and loaded.config.dim == 16
     # indexing uses the trained model's fused vectors

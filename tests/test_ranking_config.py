@@ -49,7 +49,9 @@ def test_fit_publishes_one_config_that_api_cli_and_eval_rank_with(demo_pdfs, tmp
     index = data / "index"
     assert not any((index / name).exists() for name in ("fusion.json", "w.json", "first_stage.json"))
     current = (index / "CURRENT").read_text().strip()
-    config = json.loads((index / current / "ranking.json").read_text())
+    config = json.loads((index / current / "ranking" / "ranking.json").read_text())
+    meta = json.loads((index / current / "ranking" / "meta.json").read_text())
+    assert meta["kind"] == "ranking" and meta["fitted_for"] == fit["index_version"] and meta["metrics"]
     assert config["weights"]["other_papers"] == fit["weights"] and config["fitted_for"] == fit["index_version"]
 
     ev = run(["eval", "--judgments", str(judgments), "--judged-only", "--data-dir", str(data),

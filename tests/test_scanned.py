@@ -3,6 +3,7 @@ OCR (text, captions, figure crops) and embedded by the OCR-free topic path; bad 
 clear status."""
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -154,10 +155,18 @@ def test_ocr_free_path_embeds_scanned_pages_and_queries(scans, tmp_path):
     assert 0.7 * len(words) <= len(blobs.centres) <= 1.4 * len(words)
     assert sum(1 for w in under if w) >= 0.8 * len(under)
     # a (tiny) trained encoder maps a scanned page into the same space, from word shapes alone
-    model_path = tmp_path / "topics.pt"
-    rep = train([scans["born"]] * 3, model_path, n_topics=2, epochs=2)
+    store = tmp_path / "models"
+    rep = train([scans["born"]] * 3, store, n_topics=2, epochs=2)
     assert rep.n_blobs > 0 and np.isfinite(rep.final_loss)
-    model = OcrFreeModel(model_path)
+    version = store / "scan-topics" / rep.version  # safetensors + npz, no pickle; meta.json names the PDF
+    assert sorted(p.name for p in version.iterdir()) == ["encoder.safetensors", "manifest.json", "meta.json",
+                                                         "space.npz"]
+    assert json.loads((version / "meta.json").read_text())["training_data"]["n_papers"] == 1
+    model = OcrFreeModel(store)
+    # the saved text space embeds exactly as the fitted one
+    again = TopicSpace(n_topics=2).fit([auction, neural] * 4)
+    again.save(tmp_path / "space.npz")
+    assert np.array_equal(TopicSpace.load(tmp_path / "space.npz").embed([auction, "bid"]), again.embed([auction, "bid"]))
     with pymupdf.open(scans["scan"]) as doc:
         words = model.feature_map(page_image(doc[0]))
         paper = model.paper_vector([words])

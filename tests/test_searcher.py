@@ -4,10 +4,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from app.model_store.versions import current_version
 from app.search.doc_table import FigureDoc
 from app.search.ranking import DEFAULT_THRESHOLDS
 from app.search.searcher import QueryVocabulary, Searcher
-from app.search.versions import current_version
 from app.search.text import analyze
 
 TEXTS = [

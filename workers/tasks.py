@@ -198,7 +198,8 @@ def train_model(model: str = "fused", exclude_sha256: list[str] | None = None, c
     excluded = data.rows_of_papers(shas)
     res = train(data, config_for(model), excluded, progress=False)
     version = publish(res, settings.data_dir, model, {"data_hash": data.data_hash(excluded),
-                                                      "excluded_sha256": sorted(shas)})
+                                                      "excluded_sha256": sorted(shas)},
+                      papers=data.papers_trained_on(excluded), command=f"celery task figsearch.train_model {model}")
     out = {"model": model, "version": version, "metrics": res.metrics}
     if model == DEFAULT_MODEL:
         out["index"] = reembed_all(cfg)

@@ -8,7 +8,7 @@ is published, and the query encoder (loaded once, off the request path).
 - No index yet: `get()` returns None and `reason` says why; the routes answer with empty results.
 - A version whose files fail their manifest check is skipped for the newest intact one
   (`degraded` says why and which version serves); an empty or dangling CURRENT is repaired
-  (app/search/versions.py). Published but nothing intact: `load_error` (readiness fails).
+  (app/model_store/versions.py). Published but nothing intact: `load_error` (readiness fails).
 - The encoder is MiniLM (`default_encoder`), wrapped in an LRU cache of query embeddings; it is
   loaded in the background at startup (`warm_encoder`) and until it is ready, free-text search is
   lexical only (`encoder_ready`), so no request waits for the model.
@@ -24,10 +24,9 @@ from typing import Callable
 
 import numpy as np
 
+from app.model_store.versions import choose, current_version, remove_dead_builds
 from app.pipeline.searching import open_searcher
 from app.search.searcher import Searcher
-from app.search.versions import current_version
-from app.search.versions import choose, remove_dead_builds
 
 log = logging.getLogger(__name__)
 

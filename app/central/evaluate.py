@@ -279,13 +279,15 @@ def _gold_eval(scorer, papers, gold: dict[str, list[int]], seed: int, l2: float)
 def evaluate_central(settings, out_dir: str | Path, gold_path: str | Path | None = None, seed: int = 0,
                      l2: float = 1.0, save_weights: bool = False, use_model: bool = True) -> dict:
     """Run both evaluations, write report.json and report.md into `out_dir`; returns the report.
+    `save_weights`: publish the weights fitted on all gold papers as the store's `central-weights`.
 
     Raises GoldLeak (before computing anything) when the model trained on a gold paper."""
     import time
 
     from app.central.data import build_queries, load_papers, split_papers
-    from app.central.defaults import FITTED_ON
-    from app.central.scoring import WEIGHTS_FILE, CentralScorer, model_dir
+    from app.central.defaults import FITTED_ON, WEIGHTS_ARTIFACT, WEIGHTS_FILE
+    from app.central.scoring import CentralScorer, central_model
+    from app.model_store import make_meta, publish
 
     t0 = time.perf_counter()
     gold = read_gold(gold_path) if gold_path else {}
@@ -308,7 +310,7 @@ def evaluate_central(settings, out_dir: str | Path, gold_path: str | Path | None
     selfsup, selfsup_tests = _selfsup(scorer, papers, queries, seed)
     report: dict = {"selfsup": selfsup, "selfsup_tests": selfsup_tests,
                     "info": {"n_papers": len(papers), "n_selfsup_papers": len(val), "n_selfsup_queries": len(queries),
-                             "split": split_note, "model": str(model_dir(settings)) if scorer.model is not None else None,
+                             "split": split_note, "model": str(central_model(settings).path) if scorer.model is not None else None,
                              "model_meta": {k: meta.get(k) for k in ("kind", "data_hash", "steps", "train_seconds",
                                                                      "config", "kept_epoch", "dev_mrr_by_epoch",
                                                                      "stopped_early", "lexical_fit") if k in meta},
@@ -324,10 +326,16 @@ def evaluate_central(settings, out_dir: str | Path, gold_path: str | Path | None
                                "model_excluded_gold": bool(meta) and not (set(gold) & set(meta.get("train_papers", [])))})
         report["gold_details"] = g.get("details", [])
         if save_weights and g.get("weights_all"):
-            d = model_dir(settings)
-            d.mkdir(parents=True, exist_ok=True)
-            (d / WEIGHTS_FILE).write_text(json.dumps({"weights": g["weights_all"], "gold_file": str(gold_path),
-                                                      "n_papers": g["n_papers"]}, indent=2))
+            fitted = {"weights": g["weights_all"], "gold_file": str(gold_path), "n_papers": g["n_papers"]}
+            wmeta = make_meta("central-weights", "weights of the combined central-figure score",
+                              papers=set(gold) & {p.sha256 for p in papers},
+                              data={"description": f"hand-labelled central figures ({Path(gold_path).name})",
+                                    "content_model": report["info"]["model"]},
+                              metrics={"combined_leave_one_paper_out": {
+                                  k: v for k, v in (g.get("metrics") or {}).get("combined", {}).items()
+                                  if isinstance(v, (int, float))}})
+            publish(WEIGHTS_ARTIFACT, lambda d: (d / WEIGHTS_FILE).write_text(json.dumps(fitted, indent=2)), wmeta,
+                    data_dir=settings.data_dir)
     else:
         report["gold"] = {}
     report["info"]["seconds"] = round(time.perf_counter() - t0, 1)

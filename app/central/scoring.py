@@ -29,12 +29,13 @@ standardised within the paper (z-scores), so the weights do not depend on the ab
 A figure whose crop is not a real graphic (`crop_quality` other than "ok": text only, tiny, page
 number, caption without a region) is never central: it is ranked after every good crop.
 
-Default weights (app/central/defaults.py) were fitted on the first hand-labelled gold set; where
-they came from and how to refit them is written there. `eval-central --gold` reports the combined
+Default weights (shipped as the model store's `central-weights`, app/central/defaults.py) were
+fitted on the first hand-labelled gold set; where they came from and how to refit them is written
+there. `eval-central --gold` reports the combined
 score with weights fitted leave-one-paper-out on the other gold papers (pulled towards zero, not
 towards the defaults), so its numbers never come from weights fitted on the paper they rank.
-`eval-central --save-weights` installs the weights fitted on all gold papers as `combined.json` in
-the model directory, where the scorer picks them up.
+`eval-central --save-weights` publishes the weights fitted on all gold papers as a data dir
+`central-weights` version, which the scorer then uses instead of the shipped ones.
 
 Without a trained model (or with `central_use_model=False`) the scorer is the non-learned
 fallback: the same features with the model weight set to zero; the product always works.
@@ -53,14 +54,15 @@ import numpy as np
 
 from app.central.baselines import Tfidf, fit_tfidf_for_papers
 from app.central.data import PaperInfo, Segmenter, abstract_sentences, load_papers
-from app.central.defaults import DEFAULT_WEIGHTS, DEFAULT_WEIGHTS_NO_MODEL
+from app.central.defaults import WEIGHTS_ARTIFACT, WEIGHTS_FILE, default_weights
+from app.model_store import Artifact, at_path, resolve
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
 
 FEATURES = ("model", "tfidf", "first", "order", "page", "area", "caption_kind", "mentions", "name",
             "diagram", "early_diagram", "panels")
-WEIGHTS_FILE = "combined.json"
+MODEL_ARTIFACT = "central"  # the model store's name of the content model
 BAD_CROP_PENALTY = 1000.0  # subtracted from the score of a figure whose crop is not a real graphic
 
 _DIAGRAM_RE = re.compile(
@@ -227,9 +229,32 @@ def fit_weights(items: list[tuple[np.ndarray, Sequence[int], Sequence[int]]], pr
 # the scorer
 
 
-def model_dir(settings: Settings) -> Path:
-    """Where the trained central-figure model lives (written by training, read here)."""
-    return Path(settings.central_model_dir) if settings.central_model_dir else settings.data_dir / "models" / "central"
+def central_model(settings: Settings) -> Artifact | None:
+    """The trained content model in use: the folder `central_model_dir` names, else the data dir's
+    `central` version in the model store; None when none is trained."""
+    if settings.central_model_dir:
+        path = Path(settings.central_model_dir)
+        return at_path(MODEL_ARTIFACT, path) if path.exists() else None
+    return resolve(MODEL_ARTIFACT, settings.data_dir, shipped=False)
+
+
+def stored_weights(settings: Settings) -> dict[str, float] | None:
+    """Combined-score weights fitted by `eval-central --save-weights` for this data dir (the
+    store's `central-weights`; older saves kept them next to the model), or None: the shipped
+    defaults apply."""
+    found = resolve(WEIGHTS_ARTIFACT, settings.data_dir, shipped=False)
+    if found is not None:
+        wf = found.path / WEIGHTS_FILE
+    else:
+        model = central_model(settings)
+        wf = model.path / WEIGHTS_FILE if model is not None else None
+    if wf is None or not wf.is_file():
+        return None
+    try:
+        return json.loads(wf.read_text())["weights"]
+    except Exception:  # pragma: no cover - a broken file must not break scoring
+        log.warning("ignoring unreadable %s", wf)
+        return None
 
 
 class CentralScorer:
@@ -239,7 +264,7 @@ class CentralScorer:
                  max_sentences: int = 16, segmenter: Segmenter | None = None):
         self.tfidf = tfidf
         self.model = model
-        self.weights = dict(weights or (DEFAULT_WEIGHTS if model is not None else DEFAULT_WEIGHTS_NO_MODEL))
+        self.weights = dict(weights or default_weights())
         if model is None:
             self.weights["model"] = 0.0
         self.max_sentences = max_sentences
@@ -247,16 +272,10 @@ class CentralScorer:
 
     @classmethod
     def from_settings(cls, settings: Settings, papers: Sequence[PaperInfo] | None = None) -> "CentralScorer":
-        """Model from the model directory when present (and enabled), combined weights from its
-        combined.json when present, tf.idf/segmenter from the collection (or `papers`)."""
+        """Model from the model store when present (and enabled), combined weights from the store
+        when fitted, tf.idf/segmenter from the collection (or `papers`)."""
         model = load_model(settings) if settings.central_use_model else None
-        weights = None
-        wf = model_dir(settings) / WEIGHTS_FILE
-        if wf.is_file():
-            try:
-                weights = json.loads(wf.read_text())["weights"]
-            except Exception:  # pragma: no cover - a broken file must not break scoring
-                log.warning("ignoring unreadable %s", wf)
+        weights = stored_weights(settings)
         if papers is None:
             seg, tfidf = collection_resources(settings.db_url)
         else:
@@ -313,9 +332,10 @@ def load_model(settings: Settings):
     """The trained bi-encoder, or None (no model yet). Cached per directory and file mtime."""
     from models.central import META_FILE, load_meta
 
-    d = model_dir(settings)
-    if load_meta(d) is None:
+    found = central_model(settings)
+    if found is None or load_meta(found.path) is None:
         return None
+    d = found.path
     key = (str(d), (d / META_FILE).stat().st_mtime)
     with _MODEL_LOCK:
         if key not in _MODEL_CACHE:

@@ -38,7 +38,8 @@ from pathlib import Path
 import numpy as np
 
 from app.central.data import Query, build_queries, data_hash, load_papers, split_papers
-from app.central.scoring import model_dir
+from app.central.scoring import MODEL_ARTIFACT
+from app.model_store import make_meta, publish
 from app.settings import Settings
 
 
@@ -126,7 +127,8 @@ def fit_lexical_weight(model, tfidf, queries, papers) -> dict:
 
 def train_central(settings: Settings, cfg: TrainConfig | None = None, exclude: set[str] | None = None,
                   out_dir: str | Path | None = None, progress: bool = True, papers=None) -> dict:
-    """Train, evaluate on the held-out papers, save to `out_dir` (default data_dir/models/central).
+    """Train, evaluate on the held-out papers, save to the folder `out_dir` (default: a new
+    version of `central` in the data dir's model store, or `central_model_dir` when set).
 
     Returns the metadata written to meta.json."""
     import torch
@@ -262,6 +264,14 @@ def train_central(settings: Settings, cfg: TrainConfig | None = None, exclude: s
         meta["versions"] = {"torch": torch.__version__, "transformers": transformers.__version__}
     except Exception:  # pragma: no cover
         pass
-    out = Path(out_dir) if out_dir else model_dir(settings)
-    model.save(out, meta)
+    meta.update(make_meta(meta["kind"], "central-figure content model: a tuned MiniLM bi-encoder",
+                          papers=meta["train_papers"], metrics=meta["metrics"],
+                          data={"description": "(mention sentence, caption) pairs of the collection's papers",
+                                "data_hash": meta["data_hash"], "val_papers": len(meta["val_papers"]),
+                                "excluded_papers": len(meta["excluded_papers"])}))
+    out = out_dir or settings.central_model_dir
+    if out:
+        model.save(Path(out), meta)
+    else:
+        publish(MODEL_ARTIFACT, lambda d: model.save(d, meta), {}, data_dir=settings.data_dir)
     return model.meta

@@ -324,6 +324,61 @@ def _table(header: list[str], rows: list[list[str]], right: set[int] = frozenset
         typer.echo(line(r))
 
 
+def _flat_numbers(d, prefix: str = "") -> list[str]:
+    """Numeric leaves of nested metrics as `path=value` (the text view of `figsearch models`)."""
+    out = []
+    for k, v in (d or {}).items():
+        if isinstance(v, dict):
+            out += _flat_numbers(v, f"{prefix}{k}.")
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            out.append(f"{prefix}{k}={v:g}")
+    return out
+
+
+def _training_summary(t: dict | None) -> str:
+    if not t:
+        return "-"
+    parts = [f"{t['n_papers']} papers (SHA-256 in meta.json)"] if t.get("n_papers") is not None else []
+    if t.get("description"):
+        parts.append(str(t["description"]))
+    return "; ".join(parts) or "-"
+
+
+@cli.command()
+def models(data_dir: Optional[Path] = DataDir,
+           json_out: bool = typer.Option(False, "--json", help="JSON lines: one object per artifact with its "
+                                                               "meta.json fields (training papers in full).")) -> None:
+    """Trained artifacts in use: for each, the version and where it comes from (the data dir's
+    model store, the defaults shipped with the package, or the index version for the ranking),
+    when and by what it was made, its training data and metrics."""
+    from app.model_store import list_artifacts
+
+    settings = _settings(data_dir)
+    rows = list_artifacts(settings.data_dir)
+    if json_out:
+        _jsonl(rows)
+        return
+    for r in rows:
+        if r["path"] is None:
+            typer.echo(f"{r['name']}: none in use{' (' + r['problem'] + ')' if r['problem'] else ''}")
+            typer.echo(f"  {r['what']}")
+            continue
+        where = {"data dir": "the data dir", "shipped": "the package (shipped default)",
+                 "index": "the index version", "path": "a given folder"}.get(r["source"], r["source"])
+        typer.echo(f"{r['name']}: {r['version'] or '(unversioned)'} from {where}"
+                   + (f", created {r['created_at']}" if r["created_at"] else "")
+                   + (f" by {r['code_version']}" if r["code_version"] else ""))
+        typer.echo(f"  {r['what']}")
+        typer.echo(f"  trained on: {_training_summary(r['training_data'])}")
+        metrics = _flat_numbers(r["metrics"])
+        typer.echo(f"  metrics: {', '.join(metrics[:8]) + (' ...' if len(metrics) > 8 else '') if metrics else '-'}")
+        if r["command"]:
+            typer.echo(f"  command: {r['command']}")
+        typer.echo(f"  path: {r['path']}")
+        if r["problem"]:
+            typer.echo(f"  warning: {r['problem']}")
+
+
 @cli.command()
 def jobs(job_id: Optional[str] = typer.Argument(None, help="One job: show its per-file results."),
          data_dir: Optional[Path] = DataDir,

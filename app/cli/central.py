@@ -37,7 +37,9 @@ def train_central_cmd(
         seed: int = typer.Option(0, "--seed"),
         tables: bool = typer.Option(True, "--tables/--no-tables",
                                     help="Also train on sentences that mention tables (table captions as candidates)."),
-        out: Optional[Path] = typer.Option(None, "--out", help="Model directory (default data_dir/models/central)."),
+        out: Optional[Path] = typer.Option(None, "--out", help="Save the model into this folder instead of publishing "
+                                                               "a new version in the data dir's model store "
+                                                               "(data_dir/models/central)."),
 ) -> None:
     """Fine-tune the central-figure bi-encoder on self-supervised (mention sentence, caption) pairs."""
     from app.central.data import read_sha_list

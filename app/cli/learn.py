@@ -52,7 +52,8 @@ def register(cli: typer.Typer) -> None:
         data.minilm(progress=True) if cfg.text == "minilm" else None
         res = run_train(data, cfg, excluded, progress=True, device=device)
         version = publish(res, settings.data_dir, model, {"data_hash": data.data_hash(excluded),
-                                                          "excluded_sha256": sorted(shas)})
+                                                          "excluded_sha256": sorted(shas)},
+                          papers=data.papers_trained_on(excluded))
         out = {"model": model, "version": version, "seconds": round(time.perf_counter() - t0, 1),
                "train_seconds": res.metrics["train_seconds"], "val_acc": res.metrics["val_acc"],
                "n_train_figures": res.metrics.get("n_train_figures"), "excluded_papers": len(excluded)}

@@ -20,9 +20,10 @@ def register(cli: typer.Typer) -> None:
                      papers: int = typer.Option(16, "--papers", min=1, help="Held-out papers to scan."),
                      max_pages: int = typer.Option(12, "--max-pages", min=1),
                      seed: int = typer.Option(0, "--seed"),
-                     model: Optional[Path] = typer.Option(None, "--ocr-free-model", exists=True, dir_okay=False,
-                                                          help="A trained OCR-free model (default: train one on the "
-                                                               "collection's other papers)."),
+                     model: Optional[Path] = typer.Option(None, "--ocr-free-model", exists=True, file_okay=False,
+                                                          help="A trained OCR-free model: a model store (its CURRENT "
+                                                               "scan-topics) or a version folder (default: train one "
+                                                               "on the collection's other papers)."),
                      epochs: int = typer.Option(8, "--epochs", min=1),
                      dense: bool = typer.Option(True, "--dense/--lexical", help="Search index with MiniLM re-ranking.")) -> None:
         """Scan-like copies of held-out papers vs their born-digital extraction: figures, captions,
@@ -38,7 +39,9 @@ def register(cli: typer.Typer) -> None:
 
     @cli.command("train-scan-topics")
     def train_scan_topics(pdfs: Path = typer.Argument(..., exists=True, file_okay=False, help="Born-digital PDFs (recursive)."),
-                          out: Path = typer.Option(Path("artifacts/scanned/ocr_free_topics.pt"), "--out"),
+                          out: Path = typer.Option(Path("artifacts/models"), "--out", file_okay=False,
+                                                   help="Model store to publish the scan-topics version into "
+                                                        "(e.g. DATA_DIR/models)."),
                           topics: int = typer.Option(128, "--topics", min=2, help="Dimensions of the text space."),
                           pages: int = typer.Option(6, "--pages", min=1, help="First pages of each paper to train on."),
                           epochs: int = typer.Option(8, "--epochs", min=1),

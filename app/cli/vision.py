@@ -28,14 +28,15 @@ def register(cli: typer.Typer) -> None:
             cv: bool = typer.Option(False, "--cv", help="Only cross-validate (prints the numbers, saves nothing)."),
             cache: Optional[Path] = typer.Option(None, "--cache", help="Folder that keeps backbone features between runs."),
             out: Optional[Path] = typer.Option(None, "--out", file_okay=False,
-                                               help="Folder for figure_types.safetensors/.json and pictures.safetensors (default: the shipped weights).")) -> None:
+                                               help="Model store to publish the figure-types version into, e.g. "
+                                                    "DATA_DIR/models to override the shipped one for a collection "
+                                                    "(default: the store shipped with the package).")) -> None:
         """Train the figure-type head and the picture projection on the pretrained backbone's
         features: labelled ACL figures (--acl), hand-labelled crops of a collection (--data-dir
         --labels) with text cut from their pages, and drawn figures; paper-grouped
         cross-validation, temperature fitted on its folds."""
+        from app.model_store.store import SHIPPED
         from app.settings import settings_for
-        from app.vision.figure_types import WEIGHTS
-        from app.vision.pictures import PROJECTION
         from app.vision.train_types import acl_examples, drawn_examples, labelled_examples, train_types
 
         if (labels is None) != (data_dir is None):
@@ -48,10 +49,9 @@ def register(cli: typer.Typer) -> None:
         if not parts:
             raise typer.BadParameter("give --acl and/or --data-dir with --labels")
         parts["drawn"] = drawn_examples(synthetic, seed, cache, progress=True)
-        folder = out or WEIGHTS.parent
-        report = train_types(parts, folder / WEIGHTS.name, folder / PROJECTION.name, folds, components, c, seed,
+        report = train_types(parts, out or SHIPPED, folds, components, c, seed,
                              command="figsearch " + " ".join(sys.argv[1:]), cv_only=cv,
-                             picture_dims=picture_dims,
+                             picture_dims=picture_dims, keep=1 if out is None else 3,
                              source_weight={k: float(v) for k, v in (p.split("=") for p in weights.split(",") if p)})
         typer.echo(json.dumps(report.get("cross_validation", report), indent=2))
 

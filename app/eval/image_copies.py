@@ -59,11 +59,11 @@ def evaluate_image_copies(settings: Settings, n: int = 300, seed: int = 0, label
         with Image.open(settings.data_dir / paths[fid]) as im:
             original = im.convert("RGB")
         query = _copy(original, rng)
-        vec, kinds = picture_query(query)
+        vec, kinds = picture_query(query, settings.data_dir)
         hits = engine.by_picture(vec, k=10, type_scores=kinds.scores if kinds else None)
         got = [h.figure_id for h in hits]
         ranks.append(got.index(fid) + 1 if fid in got else None)
-        orig_vec, orig_kinds = picture_query(original)
+        orig_vec, orig_kinds = picture_query(original, settings.data_dir)
         copy_cos.append(float(vec @ orig_vec))
         near = [h for h in engine.by_picture(vec, k=2) if h.figure_id != fid]  # by picture vector alone
         if near:
@@ -108,7 +108,7 @@ def _same_kind(settings: Settings, engine: Searcher, rows, labels: Path, rng: ra
     served, alone, papers = [], [], []
     for fid in sorted(label):
         with Image.open(settings.data_dir / path[fid]) as im:
-            vec, kinds = picture_query(_copy(im, rng))
+            vec, kinds = picture_query(_copy(im, rng), settings.data_dir)
         a, b = same_type(fid, vec, kinds.scores if kinds else None), same_type(fid, vec, None)
         if a is not None and b is not None:
             served.append(a)

@@ -13,7 +13,7 @@ from app.pipeline.searching import open_searcher
 from app.search.searcher import Searcher
 from app.pipeline.indexing import index_root, paper_index, visual_embeddings
 from app.search.ranking import RankingConfig
-from app.search.versions import current_version
+from app.model_store.versions import current_version
 from app.search.vectors import l2_normalize
 
 

@@ -256,8 +256,8 @@ def evaluate(data_dir: Path, out_dir: Path, pdf_root: Path, n_papers: int = 16, 
 
     model_path = ocr_free_model
     if model_path is None:
-        model_path = out_dir / "ocr_free_topics.pt"
-        tr = train([b.pdf for b in training], model_path, epochs=train_epochs, seed=seed)
+        model_path = out_dir / "models"  # a model store: the trained version and its meta.json
+        tr = train([b.pdf for b in training], model_path, epochs=train_epochs, seed=seed, keep=1)
         report["ocr_free_training"] = tr.__dict__
     model = OcrFreeModel(model_path)
     fig_vecs = np.zeros((len(all_figs), model.space.n_topics), dtype=np.float32)

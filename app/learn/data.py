@@ -184,6 +184,10 @@ class LearnData:
         p = Path(image_path)
         return p if p.is_absolute() else Path(self.data_dir) / p
 
+    def papers_trained_on(self, excluded: set[int]) -> list[str]:
+        """SHA-256 of the papers whose figures training sees (all but the excluded paper ids)."""
+        return sorted(s for p, s in self.sha_of_paper.items() if s and p not in excluded)
+
     def rows_of_papers(self, shas: set[str]) -> set[int]:
         """Paper ids of the given sha256s."""
         return {p for p, s in self.sha_of_paper.items() if s and s.lower() in shas}

@@ -170,7 +170,8 @@ class TextQueryEncoder:
 def index_model(data_dir: Path):
     """The learned model whose vectors the CURRENT search index holds (index/dense.json), or None
     when the index holds MiniLM vectors."""
-    from app.learn.registry import load_dir, models_root
+    from app.learn.registry import load_dir
+    from app.model_store import models_root
     from app.search.embeddings import read_dense_info
 
     info = read_dense_info(Path(data_dir) / "index")

@@ -1,41 +1,30 @@
-"""Trained models on disk: data_dir/models/<name>/<version>/ with a CURRENT pointer per name.
+"""Trained figure-embedding models in the model store (app/model_store): DATA_DIR/models/<name>/
+<version>/ with a CURRENT pointer per name.
 
-A version directory holds `model/` (weights.pt + meta.json of the nn.Module), `config.json` (the
-TrainConfig), `vocab.json` for word-id text branches, and `train.json` (metrics, data hash, excluded
-papers). Publishing a version writes it under a temporary name, renames it, then atomically replaces
-CURRENT, so readers never see a half-written model. Not in git (data_dir is outside the repo).
+A version holds `model/` (weights.pt, a state dict read with weights_only, + meta.json of the
+nn.Module), `config.json` (the TrainConfig), `vocab.json` for word-id text branches, `train.json`
+(metrics, data hash, excluded papers) and the store's `meta.json` (training papers by SHA-256,
+metrics, code version, command). The figures embedded with a version are kept next to it later
+(`embeddings.npz`, app/learn/embed.py): derived data, outside its manifest. Not in git (the data
+dir is outside the repo).
 """
 from __future__ import annotations
 
 import json
-import os
-import secrets
-import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
-CURRENT = "CURRENT"
+from app.model_store import make_meta, publish as publish_artifact, resolve
+
 DEFAULT_MODEL = "fused"
-
-
-def models_root(data_dir: Path) -> Path:
-    return Path(data_dir) / "models"
-
-
-def current_model_version(data_dir: Path, name: str = DEFAULT_MODEL) -> str | None:
-    try:
-        v = (models_root(data_dir) / name / CURRENT).read_text().strip()
-    except FileNotFoundError:
-        return None
-    return v or None
+KIND = "learned-embeddings"
 
 
 def current_model_dir(data_dir: Path, name: str = DEFAULT_MODEL) -> Path | None:
-    v = current_model_version(data_dir, name)
-    if v is None:
-        return None
-    d = models_root(data_dir) / name / v
-    return d if d.is_dir() else None
+    """Folder of the intact version in use, or None when none is trained."""
+    found = resolve(name, data_dir, shipped=False)
+    return found.path if found is not None else None
 
 
 def save_result(result, dest: Path, extra: dict | None = None) -> Path:
@@ -51,22 +40,17 @@ def save_result(result, dest: Path, extra: dict | None = None) -> Path:
     return dest
 
 
-def publish(result, data_dir: Path, name: str = DEFAULT_MODEL, extra: dict | None = None, keep: int = 3) -> str:
-    root = models_root(data_dir) / name
-    root.mkdir(parents=True, exist_ok=True)
-    version = time.strftime("m%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
-    tmp = root / f".tmp-{version}"
-    save_result(result, tmp, extra)
-    os.replace(tmp, root / version)
-    ptr = root / f".{CURRENT}.{version}.tmp"
-    ptr.write_text(version + "\n")
-    os.replace(ptr, root / CURRENT)
-    olds = sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith("m") and p.name != version)
-    import shutil
-
-    for p in olds[: max(0, len(olds) - (keep - 1))]:
-        shutil.rmtree(p, ignore_errors=True)
-    return version
+def publish(result, data_dir: Path, name: str = DEFAULT_MODEL, extra: dict | None = None, keep: int = 3,
+            papers: Iterable[str] | None = None, command: str | None = None) -> str:
+    """Publish a trained model as a new version of `name` (`papers`: SHA-256 of the PDFs whose
+    figures it trained on). Returns the version name."""
+    metrics = {k: v for k, v in result.metrics.items() if isinstance(v, (int, float, str, type(None)))}
+    meta = make_meta(KIND, f"figure-embedding model ({result.config.kind})", command=command, papers=papers,
+                     data={"description": "the collection's figures: same paper 1, citing 0.6, random 0",
+                           **(extra or {})},
+                     metrics=metrics, config=result.config.to_dict())
+    return publish_artifact(name, lambda d: save_result(result, d, extra), meta, data_dir=data_dir,
+                            keep=keep).version
 
 
 @dataclass
@@ -95,15 +79,15 @@ def load_dir(path: Path, name: str = "", version: str = "") -> LoadedModel:
     return LoadedModel(name, version or path.name, path, model, cfg, vocab, info)
 
 
-_CACHE: dict[tuple[str, str], LoadedModel] = {}
+_CACHE: dict[str, LoadedModel] = {}
 
 
 def load_current(data_dir: Path, name: str = DEFAULT_MODEL) -> LoadedModel | None:
-    """The CURRENT version of `name` (cached in-process per version), or None if none is trained."""
-    v = current_model_version(data_dir, name)
-    if v is None:
+    """The version of `name` in use (cached in-process per version), or None if none is trained."""
+    found = resolve(name, data_dir, shipped=False)
+    if found is None:
         return None
-    key = (str(models_root(data_dir) / name), v)
+    key = str(found.path)
     if key not in _CACHE:
-        _CACHE[key] = load_dir(models_root(data_dir) / name / v, name, v)
+        _CACHE[key] = load_dir(found.path, name, found.version or found.path.name)
     return _CACHE[key]

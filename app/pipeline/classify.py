@@ -29,7 +29,7 @@ def classify_figures(settings: Settings, paper_ids: list[int] | None = None, red
     """Classify the figures of `paper_ids` (all papers when None) that have no type scores yet
     (every figure with `redo`); `captions=False` types by pixels alone. Returns how many figures
     got a type."""
-    model = type_head()
+    model = type_head(settings.data_dir)
     with session_scope(settings.db_url) as s:
         q = select(Figure.id, Figure.kind, Figure.image_path, Figure.caption)
         if paper_ids is not None:
@@ -46,7 +46,7 @@ def classify_figures(settings: Settings, paper_ids: list[int] | None = None, red
         if figures:
             log.warning("no figure-type weights installed: %d figures stay untyped", len(figures))
         return len(tables)
-    store = PictureStore(settings.data_dir, picture_model_name())
+    store = PictureStore(settings.data_dir, picture_model_name(settings.data_dir))
     done = 0
     bar = None
     if progress and figures:
@@ -63,7 +63,7 @@ def classify_figures(settings: Settings, paper_ids: list[int] | None = None, red
                     images.append(im.convert("RGB"))
             except (OSError, ValueError):  # a missing crop is classified as a blank picture
                 images.append(Image.new("RGB", (8, 8), "white"))
-        encoded = encode_pictures(images)
+        encoded = encode_pictures(images, data_dir=settings.data_dir)
         store.put([(fid, rel or "") for fid, rel, _ in part], encoded.vectors)
         results = encoded.types
         if captions:

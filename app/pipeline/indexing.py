@@ -24,7 +24,7 @@ from app.search.searcher import Searcher
 from app.search.lexical import LexicalIndex
 from app.search.papers import PaperIndex
 from app.search.ranking import RankingConfig
-from app.search.versions import current_version
+from app.model_store.versions import current_version
 from app.search.text import analyze
 from app.settings import Settings
 
@@ -77,7 +77,7 @@ def visual_embeddings(settings: Settings, col: Collection, progress: bool = Fals
 
     if not col.docs:
         return None
-    store = PictureStore(settings.data_dir, picture_model_name())
+    store = PictureStore(settings.data_dir, picture_model_name(settings.data_dir))
     items = [(d.figure_id, col.image_path.get(d.figure_id, "") or "") for d in col.docs]
     todo = store.missing(items)
     if todo:
@@ -94,7 +94,7 @@ def visual_embeddings(settings: Settings, col: Collection, progress: bool = Fals
                             images.append(im.convert("RGB"))
                     except (OSError, ValueError):  # a missing or unreadable crop: a blank picture
                         images.append(Image.new("RGB", (8, 8), "white"))
-                store.put(part, encode_pictures(images).vectors)
+                store.put(part, encode_pictures(images, data_dir=settings.data_dir).vectors)
                 bar.update(len(part))
         store.save()
     return store.get([fid for fid, _ in items])

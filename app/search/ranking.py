@@ -2,8 +2,9 @@
 
 The API (`/figures/{id}/similar`, `/search`), the CLI (`figsearch similar`, `figsearch search`)
 and the evaluation rank with the same `RankingConfig`: first stage, candidate counts, fusion
-weights per scope, thresholds. It lives inside an index version (`ranking.json`) so a config is
-always read with the index it was fitted for; `figsearch fit` (and `figsearch eval`) publish a
+weights per scope, thresholds. It lives inside an index version (`ranking/ranking.json`, with the
+model store's `meta.json`: app/model_store) so a config is always read with the index it was
+fitted for; `figsearch fit` (and `figsearch eval`) publish a
 new index version holding the fitted config (the old version's files, linked, plus the new
 config), so running services swap it in like any other version. A rebuilt index carries the
 config of the version before it forward (`fitted_for` still names the version it was fitted on).
@@ -18,7 +19,9 @@ from pathlib import Path
 from typing import Mapping
 
 from .fusion import DEFAULT_WEIGHTS, SCOPES, seed_weights
-from .versions import current_version, publish
+from app.model_store import make_meta, write_meta
+from app.model_store.store import RANKING
+from app.model_store.versions import current_version, publish
 
 RANKING_FILE = "ranking.json"
 
@@ -74,20 +77,37 @@ class RankingConfig:
         thresholds = {**base.thresholds, **{k: float(v) for k, v in (data.pop("thresholds", None) or {}).items()}}
         return cls(**data, weights=weights, thresholds=thresholds)
 
+    def meta(self) -> dict:
+        """The model store's meta.json of this config: how it was fitted, or that it is the defaults."""
+        what = "ranking of related figures and text search"
+        f = dict(self.fitted)
+        if not f:
+            return make_meta(RANKING, what + " (served defaults, not fitted)",
+                             data={"description": "none: defaults"}, fitted_for=None)
+        return make_meta(RANKING, what, command=f.get("command"), metrics=f.get("held_out") or {},
+                         data={k: f[k] for k in ("on", "judgments", "judgments_sha256_16", "judge", "folds")
+                               if k in f}, fitted_for=self.fitted_for) | (
+            {"created_at": f["created"]} if f.get("created") else {})
+
     # ---------------------------------------------------------------- files
     def save(self, version_dir: str | Path) -> None:
-        d = Path(version_dir)
+        d = Path(version_dir) / RANKING
+        d.mkdir(parents=True, exist_ok=True)
         tmp = d / f".{RANKING_FILE}.{os.getpid()}.tmp"
         tmp.write_text(json.dumps(self.to_json(), indent=1))
         os.replace(tmp, d / RANKING_FILE)
+        write_meta(d, self.meta())
 
     @classmethod
     def load(cls, version_dir: str | Path) -> "RankingConfig":
-        """The config of an index version (the defaults for a version without one)."""
-        try:
-            return cls.from_json(json.loads((Path(version_dir) / RANKING_FILE).read_text()))
-        except FileNotFoundError:
-            return cls()
+        """The config of an index version (the defaults for a version without one; versions
+        written before the model store kept it as ranking.json beside the index files)."""
+        for path in (Path(version_dir) / RANKING / RANKING_FILE, Path(version_dir) / RANKING_FILE):
+            try:
+                return cls.from_json(json.loads(path.read_text()))
+            except FileNotFoundError:
+                continue
+        return cls()
 
 
 def publish_ranking(index_root: str | Path, config: RankingConfig, keep: int | None = 3) -> str:
@@ -106,6 +126,8 @@ def publish_ranking(index_root: str | Path, config: RankingConfig, keep: int | N
 
     def fill(tmp: Path) -> None:
         shutil.copytree(root / current, tmp, copy_function=link)
-        (tmp / RANKING_FILE).unlink(missing_ok=True)  # a link to the old version's file: never write through it
+        # links to the old version's files: never write through them
+        shutil.rmtree(tmp / RANKING, ignore_errors=True)
+        (tmp / RANKING_FILE).unlink(missing_ok=True)
         config.save(tmp)
     return publish(root, fill, keep)

@@ -41,7 +41,7 @@ from app.search.spelling import Spelling
 from app.search.text import analyze
 from app.search.type_index import TypeIndex
 from app.search.vectors import VectorIndex, l2_normalize
-from app.search.versions import CURRENT, check_version, choose, publish
+from app.model_store.versions import CURRENT, check_version, choose, publish
 
 Encoder = Callable[[list[str]], np.ndarray]
 
@@ -522,7 +522,7 @@ class Searcher:
     def load(cls, path: str | Path, encoder: Encoder | None = None, mmap: bool = False,
              gpu: str = "auto", check: bool = True, vocabulary: QueryVocabulary | None = None) -> "Searcher":
         """Load a version directory, or the CURRENT version when given an index root. `check`:
-        verify the files against the version's manifest first (IndexCorrupt when they differ);
+        verify the files against the version's manifest first (VersionCorrupt when they differ);
         off only for a version the caller has just checked. Versions written before parts load
         as they are (index_parts.read_parts)."""
         path = Path(path)

@@ -2,8 +2,9 @@
 (app/vision/backbone.py) gives a probability per type of the fixed vocabulary
 (app/vision/vocabulary.py), softmax with a temperature fitted by paper-grouped cross-validation,
 so a score of .9 is right about 9 times in 10. The head is trained by the project
-(`figsearch train-types`, app/vision/train_types.py) and ships with the package as safetensors
-(`weights/figure_types.safetensors`, with the JSON naming the command and data that made it).
+(`figsearch train-types`, app/vision/train_types.py) and is kept in the model store
+(app/model_store) as the `figure-types` artifact: safetensors with a meta.json naming the command
+and data that made it. A default ships with the package; a data dir's own version overrides it.
 Only the crop's pixels are used, never the PDF, so uploaded images are typed the same way as
 figures cut from papers.
 """
@@ -15,10 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
+from app.model_store import load_arrays, resolve
 from app.vision.vocabulary import TYPES
 
 LABELS: tuple[str, ...] = TYPES
-WEIGHTS = Path(__file__).with_name("weights") / "figure_types.safetensors"
+ARTIFACT = "figure-types"  # the model store's name of the head + picture projection
+HEAD_FILE = "figure_types.safetensors"
 SHOWN = 0.2  # another type the figure shows: its probability passes this
 
 
@@ -47,10 +50,8 @@ class TypeHead:
     """logits = features @ weight.T + bias (standardisation folded in), divided by the fitted
     temperature."""
 
-    def __init__(self, weights: Path = WEIGHTS):
-        from safetensors.numpy import load_file
-
-        state = load_file(str(weights))
+    def __init__(self, weights: Path):
+        state = load_arrays(weights)
         self.weight = state["weight"].astype(np.float32)
         self.bias = state["bias"].astype(np.float32)
         self.temperature = float(state["temperature"].reshape(-1)[0])
@@ -68,8 +69,13 @@ _lock = threading.Lock()
 _loaded: dict[str, TypeHead | None] = {}
 
 
-def type_head(weights: Path = WEIGHTS) -> TypeHead | None:
-    """The shipped head, loaded once per process; None when no weights are installed."""
+def type_head(data_dir: Path | None = None) -> TypeHead | None:
+    """The head in use (the data dir's figure-types version, else the shipped one), loaded once
+    per version and process; None when none is installed."""
+    found = resolve(ARTIFACT, data_dir)
+    if found is None:
+        return None
+    weights = found.path / HEAD_FILE
     key = str(weights)
     with _lock:
         if key not in _loaded:

@@ -4,7 +4,8 @@ figure types (app/vision/figure_types.py).
 
 A picture vector is the backbone's pooled features, standardised and projected onto their
 principal components (the first 128 of those the type head reads, fitted by `figsearch
-train-types` and shipped in `weights/pictures.safetensors`), then scaled to unit length: compact
+train-types` and kept with the head in the model store's `figure-types` artifact), then scaled to
+unit length: compact
 enough to keep a million figures in memory, compared by cosine.
 """
 from __future__ import annotations
@@ -17,17 +18,16 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from app.model_store import load_arrays, resolve
 from app.vision.backbone import backbone
-from app.vision.figure_types import TypeScores, type_head
+from app.vision.figure_types import ARTIFACT, TypeScores, type_head
 
-PROJECTION = Path(__file__).with_name("weights") / "pictures.safetensors"
+PROJECTION_FILE = "pictures.safetensors"
 
 
 class Projection:
-    def __init__(self, path: Path = PROJECTION):
-        from safetensors.numpy import load_file
-
-        state = load_file(str(path))
+    def __init__(self, path: Path):
+        state = load_arrays(path)
         self.center = state["center"].astype(np.float32)
         self.scale = state["scale"].astype(np.float32)
         self.matrix = state["projection"].astype(np.float32)  # (backbone DIM, picture DIM)
@@ -44,21 +44,27 @@ class Projection:
 
 
 _lock = threading.Lock()
-_projection: list[Projection] = []
+_projections: dict[str, Projection] = {}
 
 
-def projection() -> Projection:
+def projection(data_dir: Path | None = None) -> Projection:
+    """The projection in use (the data dir's figure-types version, else the shipped one), loaded
+    once per version and process."""
+    found = resolve(ARTIFACT, data_dir)
+    if found is None:
+        raise FileNotFoundError("no figure-types model installed (the package ships one: reinstall it)")
+    path = found.path / PROJECTION_FILE
     with _lock:
-        if not _projection:
-            _projection.append(Projection())
-        return _projection[0]
+        if str(path) not in _projections:
+            _projections[str(path)] = Projection(path)
+        return _projections[str(path)]
 
 
-def picture_model_name() -> str:
+def picture_model_name(data_dir: Path | None = None) -> str:
     """Names the vectors `encode_pictures` makes (backbone, input size, projection), so stored
     vectors of another model are never mixed with new ones."""
     b = backbone()
-    return f"{b.name}-{b.size}-{projection().tag}"
+    return f"{b.name}-{b.size}-{projection(data_dir).tag}"
 
 
 @dataclass
@@ -67,14 +73,15 @@ class Pictures:
     types: list[TypeScores] | None  # None when no type head is installed
 
 
-def encode_pictures(images: list[Image.Image], batch: int = 32) -> Pictures:
-    """Picture vectors and figure types of the images (one backbone pass each)."""
+def encode_pictures(images: list[Image.Image], batch: int = 32, data_dir: Path | None = None) -> Pictures:
+    """Picture vectors and figure types of the images (one backbone pass each), with the models
+    in use for the data dir."""
     feats = backbone().features(images, batch=batch)
-    head = type_head()
-    return Pictures(projection()(feats), head.classify(feats) if head is not None else None)
+    head = type_head(data_dir)
+    return Pictures(projection(data_dir)(feats), head.classify(feats) if head is not None else None)
 
 
-def picture_query(img: Image.Image) -> tuple[np.ndarray, TypeScores | None]:
+def picture_query(img: Image.Image, data_dir: Path | None = None) -> tuple[np.ndarray, TypeScores | None]:
     """An uploaded picture: (its picture vector, its figure types or None)."""
-    got = encode_pictures([img.convert("RGB")])
+    got = encode_pictures([img.convert("RGB")], data_dir=data_dir)
     return got.vectors[0], (got.types[0] if got.types else None)

@@ -29,8 +29,10 @@ import numpy as np
 from PIL import Image
 
 from app.extras import require
+from app.model_store import make_meta, publish, save_arrays
 from app.vision.backbone import backbone
-from app.vision.figure_types import LABELS, softmax
+from app.vision.figure_types import ARTIFACT, HEAD_FILE, LABELS, softmax
+from app.vision.pictures import PROJECTION_FILE
 
 COMPONENTS = 256
 PICTURE_DIMS = 128  # the picture vector keeps the first principal components (memory at a million figures)
@@ -246,36 +248,50 @@ def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int =
     return report, temperature
 
 
-def save_head(head: Head, temperature: float, meta: dict, weights: Path, projection: Path,
-              picture_dims: int = PICTURE_DIMS) -> None:
-    from safetensors.numpy import save_file
+def head_files(head: Head, temperature: float, picture_dims: int = PICTURE_DIMS):
+    """What fills a figure-types version: the head (weight, bias, temperature) and the picture
+    projection (center, scale, projection), as safetensors."""
+    def fill(folder: Path) -> None:
+        save_arrays(folder / HEAD_FILE, {"weight": head.weight, "bias": head.bias,
+                                         "temperature": np.array([temperature], np.float32)})
+        save_arrays(folder / PROJECTION_FILE, {"center": head.center, "scale": head.scale,
+                                               "projection": head.projection[:, :picture_dims]})
+    return fill
 
-    weights.parent.mkdir(parents=True, exist_ok=True)
-    save_file({"weight": head.weight, "bias": head.bias, "temperature": np.array([temperature], np.float32)},
-              str(weights))
-    save_file({"center": head.center, "scale": head.scale,
-               "projection": np.ascontiguousarray(head.projection[:, :picture_dims])}, str(projection))
-    weights.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
+
+def _metrics(report: dict) -> dict:
+    """The cross-validated headline figures per source of real labelled figures."""
+    return {src: {k: r[k] for k in ("n", "papers", "dominant_accuracy", "shown_accuracy", "mean_recall") if k in r}
+            for src, r in report.items() if isinstance(r, dict) and "dominant_accuracy" in r}
 
 
-def train_types(parts: dict[str, Examples], weights: Path, projection: Path, folds: int = 5,
+def train_types(parts: dict[str, Examples], store_root: Path, folds: int = 5,
                 components: int = COMPONENTS, c: float = C, seed: int = 0, command: str | None = None,
                 cv_only: bool = False, source_weight: dict[str, float] | None = None,
-                picture_dims: int = PICTURE_DIMS) -> dict:
-    """Cross-validate (the temperature comes from it), then fit on everything and save."""
+                picture_dims: int = PICTURE_DIMS, keep: int | None = 1) -> dict:
+    """Cross-validate (the temperature comes from it), then fit on everything and publish a
+    figure-types version under the model store root `store_root`. Returns its meta.json."""
     t0 = time.time()
     report, temperature = cross_validate(parts, folds, components, c, seed, source_weight)
     if cv_only:
         return report
     head = fit_head(_concat(list(parts.values())), components, c, seed, source_weight)
     b = backbone()
-    meta = {"labels": list(LABELS), "backbone": b.name, "input_size": b.size, "components": components, "picture_dims": picture_dims, "C": c,
-            "source_weight": source_weight or {}, "temperature": round(temperature, 4), "seed": seed,
-            "examples": {k: {"n": len(p.dominant), "papers": len(set(p.group) - {""}),
-                             "by_type": dict(sorted({t: p.dominant.count(t) for t in set(p.dominant)}.items()))}
-                         for k, p in parts.items()},
-            "cross_validation": report, "seconds": round(time.time() - t0, 1)}
-    if command:
-        meta["command"] = command
-    save_head(head, temperature, meta, weights, projection, picture_dims)
+    examples = {k: {"n": len(p.dominant), "papers": len(set(p.group) - {""}),
+                    "by_type": dict(sorted({t: p.dominant.count(t) for t in set(p.dominant)}.items()))}
+                for k, p in parts.items()}
+    # the collection's labelled papers are named by the SHA-256 of their PDFs; ACL figures by their paper id
+    shas = {g for g in parts["labelled"].group if g} if "labelled" in parts else set()
+    acl = sorted({g for g in parts["acl"].group if g}) if "acl" in parts else []
+    meta = make_meta(ARTIFACT, "figure-type head and picture projection over the pretrained backbone's features",
+                     command=command, papers=shas,
+                     data={"examples": examples, "acl_paper_ids": acl,
+                           "description": "labelled ACL figures, hand-labelled collection crops with text cut "
+                                          "from their pages, drawn figures of every type"},
+                     metrics=_metrics(report),
+                     labels=list(LABELS), backbone=b.name, input_size=b.size, components=components,
+                     picture_dims=picture_dims, C=c, source_weight=source_weight or {},
+                     temperature=round(temperature, 4), seed=seed, cross_validation=report,
+                     seconds=round(time.time() - t0, 1))
+    publish(ARTIFACT, head_files(head, temperature, picture_dims), meta, root=store_root, keep=keep)
     return meta

@@ -86,7 +86,7 @@ def info(request: Request, settings: SettingsDep, holder: HolderDep):
     image_ok = engine is not None and engine.visual is not None  # every index holds picture vectors
     if not image_ok:
         try:
-            from app.learn.registry import current_model_dir  # one small file read, no model load
+            from app.learn.registry import current_model_dir  # checks the version once per process, no model load
 
             image_ok = settings.learned_embeddings and current_model_dir(settings.data_dir) is not None
         except Exception:  # a broken model must not break /info

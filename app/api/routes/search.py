@@ -164,7 +164,7 @@ async def search_by_image(
         if loaded is not None:  # a trained image branch
             hits = await run_in_threadpool(heavy.run, image_hits, loaded, engine, picture, k)
         elif engine.visual is not None:  # every index has the figures' visual picture vectors
-            vec, kinds = await run_in_threadpool(heavy.run, picture_query, picture)
+            vec, kinds = await run_in_threadpool(heavy.run, picture_query, picture, settings.data_dir)
             hits = engine.by_picture(vec, k, type_scores=kinds.scores if kinds else None)
             query_types = kinds.figure_types if kinds else []
         else:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import io
 import logging
-import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,12 +27,16 @@ import numpy as np
 from PIL import Image, ImageFilter
 from scipy import ndimage
 
+from app.model_store import at_path, load_arrays, load_tensors, make_meta, publish, save_tensors
+
 log = logging.getLogger(__name__)
 
 DPI = 150  # page resolution seen by the encoder: word shapes stay legible
 SHAPE_H, SHAPE_W = 12, 36  # word-blob descriptor (grey levels after area resampling)
 MARGIN, GAMMA = 0.4, 80.0
 TOPICAL_POWER = 3  # a blob's vote counts by P(topical word)^3: the few sure words outvote the many doubtful blobs
+ARTIFACT = "scan-topics"  # the model store's name of a trained encoder + its text space
+ENCODER_FILE, SPACE_FILE = "encoder.safetensors", "space.npz"
 
 
 # ------------------------------------------------------------------ topic space
@@ -51,11 +54,12 @@ class TopicSpace:
         self.vectorizer = TfidfVectorizer(stop_words="english", token_pattern=self.TOKEN, min_df=3, max_df=0.4,
                                           sublinear_tf=True, lowercase=True)
         self.svd = TruncatedSVD(n_topics, random_state=seed)
+        self.vocab: dict[str, int] = {}
         self.vectors = np.zeros((0, n_topics), dtype=np.float32)
 
     @property
     def n_topics(self) -> int:
-        return self.svd.n_components
+        return int(self.vectors.shape[1])
 
     def fit(self, texts: list[str]) -> "TopicSpace":
         if len(texts) < 50:  # a toy collection: keep every word
@@ -63,19 +67,33 @@ class TopicSpace:
         self.svd.fit(self.vectorizer.fit_transform(texts))
         terms = self.svd.components_.T * self.svd.singular_values_[None, :]
         self.vectors = _unit(terms).astype(np.float32)
+        self.vocab = {w: int(i) for w, i in self.vectorizer.vocabulary_.items()}
         return self
+
+    def save(self, path: Path) -> None:
+        """The words (in row order) and their vectors: all `embed` needs, no pickle."""
+        words = sorted(self.vocab, key=self.vocab.get)
+        np.savez(path, words=np.array(words, dtype=str), vectors=self.vectors)
+
+    @classmethod
+    def load(cls, path: Path) -> "TopicSpace":
+        arrays = load_arrays(path)
+        space = cls(n_topics=int(arrays["vectors"].shape[1]))
+        space.vocab = {str(w): i for i, w in enumerate(arrays["words"].tolist())}
+        space.vectors = arrays["vectors"].astype(np.float32)
+        return space
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Sum of the vectors of each text's words (repeats count), unit length."""
         from sklearn.feature_extraction.text import CountVectorizer
 
-        counts = CountVectorizer(vocabulary=self.vectorizer.vocabulary_, token_pattern=self.TOKEN,
+        counts = CountVectorizer(vocabulary=self.vocab, token_pattern=self.TOKEN,
                                  lowercase=True).transform(texts)
         return _unit(np.asarray(counts @ self.vectors, dtype=np.float32))
 
     def word_vectors(self) -> tuple[dict[str, int], np.ndarray]:
         """Vocabulary and each word's unit vector."""
-        return self.vectorizer.vocabulary_, self.vectors
+        return self.vocab, self.vectors
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -220,6 +238,7 @@ class TrainReport:
     epochs: int
     seconds: float
     final_loss: float
+    version: str = ""
 
 
 def _paper_training_pages(path: Path, max_pages: int, seed: int) -> list[tuple[PageWords, list]]:
@@ -268,11 +287,12 @@ def _blob_words(pw: PageWords, words) -> list[str]:
 
 
 def train(pdfs: list[Path], out: Path, n_topics: int = 128, max_pages: int = 6, epochs: int = 8,
-          batch: int = 512, seed: int = 0, threads: int = 1, workers: int = 1) -> TrainReport:
+          batch: int = 512, seed: int = 0, threads: int = 1, workers: int = 1, keep: int | None = 3) -> TrainReport:
     """Fit the topic space on the pages' text and distil it into the word-shape network with the
     circle loss: each blob of a topical word is pulled to its word's vector and pushed from the
     other words of the batch; a second head learns which blobs are topical words. Pages are
-    rendered and cut into blobs by `workers` processes."""
+    rendered and cut into blobs by `workers` processes. The model is published as a version of
+    `scan-topics` in the model store rooted at `out`."""
     import time
 
     import torch
@@ -312,21 +332,35 @@ def train(pdfs: list[Path], out: Path, n_topics: int = 128, max_pages: int = 6, 
             loss.backward()
             opt.step()
             loss_v = loss.item()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"encoder": net.state_dict(), "n_topics": n_topics, "space": pickle.dumps(space)}, out)
-    return TrainReport(len(pdfs), len(pages), len(x), epochs, time.perf_counter() - t0, loss_v)
+    from app.pdfs import file_sha256
+
+    report = TrainReport(len(pdfs), len(pages), len(x), epochs, time.perf_counter() - t0, loss_v)
+
+    def fill(folder: Path) -> None:
+        save_tensors(folder / ENCODER_FILE, net.state_dict())
+        space.save(folder / SPACE_FILE)
+
+    meta = make_meta(ARTIFACT, "OCR-free scanned-page encoder (word shapes -> text space) and its text space",
+                     papers={file_sha256(p) for p in pdfs},
+                     data={"description": f"born-digital pages (first {max_pages} of each paper) through the "
+                                          "scan simulation", "pages": len(pages), "word_blobs": len(x)},
+                     metrics={"final_loss": round(loss_v, 4)}, n_topics=n_topics, epochs=epochs, seed=seed)
+    report.version = publish(ARTIFACT, fill, meta, root=Path(out), keep=keep).version
+    return report
 
 
 class OcrFreeModel:
     """A trained word-shape network and topic space: figure and query embeddings."""
 
     def __init__(self, path: Path):
-        import torch
-
-        state = torch.load(path, map_location="cpu", weights_only=False)
-        self.space: TopicSpace = pickle.loads(state["space"])
-        self.net = _shape_net(state["n_topics"])
-        self.net.load_state_dict(state["encoder"])
+        """`path`: a model store root (its CURRENT scan-topics version is used) or a version folder."""
+        path = Path(path)
+        if (path / ARTIFACT).is_dir():
+            path = path / ARTIFACT
+        found = at_path(ARTIFACT, path)
+        self.space = TopicSpace.load(found.path / SPACE_FILE)
+        self.net = _shape_net(self.space.n_topics)
+        self.net.load_state_dict(load_tensors(found.path / ENCODER_FILE))
         self.net.eval()
 
     def feature_map(self, grey: np.ndarray) -> PageWords:

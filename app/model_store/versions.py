@@ -1,13 +1,16 @@
-"""The index store's versions on disk: which one to serve, and whether its files are intact.
+"""Versioned folders on disk (search index versions, trained models): which version to serve, and
+whether its files are intact.
 
-Each published version directory carries `manifest.json`, written last before the directory is
+A root holds version folders (`v<time>-<random>`) and a CURRENT pointer. Each published version
+directory carries `manifest.json`, written last before the directory is
 renamed into place: every file's size and SHA-256, and each array's shape and dtype. A version
 is served only if its files match its manifest, so a truncated file or an array corrupted at the
 same size is never served as "ready" with wrong results; the newest intact version is served
 instead (degraded), or none. An empty or dangling CURRENT pointer is repaired from the newest
 intact version. Builds write into `.tmp-<version>` while holding an exclusive lock on
 `.tmp-<version>.lock`; a temp folder whose lock is free belongs to a dead build and is removed
-at the next build or start. Versions written before manifests existed are served unchecked.
+at the next build or start. Versions written before manifests existed are served unchecked if they
+hold a metadata file.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import fcntl
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import time
@@ -31,10 +35,19 @@ log = logging.getLogger(__name__)
 CURRENT = "CURRENT"
 MANIFEST = "manifest.json"
 TMP_PREFIX = ".tmp-"
+# version names: v (or m, trained models published before the model store) + time + random suffix
+VERSION_NAME = re.compile(r"^[vm]\d{8}T\d{6}-[0-9a-f]{6}$")
+# what marks a version written before manifests as complete: the index's and the models' metadata
+LEGACY_MARKERS = ("meta.json", "train.json")
 
 
-class IndexCorrupt(Exception):
+class VersionCorrupt(Exception):
     """A version's files do not match its manifest (or it has none of the files it needs)."""
+
+
+def _label(version_dir: Path) -> str:
+    """'index version v...', 'figure-types version v...': the root's name says what it holds."""
+    return f"{version_dir.parent.name} version {version_dir.name}"
 
 
 def _array_header(path: Path) -> dict:
@@ -60,43 +73,44 @@ def write_manifest(version_dir: Path) -> None:
 
 
 def check_version(version_dir: Path) -> None:
-    """Raise IndexCorrupt naming the first file that does not match the manifest."""
-    name = version_dir.name
+    """Raise VersionCorrupt naming the first file that does not match the manifest."""
+    version_dir = Path(version_dir)
+    name = _label(version_dir)
     if not version_dir.is_dir():
-        raise IndexCorrupt(f"index version {name} does not exist")
+        raise VersionCorrupt(f"{name} does not exist")
     mf = version_dir / MANIFEST
     if not mf.exists():
-        if not (version_dir / "meta.json").exists():
-            raise IndexCorrupt(f"index version {name} has neither a manifest nor meta.json")
+        if not any((version_dir / m).exists() for m in LEGACY_MARKERS):
+            raise VersionCorrupt(f"{name} has neither a manifest nor {' nor '.join(LEGACY_MARKERS)}")
         return  # written before manifests: served unchecked
     try:
         files = json.loads(mf.read_text())["files"]
     except (ValueError, KeyError, TypeError) as exc:
-        raise IndexCorrupt(f"index version {name}: unreadable manifest ({exc})") from None
+        raise VersionCorrupt(f"{name}: unreadable manifest ({exc})") from None
     for rel, want in files.items():
         p = version_dir / rel
         if not p.is_file():
-            raise IndexCorrupt(f"index version {name}: {rel} is missing")
+            raise VersionCorrupt(f"{name}: {rel} is missing")
         size = p.stat().st_size
         if size != want["bytes"]:
-            raise IndexCorrupt(f"index version {name}: {rel} has {size} bytes, the manifest says {want['bytes']}")
+            raise VersionCorrupt(f"{name}: {rel} has {size} bytes, the manifest says {want['bytes']}")
         if "shape" in want:
             try:
                 got = _array_header(p)
             except Exception as exc:  # noqa: BLE001 - any unreadable header is corruption
-                raise IndexCorrupt(f"index version {name}: {rel} is not a readable array ({exc})") from None
+                raise VersionCorrupt(f"{name}: {rel} is not a readable array ({exc})") from None
             if got != {"shape": want["shape"], "dtype": want["dtype"]}:
-                raise IndexCorrupt(f"index version {name}: {rel} is {got}, the manifest says "
+                raise VersionCorrupt(f"{name}: {rel} is {got}, the manifest says "
                                    f"shape {want['shape']} dtype {want['dtype']}")
         if file_sha256(p) != want["sha256"]:
-            raise IndexCorrupt(f"index version {name}: {rel} does not match its checksum")
+            raise VersionCorrupt(f"{name}: {rel} does not match its checksum")
 
 
 def versions(root: Path) -> list[str]:
     """Published version names, newest first (by the time their folder was finished, then name)."""
     if not root.is_dir():
         return []
-    found = [(p.stat().st_mtime_ns, p.name) for p in root.iterdir() if p.is_dir() and p.name.startswith("v")]
+    found = [(p.stat().st_mtime_ns, p.name) for p in root.iterdir() if p.is_dir() and VERSION_NAME.match(p.name)]
     return [name for _t, name in sorted(found, reverse=True)]
 
 
@@ -121,41 +135,43 @@ def point_current(root: Path, version: str) -> None:
 class Choice:
     version: str | None  # what to serve (None: nothing intact)
     problem: str | None = None  # why it is not what CURRENT names (degraded), or why nothing is served
-    published: bool = False  # an index was published here (CURRENT or a version exists)
+    published: bool = False  # a version was published here (CURRENT or a version exists)
 
 
-def choose(root: Path, skip: set[str] = frozenset(), repair: bool = True) -> Choice:
+def choose(root: Path, skip: set[str] = frozenset(), repair: bool = True,
+           check: Callable[[Path], None] = check_version) -> Choice:
     """The version to serve: CURRENT's if intact, else the newest intact one (versions in `skip`
-    are known bad). An empty or dangling CURRENT is repaired to point at that version."""
+    are known bad). An empty or dangling CURRENT is repaired to point at that version. `check`
+    raises VersionCorrupt for a version that must not be served."""
     root = Path(root)
     named = read_current(root)
     published = (root / CURRENT).exists() or bool(versions(root))
     problem = None
     if named is not None and named not in skip:
         try:
-            check_version(root / named)
+            check(root / named)
             return Choice(named, None, True)
-        except IndexCorrupt as exc:
+        except VersionCorrupt as exc:
             problem = str(exc)
     elif named is not None:
-        problem = f"index version {named} failed its check"
+        problem = f"{_label(root / named)} failed its check"
     elif (root / CURRENT).exists():
-        problem = "the CURRENT index pointer is empty"
+        problem = f"the CURRENT pointer of {root.name} is empty"
     for v in versions(root):
         if v == named or v in skip:
             continue
         try:
-            check_version(root / v)
-        except IndexCorrupt as exc:
+            check(root / v)
+        except VersionCorrupt as exc:
             log.warning("skipping %s", exc)
             continue
         dangling = named is None or not (root / named).is_dir()
         if repair and dangling:
             point_current(root, v)
-            log.warning("%s; CURRENT repaired to %s", problem or "no CURRENT index pointer", v)
+            log.warning("%s; CURRENT repaired to %s", problem or f"no CURRENT pointer in {root.name}", v)
             return Choice(v, None, True)
         return Choice(v, problem, True)
-    return Choice(None, problem or ("no intact index version" if published else None), published)
+    return Choice(None, problem or (f"no intact version in {root.name}" if published else None), published)
 
 
 # ------------------------------------------------------------------ builds
@@ -197,7 +213,7 @@ def remove_dead_builds(root: Path, min_age_s: float = 60.0) -> int:
                 shutil.rmtree(p, ignore_errors=True)
                 lock.unlink(missing_ok=True)
                 removed += 1
-                log.warning("removed %s, left by an index build that died", p.name)
+                log.warning("removed %s, left by a build that died", p.name)
             finally:
                 os.close(fd)
         elif p.name.startswith(f".{CURRENT}.") and p.name.endswith(".tmp") and time.time() - p.stat().st_mtime > min_age_s:
@@ -214,27 +230,31 @@ def remove_dead_builds(root: Path, min_age_s: float = 60.0) -> int:
     return removed
 
 
-def current_version(index_root: str | Path) -> str | None:
-    """Name of the CURRENT version (one small file read; poll it to detect a new index)."""
-    return read_current(Path(index_root))
+def current_version(root: str | Path) -> str | None:
+    """Name of the CURRENT version (one small file read; poll it to detect a new version)."""
+    return read_current(Path(root))
 
 
-def publish(index_root: str | Path, fill: Callable[[Path], None], keep: int | None = 3) -> str:
+def publish(root: str | Path, fill: Callable[[Path], None], keep: int | None = 3) -> str:
     """Write a new version with `fill(directory)` under a build lock, record its manifest, rename
     it into place, then point CURRENT at it. Versions beyond the newest `keep` are deleted (None =
     keep all). Returns the version name."""
-    root = Path(index_root)
+    root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     remove_dead_builds(root)
     version = time.strftime("v%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
     tmp = root / f"{TMP_PREFIX}{version}"
     with BuildLock(root, version):
-        fill(tmp)
-        write_manifest(tmp)
+        try:
+            fill(tmp)
+            write_manifest(tmp)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)  # nothing half-written stays behind
+            raise
         os.replace(tmp, root / version)
     point_current(root, version)
     if keep is not None:
-        olds = sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith("v") and p.name != version)
+        olds = sorted(p for p in root.iterdir() if p.is_dir() and VERSION_NAME.match(p.name) and p.name != version)
         for p in olds[: max(0, len(olds) - (keep - 1))]:
             shutil.rmtree(p, ignore_errors=True)
     return version
