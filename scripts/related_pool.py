@@ -32,6 +32,7 @@ from app.eval.judged import baseline_rankers
 from app.pipeline.searching import open_searcher
 from app.search.searcher import Searcher
 from app.pipeline.indexing import index_root
+from app.search.fusion import minmax
 from app.search.text import analyze
 from app.settings import Settings
 
@@ -67,10 +68,54 @@ def pick_queries(session, engine: Searcher, spec: list[tuple[Path, int]], seed: 
     return out
 
 
-def rankings(engine: Searcher, fid: int, depth: int = TOP, weight_sets: list[dict] = ()) -> dict[str, list[int]]:
+def topical_figure_rankers(engine: Searcher, n_papers: int = 20) -> dict:
+    """Figure-level rankings among the figures of the `n_papers` papers nearest by topic (a
+    generator for judging pools: they aim at figures of the same kind and content, where the
+    served ranking's paper-level weights show a related paper's figures of any kind). Each takes
+    (figure id, depth) and returns figure ids, best first."""
+    lex = engine.lexical("tfidf")
+
+    def within(fid):
+        row = engine.row_of(fid)
+        near = engine.papers.related(int(engine.paper_ids[row]), n_papers)
+        rows = engine.docs.rows_of_papers(near)
+        return row, rows[engine.types.kind_mask(rows, "figure")]
+
+    def top(rows, score, depth):
+        return [int(engine.figure_ids[r]) for r in rows[np.lexsort((rows, -score))][:depth]]
+
+    def parts(row, rows):
+        q, qtf = lex.doc_terms(row)
+        terms = minmax(lex.score_docs(q, lex.query_weights(q, qtf), rows))
+        same = engine.types.same_type(row, rows)
+        same = np.zeros(len(rows)) if same is None else same
+        text = engine.vectors.vectors_for(rows) @ engine.vectors.vectors_for([row])[0]
+        pic = (engine.visual.vectors_for(rows) @ engine.visual.vectors_for([row])[0]
+               if engine.visual is not None else np.zeros(len(rows)))
+        return terms, same, text, pic
+
+    def make(mix):
+        def rank(fid, depth):
+            row, rows = within(fid)
+            if not len(rows):
+                return []
+            return top(rows, mix(*parts(row, rows)), depth)
+        return rank
+
+    return {"near_type_terms": make(lambda terms, same, text, pic: 2 * same + terms),
+            "near_picture": make(lambda terms, same, text, pic: pic),
+            "near_minilm": make(lambda terms, same, text, pic: text),
+            "near_mix": make(lambda terms, same, text, pic: same + terms + 2 * text + 2 * pic)}
+
+
+def rankings(engine: Searcher, fid: int, depth: int = TOP, weight_sets: list[dict] = (),
+             topical: dict | None = None, deep: int = 0) -> dict[str, list[int]]:
     """Top figure ids of other papers by each pooled ranking (and by the served rule with each of
-    `weight_sets`, e.g. weights a fit produced)."""
+    `weight_sets`, e.g. weights a fit produced; and by the `topical` figure-level generators, to
+    `deep` figures of their mixed ranking when `deep` is set)."""
     out = {name: rank(fid) for name, rank in baseline_rankers(engine, depth).items()}
+    for name, rank in (topical or {}).items():
+        out[name] = rank(fid, max(depth, deep) if name in ("near_mix", "near_minilm") else depth)
     for i, w in enumerate(weight_sets):
         out[f"weights{i}"] = [h.figure_id for h in engine.similar(fid, k=depth, scope="other_papers", weights=w)]
     return out
@@ -105,7 +150,7 @@ def draw_text(d: ImageDraw.ImageDraw, xy, text: str, width_chars: int, max_lines
     return y
 
 
-def contact_sheet(session, data_dir: Path, qid: str, fid: int, cands: list[int], out: Path) -> None:
+def contact_sheet(session, data_dir: Path, qid: str, fid: int, cands: list[int], out: Path, first: int = 1) -> None:
     cols, cw, ch_img, ch = 4, 480, 250, 410
     rows_n = (len(cands) + cols - 1) // cols
     head = 430
@@ -122,7 +167,7 @@ def contact_sheet(session, data_dir: Path, qid: str, fid: int, cands: list[int],
         c = session.get(Figure, cf)
         cp = session.get(Paper, c.paper_id)
         d.rectangle((x + 2, y + 2, x + cw - 2, y + ch - 4), outline=(180, 180, 180))
-        d.text((x + 8, y + 6), f"#{i + 1}", fill=(0, 0, 200), font=font(22, True))
+        d.text((x + 8, y + 6), f"#{i + first}", fill=(0, 0, 200), font=font(22, True))
         paste_crop(sheet, data_dir / c.image_path, (x + 60, y + 6, cw - 70, ch_img))
         yy = draw_text(d, (x + 8, y + ch_img + 12), f"[{(cp.title or '')[:90]}]", 58, 2, font(13, True))
         draw_text(d, (x + 8, yy + 2), c.caption, 60, 7, font(13))
@@ -141,32 +186,43 @@ def main() -> None:
     ap.add_argument("--depth", type=int, default=TOP, help="Pool this many figures of each ranking.")
     ap.add_argument("--weights", type=Path, help="A `figsearch fit` report (fit.json): its fold and final "
                                                  "weights rank too (a later pooling round).")
-    ap.add_argument("--exclude", type=Path, help="Judgments (JSON lines): pairs judged already are left out.")
+    ap.add_argument("--exclude", type=Path, action="append", default=[],
+                    help="Judgments (JSON lines, repeatable): pairs judged already are left out.")
+    ap.add_argument("--topical", type=int, default=0, help="Also pool figure-level rankings among the figures of "
+                                                           "this many papers nearest by topic (0: none).")
+    ap.add_argument("--deep", type=int, default=0, help="For queries whose judged candidates hold no grade-2 "
+                                                        "figure, pool this many of the topical mixed and MiniLM "
+                                                        "rankings (does a closely related figure exist at all?).")
+    ap.add_argument("--per-sheet", type=int, default=0, help="At most this many candidates a sheet (0: one sheet a query).")
     ap.add_argument("--prefix", default="", help="Sheet/query id prefix of this round, e.g. r2-")
     args = ap.parse_args()
     weight_sets = []
     if args.weights:
         fit = json.loads(args.weights.read_text())
         weight_sets = fit["fold_weights"] + [fit["weights"]]
-    judged = set()
-    if args.exclude:
-        for line in args.exclude.read_text().splitlines():
+    judged, has_close = set(), set()
+    for path in args.exclude:
+        for line in path.read_text().splitlines():
             if line.strip():
                 r = json.loads(line)
                 judged.add((tuple(r["query"].values()), tuple(r["candidate"].values())))
+                if r["grade"] >= 2:
+                    has_close.add(tuple(r["query"].values()))
     spec = [(Path(c.rsplit("=", 1)[0]), int(c.rsplit("=", 1)[1]))
             for c in (args.collection or ["../shared/corpus/recsys=34", "../shared/corpus/naacl2024=16"])]
     settings = Settings(data_dir=args.data_dir)
     engine = open_searcher(index_root(settings))
     (args.out / "sheets").mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(args.seed + 1)
-    pairs, prov = [], {}
+    pairs, prov, index = [], {}, []
+    topical = topical_figure_rankers(engine, args.topical) if args.topical else None
     with session_scope(settings.db_url) as s:
         queries = pick_queries(s, engine, spec, args.seed)
         for n, fid in enumerate(queries, 1):
             qid = f"{args.prefix}q{n:02d}"
-            ranks = rankings(engine, fid, args.depth, weight_sets)
             qkey = fig_key(s, fid)
+            deep = args.deep if tuple(qkey.values()) not in has_close else 0
+            ranks = rankings(engine, fid, args.depth, weight_sets, topical, deep)
             pooled: dict[int, list[str]] = {}
             for name, fids in ranks.items():
                 for f in fids:
@@ -179,12 +235,20 @@ def main() -> None:
             for i, cf in enumerate(cands, 1):
                 pairs.append({"query_id": qid, "candidate": i, "query": qkey, "candidate_figure": fig_key(s, cf),
                               "query_figure_id": fid, "candidate_figure_id": cf})
-            prov[qid] = {"figure_id": fid, "candidates": {str(cf): pooled[cf] for cf in cands}}
-            contact_sheet(s, settings.data_dir, qid, fid, cands, args.out / "sheets" / f"{qid}.png")
+            prov[qid] = {"figure_id": fid, "deep": bool(deep), "candidates": {str(cf): pooled[cf] for cf in cands}}
+            per = args.per_sheet or len(cands)
+            for page, start in enumerate(range(0, len(cands), per), 1):
+                name = f"{qid}.png" if per >= len(cands) else f"{qid}-p{page}.png"
+                contact_sheet(s, settings.data_dir, qid, fid, cands[start:start + per], args.out / "sheets" / name,
+                              first=start + 1)
+                index += [{"sheet": f"sheets/{name}", "query_id": qid, "candidate_no": start + i + 1,
+                           "query": qkey, "candidate": fig_key(s, cf)}
+                          for i, cf in enumerate(cands[start:start + per])]
             print(qid, fid, len(cands), flush=True)
     with open(args.out / f"{args.prefix}pairs.jsonl", "w") as fh:
         for p in pairs:
             fh.write(json.dumps(p) + "\n")
+    (args.out / f"{args.prefix}sheet_index.json").write_text(json.dumps(index, indent=1))
     args.provenance.parent.mkdir(parents=True, exist_ok=True)
     args.provenance.write_text(json.dumps(prov, indent=1))
 
