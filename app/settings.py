@@ -33,15 +33,19 @@ class Settings(BaseSettings):
     result_backend: str = Field("", description="Celery result backend; empty = same as the broker.")
     broker_visibility_timeout_s: int = Field(
         0, ge=0, description="Redis: a task not acknowledged within this time is delivered again. 0 = derived "
-                             "from the per-file limits: the longest a file may take (FILE_TIMEOUT_S + "
-                             "OCR_SECONDS_PER_PAGE x MAX_PAGES) + 90 s, 2,610 s by default, so a slow file is "
-                             "never handed out twice. Workers that die outright are noticed sooner: their "
+                             "from the task limits: the longest a task may take (a file: FILE_TIMEOUT_S + "
+                             "OCR_SECONDS_PER_PAGE x MAX_PAGES; collection work: COLLECTION_TIMEOUT_S) + 90 s, "
+                             "3,690 s by default, so a slow task is never handed out twice. Workers that die outright are noticed sooner: their "
                              "heartbeat stops and a live worker re-sends their files within about 35 s.")
 
     # ingestion limits: a bad file must never stall or sink a batch
     max_pages: int = Field(300, ge=1, description="PDFs with more pages are refused.")
     max_file_mb: float = Field(200.0, gt=0, description="Larger files are refused.")
     file_timeout_s: float = Field(120.0, gt=0, description="Per-file time limit.")
+    collection_timeout_s: float = Field(
+        3600.0, gt=0, description="Time limit of collection-wide work in workers: the steps after a job's last "
+                                  "file (citation links, figure types, central scores, index build), index "
+                                  "refreshes and re-embedding; they grow with the collection, not with one file.")
     ocr_seconds_per_page: float = Field(
         8.0, ge=0, description="Added to the per-file time limit for every scanned page that needs OCR.")
     ocr_threads: int = Field(2, ge=1, description="Tesseract processes per file for scanned pages.")
@@ -132,7 +136,8 @@ class Settings(BaseSettings):
         limit with every page OCRed, the 30 s hard-kill margin) plus a minute."""
         if self.broker_visibility_timeout_s:
             return self.broker_visibility_timeout_s
-        return int(self.file_timeout_s + self.ocr_seconds_per_page * self.max_pages + 30 + 60)
+        longest_file = self.file_timeout_s + self.ocr_seconds_per_page * self.max_pages
+        return int(max(longest_file, self.collection_timeout_s) + 30 + 60)
 
     @property
     def distributed(self) -> bool:

@@ -63,6 +63,9 @@ def test_index_search_similar_contract(demo_pdfs, tmp_path):
     assert "no search index" in run(["search", "plot", "--data-dir", str(data)], check=False).stderr
     out = run(["index", "--data-dir", str(data)]).stdout
     assert "figures" in out and "newly embedded" in out
+    every_item = run(["figures", "--data-dir", str(data)]).stdout.splitlines()
+    retyped = run(["index", "--retype", "--data-dir", str(data)]).stdout
+    assert f"figure types: {len(every_item)} figures classified" in retyped
     figs = [json.loads(l) for l in run(["figures", "--data-dir", str(data), "--kind", "figure"]).stdout.splitlines()]
     target = figs[0]
     word = max((w.strip(".,:;()") for w in target["caption"].split()), key=len)

@@ -135,3 +135,48 @@ def test_cli_wait_gives_up_when_nothing_progresses_and_messages_hold_no_database
         body = base64.b64decode(json.loads(m)["body"])
         assert (b"ingest_pdf" in m or b"ingest_collection" in m) and b"data_dir" in body
         assert b"postgresql" not in m and b"postgresql" not in body and b"database_url" not in body
+
+
+@pytest.mark.timeout(600)
+def test_index_built_after_a_job_is_collection_work_not_the_last_files(demo_pdfs, redis_url, pg_url, tmp_path):
+    """The figure types, central scores and index build after a job run as a task of their own under
+    the collection limit: with a per-file limit far shorter than typing and indexing take (loading
+    the backbone and MiniLM alone takes longer), workers still type every figure and publish an index."""
+    data = tmp_path / "data"
+    env = _env(redis_url, pg_url, data)
+    env.update(FIGSEARCH_FILE_TIMEOUT_S="4", FIGSEARCH_OCR_SECONDS_PER_PAGE="0")
+    worker = start_worker(env)
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "app.cli", *args], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=300)
+    try:
+        r = cli("ingest", str(demo_pdfs[0].parent), "--json")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout.strip().splitlines()[-1])["ok"] >= 1  # a cold worker's first file may time out
+        deadline = time.time() + 400
+        while time.time() < deadline and not (data / "index" / "CURRENT").exists():
+            time.sleep(2)
+        items = [json.loads(line) for line in cli("figures").stdout.splitlines()]
+        assert items and all(f["figure_type"] for f in items)
+        word = max((w.strip(".,:;()") for w in items[0]["caption"].split()), key=len)
+        found = cli("search", word, "--k", "3", "--json")
+        assert found.returncode == 0 and json.loads(found.stdout), found.stderr
+    finally:
+        stop(worker)
+
+
+def test_a_file_out_of_time_fails_as_timed_out_never_ok_with_figures_missing(demo_pdfs, redis_url, pg_url, tmp_path):
+    """The per-file limit interrupts extraction wherever it is; the extractor's guards that keep one bad
+    figure from sinking a paper must not swallow it and store the paper as ok."""
+    env = _env(redis_url, pg_url, tmp_path / "data")
+    env.update(FIGSEARCH_AUTO_INDEX="false", FIGSEARCH_FILE_TIMEOUT_S="0.01", FIGSEARCH_OCR_SECONDS_PER_PAGE="0")
+    worker = start_worker(env)
+    try:
+        r = subprocess.run([sys.executable, "-m", "app.cli", "ingest", str(demo_pdfs[0].parent), "--json"],
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    finally:
+        stop(worker)
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
+    assert summary["ok"] == 0 and len(summary["failures"]) == len(demo_pdfs), summary
+    assert all(f["error"] == "timed out after 0.01 s" for f in summary["failures"]), summary["failures"]

@@ -20,11 +20,12 @@ def make_celery(settings: Settings | None = None) -> Celery:
         worker_prefetch_multiplier=1,
         worker_max_tasks_per_child=50,  # bounded memory over thousands of ingests
         worker_max_memory_per_child=settings.worker_memory_mb * 1024 // 2 or None,  # KiB; replaced after the task
-        task_soft_time_limit=settings.file_timeout_s,
-        task_time_limit=settings.file_timeout_s + 30,
+        # files are sent with their own limits (workers/tasks.send_file); everything else is collection work
+        task_soft_time_limit=settings.collection_timeout_s,
+        task_time_limit=settings.collection_timeout_s + 30,
         broker_connection_retry_on_startup=True,
-        # a task never acknowledged is handed out again after this; longer than the longest file,
-        # so a slow file is not delivered twice (dead workers: workers/liveness.py is faster)
+        # a task never acknowledged is handed out again after this; longer than the longest task,
+        # so a slow file or index build is not delivered twice (dead workers: workers/liveness.py is faster)
         broker_transport_options={"visibility_timeout": settings.visibility_timeout_s},
         worker_cancel_long_running_tasks_on_connection_loss=False,
         result_expires=3600,

@@ -3,6 +3,9 @@ share one code path."""
 from __future__ import annotations
 
 import logging
+import signal
+import threading
+from contextlib import contextmanager
 
 from celery import signals
 from celery.exceptions import SoftTimeLimitExceeded
@@ -36,18 +39,19 @@ def ingest_pdf(self, job_file_id: int, cfg: dict | None = None) -> dict:
     outcome = ingest_jobs.claim_delivery(settings, job_file_id)
     r = holder = None
     if outcome is None:
+        soft = (self.request.timelimit or (None, None))[1]
+        limit = soft - LIMIT_GRACE_S if soft else settings.file_timeout_s
         ref = ingest_jobs.job_file_ref(settings, job_file_id)
         holder = liveness.holder_id()
         if ref is not None and holder is not None:
             r = liveness.client(settings.broker_url)
-            soft = (self.request.timelimit or (None, None))[1] or settings.file_timeout_s
             liveness.hold(r, job_file_id, {"holder": holder, "job_id": ref[0], "name": ref[1], "cfg": cfg or {},
-                                           "limit": soft})
+                                           "limit": limit})
         try:
-            outcome = ingest_jobs.process_job_file(settings, job_file_id)
-        except SoftTimeLimitExceeded:
-            soft = (self.request.timelimit or (None, None))[1] or settings.file_timeout_s
-            outcome = ingest_jobs.record_outcome(settings, job_file_id, None, f"timed out after {soft:g} s")
+            with file_deadline(limit):
+                outcome = ingest_jobs.process_job_file(settings, job_file_id)
+        except (FileTimeLimit, SoftTimeLimitExceeded):
+            outcome = ingest_jobs.record_outcome(settings, job_file_id, None, f"timed out after {limit:g} s")
         finally:
             liveness.release(r, job_file_id, holder)
     else:  # failed here for having killed FIGSEARCH_MAX_DELIVERIES workers: held by nobody now
@@ -57,16 +61,60 @@ def ingest_pdf(self, job_file_id: int, cfg: dict | None = None) -> dict:
             from app.db.schema import JobFile
 
             job_id = s.get(JobFile, job_file_id).job_id
-        ingest_jobs.finish_job(settings, job_id)
+        send_after_ingest(settings, ingest_jobs.finish_job(settings, job_id), cfg)
     return {"status": outcome.status, "paper_id": outcome.paper_id, "n_figures": outcome.n_figures,
             "error": outcome.error}
+
+
+@app.task(name="figsearch.after_ingest")
+def after_ingest(paper_ids: list[int], cfg: dict | None = None) -> dict:
+    """Figure types, central scores and a new index version after a job, under the collection time
+    limit (an index build must not run under the limit of the job's last file)."""
+    ingest_jobs.after_ingest(_settings(cfg), paper_ids)
+    return {"papers": len(paper_ids)}
+
+
+def send_after_ingest(settings: Settings, paper_ids: list[int], cfg: dict | None) -> None:
+    if settings.auto_index:
+        after_ingest.apply_async(args=(paper_ids, cfg), soft_time_limit=settings.collection_timeout_s,
+                                 time_limit=settings.collection_timeout_s + 30)
+
+
+# Celery's own limits on a file task sit this far past the file's limit, as a backstop
+LIMIT_GRACE_S = 10.0
+
+
+class FileTimeLimit(BaseException):
+    """A file's time is up. A BaseException, unlike Celery's SoftTimeLimitExceeded: the extractor
+    keeps one bad figure from sinking a paper with `except Exception`, which would otherwise catch
+    the limit, store the paper with its remaining figures silently missing and call it ok."""
+
+
+@contextmanager
+def file_deadline(seconds: float):
+    """Raise FileTimeLimit in this thread after `seconds` (the task's main thread; elsewhere, as
+    in eager mode inside a server thread, only Celery's limits apply)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _time_up(_signum, _frame):
+        raise FileTimeLimit()
+
+    previous = signal.signal(signal.SIGALRM, _time_up)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def send_file(job_file_id: int, cfg: dict, limit: float, via=None) -> None:
     """Queue one job file (scanned pages need OCR time: the limit grows with them), through the
     Celery app `via` (default: this process's)."""
-    (via or app).send_task("figsearch.ingest_pdf", args=(job_file_id, cfg), soft_time_limit=limit,
-                           time_limit=limit + 30)
+    (via or app).send_task("figsearch.ingest_pdf", args=(job_file_id, cfg), soft_time_limit=limit + LIMIT_GRACE_S,
+                           time_limit=limit + LIMIT_GRACE_S + 30)
 
 
 _submitters: dict[str, object] = {}
@@ -109,7 +157,7 @@ def ingest_collection(job_id: str, cfg: dict | None = None) -> dict:
     files = ingest_jobs.pending_files(settings, job_id)
     ingest_jobs.mark_running(settings, job_id)
     if not files:
-        ingest_jobs.finish_job(settings, job_id)
+        send_after_ingest(settings, ingest_jobs.finish_job(settings, job_id), cfg)
     for jf_id, _name, path in files:
         send_file(jf_id, cfg or task_config(settings), ingest_jobs.file_time_limit(settings, path))
     return {"job_id": job_id, "queued": len(files)}

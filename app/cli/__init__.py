@@ -530,14 +530,16 @@ def _print_hits(hits, json_out: bool, reasons_of=None) -> None:
 
 @cli.command()
 def index(data_dir: Optional[Path] = DataDir,
-          lexical_only: bool = typer.Option(False, "--lexical-only", help="Skip the MiniLM embeddings.")) -> None:
+          lexical_only: bool = typer.Option(False, "--lexical-only", help="Skip the MiniLM embeddings."),
+          retype: bool = typer.Option(False, "--retype", help="Classify every figure again (after new figure-type "
+                                                              "weights), not only the untyped ones.")) -> None:
     """Build or refresh the lexical (BM25) and vector (FAISS) indexes; publishes a new version.
-    Figures without a figure type are classified first."""
+    Figures without a figure type are classified first (all figures with --retype)."""
     from app.pipeline.classify import classify_figures
     from app.pipeline.indexing import build_index
 
     settings = _settings(data_dir)
-    n_typed = classify_figures(settings, progress=True)
+    n_typed = classify_figures(settings, progress=True, redo=retype)
     if n_typed:
         typer.echo(f"figure types: {n_typed} figures classified")
     r = build_index(settings, dense=settings.dense and not lexical_only, progress=True)

@@ -298,9 +298,9 @@ def process_job_file(settings: Settings, job_file_id: int) -> Outcome:
     return record_outcome(settings, job_file_id, ex)
 
 
-def finish_job(settings: Settings, job_id: str) -> None:
+def finish_job(settings: Settings, job_id: str) -> list[int]:
     """After the last file: re-evaluate citation links (concurrent ingests miss each other) and
-    remove the job's staging files."""
+    remove the job's staging files. Returns the job's new papers, for `after_ingest`."""
     from app.ingest.store import relink_all
 
     with session_scope(settings.db_url) as s:
@@ -308,9 +308,16 @@ def finish_job(settings: Settings, job_id: str) -> None:
         new_papers = [pid for (pid,) in s.execute(select(JobFile.paper_id).where(
             JobFile.job_id == job_id, JobFile.status == "ok", JobFile.paper_id.is_not(None)))]
     remove_job_files(settings, job_id)
-    if settings.auto_index:  # without it, `figsearch index` types the figures before it builds
-        classify_new(settings, new_papers)
-        score_central(settings, new_papers)
+    return new_papers
+
+
+def after_ingest(settings: Settings, paper_ids: list[int]) -> None:
+    """The collection-wide steps after a job: figure types and central scores of its papers, then a
+    new index version. They grow with the collection, so workers run them as a task of their own;
+    without FIGSEARCH_AUTO_INDEX, `figsearch index` types the figures before it builds."""
+    if settings.auto_index:
+        classify_new(settings, paper_ids)
+        score_central(settings, paper_ids)
         refresh_index(settings)
 
 
@@ -374,7 +381,7 @@ def run_job_embedded(settings: Settings, job_id: str, workers: int = 2,
             pool.stop()
             pool.join(timeout=10)
             raise
-    finish_job(settings, job_id)
+    after_ingest(settings, finish_job(settings, job_id))
 
 
 def _collect(settings: Settings, futures: list, on_file: Callable[[str, Outcome], None] | None) -> None:
