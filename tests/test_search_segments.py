@@ -136,3 +136,43 @@ def test_rows_and_counts_match_one_index():
     assert [lex.vocab[i] for i in t_a] == [seg.vocab[i] for i in t_b] and tf_a.tolist() == tf_b.tolist()
     a, b = lex.collection_counts(), seg.collection_counts()
     assert {lex.vocab[i]: a[i] for i in range(len(a))} == {seg.vocab[i]: b[i] for i in range(len(b))}
+
+
+def test_a_searcher_with_segments_answers_as_with_one_index_and_versions_link_segments(tmp_path):
+    """The segmented index is an index part like the in-memory one: a Searcher built with it
+    (documents added in two segments) gives the same answers, and a saved version lists it in
+    modules.json and hard-links its immutable segment files instead of copying them."""
+    import json
+
+    from app.search.doc_table import DocTable, FigureDoc
+    from app.search.index_parts import MODULES_FILE
+    from app.search.searcher import Searcher
+    from app.search.text import analyze
+
+    docs = [FigureDoc(100 + i, 10 + i // 4, f"Figure {i}", " ".join(d), kind="figure")
+            for i, d in enumerate(_docs(60, seed=7, vocab=40))]
+    one = Searcher.build(docs)
+    seg = SegmentedIndex(path=tmp_path / "live")
+    analysed = [analyze(d.text) for d in docs]
+    seg.add_documents(analysed[:35])
+    seg.add_documents(analysed[35:])
+    two = Searcher(DocTable.build(docs), seg)
+
+    def answers(s):
+        hits = lambda hs: [(h.figure_id, h.score) for h in hs]  # noqa: E731
+        return ([hits(s.similar(fid, k=5, scope="all")) for fid in s.figure_ids.tolist()[::7]]
+                + [hits(s.search(q, k=5, rerank=False)) for q in ("w1 w2", "w7", "w3 w11 w30")])
+
+    def same(a, b):  # same figures in the same order; scores equal up to float32 weights
+        return all([f for f, _ in x] == [f for f, _ in y] and np.allclose([s for _, s in x], [s for _, s in y], rtol=1e-5)
+                   for x, y in zip(a, b)) and len(a) == len(b)
+
+    assert same(answers(two), answers(one))
+    version = two.save(tmp_path / "index")
+    d = tmp_path / "index" / version
+    parts = {p["name"]: p["class"] for p in json.loads((d / MODULES_FILE).read_text())["parts"]}
+    assert parts["lexical"] == "SegmentedIndex"
+    stored = next((d / "lexical" / "segments").iterdir())
+    live = tmp_path / "live" / "segments" / stored.name
+    assert (stored / "col_bytes.npy").stat().st_ino == (live / "col_bytes.npy").stat().st_ino
+    assert same(answers(Searcher.load(tmp_path / "index")), answers(one))
