@@ -176,3 +176,19 @@ def test_a_searcher_with_segments_answers_as_with_one_index_and_versions_link_se
     live = tmp_path / "live" / "segments" / stored.name
     assert (stored / "col_bytes.npy").stat().st_ino == (live / "col_bytes.npy").stat().st_ino
     assert same(answers(Searcher.load(tmp_path / "index")), answers(one))
+
+
+def test_large_collections_get_compressed_postings(monkeypatch):
+    from dataclasses import replace
+
+    import app.search.searcher as searcher_module
+    from app.search.doc_table import FigureDoc
+    from app.search.ranking import RankingConfig
+    from app.search.searcher import Searcher
+
+    docs = [FigureDoc(i, i // 3, f"Figure {i}", " ".join(d)) for i, d in enumerate(_docs(30, seed=8))]
+    assert isinstance(Searcher.build(docs).lexical(), LexicalIndex)
+    monkeypatch.setattr(searcher_module, "SEGMENTED_MIN", 20)
+    assert isinstance(Searcher.build(docs).lexical(), SegmentedIndex)
+    tfidf = replace(RankingConfig(), first_stage="tfidf")
+    assert isinstance(Searcher.build(docs, ranking=tfidf).lexical(), LexicalIndex)
