@@ -99,7 +99,7 @@ def main() -> None:
     ref_lex = [one_lex.search(w, k=K) for w in words]
     ref_vec = [np.argsort(-(vecs @ q))[:K] for q in qvecs]
     del one_lex
-    ctx = mp.get_context("fork")
+    ctx = mp.get_context("spawn")  # (forking after FAISS has started its OpenMP threads hangs the children)
     for n in map(int, a.shards.split(",")):
         pipes, procs = [], []
         for s in range(n):

@@ -310,14 +310,46 @@ def _add_vectors(index: VectorIndex, topic: np.ndarray, centres: np.ndarray, rng
     return spent
 
 
+_SERVE = """
+import json, sys
+import numpy as np
+from app.eval.bench import _current_rss_mb
+from app.search.searcher import Searcher
+d, targets, texts, dim = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[4])
+s = Searcher.load(d, mmap=True, check=False)
+s.encoder = lambda q: np.random.default_rng(abs(hash(q[0])) % 2**32).standard_normal((1, dim)).astype(np.float32)
+loaded = _current_rss_mb()
+for fid in targets:
+    s.similar(fid, k=10, scope="other_papers")
+for q in texts:
+    s.search(q, k=10)
+for fid in targets:
+    s.by_picture(s.visual.vectors_for([fid])[0], k=10)
+print(json.dumps({"served_rss_loaded_mb": loaded, "served_rss_mb": _current_rss_mb(),
+                  "served_queries": 2 * len(targets) + len(texts)}))
+"""
+
+
+def _served_rss(version_dir: Path, targets, texts, dim: int) -> dict:
+    """Resident memory of a fresh process that loads the saved version (memory-mapped) and
+    answers related-figure, text and picture queries."""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _SERVE, str(version_dir), json.dumps([int(t) for t in targets]),
+                          json.dumps(list(texts)), str(dim)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def _vector_recall(index: VectorIndex, queries: np.ndarray, exclude: np.ndarray | None, k: int = 100) -> list[float]:
     """Recall@k of the index's top-k against exact search over the same float16 rows (tie-aware:
     a returned row counts if its exact cosine reaches the exact k-th)."""
     store = index._ann.store if index._ann is not None else None
     n = len(index)
     best = np.full((len(queries), k + 1), -np.inf, np.float32)
-    for s in range(0, n, 200_000):
-        e = min(n, s + 200_000)
+    for s in range(0, n, 50_000):
+        e = min(n, s + 50_000)
         rows = store.read(s, e) if store is not None else index._rows(np.arange(s, e))
         sc = queries @ rows.T
         if exclude is not None:
@@ -522,6 +554,13 @@ def _run(n_figures, dim, seed, queries, oracle_docs, oracle_queries, vector_kind
     res.update(by_picture_p50_ms=_pct(lat_picture, 50), by_picture_p99_ms=_pct(lat_picture, 99))
     log("latency", {k: round(v, 2) for k, v in res.items() if k.endswith("_ms")})
     res["rss_after_queries_mb"] = _current_rss_mb()
+    # what a server holds: the version saved, loaded memory-mapped by a fresh process that answers
+    # the same kinds of queries (this process's RSS also holds what building left behind)
+    t = time.perf_counter()
+    engine.save_version_dir(root / "version")
+    res["save_version_s"] = round(time.perf_counter() - t, 2)
+    res.update(_served_rss(root / "version", targets[: max(1, queries // 2)], texts[: max(1, queries // 2)], dim))
+    log(f"served from disk: rss {res['served_rss_mb']} MB after {res['served_queries']} queries")
 
     # --- first-stage recall of the vector indexes against exact search over the same rows
     n_rec = max(1, min(50, queries // 4))
