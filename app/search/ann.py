@@ -120,7 +120,7 @@ class RowStore:
 class RescoredIVFPQ:
     """IVF-PQ first stage + exact float16 re-scoring; rows numbered in insertion order."""
 
-    def __init__(self, dim: int, store: RowStore, nprobe: int = 32, rescore: int = 1000):
+    def __init__(self, dim: int, store: RowStore, nprobe: int = 32, rescore: int = 2000):
         self.dim = int(dim)
         self.store = store
         self.nprobe, self.rescore = int(nprobe), int(rescore)
