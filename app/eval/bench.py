@@ -224,11 +224,12 @@ def _caption_bytes(col: dict, tok: np.ndarray, start: int, stop: int) -> tuple[b
     return b"".join(caps), np.fromiter((len(c) for c in caps), np.int64, count=len(caps))
 
 
-def _current_rss_mb() -> float:
-    """Resident memory now (VmRSS; peak RSS is `_rss_mb`)."""
+def _current_rss_mb(field: str = "VmRSS") -> float:
+    """Resident memory now (VmRSS; peak RSS is `_rss_mb`), or one of its parts: RssAnon (the
+    process's own memory) and RssFile (pages of mapped files: clean, the kernel can drop them)."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return round(int(line.split()[1]) / 1024.0, 1)
     except OSError:  # pragma: no cover - not Linux
         pass
@@ -326,6 +327,7 @@ for q in texts:
 for fid in targets:
     s.by_picture(s.visual.vectors_for([fid])[0], k=10)
 print(json.dumps({"served_rss_loaded_mb": loaded, "served_rss_mb": _current_rss_mb(),
+                  "served_rss_anon_mb": _current_rss_mb("RssAnon"), "served_rss_file_mb": _current_rss_mb("RssFile"),
                   "served_queries": 2 * len(targets) + len(texts)}))
 """
 
