@@ -35,7 +35,6 @@ import numpy as np
 
 from app.extras import require
 from app.search.doc_table import Captions, DocTable
-from app.search.lexical import LexicalIndex
 from app.search.papers import PaperIndex, figures_view, strongest_terms_index, text_view
 from app.search.searcher import QueryVocabulary, Searcher
 from app.search.segments import SegmentedIndex

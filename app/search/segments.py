@@ -247,7 +247,6 @@ class SegmentedIndex:
         """(indptr, term ids, counts) of the chosen documents' rows, in their order."""
         docs = np.asarray(docs, dtype=np.int64)
         lens = np.zeros(len(docs), np.int64)
-        terms = [None] * len(docs)
         seg_of = np.searchsorted(self.bases, docs, side="right") - 1
         parts = {}
         for i in np.unique(seg_of).tolist():
