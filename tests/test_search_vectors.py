@@ -47,7 +47,7 @@ def test_ivf_and_auto_kind():
     auto = VectorIndex(32)
     auto.add(np.arange(100), x[:100])
     auto.build()
-    assert auto._built_kind == "flat" and auto.effective_kind(10**6) == "ivf"
+    assert auto._built_kind == "flat" and auto.effective_kind(10**6) == "ivfpq"
 
 
 def test_ivf_reads_vectors_back_from_its_codes():
@@ -65,21 +65,52 @@ def test_ivf_reads_vectors_back_from_its_codes():
     np.testing.assert_allclose(ivf.vectors_for([5]), back[:1], atol=0.02)
 
 
-def test_auto_rebuild_keeps_every_vector():
-    x = _data(300)
+def test_auto_rebuild_keeps_every_vector(monkeypatch):
+    import app.search.vectors as V
+
+    x = _data(3000)
     vi = VectorIndex(32, gpu="off")
-    vi.add(np.arange(200), x[:200])
+    vi.add(np.arange(2000), x[:2000])
     vi.build()
     assert vi._built_kind == "flat"
-    import app.search.vectors as V
-    old = V.FLAT_MAX
-    V.FLAT_MAX = 250
-    try:
-        vi.add(np.arange(200, 300), x[200:])
-        np.testing.assert_allclose(vi.vectors_for([0, 299]), x[[0, 299]], atol=0.02)
-        assert vi._built_kind == "ivf" and len(vi) == 300
-    finally:
-        V.FLAT_MAX = old
+    monkeypatch.setattr(V, "FLAT_MAX", 2500)
+    vi.add(np.arange(2000, 3000), x[2000:])
+    np.testing.assert_allclose(vi.vectors_for([0, 2999]), x[[0, 2999]], atol=2e-3)  # float16 rows
+    assert vi._built_kind == "ivfpq" and len(vi) == 3000
+
+
+def _clustered(n, dim=64, seed=0, topics=20):
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((topics, dim)).astype(np.float32)
+    x = centres[rng.integers(0, topics, n)] + rng.standard_normal((n, dim)).astype(np.float32) * 0.5
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_ivfpq_rescored_from_disk_matches_exact_search(tmp_path):
+    """Compressed codes choose the candidates, float16 rows on disk give the exact order: the
+    top 10 are those of exact search, and the rows are read from a memory map after loading."""
+    x = _clustered(6_000)
+    q = _clustered(30, seed=1)
+    flat = VectorIndex(64, kind="flat", gpu="off")
+    pq = VectorIndex(64, kind="ivfpq", gpu="off", store_dir=tmp_path / "build", rescore=400, pq_nprobe=64)
+    for v in (flat, pq):
+        v.add(np.arange(6_000) + 7, x)
+    f, fs = flat.search(q, 10)
+    p, ps = pq.search(q, 10)
+    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(f.tolist(), p.tolist())])
+    assert recall >= 0.95, recall
+    exact = {(r, i): s for r in range(len(q)) for i, s in zip(f[r].tolist(), fs[r].tolist())}
+    both = [(exact[r, i], s) for r in range(len(q)) for i, s in zip(p[r].tolist(), ps[r].tolist()) if (r, i) in exact]
+    np.testing.assert_allclose(*zip(*both), atol=2e-3)            # exact cosines, not code estimates
+    assert (tmp_path / "build" / "vectors.f16").stat().st_size == 6_000 * 64 * 2
+    pq.save(tmp_path / "saved")
+    back = VectorIndex.load(tmp_path / "saved", gpu="off")
+    assert isinstance(back._ann.store._array(), np.memmap)
+    b, bs = back.search(q, 10)
+    assert b.tolist() == p.tolist()
+    back.add([1], q[:1])                                 # grows without retraining
+    assert back.search(q[:1], 1)[0][0, 0] == 1
+    np.testing.assert_allclose(back.vectors_for([1]), q[:1], atol=2e-3)
 
 
 def test_loads_an_index_saved_with_a_vector_copy(tmp_path):
@@ -101,7 +132,7 @@ def test_loads_an_index_saved_with_a_vector_copy(tmp_path):
 
 def test_save_load(tmp_path):
     x = _data(1000)
-    for kind in ("flat", "hnsw", "ivf"):
+    for kind in ("flat", "hnsw", "ivf", "ivfpq"):
         vi = VectorIndex(32, kind=kind, gpu="off", nlist=8)
         vi.add(np.arange(1000) + 5, x)
         a, sa = vi.search(x[:20], 5)

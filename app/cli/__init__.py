@@ -690,11 +690,19 @@ def eval_crops_cmd(gold: Path = typer.Option(Path("tests/data/crop_gold.jsonl"),
 
 @cli.command()
 def bench(figures: int = typer.Option(100_000, "--figures", min=100), queries: int = typer.Option(200, "--queries"),
-          seed: int = typer.Option(0, "--seed"), json_out: bool = typer.Option(False, "--json")) -> None:
-    """Synthetic-collection benchmark: index build time, peak RSS, similar/search latency, speed vs rank-bm25."""
+          seed: int = typer.Option(0, "--seed"), json_out: bool = typer.Option(False, "--json"),
+          work_dir: Path | None = typer.Option(None, "--work-dir", help="Where the on-disk indexes go (kept); "
+                                               "default: a temporary directory, removed at the end."),
+          segment_docs: int = typer.Option(1_000_000, "--segment-docs", min=1000,
+                                           help="Figures per lexical segment."),
+          add_figures: int = typer.Option(10_000, "--add-figures", min=0,
+                                          help="Figures added at the end to time an add without a rebuild.")) -> None:
+    """Synthetic-collection benchmark: build time, peak RSS, latency of related figures / text
+    search / search by picture, first-stage recall against exact search, cost of adding figures."""
     from app.eval.bench import run_bench
 
-    result = run_bench(figures, queries=queries, seed=seed)
+    result = run_bench(figures, queries=queries, seed=seed, work_dir=work_dir, segment_docs=segment_docs,
+                       add_figures=add_figures)
     if json_out:
         typer.echo(json.dumps(result))
     else:

@@ -26,18 +26,21 @@ from __future__ import annotations
 
 import gc
 import resource
+import shutil
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
 from app.extras import require
 from app.search.doc_table import Captions, DocTable
-from app.search.lexical import LexicalIndex
 from app.search.papers import PaperIndex, figures_view, strongest_terms_index, text_view
 from app.search.searcher import QueryVocabulary, Searcher
+from app.search.segments import SegmentedIndex
 from app.search.text import analyze
 from app.search.type_index import TypeIndex
-from app.search.vectors import VectorIndex
+from app.search.vectors import VectorIndex, l2_normalize
 
 
 def _rss_mb() -> float:
@@ -71,10 +74,15 @@ def make_vocab(n_words: int, seed: int = 0) -> list[str]:
     return out
 
 
+CHUNK = 100_000  # documents generated at a time; chunk c draws from its own random stream
+
+
 def synthetic_collection(n: int, seed: int = 0, n_general: int = 80_000, n_domain: int = 4_000,
                          n_topics: int = 300, topic_size: int = 80, figs_per_paper: int = 8,
-                         vocab: list[str] | None = None) -> dict:
-    """Token-id stream of n synthetic figure texts (see module docstring). Fast: numpy, chunked."""
+                         vocab: list[str] | None = None, tokens: bool = True) -> dict:
+    """n synthetic figure texts (see module docstring): per-document metadata, and (with `tokens`)
+    the whole token-id stream; `collection_tokens` gives any range of it on demand, so a large
+    collection never has to be held in memory."""
     rng = np.random.default_rng(seed)
     V = n_general + n_domain
     if vocab is None:
@@ -97,23 +105,43 @@ def synthetic_collection(n: int, seed: int = 0, n_general: int = 80_000, n_domai
     total = np.maximum(total, cap_len + 20)
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(total, out=indptr[1:])
-    tokens = np.empty(int(indptr[-1]), dtype=np.int32)
-    chunk = 100_000
-    for s in range(0, n, chunk):
-        e = min(n, s + chunk)
-        lo, hi = int(indptr[s]), int(indptr[e])
-        m = hi - lo
-        doc = np.repeat(np.arange(s, e), total[s:e])
-        u = rng.random(m)
-        out = np.searchsorted(cdf, rng.random(m)).astype(np.int32)          # general words
-        is_topic = (u >= 0.55) & (u < 0.85)
-        t_idx = np.searchsorted(tcdf, rng.random(int(is_topic.sum())))
-        out[is_topic] = topic_words[paper_topic[paper_ids[doc[is_topic]]], t_idx]
-        is_paper = u >= 0.85
-        out[is_paper] = paper_words[paper_ids[doc[is_paper]], rng.integers(0, 8, int(is_paper.sum()))]
-        tokens[lo:hi] = out
-    return dict(indptr=indptr, tokens=tokens, vocab=vocab, cap_len=cap_len, paper_ids=paper_ids,
-                topic=paper_topic[paper_ids], n_topics=n_topics)
+    col = dict(indptr=indptr, vocab=vocab, cap_len=cap_len, paper_ids=paper_ids,
+               topic=paper_topic[paper_ids], n_topics=n_topics, seed=seed, cdf=cdf, tcdf=tcdf,
+               topic_words=topic_words, paper_topic=paper_topic, paper_words=paper_words)
+    if tokens:
+        col["tokens"] = collection_tokens(col, 0, n)
+    return col
+
+
+def collection_tokens(col: dict, start: int, stop: int) -> np.ndarray:
+    """Token ids of documents [start, stop) (tokens[indptr[start]:indptr[stop]] of the whole stream)."""
+    if "tokens" in col:
+        return col["tokens"][col["indptr"][start]:col["indptr"][stop]]
+    indptr = col["indptr"]
+    first, last = start // CHUNK, (stop - 1) // CHUNK if stop > start else start // CHUNK - 1
+    parts = []
+    for c in range(first, last + 1):
+        s, e = c * CHUNK, min(len(indptr) - 1, (c + 1) * CHUNK)
+        chunk = _chunk_tokens(col, c, s, e)
+        lo = int(indptr[max(s, start)] - indptr[s])
+        hi = int(indptr[min(e, stop)] - indptr[s])
+        parts.append(chunk[lo:hi])
+    return np.concatenate(parts) if parts else np.zeros(0, np.int32)
+
+
+def _chunk_tokens(col: dict, c: int, s: int, e: int) -> np.ndarray:
+    rng = np.random.default_rng([col["seed"], 7, c])
+    indptr, paper_ids = col["indptr"], col["paper_ids"]
+    m = int(indptr[e] - indptr[s])
+    doc = np.repeat(np.arange(s, e), np.diff(indptr[s:e + 1]))
+    u = rng.random(m)
+    out = np.searchsorted(col["cdf"], rng.random(m)).astype(np.int32)          # general words
+    is_topic = (u >= 0.55) & (u < 0.85)
+    t_idx = np.searchsorted(col["tcdf"], rng.random(int(is_topic.sum())))
+    out[is_topic] = col["topic_words"][col["paper_topic"][paper_ids[doc[is_topic]]], t_idx]
+    is_paper = u >= 0.85
+    out[is_paper] = col["paper_words"][paper_ids[doc[is_paper]], rng.integers(0, 8, int(is_paper.sum()))]
+    return out
 
 
 VISUAL_DIM = 128  # picture vectors: the backbone's features on their first principal components (app/vision/pictures.py)
@@ -125,7 +153,7 @@ TYPE_NAMES = ["bar_chart", "box_plot", "diagram", "heatmap", "line_chart", "map"
 SERVED_SIMILAR = dict(scope="other_papers")
 
 
-def synthetic_papers(col: dict, lexical: LexicalIndex, centres: np.ndarray, rng, dim: int,
+def synthetic_papers(col: dict, lexical, centres: np.ndarray, rng, dim: int,
                      vector_kind: str = "auto") -> PaperIndex:
     """Paper-level views of a synthetic collection: title + abstract of ~120 tokens (its topic's
     words, general words), all figure texts of the paper (from the figure index), the body's 300
@@ -166,20 +194,45 @@ def synthetic_papers(col: dict, lexical: LexicalIndex, centres: np.ndarray, rng,
 def collection_docs(col: dict, start: int = 0, stop: int | None = None) -> list[list[str]]:
     """Docs [start, stop) of a synthetic collection as token-string lists (for rank_bm25/tests)."""
     vocab = np.asarray(col["vocab"], dtype=object)
-    ip, tok = col["indptr"], col["tokens"]
+    ip = col["indptr"]
     stop = len(ip) - 1 if stop is None else stop
-    return [vocab[tok[ip[i]:ip[i + 1]]].tolist() for i in range(start, stop)]
+    tok = collection_tokens(col, start, stop)
+    base = ip[start]
+    return [vocab[tok[ip[i] - base:ip[i + 1] - base]].tolist() for i in range(start, stop)]
 
 
-def _captions(col: dict) -> Captions:
-    vocab = np.asarray(col["vocab"], dtype=object)
-    ip, tok, cl = col["indptr"], col["tokens"], col["cap_len"]
-    caps = []
-    for s in range(0, len(cl), 100_000):
-        e = min(len(cl), s + 100_000)
-        for i in range(s, e):
-            caps.append(" ".join(vocab[tok[ip[i]:ip[i] + cl[i]]].tolist()))
-    return Captions.from_strings(caps)
+def _docs_tokens(col: dict, docs) -> dict[int, np.ndarray]:
+    """Token ids of chosen documents, generating each chunk of the collection once."""
+    ip, out = col["indptr"], {}
+    docs = sorted(set(int(d) for d in docs))
+    for c in sorted({d // CHUNK for d in docs}):
+        s, e = c * CHUNK, min(len(ip) - 1, (c + 1) * CHUNK)
+        tok = collection_tokens(col, s, e)
+        for d in (d for d in docs if s <= d < e):
+            out[d] = tok[ip[d] - ip[s]:ip[d + 1] - ip[s]]
+    return out
+
+
+def _caption_bytes(col: dict, tok: np.ndarray, start: int, stop: int) -> tuple[bytes, np.ndarray]:
+    """UTF-8 captions (a figure's first `cap_len` words) of documents [start, stop), and their lengths."""
+    vocab = col["vocab"]
+    ip, cl = col["indptr"], col["cap_len"]
+    base = ip[start]
+    caps = [" ".join(vocab[t] for t in tok[ip[i] - base:ip[i] - base + cl[i]].tolist()).encode()
+            for i in range(start, stop)]
+    return b"".join(caps), np.fromiter((len(c) for c in caps), np.int64, count=len(caps))
+
+
+def _current_rss_mb(field: str = "VmRSS") -> float:
+    """Resident memory now (VmRSS; peak RSS is `_rss_mb`), or one of its parts: RssAnon (the
+    process's own memory) and RssFile (pages of mapped files: clean, the kernel can drop them)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return round(int(line.split()[1]) / 1024.0, 1)
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    return float("nan")
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -187,10 +240,12 @@ def _pct(xs: list[float], q: float) -> float:
 
 
 def _queries(col: dict, rng, n: int) -> list[str]:
-    vocab, ip, tok = col["vocab"], col["indptr"], col["tokens"]
+    vocab, ip = col["vocab"], col["indptr"]
+    picked = rng.integers(0, len(ip) - 1, size=n)
+    tokens = _docs_tokens(col, picked)
     out = []
-    for d in rng.integers(0, len(ip) - 1, size=n):
-        doc = tok[ip[d]:ip[d + 1]]
+    for d in picked.tolist():
+        doc = tokens[d]
         m = int(rng.integers(2, 6))
         out.append(" ".join(vocab[int(t)] for t in rng.choice(doc, size=m, replace=False)))
     return out
@@ -203,12 +258,13 @@ def _oracle_comparison(col: dict, m: int, oracle_queries: int, queries: int, see
     BM25Okapi = require("rank_bm25", "eval", "the benchmark's BM25 oracle").BM25Okapi
 
     rng = np.random.default_rng(seed + 2)
-    sub_col = {"vocab": col["vocab"], "indptr": col["indptr"][:m + 1], "tokens": col["tokens"][:col["indptr"][m]]}
+    sub_col = {"vocab": col["vocab"], "indptr": col["indptr"][:m + 1], "tokens": collection_tokens(col, 0, m)}
     sub_docs = collection_docs(sub_col)
     t = time.perf_counter()
     bm = BM25Okapi(sub_docs)
     build_s = round(time.perf_counter() - t, 2)
-    sub = LexicalIndex.build(sub_docs)
+    sub = SegmentedIndex()
+    sub.add_documents(sub_docs)
     first_kw = dict(max_query_terms=Searcher.similar_max_terms, max_postings=Searcher.similar_max_postings,
                     rescore=Searcher.similar_rescore)
     t_rb, agree = [], []
@@ -239,38 +295,123 @@ def _oracle_comparison(col: dict, m: int, oracle_queries: int, queries: int, see
             "top100_overlap": float(np.mean(agree))}
 
 
+def _add_vectors(index: VectorIndex, topic: np.ndarray, centres: np.ndarray, rng, scale: float, start: int,
+                 stop: int) -> float:
+    """Add vectors of documents [start, stop) near their topic's centre; returns the seconds spent
+    indexing (generation excluded)."""
+    spent = 0.0
+    for s in range(start, stop, CHUNK):
+        e = min(stop, s + CHUNK)
+        v = rng.standard_normal((e - s, centres.shape[1]), dtype=np.float32) * np.float32(scale)
+        v += centres[topic[s:e]]
+        t = time.perf_counter()
+        index.add(np.arange(s, e), v)
+        spent += time.perf_counter() - t
+    return spent
+
+
+_SERVE = """
+import json, sys
+import numpy as np
+from app.eval.bench import _current_rss_mb
+from app.search.searcher import Searcher
+d, targets, texts, dim = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[4])
+s = Searcher.load(d, mmap=True, check=False)
+s.encoder = lambda q: np.random.default_rng(abs(hash(q[0])) % 2**32).standard_normal((1, dim)).astype(np.float32)
+loaded = _current_rss_mb()
+for fid in targets:
+    s.similar(fid, k=10, scope="other_papers")
+for q in texts:
+    s.search(q, k=10)
+for fid in targets:
+    s.by_picture(s.visual.vectors_for([fid])[0], k=10)
+print(json.dumps({"served_rss_loaded_mb": loaded, "served_rss_mb": _current_rss_mb(),
+                  "served_rss_anon_mb": _current_rss_mb("RssAnon"), "served_rss_file_mb": _current_rss_mb("RssFile"),
+                  "served_queries": 2 * len(targets) + len(texts)}))
+"""
+
+
+def _served_rss(version_dir: Path, targets, texts, dim: int) -> dict:
+    """Resident memory of a fresh process that loads the saved version (memory-mapped) and
+    answers related-figure, text and picture queries."""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _SERVE, str(version_dir), json.dumps([int(t) for t in targets]),
+                          json.dumps(list(texts)), str(dim)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _vector_recall(index: VectorIndex, queries: np.ndarray, exclude: np.ndarray | None, k: int = 100) -> list[float]:
+    """Recall@k of the index's top-k against exact search over the same float16 rows (tie-aware:
+    a returned row counts if its exact cosine reaches the exact k-th)."""
+    store = index._ann.store if index._ann is not None else None
+    n = len(index)
+    best = np.full((len(queries), k + 1), -np.inf, np.float32)
+    for s in range(0, n, 50_000):
+        e = min(n, s + 50_000)
+        rows = store.read(s, e) if store is not None else index._rows(np.arange(s, e))
+        sc = queries @ rows.T
+        if exclude is not None:
+            m = (exclude >= s) & (exclude < e)
+            sc[np.flatnonzero(m), exclude[m] - s] = -np.inf
+        best = -np.sort(-np.concatenate([best, np.partition(sc, sc.shape[1] - k - 1, axis=1)[:, -k - 1:]], 1),
+                        axis=1)[:, :k + 1]
+    out = []
+    for i in range(len(queries)):
+        ids, _ = index.search(queries[i:i + 1], k + (exclude is not None))
+        got = ids[0][ids[0] >= 0]
+        if exclude is not None:
+            got = got[got != exclude[i]][:k]
+        cos = index.vectors_for(got) @ queries[i]
+        out.append(min(1.0, float((cos >= best[i, k - 1] - 1e-5).sum()) / k))
+    return out
+
+
 def run_bench(n_figures: int, dim: int = 384, seed: int = 0, queries: int = 200,
               oracle_docs: int = 20000, oracle_queries: int = 10, vector_kind: str = "auto",
-              verbose: bool = True) -> dict:
-    """Build and query an n_figures synthetic engine; returns timings/memory (see module doc)."""
+              verbose: bool = True, work_dir: str | Path | None = None, segment_docs: int = 1_000_000,
+              add_figures: int = 10_000) -> dict:
+    """Build and query an n_figures synthetic engine; returns timings/memory (see module doc).
+
+    The indexes are written under `work_dir` (a temporary directory by default, removed at the
+    end) and read back memory-mapped: the lexical index as segments of `segment_docs` figures, the
+    vectors' float16 rows behind their compressed codes, captions and paper views. Finally
+    `add_figures` new figures are added (a new segment, vectors appended) and timed.
+    """
     log = (lambda *a: print("[bench]", *a, flush=True)) if verbose else (lambda *a: None)
+    own_dir = work_dir is None
+    root = Path(tempfile.mkdtemp(prefix="figsearch-bench-")) if own_dir else Path(work_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        return _run(n_figures, dim, seed, queries, oracle_docs, oracle_queries, vector_kind, log, root,
+                    segment_docs, add_figures)
+    finally:
+        if own_dir:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _run(n_figures, dim, seed, queries, oracle_docs, oracle_queries, vector_kind, log, root: Path,
+         segment_docs: int, add_figures: int) -> dict:
     rng = np.random.default_rng(seed + 1)
     res: dict = {"n_figures": n_figures}
-
+    n_all = n_figures + add_figures          # the added figures are generated with the collection
     t = time.perf_counter()
-    col = synthetic_collection(n_figures, seed=seed)
-    captions = _captions(col)
+    col = synthetic_collection(n_all, seed=seed, tokens=False)
     res["gen_s"] = round(time.perf_counter() - t, 2)
-    res["tokens_per_doc"] = round(len(col["tokens"]) / n_figures, 1)
-    log(f"generated {n_figures} docs in {res['gen_s']}s, rss {_rss_mb():.0f} MB")
+    res["tokens_per_doc"] = round(float(col["indptr"][-1]) / n_all, 1)
+    log(f"generated the metadata of {n_all} docs in {res['gen_s']}s, rss {_rss_mb():.0f} MB")
     # the rank-bm25 comparison first, while the engine does not exist yet: its Python documents and
     # dictionaries (a few hundred MB) are the benchmark's, not the engine's, and are freed before it
     oracle = _oracle_comparison(col, min(oracle_docs, n_figures), oracle_queries, queries, seed)
     log(f"rank-bm25 comparison on {oracle['docs']} docs, rss {_rss_mb():.0f} MB")
 
-    # --- build: vectors (generated chunk-wise, generation excluded from the timing) then lexical
+    # --- build: vectors (generated chunk-wise, generation excluded from the timing)
     centres = rng.standard_normal((col["n_topics"], dim)).astype(np.float32)
     centres /= np.linalg.norm(centres, axis=1, keepdims=True)
-    vectors = VectorIndex(dim, kind=vector_kind, gpu="auto")
-    t_vec = 0.0
-    for s in range(0, n_figures, 100_000):
-        e = min(n_figures, s + 100_000)
-        v = rng.standard_normal((e - s, dim), dtype=np.float32) * np.float32(1.2 / np.sqrt(dim))
-        v += centres[col["topic"][s:e]]
-        t = time.perf_counter()
-        vectors.add(np.arange(s, e), v)
-        t_vec += time.perf_counter() - t
-        del v
+    vectors = VectorIndex(dim, kind=vector_kind, gpu="auto", store_dir=root / "vectors")
+    t_vec = _add_vectors(vectors, col["topic"], centres, rng, 1.2 / np.sqrt(dim), 0, n_figures)
     t = time.perf_counter()
     vectors.build()
     t_vec += time.perf_counter() - t
@@ -278,36 +419,55 @@ def run_bench(n_figures: int, dim: int = 384, seed: int = 0, queries: int = 200,
     res["vector_kind"] = vectors._built_kind
     log(f"vectors ({vectors._built_kind}) in {t_vec:.1f}s, rss {_rss_mb():.0f} MB")
 
-    t = time.perf_counter()
-    lexical = LexicalIndex.from_token_ids(col["indptr"], col["tokens"], col["vocab"])
-    res["lexical_build_s"] = round(time.perf_counter() - t, 2)
-    res["nnz_per_doc"] = round(len(lexical.col_docs) / n_figures, 1)
-    log(f"lexical in {res['lexical_build_s']}s, rss {_rss_mb():.0f} MB")
-
-    # the token stream is not needed any more: keep what the queries and the oracle use, free the rest
+    # --- lexical segments and captions, from the token stream generated a segment at a time
+    lexical = SegmentedIndex(path=root / "lexical")
+    t_lex = 0.0
+    cap_offsets = np.zeros(n_figures + 1, np.int64)
+    with open(root / "captions.bin", "wb") as cap_file:
+        for s in range(0, n_figures, segment_docs):
+            e = min(n_figures, s + segment_docs)
+            tok = collection_tokens(col, s, e)
+            blob, lens = _caption_bytes(col, tok, s, e)
+            cap_file.write(blob)
+            np.cumsum(lens, out=cap_offsets[s + 1:e + 1])
+            cap_offsets[s + 1:e + 1] += cap_offsets[s]
+            t = time.perf_counter()
+            lexical.add_token_ids(col["indptr"][s:e + 1] - col["indptr"][s], tok, col["vocab"])
+            t_lex += time.perf_counter() - t
+            del tok, blob
+            gc.collect()
+            log(f"lexical segment {s}-{e} ({t_lex:.0f}s so far), rss {_rss_mb():.0f} MB")
+    captions = Captions(np.memmap(root / "captions.bin", dtype=np.uint8, mode="r"), cap_offsets)
+    res["lexical_build_s"] = round(t_lex, 2)
+    res["lexical_segments"] = len(lexical.segments)
+    res["nnz_per_doc"] = round(sum(len(x.col_tf) for x in lexical.segments) / n_figures, 1)
+    disk = sum(x.nbytes() for x in lexical.segments)
+    res["lexical_bytes_per_posting"] = round(disk / max(1, sum(len(x.col_tf) for x in lexical.segments)), 2)
+    log(f"lexical in {res['lexical_build_s']}s ({disk / 2**20:.0f} MiB on disk), rss {_rss_mb():.0f} MB")
     texts = _queries(col, rng, queries)
-    del col["tokens"]
-    gc.collect()
 
     # --- the other signals of related figures: paper-level views, visual vectors, figure types
     t = time.perf_counter()
-    papers = synthetic_papers(col, lexical, centres, rng, dim, vector_kind)
-    visual = VectorIndex(VISUAL_DIM, kind=vector_kind, gpu="auto")
+    build_col = dict(col, paper_ids=col["paper_ids"][:n_figures], topic=col["topic"][:n_figures])
+    papers = synthetic_papers(build_col, lexical, centres, rng, dim, vector_kind)
+    papers.save(root / "papers")
+    del papers
+    gc.collect()
+    papers = PaperIndex.load(root / "papers", mmap=True)
+    visual = VectorIndex(VISUAL_DIM, kind=vector_kind, gpu="auto", store_dir=root / "visual")
     vcentres = rng.standard_normal((col["n_topics"], VISUAL_DIM)).astype(np.float32)
-    for s in range(0, n_figures, 100_000):
-        e = min(n_figures, s + 100_000)
-        v = rng.standard_normal((e - s, VISUAL_DIM), dtype=np.float32) + vcentres[col["topic"][s:e]]
-        visual.add(np.arange(s, e), v)
-        del v
+    _add_vectors(visual, col["topic"], vcentres, rng, 1.0, 0, n_figures)
     visual.build()
-    types = rng.integers(0, len(TYPE_NAMES), size=n_figures).astype(np.int16)
-    type_scores = rng.random((n_figures, len(TYPE_NAMES)), dtype=np.float32).astype(np.float16)
+    types = rng.integers(0, len(TYPE_NAMES), size=n_all).astype(np.int16)
+    type_scores = rng.random((n_all, len(TYPE_NAMES)), dtype=np.float32).astype(np.float16)
     res["signals_build_s"] = round(time.perf_counter() - t, 2)
     res["build_s"] = round(res["lexical_build_s"] + t_vec + res["signals_build_s"], 2)
     log(f"papers ({len(papers)}), visual vectors and types in {res['signals_build_s']}s, rss {_rss_mb():.0f} MB")
+    res["rss_after_build_mb"] = round(_rss_mb(), 1)
     # a query naming a type names it by its code name here
-    engine = Searcher(DocTable(np.arange(n_figures), col["paper_ids"], captions), lexical, vectors=vectors,
-                      papers=papers, visual=visual, types=TypeIndex(n_figures, TYPE_NAMES, types, type_scores),
+    engine = Searcher(DocTable(np.arange(n_figures), col["paper_ids"][:n_figures], captions), lexical,
+                      vectors=vectors, papers=papers, visual=visual,
+                      types=TypeIndex(n_figures, TYPE_NAMES, types[:n_figures], type_scores[:n_figures]),
                       vocabulary=QueryVocabulary(lambda q: [t for t in q.split() if t in TYPE_NAMES]))
 
     qdim = dim
@@ -386,7 +546,62 @@ def run_bench(n_figures: int, dim: int = 384, seed: int = 0, queries: int = 200,
                first_stage_recall_at_100_vs_exact=float(np.mean(recall)) if recall else 1.0,
                first_stage_recall_at_100_min=float(np.min(recall)) if recall else 1.0,
                similar_union_dense100_p50_ms=_pct(lat_union, 50))
+    lat_picture = []
+    picture_queries = visual.vectors_for(targets[: max(1, queries // 2)])
+    for i in range(len(picture_queries)):
+        t = time.perf_counter()
+        engine.by_picture(picture_queries[i], k=10)
+        lat_picture.append(time.perf_counter() - t)
+    res.update(by_picture_p50_ms=_pct(lat_picture, 50), by_picture_p99_ms=_pct(lat_picture, 99))
     log("latency", {k: round(v, 2) for k, v in res.items() if k.endswith("_ms")})
+    res["rss_after_queries_mb"] = _current_rss_mb()
+    # what a server holds: the version saved, loaded memory-mapped by a fresh process that answers
+    # the same kinds of queries (this process's RSS also holds what building left behind)
+    t = time.perf_counter()
+    engine.save_version_dir(root / "version")
+    res["save_version_s"] = round(time.perf_counter() - t, 2)
+    res.update(_served_rss(root / "version", targets[: max(1, queries // 2)], texts[: max(1, queries // 2)], dim))
+    log(f"served from disk: rss {res['served_rss_mb']} MB after {res['served_queries']} queries")
+
+    # --- first-stage recall of the vector indexes against exact search over the same rows
+    n_rec = max(1, min(50, queries // 4))
+    own = targets[:n_rec]
+    random_q = l2_normalize(rng.standard_normal((n_rec, dim)).astype(np.float32))
+    t = time.perf_counter()
+    res["vector_recall_at_100_figure_queries"] = float(np.mean(_vector_recall(vectors, vectors.vectors_for(own), own)))
+    res["vector_recall_at_100_text_queries"] = float(np.mean(_vector_recall(vectors, random_q, None)))
+    res["visual_recall_at_100"] = float(np.mean(_vector_recall(visual, visual.vectors_for(own), own)))
+    log(f"vector recall@100 vs exact: figure queries {res['vector_recall_at_100_figure_queries']:.3f}, "
+        f"text queries {res['vector_recall_at_100_text_queries']:.3f}, pictures {res['visual_recall_at_100']:.3f} "
+        f"({time.perf_counter() - t:.0f}s)")
+
+    # --- adding figures without a rebuild: a new lexical segment, vectors appended to the
+    # compressed indexes (no retraining), captions appended, a new engine over the same parts
+    if add_figures:
+        tok = collection_tokens(col, n_figures, n_all)
+        blob, lens = _caption_bytes(col, tok, n_figures, n_all)
+        t_add = time.perf_counter()
+        lexical.add_token_ids(col["indptr"][n_figures:n_all + 1] - col["indptr"][n_figures], tok, col["vocab"])
+        with open(root / "captions.bin", "ab") as f:
+            f.write(blob)
+        offsets = np.r_[captions.offsets, captions.offsets[-1] + np.cumsum(lens)]
+        t_add = time.perf_counter() - t_add
+        t_add += _add_vectors(vectors, col["topic"], centres, rng, 1.2 / np.sqrt(dim), n_figures, n_all)
+        t_add += _add_vectors(visual, col["topic"], vcentres, rng, 1.0, n_figures, n_all)
+        t = time.perf_counter()
+        vectors.build()
+        visual.build()
+        grown = Searcher(DocTable(np.arange(n_all), col["paper_ids"], Captions(
+            np.memmap(root / "captions.bin", dtype=np.uint8, mode="r"), offsets)), lexical, vectors=vectors,
+            papers=papers, visual=visual, types=TypeIndex(n_all, TYPE_NAMES, types, type_scores),
+            vocabulary=engine.vocabulary)
+        t_add += time.perf_counter() - t
+        res["add_figures"] = add_figures
+        res["add_figures_s"] = round(t_add, 2)
+        new = int(n_all - 1)
+        hits = grown.search(" ".join(col["vocab"][int(x)] for x in tok[-8:]), k=10)
+        res["added_figure_found_by_its_words"] = any(h.figure_id == new for h in hits)
+        log(f"added {add_figures} figures in {t_add:.1f}s; segments {len(lexical.segments)}, rss {_rss_mb():.0f} MB")
 
     t_full_short = []
     for q in [analyze(q) for q in texts]:

@@ -26,6 +26,7 @@ import numpy as np
 from app.search.doc_table import DocTable
 from app.search.lexical import LexicalIndex
 from app.search.papers import PaperIndex
+from app.search.segments import SegmentedIndex
 from app.search.spelling import Spelling
 from app.search.type_index import TypeIndex
 from app.search.vectors import VectorIndex
@@ -34,7 +35,8 @@ MODULES_FILE = "modules.json"
 
 # the classes an index part may be; a class not listed here is refused at load
 PART_CLASSES: dict[str, type] = {cls.__name__: cls for cls in
-                                 (DocTable, LexicalIndex, VectorIndex, PaperIndex, TypeIndex, Spelling)}
+                                 (DocTable, LexicalIndex, SegmentedIndex, VectorIndex, PaperIndex, TypeIndex,
+                                  Spelling)}
 
 # the order parts are written and listed in (a part's folder is its name)
 PART_NAMES = ("docs", "lexical", "vectors", "visual", "papers", "types", "spelling")

@@ -103,6 +103,56 @@ def _topk(docs: np.ndarray, scores: np.ndarray, k: int):
     return docs[order], scores[order]
 
 
+def bm25_idf(df: np.ndarray, n_docs: int, epsilon: float) -> np.ndarray:
+    """rank_bm25's idf: ln((N-df+.5)/(df+.5)); negative ones floored at epsilon times the mean
+    idf over every vocabulary word (averaged *before* flooring); 0 for absent terms."""
+    df = np.asarray(df, dtype=np.float64)
+    present = df > 0
+    idf = np.zeros(len(df))
+    idf[present] = np.log(n_docs - df[present] + 0.5) - np.log(df[present] + 0.5)
+    avg = float(idf[present].mean()) if present.any() else 0.0
+    idf[present & (idf < 0)] = epsilon * avg
+    return idf
+
+
+def tfidf_idf(df: np.ndarray, n_docs: int) -> np.ndarray:
+    """ln(N/df) (terms in every document carry no weight); 0 for absent terms."""
+    df = np.asarray(df, dtype=np.float64)
+    idf = np.zeros(len(df))
+    present = df > 0
+    idf[present] = np.log(n_docs / df[present])
+    return idf
+
+
+def bm25_tf_part(tf: np.ndarray, doc_len: np.ndarray, avgdl: float, k1: float, b: float) -> np.ndarray:
+    """BM25's saturation of a term count by document length: tf*(k1+1) / (tf + k1*(1-b+b*dl/avgdl))."""
+    tf = np.asarray(tf, dtype=np.float64)
+    kd = k1 * (1.0 - b + b * np.asarray(doc_len, dtype=np.float64) / avgdl)
+    return tf * (k1 + 1.0) / (tf + kd)
+
+
+def select_terms(q: np.ndarray, qtf: np.ndarray, idf: np.ndarray, df: np.ndarray,
+                 max_query_terms: int | None, max_postings: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """The best query terms by qtf*idf (Lucene MoreLikeThis' term selection): at most
+    `max_query_terms`, and (if set) only while their posting lists (`df`, aligned with q) total
+    <= `max_postings`; a term whose list would overflow the budget is skipped, and the first
+    term is always kept."""
+    order = np.argsort(-(qtf * idf[q]), kind="stable")
+    if max_postings is None:
+        keep = order[:max_query_terms]
+    else:
+        dfs = np.asarray(df)[order].tolist()
+        keep, used = [], 0
+        for i, d in zip(order.tolist(), dfs):
+            if not keep or used + d <= max_postings:
+                keep.append(i)
+                used += d
+                if max_query_terms is not None and len(keep) == max_query_terms:
+                    break
+        keep = np.asarray(keep, dtype=np.int64)
+    return q[keep], qtf[keep]
+
+
 class LexicalIndex:
     """Inverted index with precomputed per-(term, doc) weights; see the module docstring."""
 
@@ -190,27 +240,16 @@ class LexicalIndex:
                                         self.vocab, method, self.k1, self.b, self.epsilon)
 
     def _compute_idf(self):
-        n, df = self.n_docs, self.df.astype(np.float64)
         if self.method == "bm25":
-            present = df > 0
-            idf = np.zeros(len(df))
-            idf[present] = np.log(n - df[present] + 0.5) - np.log(df[present] + 0.5)
-            # rank_bm25: average over every vocabulary word *before* flooring, floor only idf < 0
-            avg = float(idf[present].mean()) if present.any() else 0.0
-            idf[present & (idf < 0)] = self.epsilon * avg
-            self.idf = idf
+            self.idf = bm25_idf(self.df, self.n_docs, self.epsilon)
         else:
-            idf = np.zeros(len(df))
-            present = df > 0
-            idf[present] = np.log(n / df[present])
-            self.idf = idf
+            self.idf = tfidf_idf(self.df, self.n_docs)
 
     def _weights(self, docs: np.ndarray, terms: np.ndarray, tf: np.ndarray) -> np.ndarray:
         """float32 weight of term in doc -- the single formula used for columns and for rescoring."""
         tf = tf.astype(np.float64)
         if self.method == "bm25":
-            kd = self.k1 * (1.0 - self.b + self.b * self.doc_len[docs].astype(np.float64) / self.avgdl)
-            w = self.idf[terms] * (tf * (self.k1 + 1.0) / (tf + kd))
+            w = self.idf[terms] * bm25_tf_part(tf, self.doc_len[docs], self.avgdl, self.k1, self.b)
         else:
             norm = self.doc_norm[docs]
             w = (1.0 + np.log(tf)) * self.idf[terms] / np.where(norm > 0, norm, 1.0)
@@ -280,6 +319,18 @@ class LexicalIndex:
         s, e = int(self.row_ptr[doc_index]), int(self.row_ptr[doc_index + 1])
         return self.row_terms[s:e].astype(np.int64), self.row_tf[s:e].astype(np.float64)
 
+    def rows(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(indptr, term ids, counts) of the chosen documents' rows, in their order."""
+        docs = np.asarray(docs, dtype=np.int64)
+        pos, _owner = _gather_rows(self.row_ptr, docs)
+        indptr = np.zeros(len(docs) + 1, np.int64)
+        np.cumsum(self.row_ptr[docs + 1] - self.row_ptr[docs], out=indptr[1:])
+        return indptr, self.row_terms[pos], self.row_tf[pos]
+
+    def collection_counts(self) -> np.ndarray:
+        """How often each term occurs in the whole collection."""
+        return np.bincount(self.row_terms, weights=self.row_tf, minlength=len(self.vocab))
+
     def query_weights(self, q: np.ndarray, qtf: np.ndarray) -> np.ndarray:
         """Per-term query weights: counts for BM25, normalised (1+ln qtf)*idf for tf.idf."""
         return self._query_weights(q, qtf)
@@ -297,21 +348,7 @@ class LexicalIndex:
         (the first term is always kept)."""
         if max_query_terms is None or len(q) <= max_query_terms and max_postings is None:
             return q, qtf
-        order = np.argsort(-(qtf * self.idf[q]), kind="stable")
-        if max_postings is None:
-            keep = order[:max_query_terms]
-        else:
-            # greedy: a term whose list would overflow the budget is skipped, not a stop signal
-            df = (self.col_ptr[q[order] + 1] - self.col_ptr[q[order]]).tolist()
-            keep, used = [], 0
-            for i, d in zip(order.tolist(), df):
-                if not keep or used + d <= max_postings:
-                    keep.append(i)
-                    used += d
-                    if len(keep) == max_query_terms:
-                        break
-            keep = np.asarray(keep, dtype=np.int64)
-        return q[keep], qtf[keep]
+        return select_terms(q, qtf, self.idf, self.col_ptr[q + 1] - self.col_ptr[q], max_query_terms, max_postings)
 
     def search(self, query_tokens: Iterable[str], k: int = 100, exclude: int | None = None,
                max_query_terms: int | None = None) -> tuple[np.ndarray, np.ndarray]:

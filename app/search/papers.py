@@ -24,39 +24,55 @@ from app.search.vectors import VectorIndex
 PAPER_SIGNALS = ("paper", "paper_text", "paper_figures", "paper_body")
 
 
-def _grouped_counts(row_ptr: np.ndarray, row_terms: np.ndarray, row_tf: np.ndarray, order: np.ndarray,
-                    bounds: np.ndarray, n_terms: int, chunk: int):
-    """Yield (first group, local group of each entry, term, summed count) per chunk of groups,
-    where group g is made of the rows order[bounds[g]:bounds[g + 1]] of a (term, count) CSR."""
+def csr_rows(row_ptr: np.ndarray, row_terms: np.ndarray, row_tf: np.ndarray):
+    """rows(docs) -> (indptr, term ids, counts) of the chosen rows of a (term, count) CSR."""
     from app.search.lexical import _gather_rows
 
+    def rows(docs: np.ndarray):
+        pos, owner = _gather_rows(row_ptr, docs)
+        indptr = np.zeros(len(docs) + 1, np.int64)
+        np.cumsum(row_ptr[docs + 1] - row_ptr[docs], out=indptr[1:])
+        return indptr, row_terms[pos], row_tf[pos]
+    return rows
+
+
+def _grouped_counts(rows_of, order: np.ndarray, bounds: np.ndarray, n_terms: int, chunk: int):
+    """Yield (first group, local group of each entry, term, summed count) per chunk of groups,
+    where group g is made of the rows order[bounds[g]:bounds[g + 1]] (read with `rows_of`)."""
     n = len(bounds) - 1
     for s in range(0, n, chunk):
         e = min(n, s + chunk)
         rows = order[bounds[s]:bounds[e]]
         group_of_row = np.repeat(np.arange(e - s), np.diff(bounds[s:e + 1]))
-        pos, owner = _gather_rows(row_ptr, rows)
-        key = group_of_row[owner].astype(np.int64) * n_terms + row_terms[pos]
+        indptr, terms, tf = rows_of(np.asarray(rows, dtype=np.int64))
+        owner = np.repeat(np.arange(len(rows)), np.diff(indptr))
+        key = group_of_row[owner].astype(np.int64) * n_terms + terms
         uniq, inv = np.unique(key, return_inverse=True)
-        counts = np.bincount(inv, weights=row_tf[pos].astype(np.float64))
+        counts = np.bincount(inv, weights=tf.astype(np.float64))
         yield s, e, uniq // n_terms, (uniq % n_terms).astype(np.int32), counts
 
 
 def strongest_terms_index(row_ptr: np.ndarray, row_terms: np.ndarray, row_tf: np.ndarray, vocab: list[str],
                           order: np.ndarray, bounds: np.ndarray, max_terms: int,
                           chunk: int = 2_000) -> LexicalIndex:
+    """`strongest_rows_index` of the rows of a (term, count) CSR."""
+    return strongest_rows_index(csr_rows(row_ptr, row_terms, row_tf), vocab, order, bounds, max_terms, chunk)
+
+
+def strongest_rows_index(rows_of, vocab: list[str], order: np.ndarray, bounds: np.ndarray, max_terms: int,
+                         chunk: int = 2_000) -> LexicalIndex:
     """tf.idf index of groups of CSR rows (a paper = its figures, or one row of its own), each group
     kept to its `max_terms` terms of highest (1 + log tf) * idf. Two chunked passes (document
     frequencies, then the pruned rows), so millions of figures need no large temporaries."""
     n, n_terms = len(bounds) - 1, len(vocab)
     df = np.zeros(n_terms, dtype=np.int64)
-    for _s, _e, _g, terms, _c in _grouped_counts(row_ptr, row_terms, row_tf, order, bounds, n_terms, chunk):
+    for _s, _e, _g, terms, _c in _grouped_counts(rows_of, order, bounds, n_terms, chunk):
         df += np.bincount(terms, minlength=n_terms)
     idf = np.log(max(n, 1) / np.maximum(df, 1))
     nnz = np.zeros(n, dtype=np.int64)
     doc_len = np.zeros(n, dtype=np.float64)
     terms_parts, tf_parts = [], []
-    for s, e, g, terms, counts in _grouped_counts(row_ptr, row_terms, row_tf, order, bounds, n_terms, chunk):
+    for s, e, g, terms, counts in _grouped_counts(rows_of, order, bounds, n_terms, chunk):
         by = np.lexsort((-(1.0 + np.log(counts)) * idf[terms], g))   # entries are sorted by group
         first = np.searchsorted(g[by], np.arange(e - s))
         keep = np.sort(by[(np.arange(len(by)) - first[g[by]]) < max_terms])
@@ -97,14 +113,14 @@ def counts_view(term_counts: Sequence[dict[str, int] | None], max_terms: int) ->
     return strongest_terms_index(ptr, terms, tf, vocab, np.arange(n), np.arange(n + 1), max_terms)
 
 
-def figures_view(figures: LexicalIndex, row_paper: np.ndarray, paper_ids: np.ndarray, max_terms: int) -> LexicalIndex:
-    """All figure texts of each paper together, from the figure index's own (term, count) rows."""
+def figures_view(figures, row_paper: np.ndarray, paper_ids: np.ndarray, max_terms: int) -> LexicalIndex:
+    """All figure texts of each paper together, from the figure index's own (term, count) rows
+    (a LexicalIndex or a SegmentedIndex: both read rows with `rows`)."""
     row_paper = np.asarray(row_paper, dtype=np.int64)
     order = np.argsort(row_paper, kind="stable")
     bounds = np.searchsorted(row_paper[order], np.r_[paper_ids, np.iinfo(np.int64).max])
     bounds[-1] = len(order)
-    return strongest_terms_index(figures.row_ptr, figures.row_terms, figures.row_tf, figures.vocab, order, bounds,
-                                 max_terms)
+    return strongest_rows_index(figures.rows, figures.vocab, order, bounds, max_terms)
 
 
 class PaperIndex:

@@ -37,6 +37,7 @@ from app.search.index_parts import read_parts, write_parts
 from app.search.lexical import LexicalIndex
 from app.search.papers import PaperIndex
 from app.search.ranking import RankingConfig
+from app.search.segments import SegmentedIndex
 from app.search.spelling import Spelling
 from app.search.text import analyze
 from app.search.type_index import TypeIndex
@@ -74,6 +75,21 @@ class QueryVocabulary:
 
     types_named_in: Callable[[str], Sequence[str]] = lambda query: ()
     understood: frozenset[str] = field(default_factory=frozenset)
+
+
+SEGMENTED_MIN = 500_000  # figures from which the lexical part is compressed postings on disk (segments.py)
+
+
+def _make_lexical(analysed: Sequence[Sequence[str]], method: str, ranking: RankingConfig | None):
+    """The in-memory index for collections below SEGMENTED_MIN figures; above, compressed
+    postings (about half the bytes, memory-mapped once the version is saved and loaded), which
+    score BM25 only, so a ranking that asks for tf.idf keeps the in-memory index."""
+    first_stage = (ranking or RankingConfig()).first_stage
+    if len(analysed) >= SEGMENTED_MIN and method == "bm25" and first_stage == "bm25":
+        lexical = SegmentedIndex()
+        lexical.add_documents(analysed)
+        return lexical
+    return LexicalIndex.build(analysed, method=method)
 
 
 def _make_vectors(embeddings, n: int, kind: str = "auto", gpu: str = "auto") -> VectorIndex:
@@ -125,7 +141,7 @@ class Searcher:
         """Analyse the figure texts and build the parts. embeddings[i] and visual_embeddings[i]
         belong to docs[i]; figure_types[i] is a type name or None and type_scores[i] the
         classifier's {type: score} (TypeIndex.build)."""
-        lexical = LexicalIndex.build([analyze(d.text) for d in docs], method=method)
+        lexical = _make_lexical([analyze(d.text) for d in docs], method, ranking)
         vectors = None if embeddings is None else _make_vectors(embeddings, len(docs), vector_kind, gpu)
         visual = None if visual_embeddings is None else _make_vectors(visual_embeddings, len(docs), vector_kind, gpu)
         types = TypeIndex.build([d.kind for d in docs], figure_types, type_scores)

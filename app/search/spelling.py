@@ -106,7 +106,7 @@ class Spelling:
                 for row in range(0, n, max(1, n // self.sample_captions)):
                     words.update(w for w in _WORD_RE.findall(captions[row].lower()) if len(w) >= 3)
                 known = lex.term_ids
-                uses = np.bincount(lex.row_terms, weights=lex.row_tf, minlength=len(lex.vocab))
+                uses = lex.collection_counts()
                 found: dict[str, int] = {}
                 for w in sorted(words):
                     stems = analyze(w)

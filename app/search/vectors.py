@@ -11,14 +11,16 @@ Metric: inner product on L2-normalised vectors (= cosine); `add` normalises.
 
 kind="auto" picks:
   * n < 200k: exact IndexFlatIP (brute force is fast enough and perfectly accurate);
-  * otherwise IVF with 8-bit scalar quantisation ("IVF{nlist},SQ8", nlist ~ 4*sqrt(n), trained on a
-    sample, nprobe 32). At 1M x 384-d on 2 cores it trains+adds in about a minute and uses 384 MB,
-    whereas HNSW(M=32) needs far longer to build on 2 cores and 1.8 GB of float32 storage.
-    Product-quantised codes (48 or 24 bytes a vector) with exact re-scoring of 4-8x the wanted
-    neighbours were measured on the benchmark's 1M clustered vectors: recall@50 of the exact
-    neighbours .54-.65 against .985 for SQ8, so SQ8 stays.
-  kind="hnsw" (IndexHNSWFlat, M=32, efConstruction 40, efSearch 64) and kind="flat"/"ivf" can be
-  forced.
+  * otherwise IVF-PQ with exact re-scoring ("ivfpq", app/search/ann.py): `dim / 8` bytes of codes
+    per vector in memory, the vectors as float16 rows on disk (memory-mapped; they are also the
+    store `vectors_for` reads), the best `rescore` (2,000) candidates of `pq_nprobe` (32) cells
+    re-scored exactly. scripts/ann_sweep.py on 1M of the benchmark's vectors: recall@100 against
+    exact search .996 (worst query .97) for a figure's vector as the query, .941 re-scoring 1,000;
+    a random unit vector as the query is the hard case (.71; .84-.90 with 64-128 cells and 4,000
+    candidates). The earlier choice here, 8-bit scalar codes, keeps 384 bytes a vector resident;
+    product codes *without* exact re-scoring reached recall@50 of only .54-.65.
+  kind="ivf" (IVF with 8-bit scalar quantisation, nlist ~ 4*sqrt(n), nprobe 32), "hnsw"
+  (IndexHNSWFlat, M=32, efConstruction 40, efSearch 64) and "flat" can be forced.
 
 GPU: gpu="auto" moves flat/IVF indexes to GPU 0 only if this faiss build has StandardGpuResources and
 `faiss.get_num_gpus() > 0`; gpu="on" raises when that is not the case; gpu="off" never uses a GPU.
@@ -32,7 +34,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .ann import STORE_FILE, RescoredIVFPQ, RowStore, nlist_for
+
 FLAT_MAX = 200_000
+KINDS = ("auto", "flat", "hnsw", "ivf", "ivfpq")
+PQ_NPROBE = 32      # IVF-PQ cells probed per query (scripts/ann_sweep.py)
+PQ_RESCORE = 2000   # IVF-PQ candidates re-scored exactly per query (scripts/ann_sweep.py: recall@100 .996 at 1M, .941 with 1,000)
 
 
 def gpu_available() -> bool:
@@ -72,22 +79,37 @@ class VectorIndex:
     """ANN index that doubles as the vector store, addressed by caller-chosen int64 ids."""
 
     def __init__(self, dim: int, kind: str = "auto", gpu: str = "auto", store_dtype: str = "float16",
-                 hnsw_m: int = 32, ef_search: int = 64, nlist: int | None = None, nprobe: int = 32):
-        if kind not in ("auto", "flat", "hnsw", "ivf"):
-            raise ValueError(f"kind must be auto/flat/hnsw/ivf, got {kind!r}")
+                 hnsw_m: int = 32, ef_search: int = 64, nlist: int | None = None, nprobe: int = 32,
+                 store_dir: str | Path | None = None, rescore: int = PQ_RESCORE, pq_nprobe: int = PQ_NPROBE):
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {'/'.join(KINDS)}, got {kind!r}")
         self.dim = int(dim)
         self.kind = kind
         self.use_gpu = _resolve_gpu(gpu)
         self.gpu = gpu
-        self.store_dtype = np.dtype(store_dtype)  # of vectors waiting to be indexed and of a GPU index's copy
+        self.store_dtype = np.dtype(store_dtype)  # of a GPU index's copy
         self.hnsw_m, self.ef_search, self.nlist, self.nprobe = hnsw_m, ef_search, nlist, nprobe
-        self._chunks: list[np.ndarray] = []     # added, not yet in the index
-        self._id_chunks: list[np.ndarray] = []
+        self.rescore, self.pq_nprobe = int(rescore), int(pq_nprobe)
+        # float16 rows in id order: the vectors waiting to be indexed and, for IVF-PQ, the store
+        # the candidates are re-scored from (on disk under store_dir when given, else in memory);
+        # it holds rows [_store_base, _store_base + len) of the index
+        self.store_dir = None if store_dir is None else Path(store_dir)
+        self._store = self._new_store()
+        self._store_base = 0
+        self._pending_ids: list[np.ndarray] = []
         self._ids = np.zeros(0, np.int64)       # ids of the rows in the index, in row order
         self._copy: np.ndarray | None = None    # rows as vectors, only where the index cannot give them back
         self._index = None          # faiss index (possibly on GPU)
+        self._ann: RescoredIVFPQ | None = None  # the IVF-PQ index with its row store
         self._built_kind: str | None = None
         self._sorted_ids = None     # lazily built id -> row lookup
+
+    def _new_store(self) -> RowStore:
+        if self.store_dir is None:
+            return RowStore(self.dim)
+        path = self.store_dir / STORE_FILE
+        path.unlink(missing_ok=True)
+        return RowStore(self.dim, path)
 
     # ------------------------------------------------------------- content
     def add(self, ids, vecs) -> None:
@@ -96,12 +118,15 @@ class VectorIndex:
         vecs = l2_normalize(vecs)
         if vecs.shape != (len(ids), self.dim):
             raise ValueError(f"expected ({len(ids)}, {self.dim}) vectors, got {vecs.shape}")
-        self._chunks.append(vecs.astype(self.store_dtype))
-        self._id_chunks.append(ids)
+        self._store.append(vecs)
+        self._pending_ids.append(ids)
         self._sorted_ids = None
 
+    def _n_pending(self) -> int:
+        return sum(len(c) for c in self._pending_ids)
+
     def __len__(self) -> int:
-        return len(self._ids) + sum(len(c) for c in self._id_chunks)
+        return len(self._ids) + self._n_pending()
 
     @property
     def ids(self) -> np.ndarray:
@@ -137,6 +162,8 @@ class VectorIndex:
         return self._rows(rows)
 
     def _rows(self, rows: np.ndarray) -> np.ndarray:
+        if self._ann is not None:
+            return self._ann.store.rows(rows)
         if self._copy is not None:
             return self._copy[rows].astype(np.float32)
         if len(rows) == 0:
@@ -148,7 +175,7 @@ class VectorIndex:
         n = len(self) if n is None else n
         if self.kind != "auto":
             return self.kind
-        return "flat" if n < FLAT_MAX else "ivf"
+        return "flat" if n < FLAT_MAX else "ivfpq"
 
     def _new_index(self, n: int, training: np.ndarray):
         import faiss
@@ -161,13 +188,9 @@ class VectorIndex:
             index.hnsw.efConstruction = 40
             index.hnsw.efSearch = self.ef_search
         else:
-            nlist = self.nlist or max(1, min(int(4 * math.sqrt(max(n, 1))), max(1, n // 39)))
+            nlist = self.nlist or nlist_for(n)
             index = faiss.index_factory(self.dim, f"IVF{nlist},SQ8", faiss.METRIC_INNER_PRODUCT)
-            rng = np.random.default_rng(0)
-            n_train = min(len(training), max(40 * nlist, 10_000))
-            sample = (np.sort(rng.choice(len(training), size=n_train, replace=False)) if n_train < len(training)
-                      else np.arange(len(training)))
-            index.train(np.ascontiguousarray(training[sample], dtype=np.float32))
+            index.train(np.ascontiguousarray(training, dtype=np.float32))
             ivf = faiss.extract_index_ivf(index)
             ivf.nprobe = min(self.nprobe, nlist)
             ivf.set_direct_map_type(faiss.DirectMap.Array)  # rows can be read back by number
@@ -175,7 +198,7 @@ class VectorIndex:
         return index
 
     def _to_gpu(self, index):
-        if not self.use_gpu or self._built_kind == "hnsw":
+        if not self.use_gpu or self._built_kind in ("hnsw", "ivfpq"):
             return index
         import faiss
 
@@ -184,32 +207,57 @@ class VectorIndex:
         return faiss.index_cpu_to_gpu(self._gpu_res, 0, index)
 
     def _on_gpu(self) -> bool:
-        return self.use_gpu and self._built_kind != "hnsw"
+        return self.use_gpu and self._built_kind not in ("hnsw", "ivfpq")
 
     def build(self) -> None:
         """Index the vectors added since the last build (called automatically when needed)."""
-        if not self._chunks and self._index is not None:
+        if not self._pending_ids and (self._index is not None or self._ann is not None):
             return
-        new = (self._chunks[0] if len(self._chunks) == 1 else
-               np.concatenate(self._chunks) if self._chunks else np.zeros((0, self.dim), self.store_dtype))
-        new_ids = np.concatenate(self._id_chunks) if self._id_chunks else np.zeros(0, np.int64)
-        self._chunks, self._id_chunks = [], []
-        n = len(self._ids) + len(new)
-        rebuild = self._index is None or (self.kind == "auto" and self.effective_kind(n) != self._built_kind)
-        if rebuild:  # auto indexes are rebuilt from scratch when growth changes the best kind
-            old = self._rows(np.arange(len(self._ids))) if self._index is not None else np.zeros((0, self.dim), np.float32)
-            todo = np.concatenate([old.astype(self.store_dtype), new]) if len(old) else new
-            self._index = self._to_gpu(self._new_index(n, todo))
-            self._copy = None
+        new_ids = np.concatenate(self._pending_ids) if self._pending_ids else np.zeros(0, np.int64)
+        self._pending_ids = []
+        n_old = len(self._ids)
+        n = n_old + len(new_ids)
+        kind = self.effective_kind(n)
+        rebuild = (self._index is None and self._ann is None) or (self.kind == "auto" and kind != self._built_kind)
+        if rebuild and self._store_base > 0:  # the store lacks the indexed rows: read them back first
+            old = self._rows(np.arange(n_old))
+            store = RowStore(self.dim)
+            store.append(old)
+            store.append(self._store.read(0, len(self._store)))
             del old
+            self._store, self._store_base = store, 0
+            if self.store_dir is not None:  # (an index loaded without its rows, grown past the threshold)
+                disk = self._new_store()
+                for s in range(0, len(store), 65_536):
+                    disk.append(store.read(s, min(len(store), s + 65_536)))
+                self._store = disk
+        if rebuild:
+            self._index, self._ann, self._copy = None, None, None
+            if kind == "ivfpq":
+                self._ann = RescoredIVFPQ(self.dim, self._store, nprobe=self.pq_nprobe, rescore=self.rescore)
+                self._ann.train(n)
+                self._built_kind = kind
+            else:
+                nlist = self.nlist or nlist_for(n)
+                training = self._store.sample(max(40 * nlist, 10_000)) if kind == "ivf" else None
+                self._index = self._to_gpu(self._new_index(n, training))
+            first = 0
         else:
-            todo = new
-        step = 65_536
-        for s in range(0, len(todo), step):
-            self._index.add(np.ascontiguousarray(todo[s:s + step], dtype=np.float32))
-        if self._on_gpu() or self._copy is not None:  # (a copy loaded from an earlier version grows too)
-            self._copy = todo if self._copy is None else np.concatenate([self._copy, todo])
-        self._ids = np.concatenate([self._ids, new_ids]) if len(self._ids) else new_ids
+            first = n_old
+        if self._ann is not None:
+            self._ann.add_stored()
+        else:
+            step = 65_536
+            for s in range(first, n, step):
+                e = min(n, s + step)
+                rows = self._store.read(s - self._store_base, e - self._store_base)
+                self._index.add(rows)
+                if self._on_gpu() or self._copy is not None:  # (a copy loaded from an earlier version grows too)
+                    part = rows.astype(self.store_dtype)
+                    self._copy = part if self._copy is None else np.concatenate([self._copy, part])
+            # the index holds the vectors: the rows waiting for it are no longer needed
+            self._store, self._store_base = self._new_store(), n
+        self._ids = np.concatenate([self._ids, new_ids]) if n_old else new_ids
         self._sorted_ids = None
 
     def search(self, vecs, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -219,7 +267,10 @@ class VectorIndex:
         k = int(k)
         if len(self._ids) == 0 or k <= 0:
             return np.full((len(q), max(k, 0)), -1, np.int64), np.zeros((len(q), max(k, 0)), np.float32)
-        scores, rows = self._index.search(q, min(k, len(self._ids)))
+        if self._ann is not None:
+            rows, scores = self._ann.search(q, min(k, len(self._ids)))
+        else:
+            scores, rows = self._index.search(q, min(k, len(self._ids)))
         ids = np.where(rows >= 0, self._ids[np.maximum(rows, 0)], -1)
         if k > rows.shape[1]:
             pad = k - rows.shape[1]
@@ -229,36 +280,56 @@ class VectorIndex:
 
     # --------------------------------------------------------- persistence
     def save(self, path_dir: str | Path) -> None:
-        """ids.npy, index.faiss (CPU form; it holds the vectors), meta.json."""
+        """ids.npy, meta.json and the index: index.faiss (CPU form) holding the vectors, or for
+        IVF-PQ the codes (index.faiss) plus the float16 rows (vectors.f16, memory-mapped at load)."""
         import faiss
 
         self.build()
         d = Path(path_dir)
         d.mkdir(parents=True, exist_ok=True)
         np.save(d / "ids.npy", self._ids)
-        index = self._index
-        if self._on_gpu():
-            index = faiss.index_gpu_to_cpu(index)
-        faiss.write_index(index, str(d / "index.faiss"))
         (d / "vectors.npy").unlink(missing_ok=True)
+        if self._ann is not None:
+            target = d / STORE_FILE
+            store = self._ann.store
+            if store.path is None or store.path.resolve() != target.resolve():
+                target.unlink(missing_ok=True)
+                copy = RowStore(self.dim, target)
+                for s in range(0, len(store), 65_536):
+                    copy.append(store.read(s, min(len(store), s + 65_536)))
+            self._ann.save(d)
+        else:
+            index = self._index
+            if self._on_gpu():
+                index = faiss.index_gpu_to_cpu(index)
+            faiss.write_index(index, str(d / "index.faiss"))
         meta = dict(dim=self.dim, kind=self.kind, built_kind=self._built_kind,
                     store_dtype=self.store_dtype.name, hnsw_m=self.hnsw_m, ef_search=self.ef_search,
-                    nlist=self.nlist, nprobe=self.nprobe, format=2)
+                    nlist=self.nlist, nprobe=self.nprobe, rescore=self.rescore, pq_nprobe=self.pq_nprobe,
+                    format=3)
         (d / "meta.json").write_text(json.dumps(meta))
 
     @classmethod
     def load(cls, path_dir: str | Path, gpu: str = "auto", mmap: bool = False) -> "VectorIndex":
         """A saved index. Indexes saved with a separate vector copy (vectors.npy, earlier
-        versions) keep reading their vectors from it, memory-mapped with `mmap`."""
+        versions) keep reading their vectors from it, memory-mapped with `mmap`. IVF-PQ rows
+        are always memory-mapped (that is their point)."""
         import faiss
 
         d = Path(path_dir)
         meta = json.loads((d / "meta.json").read_text())
         self = cls(meta["dim"], kind=meta["kind"], gpu=gpu, store_dtype=meta["store_dtype"],
                    hnsw_m=meta["hnsw_m"], ef_search=meta["ef_search"], nlist=meta["nlist"],
-                   nprobe=meta["nprobe"])
+                   nprobe=meta["nprobe"], rescore=meta.get("rescore", PQ_RESCORE),
+                   pq_nprobe=meta.get("pq_nprobe", PQ_NPROBE))
         self._ids = np.load(d / "ids.npy")
         self._built_kind = meta["built_kind"]
+        if self._built_kind == "ivfpq":
+            self.store_dir = d
+            self._store = RowStore(self.dim, d / STORE_FILE)
+            self._ann = RescoredIVFPQ.load(d, self.dim, self._store)
+            return self
+        self._store_base = len(self._ids)
         index = faiss.read_index(str(d / "index.faiss"))
         if self._built_kind == "hnsw":
             index.hnsw.efSearch = self.ef_search

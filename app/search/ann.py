@@ -1,0 +1,188 @@
+"""Compressed vector search for large collections: FAISS IVF-PQ codes in memory, exact
+re-scoring of the best candidates from float16 rows memory-mapped from disk.
+
+Why: an exact or 8-bit index keeps every vector in memory (384 bytes a 384-d vector with SQ8,
+3.8 GB at ten million figures, more for float32). Product-quantised codes take `dim / 8` bytes a
+vector (48 for 384-d), and their approximate scores only have to bring the true neighbours into
+the first `rescore` candidates: those are then scored exactly from the float16 rows, which stay on
+disk and are read through a memory map, so the resident set is the rows that queries touch.
+The rows double as the vector store (`rows`), so nothing is kept twice.
+
+Parameters (see README for the measurements): about sqrt(n) coarse cells, `dim / 8`
+sub-quantisers of 8 bits, `nprobe` cells probed and `rescore` candidates re-scored per query.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+STORE_FILE = "vectors.f16"   # raw little-endian float16 rows; the shape is in meta.json
+STORE_DTYPE = np.dtype("<f2")
+
+
+def nlist_for(n: int) -> int:
+    """Coarse cells: about 4 * sqrt(n), with at least 39 training points per cell."""
+    return max(1, min(int(4 * math.sqrt(max(n, 1))), max(1, n // 39)))
+
+
+def pq_nlist_for(n: int) -> int:
+    """Coarse cells of the IVF-PQ index: about sqrt(n) (1,000 at a million vectors). Placing a
+    vector costs one dot product per cell, which dominates the build at ten million; the exact
+    re-scoring makes up for the coarser cells."""
+    return max(1, min(int(math.sqrt(max(n, 1))), max(1, n // 39)))
+
+
+def pq_factory(dim: int, nlist: int) -> str:
+    """IVF with `dim / 8` sub-quantisers of 8 bits each (8 dimensions per sub-vector)."""
+    m = max(1, dim // 8)
+    while dim % m:
+        m -= 1
+    return f"IVF{nlist},PQ{m}"
+
+
+class RowStore:
+    """float16 rows, appended in order and read back by row number.
+
+    On disk (`path` given) rows are appended with plain writes (never through a map, so writing
+    ten million rows does not make them resident) and read through a read-only memory map;
+    without a path they are kept in memory (small collections, tests).
+    """
+
+    def __init__(self, dim: int, path: Path | None = None):
+        self.dim = int(dim)
+        self.path = None if path is None else Path(path)
+        self._mem: list[np.ndarray] = []
+        self._n = 0
+        self._map: np.ndarray | None = None
+        if self.path is not None and self.path.exists():
+            self._n = self.path.stat().st_size // (self.dim * STORE_DTYPE.itemsize)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def append(self, rows: np.ndarray) -> None:
+        rows = np.ascontiguousarray(rows, dtype=STORE_DTYPE)
+        if rows.ndim != 2 or rows.shape[1] != self.dim:
+            raise ValueError(f"expected (n, {self.dim}) rows, got {rows.shape}")
+        if self.path is None:
+            self._mem.append(rows)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "ab") as f:
+                f.write(rows.tobytes())
+        self._n += len(rows)
+        self._map = None
+
+    def _array(self) -> np.ndarray:
+        if self._map is None:
+            if self.path is None:
+                self._mem = [np.concatenate(self._mem)] if len(self._mem) > 1 else self._mem
+                self._map = self._mem[0] if self._mem else np.zeros((0, self.dim), STORE_DTYPE)
+            else:
+                self._map = (np.memmap(self.path, dtype=STORE_DTYPE, mode="r", shape=(self._n, self.dim))
+                             if self._n else np.zeros((0, self.dim), STORE_DTYPE))
+        return self._map
+
+    def rows(self, rows) -> np.ndarray:
+        """float32 copies of the chosen rows (read in ascending order: fewer page faults)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if len(rows) == 0:
+            return np.zeros((0, self.dim), np.float32)
+        order = np.argsort(rows, kind="stable")
+        out = np.empty((len(rows), self.dim), np.float32)
+        out[order] = self._array()[rows[order]]
+        return out
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        """Rows [start, stop) as float32, read without mapping (bulk reads at build time)."""
+        if self.path is None:
+            return self._array()[start:stop].astype(np.float32)
+        width = self.dim * STORE_DTYPE.itemsize
+        with open(self.path, "rb") as f:
+            f.seek(start * width)
+            buf = np.fromfile(f, dtype=STORE_DTYPE, count=(stop - start) * self.dim)
+        return buf.reshape(-1, self.dim).astype(np.float32)
+
+    def sample(self, n_sample: int, blocks: int = 64) -> np.ndarray:
+        """About `n_sample` rows from `blocks` evenly spaced stretches (a training sample that
+        covers the whole collection, read sequentially)."""
+        n = len(self)
+        if n <= n_sample:
+            return self.read(0, n)
+        per = max(1, n_sample // blocks)
+        starts = np.linspace(0, n - per, blocks).astype(np.int64)
+        return np.concatenate([self.read(int(s), int(s) + per) for s in starts])
+
+
+class RescoredIVFPQ:
+    """IVF-PQ first stage + exact float16 re-scoring; rows numbered in insertion order."""
+
+    def __init__(self, dim: int, store: RowStore, nprobe: int = 32, rescore: int = 2000):
+        self.dim = int(dim)
+        self.store = store
+        self.nprobe, self.rescore = int(nprobe), int(rescore)
+        self.index = None
+
+    def train(self, n_expected: int) -> None:
+        """Train the coarse cells and the product quantiser on a sample of the stored rows."""
+        import faiss
+
+        nlist = pq_nlist_for(n_expected)
+        index = faiss.index_factory(self.dim, pq_factory(self.dim, nlist), faiss.METRIC_INNER_PRODUCT)
+        # polysemous training (Hamming-distance filtering, unused here) costs minutes
+        faiss.downcast_index(faiss.extract_index_ivf(index)).do_polysemous_training = False
+        sample = self.store.sample(max(40 * nlist, 50_000))
+        index.train(np.ascontiguousarray(sample))
+        self.index = index
+        self._set_nprobe()
+
+    def _set_nprobe(self) -> None:
+        import faiss
+
+        ivf = faiss.extract_index_ivf(self.index)
+        ivf.nprobe = min(self.nprobe, ivf.nlist)
+
+    def add_stored(self, step: int = 65_536) -> None:
+        """Index the stored rows that are not in the index yet (rows keep their numbers)."""
+        for s in range(self.index.ntotal, len(self.store), step):
+            self.index.add(self.store.read(s, min(len(self.store), s + step)))
+
+    @property
+    def ntotal(self) -> int:
+        return 0 if self.index is None else int(self.index.ntotal)
+
+    def search(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k (rows, exact cosines) per query row; the first stage returns max(k, rescore)
+        candidates, which are re-scored from the float16 rows."""
+        n_cand = min(max(k, self.rescore), self.ntotal)
+        _, cand = self.index.search(np.ascontiguousarray(q, dtype=np.float32), n_cand)
+        out_rows = np.full((len(q), k), -1, np.int64)
+        out_scores = np.zeros((len(q), k), np.float32)
+        for i in range(len(q)):
+            c = cand[i][cand[i] >= 0]
+            if len(c) == 0:
+                continue
+            s = self.store.rows(c) @ q[i]
+            top = np.lexsort((c, -s))[:k]
+            out_rows[i, :len(top)], out_scores[i, :len(top)] = c[top], s[top]
+        return out_rows, out_scores
+
+    def save(self, d: Path) -> None:
+        """index.faiss (codes and cells); the rows stay in the store file (already on disk)."""
+        import faiss
+
+        faiss.write_index(self.index, str(Path(d) / "index.faiss"))
+        (Path(d) / "ann.json").write_text(json.dumps({"nprobe": self.nprobe, "rescore": self.rescore}))
+
+    @classmethod
+    def load(cls, d: Path, dim: int, store: RowStore) -> "RescoredIVFPQ":
+        import faiss
+
+        meta = json.loads((Path(d) / "ann.json").read_text())
+        self = cls(dim, store, nprobe=meta["nprobe"], rescore=meta["rescore"])
+        self.index = faiss.read_index(str(Path(d) / "index.faiss"))
+        self._set_nprobe()
+        return self

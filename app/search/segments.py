@@ -1,0 +1,516 @@
+"""A lexical index made of immutable segments: adding documents writes a small new segment
+instead of rebuilding the index, deletes are tombstones until a merge, a merge rewrites a run of
+segments as one (the layout of Lucene-based engines).
+
+Scores are BM25 with the statistics of the whole collection (document count, document
+frequencies, average length, summed over segments) computed when a query runs, so a query over
+several segments ranks exactly as one index built from the same documents (up to the counts'
+one-byte quantisation, see app.search.postings). As in Lucene, a deleted document still counts
+in the statistics until a merge removes it.
+
+Queries offer the calls of `LexicalIndex` that the engine makes (`search_terms`, `score_docs`,
+`doc_terms`, ...) with the same meaning; documents are numbered across segments in the order
+they were added.
+
+On disk (`open(d)` / `save(d)`): d/state.json (segment names, parameters), d/vocab.json,
+d/deleted.npy and one directory per segment under d/segments/, memory-mapped when opened.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .lexical import _csr_from_tokens, _topk, bm25_idf, bm25_tf_part, select_terms
+from .postings import PostingsSegment
+
+_PROBE_POSTINGS = 20_000   # postings of the most selective terms read to estimate the k-th score
+_PROBE_DOCS = 300          # documents fully scored for that estimate (>= k)
+_MAXSCORE_MIN = 200_000    # below this many postings every list is read
+_CAND_CAP = 20_000         # above this many candidates after pruning, every list is read
+_SLACK = 1e-6              # relative margin on the bounds: pruning never drops a true hit
+
+
+class SegmentedIndex:
+    """BM25 over postings segments with collection-wide statistics; see the module docstring."""
+
+    method = "bm25"
+
+    def __init__(self, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25, path: str | Path | None = None):
+        self.k1, self.b, self.epsilon = float(k1), float(b), float(epsilon)
+        self.vocab: list[str] = []
+        self.term_ids: dict[str, int] = {}
+        self.segments: list[PostingsSegment] = []
+        self.names: list[str] = []                 # segment directory names (when stored)
+        self.bases = np.zeros(1, np.int64)         # segment i holds documents [bases[i], bases[i+1])
+        self.deleted = np.zeros(0, bool)
+        self.path = None if path is None else Path(path)
+        self._df = np.zeros(0, np.int64)
+        self._total_len = 0
+        self._idf: np.ndarray | None = None
+        self._norms: dict[int, tuple] = {}
+
+    # -------------------------------------------------------------- content
+    @property
+    def n_docs(self) -> int:
+        return int(self.bases[-1])
+
+    def __len__(self) -> int:
+        return self.n_docs
+
+    @property
+    def n_live(self) -> int:
+        return self.n_docs - int(self.deleted.sum())
+
+    def _intern(self, words: Sequence[str]) -> np.ndarray:
+        out = np.empty(len(words), np.int64)
+        for i, w in enumerate(words):
+            t = self.term_ids.get(w)
+            if t is None:
+                t = self.term_ids[w] = len(self.vocab)
+                self.vocab.append(w)
+            out[i] = t
+        return out
+
+    def add_documents(self, docs: Sequence[Sequence[str]]) -> range:
+        """Add analysed documents (token lists) as one new segment; returns their numbers."""
+        local: dict[str, int] = {}
+        lens = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
+        tokens = np.fromiter((local.setdefault(t, len(local)) for d in docs for t in d), dtype=np.int32,
+                             count=int(lens.sum()))
+        indptr = np.zeros(len(docs) + 1, np.int64)
+        np.cumsum(lens, out=indptr[1:])
+        words = [None] * len(local)
+        for w, i in local.items():
+            words[i] = w
+        return self.add_token_ids(indptr, tokens, words)
+
+    def add_token_ids(self, indptr: np.ndarray, tokens: np.ndarray, words: Sequence[str]) -> range:
+        """Add documents given as a token-id stream (tokens[indptr[i]:indptr[i+1]] of document i,
+        ids into `words`) as one new segment; returns their numbers."""
+        mapping = self._intern(words)
+        ids = mapping[np.asarray(tokens, dtype=np.int64)].astype(np.int32)
+        indptr = np.asarray(indptr, dtype=np.int64)
+        row_ptr, row_terms, row_tf = _csr_from_tokens(indptr, ids, len(self.vocab))
+        del ids
+        seg = PostingsSegment.build(row_ptr, row_terms, row_tf, np.diff(indptr), len(self.vocab))
+        return self._append(seg)
+
+    def _append(self, seg: PostingsSegment) -> range:
+        first = self.n_docs
+        if self.path is not None:
+            name = f"seg-{secrets.token_hex(6)}"
+            seg.save(self.path / "segments" / name)
+            seg = PostingsSegment.load(self.path / "segments" / name)
+            self.names.append(name)
+        self.segments.append(seg)
+        self.bases = np.r_[self.bases, first + seg.n_docs]
+        self.deleted = np.r_[self.deleted, np.zeros(seg.n_docs, bool)]
+        self._df = np.r_[self._df, np.zeros(len(self.vocab) - len(self._df), np.int64)]
+        self._df += seg.df_all(len(self.vocab))
+        self._total_len += seg.total_len
+        self._idf = None
+        if self.path is not None:
+            self._write_state()
+        return range(first, self.n_docs)
+
+    def delete(self, docs: Iterable[int]) -> None:
+        """Mark documents deleted: never returned again; removed (and out of the statistics) at
+        the next merge."""
+        docs = np.asarray(list(docs), dtype=np.int64)
+        if len(docs) and (docs.min() < 0 or docs.max() >= self.n_docs):
+            raise IndexError("document number out of range")
+        self.deleted[docs] = True
+        if self.path is not None:
+            self._write_state()
+
+    def merge(self, first: int = 0, last: int | None = None) -> np.ndarray:
+        """Rewrite segments first..last (default: all) as one, without their deleted documents.
+
+        Returns the old numbers of the documents kept, in their new order (numbers after the
+        merged run shift down by the deleted ones); callers renumber their per-document arrays
+        with it.
+        """
+        last = len(self.segments) - 1 if last is None else last
+        if not self.segments:
+            return np.zeros(0, np.int64)
+        run = range(first, last + 1)
+        lo, hi = int(self.bases[first]), int(self.bases[last + 1])
+        ptr_parts, term_parts, tf_parts, len_parts = [], [], [], []
+        for i in run:
+            seg = self.segments[i]
+            live = np.flatnonzero(~self.deleted[self.bases[i]:self.bases[i + 1]])
+            indptr, terms, tf = seg.rows(live)
+            ptr_parts.append(np.diff(indptr))
+            term_parts.append(terms.astype(np.int32))
+            tf_parts.append(tf)
+            len_parts.append(np.asarray(seg.doc_len)[live])
+        lens = np.concatenate(ptr_parts)
+        row_ptr = np.zeros(len(lens) + 1, np.int64)
+        np.cumsum(lens, out=row_ptr[1:])
+        merged = PostingsSegment.build(row_ptr, np.concatenate(term_parts), np.concatenate(tf_parts),
+                                       np.concatenate(len_parts), len(self.vocab))
+        del term_parts, tf_parts
+        kept = np.r_[np.arange(lo), lo + np.flatnonzero(~self.deleted[lo:hi]), np.arange(hi, self.n_docs)]
+        old_deleted = self.deleted
+        old_names = self.names[first:last + 1] if self.path is not None else []
+        segments, names = self.segments, self.names
+        self.segments, self.names = [], []
+        self.bases = np.zeros(1, np.int64)
+        self._df, self._total_len, self._idf = np.zeros(len(self.vocab), np.int64), 0, None
+        self._norms = {}
+        for i, seg in enumerate(segments):
+            if i == first:
+                self._adopt(merged, None)
+            elif i not in run:
+                self._adopt(seg, names[i] if names else None)
+        # tombstones outside the merged run stay
+        self.deleted = np.r_[old_deleted[:lo], np.zeros(merged.n_docs, bool), old_deleted[hi:]]
+        if self.path is not None:
+            self._write_state()
+            for name in old_names:
+                shutil.rmtree(self.path / "segments" / name, ignore_errors=True)
+        return kept
+
+    def _adopt(self, seg: PostingsSegment, name: str | None) -> None:
+        """Append a segment during a merge (an existing directory, or a new one for `name` None)."""
+        if self.path is not None and name is None:
+            name = f"seg-{secrets.token_hex(6)}"
+            seg.save(self.path / "segments" / name)
+            seg = PostingsSegment.load(self.path / "segments" / name)
+        if name is not None:
+            self.names.append(name)
+        self.segments.append(seg)
+        self.bases = np.r_[self.bases, self.n_docs + seg.n_docs]
+        self._df += seg.df_all(len(self.vocab))
+        self._total_len += seg.total_len
+
+    # ----------------------------------------------------------- statistics
+    @property
+    def df(self) -> np.ndarray:
+        return self._df
+
+    @property
+    def avgdl(self) -> float:
+        return self._total_len / self.n_docs if self.n_docs else 0.0
+
+    @property
+    def idf(self) -> np.ndarray:
+        if self._idf is None:
+            self._idf = bm25_idf(self._df, self.n_docs, self.epsilon)
+        return self._idf
+
+    def _tf_part(self, tf: np.ndarray, doc_len: np.ndarray) -> np.ndarray:
+        return bm25_tf_part(tf, doc_len, self.avgdl, self.k1, self.b)
+
+    def _length_norms(self, i: int) -> np.ndarray:
+        """k1 * (1 - b + b * dl / avgdl) of segment i's documents (float64), kept until the
+        average length changes: a posting's weight is then tf * (k1 + 1) / (tf + norm)."""
+        key = (i, self._total_len, self.n_docs)
+        cached = self._norms.get(i)
+        if cached is None or cached[0] != key:
+            dl = np.asarray(self.segments[i].doc_len, dtype=np.float64)
+            cached = (key, self.k1 * (1.0 - self.b + self.b * dl / self.avgdl))
+            self._norms[i] = cached
+        return cached[1]
+
+    # --------------------------------------------------------------- queries
+    def query_vector(self, query_tokens: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Analysed query tokens -> (unique term ids, query term counts). Unknown terms dropped."""
+        c = Counter(self.term_ids[t] for t in query_tokens if t in self.term_ids)
+        if not c:
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        return (np.fromiter(c.keys(), dtype=np.int64, count=len(c)),
+                np.fromiter(c.values(), dtype=np.float64, count=len(c)))
+
+    def reweighted(self, method: str) -> "SegmentedIndex":
+        """The same documents scored by `method`: BM25 only (tf.idf needs every document's norm
+        under the collection's idf, which would have to be rewritten whenever a segment is added)."""
+        if method != self.method:
+            raise ValueError(f"a segmented index scores {self.method} only, not {method!r}")
+        return self
+
+    def query_weights(self, q: np.ndarray, qtf: np.ndarray) -> np.ndarray:
+        """BM25 counts a query term as often as it occurs (rank_bm25's loop over query tokens)."""
+        return np.asarray(qtf, dtype=np.float64)
+
+    def _segment_of(self, doc: int) -> int:
+        return int(np.searchsorted(self.bases, doc, side="right")) - 1
+
+    def rows(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(indptr, term ids, counts) of the chosen documents' rows, in their order."""
+        docs = np.asarray(docs, dtype=np.int64)
+        lens = np.zeros(len(docs), np.int64)
+        seg_of = np.searchsorted(self.bases, docs, side="right") - 1
+        parts = {}
+        for i in np.unique(seg_of).tolist():
+            where = np.flatnonzero(seg_of == i)
+            ip, t, tf = self.segments[i].rows(docs[where] - int(self.bases[i]))
+            lens[where] = np.diff(ip)
+            parts[i] = (where, ip, t, tf)
+        indptr = np.zeros(len(docs) + 1, np.int64)
+        np.cumsum(lens, out=indptr[1:])
+        terms = np.empty(int(indptr[-1]), np.int64)
+        tfs = np.empty(int(indptr[-1]), np.uint8)
+        for where, ip, t, tf in parts.values():
+            owner = np.repeat(where, np.diff(ip))
+            pos = indptr[owner] + (np.arange(len(t)) - ip[:-1][np.repeat(np.arange(len(where)), np.diff(ip))])
+            terms[pos], tfs[pos] = t, tf
+        return indptr, terms, tfs
+
+    def collection_counts(self) -> np.ndarray:
+        """How often each term occurs in the whole collection (deleted documents included)."""
+        out = np.zeros(len(self.vocab))
+        for seg in self.segments:
+            for s in range(0, len(seg.row_terms), 8_000_000):
+                out += np.bincount(seg.row_terms[s:s + 8_000_000], weights=seg.row_tf[s:s + 8_000_000],
+                                   minlength=len(self.vocab))
+        return out
+
+    def doc_terms(self, doc: int) -> tuple[np.ndarray, np.ndarray]:
+        """(term ids, counts) of one document -- the query of "more like this"."""
+        i = self._segment_of(doc)
+        terms, tf = self.segments[i].row(doc - int(self.bases[i]))
+        return terms, tf.astype(np.float64)
+
+    def search(self, query_tokens: Iterable[str], k: int = 100, exclude: int | None = None,
+               max_query_terms: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        q, qtf = self.query_vector(query_tokens)
+        return self.search_terms(q, qtf, k=k, exclude=exclude, max_query_terms=max_query_terms)
+
+    def search_doc(self, doc: int, k: int = 100, max_query_terms: int | None = None):
+        q, qtf = self.doc_terms(doc)
+        return self.search_terms(q, qtf, k=k, exclude=doc, max_query_terms=max_query_terms)
+
+    def search_terms(self, q: np.ndarray, qtf: np.ndarray, k: int = 100, exclude: int | None = None,
+                     max_query_terms: int | None = None, rescore: int = 1000,
+                     max_postings: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k (documents, scores); same contract as `LexicalIndex.search_terms` (exact, or with
+        `max_query_terms`/`max_postings` the reduced query's top-`rescore` scored exactly)."""
+        empty = (np.zeros(0, np.int64), np.zeros(0, np.float64))
+        q, qtf = np.asarray(q, np.int64), np.asarray(qtf, np.float64)
+        if k <= 0 or len(q) == 0 or self.n_docs == 0:
+            return empty
+        df = self._df[q]
+        if max_query_terms is not None and (
+                len(q) > max_query_terms or (max_postings is not None and int(df.sum()) > max_postings)):
+            qp, qtfp = select_terms(q, qtf, self.idf, df, max_query_terms, max_postings)
+            cand, _ = self.search_terms(qp, qtfp, k=max(k, rescore), exclude=exclude)
+            full = self.score_docs(q, qtf, cand)
+            keep = full > 0
+            return _topk(cand[keep], full[keep], k)
+        live = (qtf != 0) & (df > 0) & (self.idf[q] > 0)
+        q, qtf, df = q[live], qtf[live], df[live]
+        if len(q) == 0:
+            return empty
+        if int(df.sum()) <= _MAXSCORE_MIN or k > 200:
+            return self._brute(q, qtf * self.idf[q], k, exclude)
+        return self._maxscore(q, qtf, df, k, exclude)
+
+    def _accumulate(self, q: np.ndarray, qw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(documents, summed weights) over the postings of terms q, deleted documents dropped."""
+        out_docs, out_scores = [], []
+        for i, seg in enumerate(self.segments):
+            ids_parts, w_parts = [], []
+            norm = self._length_norms(i)
+            k1p = self.k1 + 1.0
+            for t, wq in zip(q.tolist(), qw.tolist()):
+                ids, tf = seg.postings(t)
+                if len(ids):
+                    ids_parts.append(ids)
+                    tf = tf.astype(np.float64)
+                    w_parts.append((wq * k1p) * tf / (tf + norm[ids]))
+            if not ids_parts:
+                continue
+            ids = np.concatenate(ids_parts)
+            w = np.concatenate(w_parts)
+            if len(ids) * 4 > seg.n_docs:
+                acc = np.bincount(ids, weights=w, minlength=seg.n_docs)
+                docs = np.flatnonzero(acc)
+                scores = acc[docs]
+            else:
+                # one 64-bit key per posting, document high and the float32 weight's bits low: a
+                # plain value sort groups each document's weights (faster than an argsort)
+                key = (ids.astype(np.uint64) << np.uint64(32)) | w.astype(np.float32).view(np.uint32)
+                key.sort()
+                ids = (key >> np.uint64(32)).astype(np.int64)
+                starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+                docs = ids[starts]
+                scores = np.add.reduceat(key.astype(np.uint32).view(np.float32).astype(np.float64), starts)
+            docs = docs + int(self.bases[i])
+            alive = ~self.deleted[docs]
+            out_docs.append(docs[alive])
+            out_scores.append(scores[alive])
+        if not out_docs:
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        return np.concatenate(out_docs), np.concatenate(out_scores)
+
+    def _brute(self, q, qw, k, exclude):
+        docs, scores = self._accumulate(q, qw)
+        keep = scores > 0
+        if exclude is not None:
+            keep &= docs != exclude
+        return _topk(docs[keep], scores[keep], k)
+
+    def _upper_bounds(self, q: np.ndarray, qw: np.ndarray) -> np.ndarray:
+        """Largest weight each term can give a document: its largest count in the shortest
+        document that has it, per segment, the largest over segments."""
+        best = np.zeros(len(q))
+        for seg in self.segments:
+            ok = q < seg.n_terms
+            if not ok.any():
+                continue
+            t = q[ok]
+            has = np.asarray(seg.col_ptr[t + 1] - seg.col_ptr[t]) > 0
+            b = np.where(has, self._tf_part(seg.col_tfmax[t], seg.col_dlmin[t]), 0.0)
+            best[ok] = np.maximum(best[ok], b)
+        return qw * best
+
+    def _maxscore(self, q, qtf, df, k, exclude):
+        """Exact top-k without reading the long lists of low-weight terms (MaxScore): a document
+        that has none of the essential terms cannot reach the k-th score."""
+        qw = qtf * self.idf[q]
+        ub = self._upper_bounds(q, qw)
+        order = np.argsort(-ub, kind="stable")
+        q, qtf, qw, ub, df = q[order], qtf[order], qw[order], ub[order], df[order]
+        # 1) a lower bound of the k-th score: full scores of the best documents of the most
+        #    selective terms
+        n_probe = max(1, int(np.searchsorted(np.cumsum(df), _PROBE_POSTINGS, side="right")))
+        docs, part = self._accumulate(q[:n_probe], qw[:n_probe])
+        if exclude is not None:
+            keep = docs != exclude
+            docs, part = docs[keep], part[keep]
+        top, _ = _topk(docs, part, max(_PROBE_DOCS, 3 * k))
+        full = self.score_docs(q, qtf, top)
+        theta = float(np.partition(full, len(full) - k)[len(full) - k]) if len(full) >= k else 0.0
+        # 2) essential terms: the others' bounds sum below theta
+        tail = np.cumsum(ub[::-1])[::-1]
+        limit = theta * (1.0 - _SLACK)
+        n_ess = int(np.searchsorted(-tail, -limit, side="right")) if theta > 0 else len(q)
+        n_ess = max(n_ess, 1)
+        if n_ess >= len(q):
+            return self._brute(q, qw, k, exclude)
+        ub_rest = float(tail[n_ess])
+        docs, part = self._accumulate(q[:n_ess], qw[:n_ess])
+        if exclude is not None:
+            part[docs == exclude] = 0
+        cand = docs[part >= limit - ub_rest * (1.0 + _SLACK)]
+        if len(cand) > _CAND_CAP:
+            return self._brute(q, qw, k, exclude)
+        s = self.score_docs(q, qtf, cand)
+        keep = s > 0
+        return _topk(cand[keep], s[keep], k)
+
+    def score_docs(self, q: np.ndarray, qw: np.ndarray, docs: np.ndarray) -> np.ndarray:
+        """Exact scores of chosen documents for a query given as (term ids, query weights)."""
+        docs = np.asarray(docs, dtype=np.int64)
+        out = np.zeros(len(docs))
+        if len(docs) == 0 or len(q) == 0:
+            return out
+        qdense = np.zeros(len(self.vocab))
+        qdense[np.asarray(q, np.int64)] = np.asarray(qw, np.float64) * self.idf[np.asarray(q, np.int64)]
+        seg_of = np.searchsorted(self.bases, docs, side="right") - 1
+        for i in np.unique(seg_of).tolist():
+            where = np.flatnonzero(seg_of == i)
+            seg = self.segments[i]
+            local = docs[where] - int(self.bases[i])
+            indptr, terms, tf = seg.rows(local)
+            qv = qdense[terms]
+            hit = np.flatnonzero(qv)
+            owner = np.searchsorted(indptr, hit, side="right") - 1
+            tfh = tf[hit].astype(np.float64)
+            w = qv[hit] * (self.k1 + 1.0) * tfh / (tfh + self._length_norms(i)[local[owner]])
+            out[where] = np.bincount(owner, weights=w, minlength=len(where))
+        return out
+
+    def score(self, query_tokens: Iterable[str], docs: np.ndarray) -> np.ndarray:
+        q, qtf = self.query_vector(query_tokens)
+        return self.score_docs(q, qtf, docs)
+
+    def matched_terms(self, query_tokens: Iterable[str], doc: int) -> list[str]:
+        """Query terms (analysed form, query order, unique) that occur in the document."""
+        present = set(self.doc_terms(doc)[0].tolist())
+        out, seen = [], set()
+        for t in query_tokens:
+            i = self.term_ids.get(t)
+            if i is not None and i in present and t not in seen:
+                seen.add(t)
+                out.append(t)
+        return out
+
+    def matched_term_ids(self, q: np.ndarray, doc: int) -> list[str]:
+        common = np.intersect1d(np.asarray(q), self.doc_terms(doc)[0])
+        return [self.vocab[i] for i in common.tolist()]
+
+    # ----------------------------------------------------------- persistence
+    def _write_state(self) -> None:
+        d = self.path
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = d / f".vocab.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(self.vocab, ensure_ascii=False))
+        tmp.replace(d / "vocab.json")
+        np.save(d / ".deleted.tmp.npy", self.deleted)
+        (d / ".deleted.tmp.npy").replace(d / "deleted.npy")
+        state = {"segments": self.names, "k1": self.k1, "b": self.b, "epsilon": self.epsilon,
+                 "n_docs": self.n_docs, "format": 1}
+        tmp = d / f".state.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(state))
+        tmp.replace(d / "state.json")  # written last: the segments it names exist
+
+    def save(self, d: str | Path) -> None:
+        """Write the index under d. Segments are immutable: those already stored elsewhere are
+        hard-linked into d (a new index version costs no copy), the others written."""
+        d = Path(d)
+        if self.path is not None and d.resolve() == self.path.resolve():
+            self._write_state()
+            return
+        if not self.names:
+            self.names = [f"seg-{secrets.token_hex(6)}" for _ in self.segments]
+        for name, seg in zip(self.names, self.segments):
+            src = None if self.path is None else self.path / "segments" / name
+            dst = d / "segments" / name
+            if src is not None and src.is_dir():
+                dst.mkdir(parents=True, exist_ok=True)
+                for f in src.iterdir():
+                    try:
+                        os.link(f, dst / f.name)
+                    except OSError:  # another file system
+                        shutil.copyfile(f, dst / f.name)
+            else:
+                seg.save(dst)
+        home, self.path = self.path, d
+        try:
+            self._write_state()
+        finally:
+            self.path = home
+
+    @classmethod
+    def load(cls, d: str | Path, mmap: bool = False) -> "SegmentedIndex":
+        """An index part of a version (see app.search.index_parts); `mmap` maps its arrays."""
+        return cls.open(d, mmap=mmap)
+
+    @classmethod
+    def open(cls, d: str | Path, mmap: bool = True) -> "SegmentedIndex":
+        """The index stored under d (created empty when d has none)."""
+        d = Path(d)
+        if not (d / "state.json").exists():
+            return cls(path=d)
+        state = json.loads((d / "state.json").read_text())
+        self = cls(state["k1"], state["b"], state["epsilon"], path=d)
+        self.vocab = json.loads((d / "vocab.json").read_text())
+        self.term_ids = {w: i for i, w in enumerate(self.vocab)}
+        self._df = np.zeros(len(self.vocab), np.int64)
+        for name in state["segments"]:
+            self._adopt(PostingsSegment.load(d / "segments" / name, mmap=mmap), name)
+        self.deleted = np.load(d / "deleted.npy")[:self.n_docs].copy()
+        return self
+
+    def __repr__(self) -> str:
+        return (f"SegmentedIndex(docs={self.n_docs}, deleted={int(self.deleted.sum())}, "
+                f"segments={len(self.segments)}, terms={len(self.vocab)})")

@@ -1,0 +1,194 @@
+"""Segmented, compressed postings rank like one index built from the same documents."""
+import numpy as np
+import pytest
+
+from app.search.lexical import LexicalIndex
+from app.search.postings import PostingsSegment
+from app.search.segments import SegmentedIndex
+
+
+def _docs(n, seed=0, vocab=400):
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(vocab)]
+    out = []
+    for _ in range(n):
+        m = int(rng.integers(5, 60))
+        out.append([words[int(i) % vocab] for i in rng.zipf(1.25, m)])
+    return out
+
+
+def test_postings_round_trip_and_compression():
+    docs = _docs(3000)
+    index = SegmentedIndex()
+    index.add_documents(docs)
+    seg = index.segments[0]
+    lex = LexicalIndex.build(docs)
+    for w in ["w1", "w2", "w37", "w399"]:
+        if w not in lex.term_ids:
+            continue
+        t_lex, t_seg = lex.term_ids[w], index.term_ids[w]
+        ids, tf = seg.postings(t_seg)
+        s, e = lex.col_ptr[t_lex], lex.col_ptr[t_lex + 1]
+        assert ids.tolist() == lex.col_docs[s:e].tolist()
+    # gaps in 1-2 bytes + a one-byte count: well under the 8 bytes of an id and a weight
+    assert (seg.col_bytes.nbytes + seg.col_tf.nbytes) / len(seg.col_tf) < 3.5
+
+
+@pytest.mark.parametrize("query", [["w1", "w5"], ["w3", "w17", "w40", "w2"], ["w250"]])
+def test_segments_rank_like_one_index(query):
+    docs = _docs(4000, seed=1)
+    lex = LexicalIndex.build(docs)
+    seg = SegmentedIndex()
+    for s in range(0, 4000, 1000):
+        seg.add_documents(docs[s:s + 1000])
+    assert seg.n_docs == 4000 and len(seg.segments) == 4
+    a = lex.search(query, k=50)
+    b = seg.search(query, k=50)
+    assert np.allclose(a[1], b[1], rtol=1e-5)
+    assert a[0][:10].tolist() == b[0][:10].tolist() or np.allclose(a[1][:10], b[1][:10], rtol=1e-5)
+
+
+def test_more_like_this_pruned_and_exact_match_one_index():
+    docs = _docs(3000, seed=2)
+    lex = LexicalIndex.build(docs)
+    seg = SegmentedIndex()
+    for s in range(0, 3000, 700):
+        seg.add_documents(docs[s:s + 700])
+    for d in [0, 5, 1234, 2999]:
+        q_l, qtf_l = lex.doc_terms(d)
+        q_s, qtf_s = seg.doc_terms(d)
+        assert sorted(lex.vocab[i] for i in q_l) == sorted(seg.vocab[i] for i in q_s)
+        for kw in [{}, dict(max_query_terms=5, rescore=200)]:
+            a = lex.search_terms(q_l, qtf_l, k=20, exclude=d, **kw)
+            b = seg.search_terms(q_s, qtf_s, k=20, exclude=d, **kw)
+            assert np.allclose(a[1], b[1], rtol=1e-5)
+
+
+def test_maxscore_is_exact(monkeypatch):
+    import app.search.segments as segments
+
+    docs = _docs(6000, seed=3, vocab=300)
+    seg = SegmentedIndex()
+    for s in range(0, 6000, 2000):
+        seg.add_documents(docs[s:s + 2000])
+    q, qtf = seg.query_vector(["w1", "w2", "w3", "w150", "w77"])
+    monkeypatch.setattr(segments, "_MAXSCORE_MIN", 0)
+    monkeypatch.setattr(segments, "_PROBE_POSTINGS", 10)
+    pruned = seg.search_terms(q, qtf, k=10)
+    monkeypatch.setattr(segments, "_MAXSCORE_MIN", 10**12)
+    brute = seg.search_terms(q, qtf, k=10)
+    assert pruned[0].tolist() == brute[0].tolist()
+    assert np.allclose(pruned[1], brute[1])
+
+
+def test_adds_deletes_and_merges_equal_a_fresh_build(tmp_path):
+    docs = _docs(2500, seed=4)
+    index = SegmentedIndex(path=tmp_path / "idx")
+    index.add_documents(docs[:1000])
+    index.add_documents(docs[1000:1500])
+    index.add_documents(docs[1500:1510])
+    index.delete([3, 1200, 1505])
+    index.add_documents(docs[1510:])
+    # deleted documents are never returned, even before the merge
+    hits, _ = index.search(docs[3][:8], k=100)
+    assert 3 not in hits.tolist()
+    kept = index.merge(1, 2)          # a run of segments
+    assert len(index.segments) == 3
+    kept2 = index.merge()             # everything
+    assert len(index.segments) == 1 and index.deleted.sum() == 0
+    survivors = kept[kept2]
+    assert 3 not in survivors.tolist() and 1200 not in survivors.tolist() and len(survivors) == 2497
+    fresh = SegmentedIndex()
+    fresh.add_documents([docs[i] for i in survivors.tolist()])
+    reopened = SegmentedIndex.open(tmp_path / "idx")
+    for query in (["w1", "w4"], ["w9", "w33", "w2"], docs[10]):
+        a = fresh.search(query, k=30)
+        b = reopened.search(query, k=30)
+        assert a[0].tolist() == b[0].tolist()
+        assert np.allclose(a[1], b[1], rtol=0, atol=1e-12)
+
+
+def test_reopened_index_is_memory_mapped(tmp_path):
+    index = SegmentedIndex(path=tmp_path / "idx")
+    index.add_documents(_docs(500, seed=5))
+    again = SegmentedIndex.open(tmp_path / "idx")
+    seg = again.segments[0]
+    assert not seg.col_bytes.flags.owndata and not seg.col_bytes.flags.writeable  # a read-only map
+    assert again.search(["w1"], k=5)[0].tolist() == index.search(["w1"], k=5)[0].tolist()
+
+
+def test_counts_are_capped_and_unknown_terms_have_no_postings():
+    seg = PostingsSegment.build(np.array([0, 2]), np.array([0, 1]), np.array([300, 1]), np.array([301]), 2)
+    assert seg.postings(0)[1].tolist() == [255]
+    assert seg.postings(5)[0].tolist() == []
+
+
+def test_rows_and_counts_match_one_index():
+    docs = _docs(900, seed=6)
+    lex = LexicalIndex.build(docs)
+    seg = SegmentedIndex()
+    for s in range(0, 900, 300):
+        seg.add_documents(docs[s:s + 300])
+    pick = np.array([899, 3, 450, 3, 0])
+    ip_a, t_a, tf_a = lex.rows(pick)
+    ip_b, t_b, tf_b = seg.rows(pick)
+    assert ip_a.tolist() == ip_b.tolist()
+    assert [lex.vocab[i] for i in t_a] == [seg.vocab[i] for i in t_b] and tf_a.tolist() == tf_b.tolist()
+    a, b = lex.collection_counts(), seg.collection_counts()
+    assert {lex.vocab[i]: a[i] for i in range(len(a))} == {seg.vocab[i]: b[i] for i in range(len(b))}
+
+
+def test_a_searcher_with_segments_answers_as_with_one_index_and_versions_link_segments(tmp_path):
+    """The segmented index is an index part like the in-memory one: a Searcher built with it
+    (documents added in two segments) gives the same answers, and a saved version lists it in
+    modules.json and hard-links its immutable segment files instead of copying them."""
+    import json
+
+    from app.search.doc_table import DocTable, FigureDoc
+    from app.search.index_parts import MODULES_FILE
+    from app.search.searcher import Searcher
+    from app.search.text import analyze
+
+    docs = [FigureDoc(100 + i, 10 + i // 4, f"Figure {i}", " ".join(d), kind="figure")
+            for i, d in enumerate(_docs(60, seed=7, vocab=40))]
+    one = Searcher.build(docs)
+    seg = SegmentedIndex(path=tmp_path / "live")
+    analysed = [analyze(d.text) for d in docs]
+    seg.add_documents(analysed[:35])
+    seg.add_documents(analysed[35:])
+    two = Searcher(DocTable.build(docs), seg)
+
+    def answers(s):
+        hits = lambda hs: [(h.figure_id, h.score) for h in hs]  # noqa: E731
+        return ([hits(s.similar(fid, k=5, scope="all")) for fid in s.figure_ids.tolist()[::7]]
+                + [hits(s.search(q, k=5, rerank=False)) for q in ("w1 w2", "w7", "w3 w11 w30")])
+
+    def same(a, b):  # same figures in the same order; scores equal up to float32 weights
+        return all([f for f, _ in x] == [f for f, _ in y] and np.allclose([s for _, s in x], [s for _, s in y], rtol=1e-5)
+                   for x, y in zip(a, b)) and len(a) == len(b)
+
+    assert same(answers(two), answers(one))
+    version = two.save(tmp_path / "index")
+    d = tmp_path / "index" / version
+    parts = {p["name"]: p["class"] for p in json.loads((d / MODULES_FILE).read_text())["parts"]}
+    assert parts["lexical"] == "SegmentedIndex"
+    stored = next((d / "lexical" / "segments").iterdir())
+    live = tmp_path / "live" / "segments" / stored.name
+    assert (stored / "col_bytes.npy").stat().st_ino == (live / "col_bytes.npy").stat().st_ino
+    assert same(answers(Searcher.load(tmp_path / "index")), answers(one))
+
+
+def test_large_collections_get_compressed_postings(monkeypatch):
+    from dataclasses import replace
+
+    import app.search.searcher as searcher_module
+    from app.search.doc_table import FigureDoc
+    from app.search.ranking import RankingConfig
+    from app.search.searcher import Searcher
+
+    docs = [FigureDoc(i, i // 3, f"Figure {i}", " ".join(d)) for i, d in enumerate(_docs(30, seed=8))]
+    assert isinstance(Searcher.build(docs).lexical(), LexicalIndex)
+    monkeypatch.setattr(searcher_module, "SEGMENTED_MIN", 20)
+    assert isinstance(Searcher.build(docs).lexical(), SegmentedIndex)
+    tfidf = replace(RankingConfig(), first_stage="tfidf")
+    assert isinstance(Searcher.build(docs, ranking=tfidf).lexical(), LexicalIndex)
