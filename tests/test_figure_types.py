@@ -174,3 +174,27 @@ def test_folded_head_equals_its_parts():
     assert (head.logits(x).argmax(axis=1) == y).mean() > 0.9
     manual = ((x - head.center) / head.scale) @ head.projection
     assert np.allclose(manual, pca.transform(z), atol=1e-3)
+
+
+def test_discriminant_picture_axes_bring_same_kind_pictures_closer():
+    """Where the types differ along axes of little variance, the principal axes alone miss them;
+    the type-discriminant axes of the picture projection find them (nearest pictures of other
+    papers more often of the same kind)."""
+    from app.vision.train_types import Examples, fit_head, picture_same_kind
+
+    rng = np.random.default_rng(1)
+    n, d = 240, 60
+    y = np.array([i % 3 for i in range(n)])
+    x = rng.normal(size=(n, 12)) * 4.0 @ rng.normal(size=(12, d)) + rng.normal(size=(n, d))  # strong nuisance factors
+    x[:, -3] += y * 1.5  # the types differ only along one quiet axis
+    types = [LABELS[i] for i in y]
+    ex = Examples(x.astype(np.float32), types, [[t] for t in types], [f"p{i // 2}" for i in range(n)], ["acl"] * n)
+
+    def same_kind(discriminant):
+        head = fit_head(ex, components=20, picture_dims=8, discriminant=discriminant)
+        assert head.projection.shape == (d, 8)
+        v = ((ex.features - head.center) / head.scale) @ head.projection
+        return np.mean(picture_same_kind(v / np.linalg.norm(v, axis=1, keepdims=True), ex))
+
+    plain, typed = same_kind(0.0), same_kind(10.0)
+    assert typed > plain + 0.1
