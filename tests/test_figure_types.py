@@ -198,3 +198,21 @@ def test_discriminant_picture_axes_bring_same_kind_pictures_closer():
 
     plain, typed = same_kind(0.0), same_kind(10.0)
     assert typed > plain + 0.1
+
+
+def test_balance_lifts_the_recall_of_a_rare_type():
+    """With few examples of one type among many of another, weighting the rare type up finds more
+    of it."""
+    from app.vision.train_types import Examples, fit_head
+
+    rng = np.random.default_rng(2)
+    y = np.array([0] * 300 + [2] * 300 + [1] * 15)
+    x = rng.normal(size=(len(y), 10)) + (y == 1)[:, None] * 1.2 + (y == 2)[:, None] * -3.0
+    types = [LABELS[i] for i in y]
+    ex = Examples(x.astype(np.float32), types, [[t] for t in types], ["p"] * len(y), ["acl"] * len(y))
+    test_x = (rng.normal(size=(200, 10)) + 1.2).astype(np.float32)  # all of the rare type
+
+    def rare_recall(balance):
+        return (fit_head(ex, components=10, balance=balance).logits(test_x).argmax(axis=1) == 1).mean()
+
+    assert rare_recall(1.0) > rare_recall(0.0) + 0.2

@@ -34,6 +34,7 @@ from app.vision.figure_types import LABELS, softmax
 COMPONENTS = 256
 PICTURE_DIMS = 128  # the picture vector's length (memory at a million figures)
 DISCRIMINANT = 0.0  # weight of the type-discriminant axes of the picture vector (0: principal axes only)
+BALANCE = 0.0  # how far examples of rare types are weighted up (0: not at all, 1: every type counts the same)
 C = 0.1
 
 
@@ -169,13 +170,15 @@ class Head:
 
 def fit_head(ex: Examples, components: int = COMPONENTS, c: float = C, seed: int = 0,
              source_weight: dict[str, float] | None = None, picture_dims: int = PICTURE_DIMS,
-             discriminant: float = DISCRIMINANT) -> Head:
+             discriminant: float = DISCRIMINANT, balance: float = BALANCE) -> Head:
     """Standardise, project on principal components, multinomial logistic regression (an example
-    of source s counts source_weight[s], default 1); folded into one linear map over the raw
-    features. The picture projection: the first principal components, and with `discriminant` > 0
-    the last of them replaced by the directions that best separate the types (linear discriminant
-    analysis), weighted `discriminant` times the variance of the components they replace, so the
-    nearest pictures are more often of the same kind."""
+    of source s counts source_weight[s], default 1, times (its type's share of the examples x
+    the number of types) ** -balance, so rare types such as box plots are not drowned by common
+    ones); folded into one linear map over the raw features. The picture projection: the first
+    principal components, and with `discriminant` > 0 the last of them replaced by the directions
+    that best separate the types (linear discriminant analysis), weighted `discriminant` times the
+    variance of the components they replace, so the nearest pictures are more often of the same
+    kind."""
     from sklearn.decomposition import PCA
     from sklearn.linear_model import LogisticRegression
 
@@ -185,7 +188,8 @@ def fit_head(ex: Examples, components: int = COMPONENTS, c: float = C, seed: int
     pca = PCA(min(components, len(x) - 1, x.shape[1]), random_state=seed).fit(z)
     zp = pca.transform(z)
     y = np.array([LABELS.index(t) for t in ex.dominant])
-    w = np.array([(source_weight or {}).get(src, 1.0) for src in ex.source])
+    share = np.bincount(y, minlength=len(LABELS)) / len(y) * len(LABELS)
+    w = np.array([(source_weight or {}).get(src, 1.0) for src in ex.source]) * share[y] ** -balance
     lr = LogisticRegression(C=c, max_iter=1000).fit(zp, y, sample_weight=w / w.mean())
     a = np.zeros((len(LABELS), x.shape[1]))
     b = np.full(len(LABELS), -30.0)  # a type no example shows is never predicted
@@ -265,7 +269,7 @@ def picture_same_kind(vectors: np.ndarray, ex: Examples, k: int = 5) -> list[flo
 
 def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int = COMPONENTS, c: float = C,
                    seed: int = 0, source_weight: dict[str, float] | None = None, picture_dims: int = PICTURE_DIMS,
-                   discriminant: float = DISCRIMINANT) -> tuple[dict, float]:
+                   discriminant: float = DISCRIMINANT, balance: float = BALANCE) -> tuple[dict, float]:
     """Paper-grouped folds over the labelled real figures (ACL and collection labels alike); each
     fold's head is trained on every other fold plus all drawn figures. Returns the report (per
     source, before and after temperature; and how often a held-out figure's nearest pictures among
@@ -281,7 +285,7 @@ def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int =
     for k in range(folds):
         train = real.subset(fold != k)
         head = fit_head(_concat([train, drawn]) if drawn is not None and len(drawn.dominant) else train,
-                        components, c, seed, source_weight, picture_dims, discriminant)
+                        components, c, seed, source_weight, picture_dims, discriminant, balance)
         held = fold == k
         logits[held] = head.logits(real.features[held])
         v = ((real.features[held] - head.center) / head.scale) @ head.projection
@@ -289,7 +293,8 @@ def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int =
     y = np.array([LABELS.index(t) for t in real.dominant])
     temperature = fit_temperature(logits, y)
     report: dict = {"folds": folds, "components": components, "C": c, "source_weight": source_weight or {},
-                    "picture_dims": picture_dims, "discriminant": discriminant, "temperature": round(temperature, 3)}
+                    "balance": balance, "picture_dims": picture_dims, "discriminant": discriminant,
+                    "temperature": round(temperature, 3)}
     for src in sorted(set(real.source)):
         keep = np.array([s == src for s in real.source])
         sub = real.subset(keep)
@@ -314,17 +319,18 @@ def save_head(head: Head, temperature: float, meta: dict, weights: Path, project
 def train_types(parts: dict[str, Examples], weights: Path, projection: Path, folds: int = 5,
                 components: int = COMPONENTS, c: float = C, seed: int = 0, command: str | None = None,
                 cv_only: bool = False, source_weight: dict[str, float] | None = None,
-                picture_dims: int = PICTURE_DIMS, discriminant: float = DISCRIMINANT) -> dict:
+                picture_dims: int = PICTURE_DIMS, discriminant: float = DISCRIMINANT, balance: float = BALANCE) -> dict:
     """Cross-validate (the temperature comes from it), then fit on everything and save."""
     t0 = time.time()
     report, temperature = cross_validate(parts, folds, components, c, seed, source_weight, picture_dims,
-                                         discriminant)
+                                         discriminant, balance)
     if cv_only:
         return report
-    head = fit_head(_concat(list(parts.values())), components, c, seed, source_weight, picture_dims, discriminant)
+    head = fit_head(_concat(list(parts.values())), components, c, seed, source_weight, picture_dims, discriminant,
+                    balance)
     b = backbone()
     meta = {"labels": list(LABELS), "backbone": b.name, "input_size": b.size, "components": components,
-            "picture_dims": picture_dims, "discriminant": discriminant, "C": c,
+            "picture_dims": picture_dims, "discriminant": discriminant, "balance": balance, "C": c,
             "source_weight": source_weight or {}, "temperature": round(temperature, 4), "seed": seed,
             "examples": {k: {"n": len(p.dominant), "papers": len(set(p.group) - {""}),
                              "by_type": dict(sorted({t: p.dominant.count(t) for t in set(p.dominant)}.items()))}
