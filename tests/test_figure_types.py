@@ -204,3 +204,45 @@ def test_train_types_publishes_a_store_version_that_a_data_dir_uses(tmp_path):
     assert projection(data).dim == 4 and projection().dim == 128
     probs = head.probabilities(feats)
     assert np.mean([LABELS[i] == t for i, t in zip(probs.argmax(1), dominant)]) > 0.8
+
+
+def test_discriminant_picture_axes_bring_same_kind_pictures_closer():
+    """Where the types differ along axes of little variance, the principal axes alone miss them;
+    the type-discriminant axes of the picture projection find them (nearest pictures of other
+    papers more often of the same kind)."""
+    from app.vision.train_types import Examples, fit_head, picture_same_kind
+
+    rng = np.random.default_rng(1)
+    n, d = 240, 60
+    y = np.array([i % 3 for i in range(n)])
+    x = rng.normal(size=(n, 12)) * 4.0 @ rng.normal(size=(12, d)) + rng.normal(size=(n, d))  # strong nuisance factors
+    x[:, -3] += y * 1.5  # the types differ only along one quiet axis
+    types = [LABELS[i] for i in y]
+    ex = Examples(x.astype(np.float32), types, [[t] for t in types], [f"p{i // 2}" for i in range(n)], ["acl"] * n)
+
+    def same_kind(discriminant):
+        head = fit_head(ex, components=20, picture_dims=8, discriminant=discriminant)
+        assert head.projection.shape == (d, 8)
+        v = ((ex.features - head.center) / head.scale) @ head.projection
+        return np.mean(picture_same_kind(v / np.linalg.norm(v, axis=1, keepdims=True), ex))
+
+    plain, typed = same_kind(0.0), same_kind(10.0)
+    assert typed > plain + 0.1
+
+
+def test_balance_lifts_the_recall_of_a_rare_type():
+    """With few examples of one type among many of another, weighting the rare type up finds more
+    of it."""
+    from app.vision.train_types import Examples, fit_head
+
+    rng = np.random.default_rng(2)
+    y = np.array([0] * 300 + [2] * 300 + [1] * 15)
+    x = rng.normal(size=(len(y), 10)) + (y == 1)[:, None] * 1.2 + (y == 2)[:, None] * -3.0
+    types = [LABELS[i] for i in y]
+    ex = Examples(x.astype(np.float32), types, [[t] for t in types], ["p"] * len(y), ["acl"] * len(y))
+    test_x = (rng.normal(size=(200, 10)) + 1.2).astype(np.float32)  # all of the rare type
+
+    def rare_recall(balance):
+        return (fit_head(ex, components=10, balance=balance).logits(test_x).argmax(axis=1) == 1).mean()
+
+    assert rare_recall(1.0) > rare_recall(0.0) + 0.2

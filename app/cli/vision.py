@@ -20,7 +20,11 @@ def register(cli: typer.Typer) -> None:
             page_text: int = typer.Option(2, "--page-text", min=0, help="Text crops cut from each labelled paper's pages."),
             synthetic: int = typer.Option(1000, "--synthetic", min=0, help="Drawn figures of every type to train on."),
             components: int = typer.Option(256, "--components", min=8, help="Principal components the head reads (and picture vectors keep)."),
-            picture_dims: int = typer.Option(128, "--picture-dims", min=8, help="Principal components a picture vector keeps."),
+            picture_dims: int = typer.Option(128, "--picture-dims", min=8, help="Length of a picture vector."),
+            discriminant: float = typer.Option(0.0, "--picture-discriminant", min=0.0,
+                                               help="Weight of the type-separating axes in the picture vector (0: principal components only)."),
+            balance: float = typer.Option(0.0, "--balance", min=0.0, max=1.0,
+                                          help="Weight examples of rare types up: by (their type's share) ** -balance (0: no, 1: every type counts the same)."),
             c: float = typer.Option(0.1, "--C", min=1e-6, help="Inverse regularisation of the logistic regression."),
             weights: str = typer.Option("", "--weights", help="How much an example of each source counts, e.g. acl=2,drawn=0.3 (default 1 each; sources: acl, labelled, page_text, drawn)."),
             folds: int = typer.Option(5, "--folds", min=2, help="Paper-grouped folds (the temperature is fitted on them)."),
@@ -51,7 +55,8 @@ def register(cli: typer.Typer) -> None:
         parts["drawn"] = drawn_examples(synthetic, seed, cache, progress=True)
         report = train_types(parts, out or SHIPPED, folds, components, c, seed,
                              command="figsearch " + " ".join(sys.argv[1:]), cv_only=cv,
-                             picture_dims=picture_dims, keep=1 if out is None else 3,
+                             picture_dims=picture_dims, discriminant=discriminant, balance=balance,
+                             keep=1 if out is None else 3,
                              source_weight={k: float(v) for k, v in (p.split("=") for p in weights.split(",") if p)})
         typer.echo(json.dumps(report.get("cross_validation", report), indent=2))
 

@@ -3,10 +3,10 @@ picture: its picture vector (search by picture, "similar picture" between figure
 figure types (app/vision/figure_types.py).
 
 A picture vector is the backbone's pooled features, standardised and projected onto their
-principal components (the first 128 of those the type head reads, fitted by `figsearch
-train-types` and kept with the head in the model store's `figure-types` artifact), then scaled to
-unit length: compact
-enough to keep a million figures in memory, compared by cosine.
+leading principal components and the axes that best separate the figure types (fitted by
+`figsearch train-types` and kept with the head in the model store's `figure-types` artifact),
+then scaled to unit length: compact enough to keep a million figures in memory, compared by
+cosine, and nearest for pictures of the same kind.
 """
 from __future__ import annotations
 

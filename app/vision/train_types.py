@@ -35,7 +35,9 @@ from app.vision.figure_types import ARTIFACT, HEAD_FILE, LABELS, softmax
 from app.vision.pictures import PROJECTION_FILE
 
 COMPONENTS = 256
-PICTURE_DIMS = 128  # the picture vector keeps the first principal components (memory at a million figures)
+PICTURE_DIMS = 128  # the picture vector's length (memory at a million figures)
+DISCRIMINANT = 0.0  # weight of the type-discriminant axes of the picture vector (0: principal axes only)
+BALANCE = 0.0  # how far examples of rare types are weighted up (0: not at all, 1: every type counts the same)
 C = 0.1
 
 
@@ -123,24 +125,39 @@ def labelled_examples(settings, labels: Path, cache: Path | None, page_text: int
     return _concat(parts)
 
 
-def _draw(seed: int) -> tuple[Image.Image, list[str]]:
-    from app.vision.synth import labels_of, render, sample_types
+def _drawn_types(seed: int) -> list[str]:
+    from app.vision.synth import sample_types
+
+    return sample_types(random.Random(seed))
+
+
+def _draw(seed: int) -> Image.Image:
+    from app.vision.synth import render, sample_types
 
     rng = random.Random(seed)
-    types = sample_types(rng)
-    return render(types, rng), labels_of(types)
+    return render(sample_types(rng), rng)
 
 
 def drawn_examples(n: int, seed: int, cache: Path | None, workers: int = 2, progress: bool = False) -> Examples:
+    """Drawn figures; drawing is the slow part, so it happens only when their features are not
+    cached (a drawing's types come from its seed alone)."""
+    from app.vision.synth import labels_of
+
     if n <= 0:
         return Examples(np.zeros((0, 1), np.float32), [], [], [], [])
     require("matplotlib", "train", "drawing figures to train the figure-type classifier on")
     seeds = [seed * 1_000_003 + i for i in range(n)]
-    with ProcessPoolExecutor(workers) as pool:
-        drawn = list(pool.map(_draw, seeds, chunksize=8))
-    feats = _cached_features(lambda idx: [drawn[i][0] for i in idx], [f"drawn:{s}" for s in seeds], cache,
-                             f"drawn-{seed}-{n}", progress)
-    return Examples(feats, [d[1][0] for d in drawn], [d[1] for d in drawn], [""] * n, ["drawn"] * n)
+    labels = [labels_of(_drawn_types(s)) for s in seeds]
+    drawn: list[Image.Image] = []
+
+    def images_of(idx):
+        if not drawn:
+            with ProcessPoolExecutor(workers) as pool:
+                drawn.extend(pool.map(_draw, seeds, chunksize=8))
+        return [drawn[i] for i in idx]
+
+    feats = _cached_features(images_of, [f"drawn:{s}" for s in seeds], cache, f"drawn-{seed}-{n}", progress)
+    return Examples(feats, [lab[0] for lab in labels], labels, [""] * n, ["drawn"] * n)
 
 
 @dataclass
@@ -149,17 +166,23 @@ class Head:
     bias: np.ndarray  # (len(LABELS),)
     center: np.ndarray  # (D,) picture projection: ((x - center) / scale) @ projection
     scale: np.ndarray
-    projection: np.ndarray  # (D, components)
+    projection: np.ndarray  # (D, picture dims)
 
     def logits(self, features: np.ndarray) -> np.ndarray:
         return features @ self.weight.T + self.bias
 
 
 def fit_head(ex: Examples, components: int = COMPONENTS, c: float = C, seed: int = 0,
-             source_weight: dict[str, float] | None = None) -> Head:
+             source_weight: dict[str, float] | None = None, picture_dims: int = PICTURE_DIMS,
+             discriminant: float = DISCRIMINANT, balance: float = BALANCE) -> Head:
     """Standardise, project on principal components, multinomial logistic regression (an example
-    of source s counts source_weight[s], default 1); folded into one linear map over the raw
-    features."""
+    of source s counts source_weight[s], default 1, times (its type's share of the examples x
+    the number of types) ** -balance, so rare types such as box plots are not drowned by common
+    ones); folded into one linear map over the raw features. The picture projection: the first
+    principal components, and with `discriminant` > 0 the last of them replaced by the directions
+    that best separate the types (linear discriminant analysis), weighted `discriminant` times the
+    variance of the components they replace, so the nearest pictures are more often of the same
+    kind."""
     from sklearn.decomposition import PCA
     from sklearn.linear_model import LogisticRegression
 
@@ -167,9 +190,11 @@ def fit_head(ex: Examples, components: int = COMPONENTS, c: float = C, seed: int
     mu, sd = x.mean(axis=0), x.std(axis=0) + 1e-3
     z = (x - mu) / sd
     pca = PCA(min(components, len(x) - 1, x.shape[1]), random_state=seed).fit(z)
+    zp = pca.transform(z)
     y = np.array([LABELS.index(t) for t in ex.dominant])
-    w = np.array([(source_weight or {}).get(src, 1.0) for src in ex.source])
-    lr = LogisticRegression(C=c, max_iter=1000).fit(pca.transform(z), y, sample_weight=w / w.mean())
+    share = np.bincount(y, minlength=len(LABELS)) / len(y) * len(LABELS)
+    w = np.array([(source_weight or {}).get(src, 1.0) for src in ex.source]) * share[y] ** -balance
+    lr = LogisticRegression(C=c, max_iter=1000).fit(zp, y, sample_weight=w / w.mean())
     a = np.zeros((len(LABELS), x.shape[1]))
     b = np.full(len(LABELS), -30.0)  # a type no example shows is never predicted
     a[lr.classes_] = lr.coef_ @ pca.components_
@@ -177,7 +202,22 @@ def fit_head(ex: Examples, components: int = COMPONENTS, c: float = C, seed: int
     weight = a / sd
     bias = b - weight @ mu
     return Head(weight.astype(np.float32), bias.astype(np.float32), (mu + pca.mean_ * sd).astype(np.float32),
-                sd.astype(np.float32), pca.components_.T.astype(np.float32))
+                sd.astype(np.float32), _picture_projection(pca, zp, y, picture_dims, discriminant).astype(np.float32))
+
+
+def _picture_projection(pca, zp: np.ndarray, y: np.ndarray, dims: int, discriminant: float) -> np.ndarray:
+    """(D, dims): principal axes, the last of them replaced by type-discriminant axes (see fit_head)."""
+    base = pca.components_.T
+    dims = min(dims, base.shape[1])
+    if discriminant <= 0 or len(set(y)) < 2:
+        return base[:, :dims]
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+    lda = LinearDiscriminantAnalysis(solver="eigen", shrinkage="auto").fit(zp, y)
+    axes = lda.scalings_[:, :min(len(set(y)) - 1, dims // 2)]
+    kept = dims - axes.shape[1]
+    scale = np.sqrt(zp[:, kept:dims].var(axis=0).sum() / (zp @ axes).var(axis=0).sum())
+    return np.concatenate([base[:, :kept], discriminant * scale * (base @ axes)], axis=1)
 
 
 def fit_temperature(logits: np.ndarray, y: np.ndarray) -> float:
@@ -218,11 +258,26 @@ def reliability(probs: np.ndarray, dominant: list[str], bins=(0.0, 0.5, 0.7, 0.8
     return out
 
 
+def picture_same_kind(vectors: np.ndarray, ex: Examples, k: int = 5) -> list[float]:
+    """Per example: the share of its `k` nearest picture vectors from other papers (among `ex`)
+    with its dominant type."""
+    sims = vectors @ vectors.T
+    group, dominant = np.array(ex.group), np.array(ex.dominant)
+    out = []
+    for i in range(len(group)):
+        other = np.flatnonzero(group != group[i])
+        top = other[np.argsort(-sims[i, other], kind="stable")[:k]]
+        out.append(float(np.mean(dominant[top] == dominant[i])))
+    return out
+
+
 def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int = COMPONENTS, c: float = C,
-                   seed: int = 0, source_weight: dict[str, float] | None = None) -> tuple[dict, float]:
+                   seed: int = 0, source_weight: dict[str, float] | None = None, picture_dims: int = PICTURE_DIMS,
+                   discriminant: float = DISCRIMINANT, balance: float = BALANCE) -> tuple[dict, float]:
     """Paper-grouped folds over the labelled real figures (ACL and collection labels alike); each
     fold's head is trained on every other fold plus all drawn figures. Returns the report (per
-    source, before and after temperature) and the fitted temperature."""
+    source, before and after temperature; and how often a held-out figure's nearest pictures among
+    the other held-out papers' are of its kind) and the fitted temperature."""
     real = _concat([p for k, p in parts.items() if k != "drawn"])
     drawn = parts.get("drawn")
     papers = sorted(set(real.group))
@@ -230,20 +285,26 @@ def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int =
     fold_of = {p: i % folds for i, p in enumerate(papers)}
     fold = np.array([fold_of[g] for g in real.group])
     logits = np.zeros((len(real.dominant), len(LABELS)), np.float32)
+    same_kind = np.zeros(len(real.dominant))
     for k in range(folds):
         train = real.subset(fold != k)
         head = fit_head(_concat([train, drawn]) if drawn is not None and len(drawn.dominant) else train,
-                        components, c, seed, source_weight)
-        logits[fold == k] = head.logits(real.features[fold == k])
+                        components, c, seed, source_weight, picture_dims, discriminant, balance)
+        held = fold == k
+        logits[held] = head.logits(real.features[held])
+        v = ((real.features[held] - head.center) / head.scale) @ head.projection
+        same_kind[held] = picture_same_kind(v / np.linalg.norm(v, axis=1, keepdims=True), real.subset(held))
     y = np.array([LABELS.index(t) for t in real.dominant])
     temperature = fit_temperature(logits, y)
     report: dict = {"folds": folds, "components": components, "C": c, "source_weight": source_weight or {},
+                    "balance": balance, "picture_dims": picture_dims, "discriminant": discriminant,
                     "temperature": round(temperature, 3)}
     for src in sorted(set(real.source)):
         keep = np.array([s == src for s in real.source])
         sub = real.subset(keep)
         probs = softmax(logits[keep] / temperature)
-        report[src] = _report(sub, probs) | {"reliability": reliability(probs, sub.dominant)}
+        report[src] = _report(sub, probs) | {"picture_same_kind_at_5": round(float(same_kind[keep].mean()), 3),
+                                             "reliability": reliability(probs, sub.dominant)}
     report["reliability_all"] = reliability(softmax(logits / temperature), real.dominant)
     return report, temperature
 
@@ -255,7 +316,7 @@ def head_files(head: Head, temperature: float, picture_dims: int = PICTURE_DIMS)
         save_arrays(folder / HEAD_FILE, {"weight": head.weight, "bias": head.bias,
                                          "temperature": np.array([temperature], np.float32)})
         save_arrays(folder / PROJECTION_FILE, {"center": head.center, "scale": head.scale,
-                                               "projection": head.projection[:, :picture_dims]})
+                                               "projection": np.ascontiguousarray(head.projection[:, :picture_dims])})
     return fill
 
 
@@ -268,14 +329,17 @@ def _metrics(report: dict) -> dict:
 def train_types(parts: dict[str, Examples], store_root: Path, folds: int = 5,
                 components: int = COMPONENTS, c: float = C, seed: int = 0, command: str | None = None,
                 cv_only: bool = False, source_weight: dict[str, float] | None = None,
-                picture_dims: int = PICTURE_DIMS, keep: int | None = 1) -> dict:
+                picture_dims: int = PICTURE_DIMS, discriminant: float = DISCRIMINANT, balance: float = BALANCE,
+                keep: int | None = 1) -> dict:
     """Cross-validate (the temperature comes from it), then fit on everything and publish a
     figure-types version under the model store root `store_root`. Returns its meta.json."""
     t0 = time.time()
-    report, temperature = cross_validate(parts, folds, components, c, seed, source_weight)
+    report, temperature = cross_validate(parts, folds, components, c, seed, source_weight, picture_dims,
+                                         discriminant, balance)
     if cv_only:
         return report
-    head = fit_head(_concat(list(parts.values())), components, c, seed, source_weight)
+    head = fit_head(_concat(list(parts.values())), components, c, seed, source_weight, picture_dims, discriminant,
+                    balance)
     b = backbone()
     examples = {k: {"n": len(p.dominant), "papers": len(set(p.group) - {""}),
                     "by_type": dict(sorted({t: p.dominant.count(t) for t in set(p.dominant)}.items()))}
@@ -290,7 +354,7 @@ def train_types(parts: dict[str, Examples], store_root: Path, folds: int = 5,
                                           "from their pages, drawn figures of every type"},
                      metrics=_metrics(report),
                      labels=list(LABELS), backbone=b.name, input_size=b.size, components=components,
-                     picture_dims=picture_dims, C=c, source_weight=source_weight or {},
+                     picture_dims=picture_dims, discriminant=discriminant, balance=balance, C=c, source_weight=source_weight or {},
                      temperature=round(temperature, 4), seed=seed, cross_validation=report,
                      seconds=round(time.time() - t0, 1))
     publish(ARTIFACT, head_files(head, temperature, picture_dims), meta, root=store_root, keep=keep)
