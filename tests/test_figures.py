@@ -780,3 +780,47 @@ def test_region_cut_through_a_drawing_grows_along_it(tmp_path):
     assert extend_cut_drawing(whole, pl, st, pl.graphics(), [], [grown]) is None  # nothing left to grow
     # the grown region would overlap another figure's region: no growth
     assert extend_cut_drawing(cut, pl, st, pl.graphics(), [], [cut.region, (200.0, 200.0, 300.0, 300.0)]) is None
+
+
+def test_side_caption_in_the_body_font_takes_the_plot_beside_it(tmp_path):
+    """A figure across both columns with its caption at the plot's right, set in the body font:
+    the crop is the plot (was: the caption alone, its lines taken for running text)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(54, 60, 295, 200), BODY[:500], fontsize=10)
+    page.insert_textbox(pymupdf.Rect(317, 60, 558, 200), BODY[:500], fontsize=10)
+    page.draw_rect(pymupdf.Rect(60, 215, 330, 380), color=(0, 0, 0), width=1)
+    page.draw_line((70, 370), (320, 230), color=(1, 0, 0), width=1.5)
+    page.insert_text((150, 392), "number of epochs", fontsize=7)
+    page.insert_textbox(pymupdf.Rect(345, 250, 558, 380), "Figure 2: Accuracy over training for the three models; the "
+                        "dashed line is the baseline and the shaded band the spread over five runs of each model.",
+                        fontsize=10)
+    page.insert_textbox(pymupdf.Rect(54, 410, 295, 740), BODY * 2, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(317, 410, 558, 740), BODY * 2, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "side.pdf"), tmp_path)[2]
+    assert f.crop_quality == "ok" and f.region_bbox is not None
+    assert f.region_bbox[0] <= 61 and f.region_bbox[2] <= 340 and f.region_bbox[3] >= 390, f.region_bbox
+
+
+def test_layout_picture_level_with_a_lone_caption_becomes_its_region(tmp_path):
+    """A caption with no region takes the layout model's picture box at its side (level with it),
+    cut to the ink inside; a picture far from it adds nothing."""
+    from app.ingest.captions import captions_from_lines
+    from app.ingest.layout import build_layout
+    from app.ingest.layout_model import LayoutBox
+    from app.ingest.regions import Candidate, fuse_layout
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.draw_rect(pymupdf.Rect(60, 215, 330, 380), color=(0, 0, 0), width=1)
+    page.insert_textbox(pymupdf.Rect(345, 250, 558, 380), "Figure 2: Accuracy over training.", fontsize=10)
+    page.insert_textbox(pymupdf.Rect(54, 410, 558, 740), BODY * 2, fontsize=10)
+    doc = _saved(doc, tmp_path / "lone.pdf")
+    st = build_layout(doc)
+    pl = st.pages[0]
+    st.mark_body(pl)
+    cap = captions_from_lines(pl.lines, st)[0]
+    lone = Candidate(cap, 0, None, False, 1.0)
+    fused = fuse_layout(lone, [LayoutBox("picture", (55, 210, 335, 385))], pl, st, pl.graphics(), [])
+    assert fused is not None and abs(fused[0] - 60) < 2 and abs(fused[3] - 380) < 2, fused
+    assert fuse_layout(lone, [LayoutBox("picture", (55, 500, 335, 600))], pl, st, pl.graphics(), []) is None

@@ -193,8 +193,11 @@ def _search_side(cap: Caption, right: bool, lines: list[Line], caps: list[Captio
     none = Region(None, float("inf"), False)
     cx0, cy0, cx1, cy1 = cap.bbox
     tx0, tx1 = min(st.text_x0, cx0), max(st.text_x1, cx1)
-    if len(graphics) == 0 or cx1 - cx0 > 0.5 * (tx1 - tx0) or sum(ln.body for ln in cap.lines) * 2 > len(cap.lines):
-        return none  # a column-wide caption, or body text that starts with "Figure 3 ..."
+    body_like = sum(ln.body for ln in cap.lines) * 2 > len(cap.lines)
+    if len(graphics) == 0 or cx1 - cx0 > 0.5 * (tx1 - tx0) or (body_like and cap.score < 2):
+        # a column-wide caption, or body text that starts with "Figure 3 ..." (a caption set in
+        # the body font still counts when its label is set apart by a colon or its own style)
+        return none
     sx0, sx1 = (cx1, tx1) if right else (tx0, cx0)
     if sx1 - sx0 < 0.25 * (tx1 - tx0):
         return none
@@ -780,9 +783,11 @@ def fuse_layout(c: Candidate, boxes: list, page: PageLayout, st: DocumentLayout,
             iy = overlap_1d(m[1], m[3], r[1], r[3])
             if ix * iy < 0.2 * min((m[2] - m[0]) * (m[3] - m[1]), (r[2] - r[0]) * (r[3] - r[1])):
                 continue
-        else:  # beside the caption: above or below it, within a few lines, in its column span
+        else:  # next to the caption: above or below it in its column span, or level with it at its side
             gap = min(abs(cap[1] - m[3]), abs(m[1] - cap[3]))
-            if gap > 3 * line or overlap_1d(m[0], m[2], sx0, sx1) < 0.5 * (m[2] - m[0]):
+            side_gap = min(abs(cap[0] - m[2]), abs(m[0] - cap[2]))
+            level = overlap_1d(m[1], m[3], cap[1], cap[3]) >= 0.5 * (cap[3] - cap[1]) and side_gap <= 3 * line
+            if not level and (gap > 3 * line or overlap_1d(m[0], m[2], sx0, sx1) < 0.5 * (m[2] - m[0])):
                 continue
         if any(overlap_1d(m[0], m[2], o[0], o[2]) > 2 and overlap_1d(m[1], m[3], o[1], o[3]) > 2
                for o in other_captions):
