@@ -667,3 +667,160 @@ def test_figures_captioned_in_two_columns_are_cut_at_the_gutter(tmp_path):
     figs = _figures(_saved(doc, tmp_path / "cols.pdf"), tmp_path)
     assert figs[3].region_bbox[1] <= 73 and figs[3].region_bbox[0] <= 55 and figs[3].region_bbox[2] <= 300, figs[3]
     assert figs[4].region_bbox[0] >= 284 and figs[4].region_bbox[2] >= 543, figs[4].region_bbox
+
+
+def test_boxes_of_two_widths_stacked_far_apart_are_one_figure(tmp_path):
+    """A prompt box over a narrower answer box centred under it, four lines apart, over their
+    caption: one figure (was: only the lower box; the empty band ended the region)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(54, 60, 558, 120), BODY, fontsize=10)
+    page.draw_rect(pymupdf.Rect(100, 140, 510, 260), color=(0.2, 0.3, 0.6), width=1)
+    page.insert_textbox(pymupdf.Rect(106, 144, 504, 258), PROMPT * 2, fontsize=10)
+    page.draw_rect(pymupdf.Rect(130, 300, 480, 390), color=(0.2, 0.3, 0.6), width=1)
+    page.insert_textbox(pymupdf.Rect(136, 304, 474, 388), PROMPT * 2, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(54, 400, 558, 430), "Figure 3: The prompt and the answer.", fontsize=9, align=1)
+    page.insert_textbox(pymupdf.Rect(54, 440, 558, 740), BODY * 3, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "boxes.pdf"), tmp_path)[3]
+    assert f.region_bbox[1] <= 141 and f.region_bbox[3] >= 389, f.region_bbox
+    assert f.region_bbox[1] >= 121, f.region_bbox  # not the paragraph above
+
+
+def test_text_overrunning_a_tight_frame_is_inside_it(tmp_path):
+    """A prompt in the body font whose frame is drawn a few points inside the text's width: the
+    text is the figure's content, not running text that ends the region (was: caption only)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(54, 60, 558, 110), BODY[:400], fontsize=10)
+    page.insert_textbox(pymupdf.Rect(100, 130, 510, 200), PROMPT, fontsize=10)
+    page.draw_rect(pymupdf.Rect(103, 131, 507, 250), color=(0.2, 0.3, 0.6), width=1)
+    page.insert_textbox(pymupdf.Rect(106, 205, 504, 248), "Answer: the short span.", fontsize=10)
+    page.insert_textbox(pymupdf.Rect(54, 262, 558, 290), "Figure 3: The prompt.", fontsize=9, align=1)
+    page.insert_textbox(pymupdf.Rect(54, 300, 558, 740), BODY * 3, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "tight.pdf"), tmp_path)[3]
+    assert f.crop_quality == "ok" and f.region_bbox is not None
+    assert f.region_bbox[1] <= 132 and f.region_bbox[3] >= 249, f.region_bbox
+
+
+def _parse_tree(page, sentence: str, base: float, x0: float) -> None:
+    """A sentence in the body font with dependency arcs above it and, for every other word, below."""
+    xs, x = [], x0
+    for w in sentence.split():
+        xs.append(x + pymupdf.get_text_length(w, fontsize=10) / 2)
+        page.insert_text((x, base), w, fontsize=10)
+        x += pymupdf.get_text_length(w + " ", fontsize=10)
+    for a in range(len(xs) - 1):
+        b = min(len(xs) - 1, a + 1 + a % 3)
+        h = 10 + 9 * (b - a)
+        page.draw_bezier((xs[a], base - 10), (xs[a], base - 10 - h), (xs[b], base - 10 - h), (xs[b], base - 10),
+                         color=(0, 0, 0), width=0.6)
+        if a % 2 == 0:
+            page.draw_bezier((xs[a], base + 3), (xs[a], base + 3 + h), (xs[b], base + 3 + h), (xs[b], base + 3),
+                             color=(0.8, 0, 0), width=0.6)
+
+
+def test_parse_tree_sentence_between_its_arcs_is_figure_text(tmp_path):
+    """A parse tree over its caption whose sentence, in the body font, spans the column: the
+    sentence sits between the tree's arcs, so it is figure text and the crop holds the arcs above
+    it too (was: a strip of the lowest arcs under the sentence)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(54, 60, 295, 150), BODY[:300], fontsize=10)
+    _parse_tree(page, "The committee approved the new budget for next year", 230, 56)
+    page.insert_textbox(pymupdf.Rect(54, 290, 295, 320), "Figure 1: Gold (above) and predicted (below) parses.",
+                        fontsize=9)
+    page.insert_textbox(pymupdf.Rect(54, 330, 295, 740), BODY * 2, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(317, 60, 558, 740), BODY * 4, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "parse.pdf"), tmp_path)[1]
+    assert f.region_bbox[1] <= 185 and f.region_bbox[3] >= 265, f.region_bbox
+    assert f.region_bbox[1] >= 130 and f.region_bbox[2] <= 300, f.region_bbox  # not the text above or beside
+
+
+def _dendrogram(page, x_leaf: float, y0: float, n: int, step: float) -> None:
+    """Leaves on the right at x_leaf, pairs joined level by level towards the root on the left."""
+    nodes = [(x_leaf, y0 + 12 * i) for i in range(n)]
+    for i, (_, y) in enumerate(nodes):
+        page.insert_text((x_leaf + 5, y + 3), f"item {i}", fontsize=7)
+    x = x_leaf
+    while len(nodes) > 1:
+        x -= step
+        joined = []
+        for k in range(0, len(nodes), 2):
+            (xa, ya), (xb, yb) = nodes[k], nodes[k + 1]
+            page.draw_line((xa, ya), (x, ya), color=(0, 0, 0), width=0.6)
+            page.draw_line((xb, yb), (x, yb), color=(0, 0, 0), width=0.6)
+            page.draw_line((x, ya), (x, yb), color=(0, 0, 0), width=0.6)
+            joined.append((x, (ya + yb) / 2))
+        nodes = joined
+
+
+def test_region_cut_through_a_drawing_grows_along_it(tmp_path):
+    """A region whose edge cuts the branches of a dendrogram grows to the whole connected drawing
+    and its leaf labels, never into running text or another caption."""
+    from app.ingest.captions import captions_from_lines
+    from app.ingest.layout import build_layout
+    from app.ingest.regions import Candidate, extend_cut_drawing
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(54, 60, 558, 120), BODY, fontsize=10)
+    _dendrogram(page, 460, 140, 16, 60)  # root at x = 220
+    page.insert_textbox(pymupdf.Rect(54, 345, 558, 375), "Figure 2: Clustering of the items.", fontsize=9, align=1)
+    page.insert_textbox(pymupdf.Rect(54, 385, 558, 740), BODY * 3, fontsize=10)
+    doc = _saved(doc, tmp_path / "dendro.pdf")
+    st = build_layout(doc)
+    pl = st.pages[0]
+    st.mark_body(pl)
+    cap = captions_from_lines(pl.lines, st)[0]
+    cut = Candidate(cap, 0, (370.0, 135.0, 500.0, 330.0), True, 1.0)  # the right half only
+    grown = extend_cut_drawing(cut, pl, st, pl.graphics(), [], [cut.region])
+    assert grown is not None and grown[0] <= 221 and grown[2] >= 485, grown
+    assert grown[1] >= 130 and grown[3] <= 340, grown
+    whole = Candidate(cap, 0, grown, True, 1.0)
+    assert extend_cut_drawing(whole, pl, st, pl.graphics(), [], [grown]) is None  # nothing left to grow
+    # the grown region would overlap another figure's region: no growth
+    assert extend_cut_drawing(cut, pl, st, pl.graphics(), [], [cut.region, (200.0, 200.0, 300.0, 300.0)]) is None
+
+
+def test_side_caption_in_the_body_font_takes_the_plot_beside_it(tmp_path):
+    """A figure across both columns with its caption at the plot's right, set in the body font:
+    the crop is the plot (was: the caption alone, its lines taken for running text)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(54, 60, 295, 200), BODY[:500], fontsize=10)
+    page.insert_textbox(pymupdf.Rect(317, 60, 558, 200), BODY[:500], fontsize=10)
+    page.draw_rect(pymupdf.Rect(60, 215, 330, 380), color=(0, 0, 0), width=1)
+    page.draw_line((70, 370), (320, 230), color=(1, 0, 0), width=1.5)
+    page.insert_text((150, 392), "number of epochs", fontsize=7)
+    page.insert_textbox(pymupdf.Rect(345, 250, 558, 380), "Figure 2: Accuracy over training for the three models; the "
+                        "dashed line is the baseline and the shaded band the spread over five runs of each model.",
+                        fontsize=10)
+    page.insert_textbox(pymupdf.Rect(54, 410, 295, 740), BODY * 2, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(317, 410, 558, 740), BODY * 2, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "side.pdf"), tmp_path)[2]
+    assert f.crop_quality == "ok" and f.region_bbox is not None
+    assert f.region_bbox[0] <= 61 and f.region_bbox[2] <= 340 and f.region_bbox[3] >= 390, f.region_bbox
+
+
+def test_layout_picture_level_with_a_lone_caption_becomes_its_region(tmp_path):
+    """A caption with no region takes the layout model's picture box at its side (level with it),
+    cut to the ink inside; a picture far from it adds nothing."""
+    from app.ingest.captions import captions_from_lines
+    from app.ingest.layout import build_layout
+    from app.ingest.layout_model import LayoutBox
+    from app.ingest.regions import Candidate, fuse_layout
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.draw_rect(pymupdf.Rect(60, 215, 330, 380), color=(0, 0, 0), width=1)
+    page.insert_textbox(pymupdf.Rect(345, 250, 558, 380), "Figure 2: Accuracy over training.", fontsize=10)
+    page.insert_textbox(pymupdf.Rect(54, 410, 558, 740), BODY * 2, fontsize=10)
+    doc = _saved(doc, tmp_path / "lone.pdf")
+    st = build_layout(doc)
+    pl = st.pages[0]
+    st.mark_body(pl)
+    cap = captions_from_lines(pl.lines, st)[0]
+    lone = Candidate(cap, 0, None, False, 1.0)
+    fused = fuse_layout(lone, [LayoutBox("picture", (55, 210, 335, 385))], pl, st, pl.graphics(), [])
+    assert fused is not None and abs(fused[0] - 60) < 2 and abs(fused[3] - 380) < 2, fused
+    assert fuse_layout(lone, [LayoutBox("picture", (55, 500, 335, 600))], pl, st, pl.graphics(), []) is None

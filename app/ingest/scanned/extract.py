@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pymupdf
 
-from app.ingest.scanned import detect
+from app.ingest.scanned import detect, image_layout
 from app.ingest.scanned.captions import OcrCaption, find_captions
 from app.ingest.scanned.ocr import OcrPage, layer_page, ocr_image, page_grey
 from app.ingest.scanned.regions import doc_layout, find_regions, save_crop
@@ -78,7 +78,8 @@ def _figures_from_pages(pages: list[OcrPage | None], out_dir: Path, rel: str, th
         if page is None or not page.lines:
             continue
         caps = find_captions(page.lines)
-        for cap, region in find_regions(page, caps, lay):
+        boxes = image_layout.image_boxes(page.image, page.px_per_pt) if caps and page.image is not None else []
+        for cap, region in find_regions(page, caps, lay, boxes):
             if region is not None:
                 graphics.setdefault(pno, []).append(region)
             key = (cap.kind, cap.number)

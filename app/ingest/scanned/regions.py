@@ -145,8 +145,88 @@ def _outward(span: tuple[float, float], lay: Layout) -> tuple[float, float]:
     return (x0 - OUTWARD_PT, x1) if x1 <= mid + 0.06 * lay.page_w else (x0, x1 + OUTWARD_PT)
 
 
-def find_regions(page: OcrPage, caps: list[OcrCaption], lay: Layout) -> list[tuple[OcrCaption, tuple | None]]:
-    """For each caption of the page, the graphic's region (points) or None."""
+def _model_region(cap: OcrCaption, region: tuple | None, boxes: list, others: list[tuple], caps: list[OcrCaption],
+                  span: tuple[float, float], lay: Layout, ink: np.ndarray, s: float) -> tuple | None:
+    """The caption's region grown by the layout model's boxes of its kind that overlap it or, with
+    no region, that lie right above or below the caption in its column span: the ink inside
+    their union. None when the model adds nothing, or when the grown region would take in a line
+    of running text or another caption that the pixel region did not hold."""
+    want = "picture" if cap.kind == "figure" else "table"
+    cx0, cy0, cx1, cy1 = cap.box
+    near = 2.5 * lay.body_h + 6
+
+    def gap(r: tuple) -> float:
+        return min(abs(cy0 - r[3]), abs(r[1] - cy1))
+
+    def next_to_caption(m: tuple) -> bool:
+        return gap(m) <= near and min(m[2], span[1]) - max(m[0], span[0]) >= 0.5 * (m[2] - m[0])
+
+    # the model has a box of its kind right next to the caption on the side looked at first, and
+    # the pixel region lies on the other side or far away (the pixels stopped at prose-like text
+    # inside the figure and went on to the next figure or table): the box wins
+    up_first = cap.kind != "table"
+    adjacent = [b.rect for b in boxes if b.kind == want and next_to_caption(b.rect)
+                and (b.rect[3] <= cy0 + 2) == up_first]
+    if region is not None and adjacent and not any(
+            min(m[2], region[2]) > max(m[0], region[0]) and min(m[3], region[3]) > max(m[1], region[1])
+            for m in adjacent) and ((region[3] <= cy0 + 2) != up_first or gap(region) > min(map(gap, adjacent)) + near):
+        region = None
+    picked = []
+    for b in boxes:
+        m = b.rect
+        if b.kind != want:
+            continue
+        if region is not None:
+            ix = min(m[2], region[2]) - max(m[0], region[0])
+            iy = min(m[3], region[3]) - max(m[1], region[1])
+            if ix <= 0 or iy <= 0 or ix * iy < 0.2 * min((m[2] - m[0]) * (m[3] - m[1]),
+                                                         (region[2] - region[0]) * (region[3] - region[1])):
+                continue
+        elif not next_to_caption(m) or (adjacent and m not in adjacent):
+            continue  # not next to the caption, or on its other side while the first side has one
+        if any(min(m[2], c.box[2]) - max(m[0], c.box[0]) > 2 and min(m[3], c.box[3]) - max(m[1], c.box[1]) > 2
+               for c in caps):
+            continue  # a box over a caption spans two figures (or holds the caption)
+        picked.append(m)
+    if not picked:
+        return None
+    xs = [m for m in picked] + ([region] if region is not None else [])
+    win = (min(r[0] for r in xs) - 2, min(r[1] for r in xs) - 2, max(r[2] for r in xs) + 2, max(r[3] for r in xs) + 2)
+    # running text and other captions stay out; a few prose-like lines inside a picture box (the
+    # sentences of a prompt figure) are the figure's, a picture box full of them is not a figure
+    framed_h = {id(m): 0.0 for m in picked}
+    for o in others:
+        if not (o[0] < win[2] and o[2] > win[0] and o[1] < win[3] and o[3] > win[1]):
+            continue
+        if region is not None and o[0] >= region[0] - 1 and o[2] <= region[2] + 1 and o[1] >= region[1] - 1 \
+                and o[3] <= region[3] + 1:
+            continue
+        holder = next((m for m in picked if o[0] >= m[0] - 2 and o[2] <= m[2] + 2 and o[1] >= m[1] - 2
+                       and o[3] <= m[3] + 2), None)
+        if holder is None or any(c.box == o for c in caps):
+            return None
+        framed_h[id(holder)] += o[3] - o[1]
+    if any(framed_h[id(m)] > 0.35 * (m[3] - m[1]) for m in picked):
+        return None
+    grown = _ink_box(ink, s, *win)
+    if grown is None:
+        return None
+    model = (min(m[0] for m in picked), min(m[1] for m in picked), max(m[2] for m in picked), max(m[3] for m in picked))
+    area = (model[2] - model[0]) * (model[3] - model[1])
+    if (grown[2] - grown[0]) * (grown[3] - grown[1]) < 0.6 * area:
+        # the ink threshold misses light fills and frames (a prompt drawn in pale boxes): the
+        # model's box holds the figure better than the dark ink inside it
+        grown = tuple(min(a, b) for a, b in zip(grown[:2], model[:2])) + tuple(max(a, b) for a, b in zip(grown[2:], model[2:]))
+    if region is not None and all(abs(a - b) < 1 for a, b in zip(grown, region)):
+        return None
+    return grown
+
+
+def find_regions(page: OcrPage, caps: list[OcrCaption], lay: Layout,
+                 boxes: list | None = None) -> list[tuple[OcrCaption, tuple | None]]:
+    """For each caption of the page, the graphic's region (points) or None. `boxes` are the
+    page-image layout model's boxes (image_layout.image_boxes): they grow or supply the region
+    the pixels find, never across running text."""
     if page.image is None or not caps:
         return [(c, None) for c in caps]
     s = page.px_per_pt
@@ -173,7 +253,10 @@ def find_regions(page: OcrPage, caps: list[OcrCaption], lay: Layout) -> list[tup
         first, second = side(up_first), side(not up_first)
         if first is None and second is None:  # look past text lines hugging the caption (panel labels)
             first = side(up_first, NEAR_LINES * lay.body_h)
-        out.append((cap, first if first is not None else second))
+        region = first if first is not None else second
+        if boxes:
+            region = _model_region(cap, region, boxes, others, caps, (sx0, sx1), lay, ink, s_small) or region
+        out.append((cap, region))
     return out
 
 
