@@ -112,6 +112,9 @@ def test_healthz_readyz_info(client):
     info = client.get("/api/v1/info").json()
     assert info["image_queries"] is True  # every index holds visual fingerprints
     assert info["max_page_size"] == 100 and "application/pdf" in info["upload_types"]
+    models = {m["name"]: m for m in info["models"]}
+    assert models["figure-types"]["source"] == "shipped" and models["figure-types"]["version"]
+    assert all("path" not in m and "command" not in m for m in info["models"])  # no server paths in the API
 
 
 def test_metrics(client, ids):

@@ -271,6 +271,19 @@ class Ready(BaseModel):
     encoder: str
 
 
+class ModelInfo(BaseModel):
+    """One trained artifact the server uses: which version, shipped or trained here, and how it scored."""
+
+    name: str
+    kind: str | None = None
+    what: str = ""
+    version: str | None = None
+    source: str | None = Field(None, description="Where it was found: `shipped` (inside the package), `data dir` (trained here), `index` or `path`")
+    created_at: str | None = None
+    metrics: dict | None = Field(None, description="What its training command measured on held-out data")
+    problem: str | None = Field(None, description="Why this artifact could not be used, when it could not")
+
+
 class Info(BaseModel):
     """What this server can do (the frontend adapts to it)."""
 
@@ -292,3 +305,5 @@ class Info(BaseModel):
     ranking: dict | None = Field(None, description=(
         "The ranking configuration of the loaded index version (first stage, candidate counts, fusion "
         "weights per scope, thresholds, the version it was fitted for and how); null without an index."))
+    models: list[ModelInfo] = Field(default_factory=list, description=(
+        "The trained models and their versions, as `figsearch models` lists them."))

@@ -12,6 +12,7 @@ from sqlalchemy import text
 from app.api import schemas
 from app.api.deps import HolderDep, SettingsDep
 from app.api.routes.search import IMAGE_QUERIES_MESSAGE
+from app.model_store import list_artifacts
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["service"])
@@ -98,4 +99,18 @@ def info(request: Request, settings: SettingsDep, holder: HolderDep):
                         image_types=settings.image_types, allow_server_paths=settings.allow_server_paths,
                         distributed=settings.distributed,
                         admin_token_source=request.app.state.admin_token_source,
-                        ranking=None if engine is None else {"index_version": engine.version, **engine.ranking.to_json()})
+                        ranking=None if engine is None else {"index_version": engine.version, **engine.ranking.to_json()},
+                        models=_models(settings))
+
+
+_MODEL_FIELDS = set(schemas.ModelInfo.model_fields)
+
+
+def _models(settings) -> list[schemas.ModelInfo]:
+    """The model store's rows without server paths and commands (those stay with `figsearch models`)."""
+    try:
+        rows = list_artifacts(settings.data_dir)
+    except OSError:  # an unreadable store must not break /info
+        log.warning("model store unreadable", exc_info=True)
+        return []
+    return [schemas.ModelInfo(**{k: v for k, v in row.items() if k in _MODEL_FIELDS}) for row in rows]
