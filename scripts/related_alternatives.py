@@ -5,7 +5,8 @@ related fill, nDCG@5, unjudged slots counted as grade 0, as `figsearch eval --ju
 each judge's grades. Whatever is fitted or chosen on the grades (weights, model, gate size) is
 fitted on 3 of 4 folds grouped by the query's paper and scored on the fourth (the folds of
 `figsearch fit`, judge1's grades); `precision` is the close fill among judged slots only, which a
-ranking that surfaces unjudged figures is not penalised for. Rankings:
+ranking that surfaces unjudged figures is not penalised for; and, over the judged candidates
+alone, what the served weights and the best possible order reach. Rankings:
   served             the index version's ranking config (in-sample when it was fitted on these grades)
   refit              the served rule refitted by coordinate search (what `figsearch fit` does)
   refit+caption      ... with a MiniLM cosine of the two captions alone as a further signal
@@ -192,6 +193,16 @@ def main() -> None:
         print(f"{name:22s} {a['close_fill']:12.3f} {a['related_fill']:8.3f} {a['ndcg@5']:7.3f} {a['unjudged']:9.3f} "
               f"{a['precision']:9.3f} {str(ci):>20s} | {b['close_fill']:12.3f} {b['related_fill']:8.3f} {b['unjudged']:9.3f}")
     print("chosen on the training folds:", json.dumps(chosen))
+    # the judged candidates alone: how the served weights order them, and the best order (at most mpp a paper)
+    only = {}
+    for q in queries:
+        c, keep = cands[q], np.array([f in j1.grades[q] for f in cands[q]["fids"].tolist()])
+        only[q] = {"fids": c["fids"][keep], "papers": c["papers"][keep],
+                   "sig": {k: None if v is None else np.asarray(v)[keep] for k, v in c["sig"].items()}}
+    for name, score in (("served weights", lambda q: fuse(only[q]["sig"], served_w)),
+                        ("best order", lambda q: np.array([j1.grades[q][f] for f in only[q]["fids"].tolist()]))):
+        m = mean_metrics({q: ranked(only[q], score(q), mpp) for q in queries}, j1)
+        print(f"judged candidates only, {name}: judge1 close {m['close_fill']:.3f} related {m['related_fill']:.3f}")
     if args.pool:
         write_pool(args, settings, engine, tops, j1)
 
