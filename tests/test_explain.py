@@ -135,3 +135,12 @@ def test_the_plot_reason_names_only_what_both_captions_plot():
     assert "both plot recall@20 against embedding size" in out
     mention = next(r for r in out if r.startswith("both captions mention"))
     assert "criteo" in mention.lower() and "embedding" not in mention
+
+
+def test_a_count_the_caption_plots_over_is_the_variable():
+    from app.search.explain import plot_reason
+    from app.search.plots import plotted
+
+    assert plotted("Figure 10: AUC and Logloss comparison of number of layers.").against == "number of layers"
+    assert plot_reason("Figure 10: AUC and Logloss comparison of number of layers.",
+                       "Figure 5: Performance w.r.t. the number of interacting layers.")[0] == "both vary layers"

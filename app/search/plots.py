@@ -32,6 +32,8 @@ _PATTERNS: list[tuple[re.Pattern, int | None, int | None, bool]] = [
                 + _PHRASE + r"\s*" + _STOP, re.I), 1, 2, True),
     (re.compile(r"^" + _LEADING + r"\s+(?:under|with|for|across|on|over|of|in|at|by)\s+" + _VARY + r"\s+" + _PHRASE
                 + r"\s*" + _STOP, re.I), 1, 2, False),
+    (re.compile(r"^" + _LEADING + r"\s+(?:of|with|for|across|on|over|under|by|in)\s+(?:the\s+)?"
+                r"((?:number|numbers|amount|size|sizes)\s+of\s+[^.,;:()]{2,60}?)\s*" + _STOP, re.I), 1, 2, True),
     (re.compile(r"^" + _LEADING + r"\s+(?:as|when|while)\s+(?:the\s+)?" + _PHRASE
                 + r"\s+(?:increases|decreases|varies|grows|changes)", re.I), 1, 2, True),
     (re.compile(r"(?:impact|effect|influence|sensitivity|effects|impacts)\s+of\s+(?:the\s+)?" + _PHRASE + r"\s*" + _STOP,
