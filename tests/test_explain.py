@@ -80,6 +80,12 @@ def test_related_reasons_name_the_kind_the_shared_caption_words_and_the_paper():
                           "Recall@20 with different embedding size.", "Two-tower retrieval for advertising",
                           "Retrieval with two towers for online advertising")
     assert out[0] == "same kind of figure (line chart)"
+    # what both plot, and no list of the same words again
+    assert out[1] == "both plot recall@20 against embedding size"
+    assert not any(r.startswith("both captions mention ") for r in out)
+    out = related_reasons(sig, "line_chart", "Figure 4: Recall@20 on the Criteo data for each embedding size.",
+                          "Recall@20 per embedding size.", "Two-tower retrieval for advertising",
+                          "Retrieval with two towers for online advertising")
     shared = next(r for r in out if r.startswith("both captions mention "))
     assert "embedding" in shared and "size" in shared and "Criteo" not in shared  # words of both captions only
     assert out[-1].startswith("related paper: both on ") and "advertising" in out[-1] and "online" not in out[-1]
@@ -88,3 +94,53 @@ def test_related_reasons_name_the_kind_the_shared_caption_words_and_the_paper():
     # nothing in common, papers far apart: no reason is made up
     assert related_reasons({"type": 0.0, "paper": 0.1}, "bar_chart", "Accuracy per task.", "Budget pacing curve.",
                            "One paper", "Other paper") == []
+
+
+def test_what_a_chart_plots_is_read_from_the_caption():
+    from app.search.plots import head, plotted
+
+    p = plotted("Figure 6: Performance w.r.t. number of embedding dimensions. Results on two data sets are similar.")
+    assert p.against == "number of embedding dimensions" and p.against_head == head("embedding dimensions") == "dimens"
+    assert p.curve
+    p = plotted("Figure 2: Generation speed of the decoder with different sizes of the datastore (7B model).")
+    assert (p.measure, p.against, p.curve) == ("Generation speed", "sizes", False)
+    p = plotted("Figure 3: Effect of training data size on NER task.")
+    assert p.against == "training data size" and p.curve
+    assert not plotted("Figure 1: The overall architecture of our model.")
+
+
+def test_the_plot_reason_names_only_what_both_captions_plot():
+    from app.search.explain import plot_reason, related_reasons
+
+    reason, said = plot_reason("Figure 4: Recall@20 against embedding size on the Criteo data.",
+                               "Figure 2: Recall@20 with different embedding size.")
+    assert reason == "both plot recall@20 against embedding size" and said
+    # the same head noun, or nothing: "tasks" is not "task correlation", "error" is not "CTR"
+    assert plot_reason("Figure 6: Training space of different tasks",
+                       "Figure 3: Accuracy on synthetic data with different task correlation.")[0] is None
+    assert plot_reason("Figure 6: Expected mean absolute error as a function of views.",
+                       "Figure 4: Expected CTR for different algorithms.")[0] is None
+    # a variable only
+    assert plot_reason("Figure 5: Performance w.r.t. the number of interacting layers.",
+                       "Figure 4: The performance of different number of layers in DNN.")[0] == "both vary layers"
+    # a picture shown for a few values is not a curve over them
+    assert plot_reason("Figure 15: t-SNE visualization of the representations under different distortions.",
+                       "Figure 7: t-SNE visualization of hidden states with different distortions.")[0] == \
+        "both show t-SNE visualization across distortions"
+    # "curve" is what every chart is
+    assert plot_reason("Figure 6: The tradeoff curve of different values.", "Figure 5: Spend curve vs. time.")[0] is None
+    # the caption words the plot reason names are not listed again
+    out = related_reasons({"type": 1.0}, "line_chart", "Figure 4: Recall@20 against embedding size on the Criteo data.",
+                          "Recall@20 with different embedding size on the Criteo data.")
+    assert "both plot recall@20 against embedding size" in out
+    mention = next(r for r in out if r.startswith("both captions mention"))
+    assert "criteo" in mention.lower() and "embedding" not in mention
+
+
+def test_a_count_the_caption_plots_over_is_the_variable():
+    from app.search.explain import plot_reason
+    from app.search.plots import plotted
+
+    assert plotted("Figure 10: AUC and Logloss comparison of number of layers.").against == "number of layers"
+    assert plot_reason("Figure 10: AUC and Logloss comparison of number of layers.",
+                       "Figure 5: Performance w.r.t. the number of interacting layers.")[0] == "both vary layers"

@@ -20,6 +20,7 @@ import numpy as np
 
 from app.labels import mentioned_numbers
 from app.search.fusion import SAME_PICTURE_MIN
+from app.search.plots import plotted
 from app.search.text import analyze
 
 # Stems of words common in scientific prose that are not classic stop words.
@@ -98,13 +99,52 @@ def related_reasons(signals: Mapping[str, float] | None, figure_type: str | None
     ("related paper: both on bidding, advertising"; "related paper topic" when the titles share no
     informative word)."""
     out = [r for r in reasons(signals, figure_type) if r != "related paper topic"]
-    shared = shared_words(caption, other_caption, idf, SHARED_CAPTION_TERMS)
+    plots, said = plot_reason(caption, other_caption)
+    if plots:
+        out.append(plots)
+    shared = [w for w in shared_words(caption, other_caption, idf, SHARED_CAPTION_TERMS + len(said))
+              if not set(analyze(w)) <= said][:SHARED_CAPTION_TERMS]
     if shared:
         out.append("both captions mention " + ", ".join(shared))
     if signals and signals.get("paper", 0.0) >= RELATED_TOPIC_MIN:
         on = shared_words(other_title, title, idf, SHARED_CAPTION_TERMS)
         out.append(f"related paper: both on {', '.join(on)}" if on else "related paper topic")
     return out
+
+
+# what every chart is: "both show curve" says nothing
+CHART_WORDS: frozenset[str] = frozenset(analyze("curve curves plot plots chart charts graph figure diagram"))
+
+
+def plot_reason(caption: str, other_caption: str) -> tuple[str | None, set[str]]:
+    """What both charts plot, as their captions say it (plots.py): "both plot recall against
+    embedding size" when they name the same measure and the same variable ("both show t-SNE
+    visualization across distortions" when neither caption says the measure is plotted against
+    the variable), "both show recall" or "both vary embedding size" when they share one of the
+    two; the words as the other figure's caption writes them. Returns (reason or None, the stems
+    it names)."""
+    mine, theirs = plotted(caption), plotted(other_caption)
+    # the same measure (variable) only when both phrases end in the same head noun
+    measure = (mine.measure_stems & theirs.measure_stems) - BOILERPLATE - CHART_WORDS \
+        if mine.measure_head and mine.measure_head == theirs.measure_head else set()
+    against = (mine.against_stems & theirs.against_stems) - BOILERPLATE \
+        if mine.against_head and mine.against_head == theirs.against_head else set()
+    m, x = _words_in(theirs.measure, measure), _words_in(theirs.against, against)
+    if m and x:
+        how = "plot {} against {}" if mine.curve or theirs.curve else "show {} across {}"
+        return "both " + how.format(m, x), measure | against
+    if m:
+        return f"both show {m}", measure
+    if x:
+        return f"both vary {x}", against
+    return None, set()
+
+
+def _words_in(phrase: str, stems: set[str]) -> str:
+    """The words of `phrase` whose stems are all in `stems`, in the phrase's order."""
+    words = [m.group(0) for m in _TOKEN_RE.finditer(phrase or "")]
+    kept = [w for w in words if analyze(w) and set(analyze(w)) <= stems]
+    return " ".join(w.lower() if w[:1].isupper() and w[1:].islower() else w for w in dict.fromkeys(kept))
 
 
 def shared_words(text: str, other: str, idf: "TermStats | None" = None, n: int = MAX_TERMS) -> list[str]:
