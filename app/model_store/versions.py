@@ -22,6 +22,7 @@ import re
 import secrets
 import shutil
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -193,6 +194,23 @@ class BuildLock:
         self._fd = None
 
 
+@contextmanager
+def work_dir(root: Path):
+    """A scratch folder under `root` for a build's intermediate files (on the index's file system,
+    so they can be hard-linked into the version), held under a build lock and removed afterwards
+    (or by the next build when this one dies)."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    name = f"work-{secrets.token_hex(4)}"
+    path = root / f"{TMP_PREFIX}{name}"
+    with BuildLock(root, name):
+        path.mkdir()
+        try:
+            yield path
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+
+
 def remove_dead_builds(root: Path, min_age_s: float = 60.0) -> int:
     """Remove temp folders (and pointer temp files) of builds that died; returns how many. A
     temp folder whose lock is held belongs to a running build and stays."""
@@ -228,6 +246,22 @@ def remove_dead_builds(root: Path, min_age_s: float = 60.0) -> int:
             finally:
                 os.close(fd)
     return removed
+
+
+def link_tree(src: Path, dst: Path) -> None:
+    """Give folder `dst` the files of `src` as hard links (copies across file systems): how a new
+    version reuses an older version's immutable files. Each version holds its own links, so
+    deleting the older one leaves the newer intact."""
+    for f in Path(src).rglob("*"):
+        target = Path(dst) / f.relative_to(src)
+        if f.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(f, target)
+        except OSError:  # another file system
+            shutil.copyfile(f, target)
 
 
 def current_version(root: str | Path) -> str | None:
