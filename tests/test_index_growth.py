@@ -34,6 +34,49 @@ def words_encoder(texts):
     return out
 
 
+def test_segmented_vectors_search_as_one_index_of_the_live_rows(tmp_path):
+    from app.search.vectors import VectorIndex
+
+    rng = np.random.default_rng(0)
+    vecs = rng.standard_normal((300, 16)).astype(np.float32)
+    first = VectorIndex(16, kind="flat")
+    first.add(np.arange(200), vecs[:200])
+    first.save(tmp_path / "first")
+    part = SegmentedVectors.of(VectorIndex.load(tmp_path / "first"), tmp_path / "first")
+    assert part.add(vecs[200:], kind="flat") == range(200, 300)
+    gone = [0, 7, 150, 201, 299]
+    part.delete(gone)
+    part.save(tmp_path / "v")
+    part = SegmentedVectors.load(tmp_path / "v")
+    live = np.setdiff1d(np.arange(300), gone)
+    one = VectorIndex(16, kind="flat")
+    one.add(np.arange(len(live)), vecs[live])
+    queries = np.r_[vecs[[0, 7, 3, 250]], rng.standard_normal((3, 16)).astype(np.float32)]
+    a_ids, a = one.search(queries, 20)
+    b_ids, b = part.search(queries, 20)
+    assert (live[a_ids] == b_ids).all() and np.allclose(a, b, atol=1e-6)
+    assert np.allclose(part.vectors_for([3, 250]), one.vectors_for(np.searchsorted(live, [3, 250])), atol=1e-6)
+    merged = part.merged(live, kind="flat")
+    assert np.array_equal(merged.search(queries, 20)[0], a_ids)
+    # more neighbours asked for than live rows: the rest is padding
+    ids, _ = part.search(queries[:1], 400)
+    assert (ids[0][:len(live)] >= 0).all() and (ids[0][len(live):] == -1).all()
+
+
+def test_the_step_after_an_ingest_grows_the_index(tmp_path):
+    from app.demo.generate import generate_collection
+
+    pdfs = generate_collection(tmp_path / "pdfs", n_papers=3, seed=7)
+    settings = Settings(data_dir=tmp_path / "data", database_url="", broker_url="", dense=False)
+    _ingest(settings, pdfs[:2])
+    first = Searcher.load_current(index_root(settings))
+    assert not isinstance(first.lexical(), SegmentedIndex)
+    _ingest(settings, pdfs[2:])
+    grown = Searcher.load_current(index_root(settings))
+    assert grown.version != first.version and len(grown.lexical().segments) == 2
+    assert sorted(grown.figure_ids.tolist()) == sorted(set(grown.figure_ids.tolist()) | set(first.figure_ids.tolist()))
+
+
 def _build(settings, mode="auto"):
     classify_figures(settings)
     return build_index(settings, encoder=words_encoder, encoder_name="words", mode=mode)
