@@ -145,7 +145,9 @@ def _compare(settings, full_settings):
         scores = {"plot": 0.6, "table": 0.3}
         _same_ranking(mine.by_picture(picture, k=200, kind="both", type_scores=scores),
                       full.by_picture(picture, k=200, kind="both", type_scores=scores), f"picture {fid}")
-    queries = {w for c in full.captions for w in c.split()[:4]} | {"accuracy of the model", "zzzqx"}
+    # words of the figures on both sides, and of the deleted figures (unknown to the full build)
+    captions = list(full.captions) + [mine.captions[r] for r in np.flatnonzero(mine.docs.deleted)]
+    queries = {w for c in captions for w in c.split()[:4]} | {"accuracy of the model", "zzzqx"}
     for q in sorted(queries):
         for kind in ("figure", "both"):
             _same_ranking(mine.search(q, k=200, kind=kind), full.search(q, k=200, kind=kind), f"search {q!r}")

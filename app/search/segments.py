@@ -49,7 +49,8 @@ class SegmentedIndex:
     def __init__(self, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25, path: str | Path | None = None):
         self.k1, self.b, self.epsilon = float(k1), float(b), float(epsilon)
         self.vocab: list[str] = []
-        self.term_ids: dict[str, int] = {}
+        self._term_of: dict[str, int] = {}          # every word seen (ids are never reused)
+        self._live_terms: dict[str, int] | None = None
         self.segments: list[PostingsSegment] = []
         self.names: list[str] = []                 # segment directory names (when stored)
         self.bases = np.zeros(1, np.int64)         # segment i holds documents [bases[i], bases[i+1])
@@ -75,9 +76,9 @@ class SegmentedIndex:
     def _intern(self, words: Sequence[str]) -> np.ndarray:
         out = np.empty(len(words), np.int64)
         for i, w in enumerate(words):
-            t = self.term_ids.get(w)
+            t = self._term_of.get(w)
             if t is None:
-                t = self.term_ids[w] = len(self.vocab)
+                t = self._term_of[w] = len(self.vocab)
                 self.vocab.append(w)
             out[i] = t
         return out
@@ -131,7 +132,7 @@ class SegmentedIndex:
         self._df = np.r_[self._df, np.zeros(len(self.vocab) - len(self._df), np.int64)]
         self._df += seg.df_all(len(self.vocab))
         self._total_len += seg.total_len
-        self._idf = None
+        self._idf, self._live_terms = None, None
         if self.path is not None:
             self._write_state()
         return range(first, self.n_docs)
@@ -159,7 +160,7 @@ class SegmentedIndex:
         for i in np.unique(seg_of).tolist():
             local = docs[seg_of == i] - int(self.bases[i])
             self._total_len -= int(np.asarray(self.segments[i].doc_len)[local].astype(np.int64).sum())
-        self._idf = None
+        self._idf, self._live_terms = None, None
 
     def merge(self, first: int = 0, last: int | None = None) -> np.ndarray:
         """Rewrite segments first..last (default: all) as one, without their deleted documents.
@@ -222,8 +223,19 @@ class SegmentedIndex:
         self.bases = np.r_[self.bases, self.n_docs + seg.n_docs]
         self._df += seg.df_all(len(self.vocab))
         self._total_len += seg.total_len
+        self._live_terms = None
 
     # ----------------------------------------------------------- statistics
+    @property
+    def term_ids(self) -> dict[str, int]:
+        """Word -> term id of the words some live document has (a word only deleted documents
+        had is unknown, as in an index built without them)."""
+        if self._live_terms is None:
+            present = self._df > 0
+            self._live_terms = self._term_of if present.all() else {
+                w: i for w, i in self._term_of.items() if present[i]}
+        return self._live_terms
+
     @property
     def df(self) -> np.ndarray:
         return self._df
@@ -534,7 +546,7 @@ class SegmentedIndex:
         state = json.loads((d / "state.json").read_text())
         self = cls(state["k1"], state["b"], state["epsilon"], path=d)
         self.vocab = json.loads((d / "vocab.json").read_text())
-        self.term_ids = {w: i for i, w in enumerate(self.vocab)}
+        self._term_of = {w: i for i, w in enumerate(self.vocab)}
         self._df = np.zeros(len(self.vocab), np.int64)
         for name in state["segments"]:
             self._adopt(PostingsSegment.load(d / "segments" / name, mmap=mmap), name)
