@@ -225,3 +225,15 @@ def test_another_index_rows_become_a_segment():
         a_docs, a = whole.search(query, k=30)
         b_docs, b = index.search(query, k=30)
         assert np.allclose(a, b, rtol=1e-5)
+
+
+def test_a_tiny_collection_ranks_as_one_index():
+    """With one or two documents every idf is below 0 (rank_bm25's floor of a negative mean):
+    the documents are still found, with the in-memory index's scores."""
+    for docs in ([["regression", "clicks", "panel"]], [["a", "b"], ["a", "c", "c"]]):
+        lex, seg = LexicalIndex.build(docs), SegmentedIndex()
+        seg.add_documents(docs)
+        for query in (["clicks"], ["a", "c"], ["b"]):
+            a_docs, a = lex.search(query, k=5)
+            b_docs, b = seg.search(query, k=5)
+            assert a_docs.tolist() == b_docs.tolist() and np.allclose(a, b, rtol=1e-5)

@@ -351,10 +351,12 @@ class SegmentedIndex:
             full = self.score_docs(q, qtf, cand)
             keep = full > 0
             return _topk(cand[keep], full[keep], k)
-        live = (qtf != 0) & (df > 0) & (self.idf[q] > 0)
+        live = (qtf != 0) & (df > 0) & (self.idf[q] != 0)
         q, qtf, df = q[live], qtf[live], df[live]
         if len(q) == 0:
             return empty
+        if (self.idf[q] < 0).any():  # a tiny collection (mean idf below 0): any non-zero score counts
+            return self._brute(q, qtf * self.idf[q], k, exclude, positive_only=False)
         if int(df.sum()) <= _MAXSCORE_MIN or k > 200:
             return self._brute(q, qtf * self.idf[q], k, exclude)
         return self._maxscore(q, qtf, df, k, exclude)
@@ -397,9 +399,9 @@ class SegmentedIndex:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
         return np.concatenate(out_docs), np.concatenate(out_scores)
 
-    def _brute(self, q, qw, k, exclude):
+    def _brute(self, q, qw, k, exclude, positive_only=True):
         docs, scores = self._accumulate(q, qw)
-        keep = scores > 0
+        keep = scores > 0 if positive_only else scores != 0
         if exclude is not None:
             keep &= docs != exclude
         return _topk(docs[keep], scores[keep], k)
