@@ -181,8 +181,11 @@ def test_deleted_and_changed_figures_then_a_merge(grown):
         changed_id = changed.id
     rep = _build(settings)
     assert rep.how == "grown" and rep.n_segments == 3  # the changed figure: a segment of one row
-    mine = _compare(settings, _full_copy(settings, root, "full-deleted"))
+    full_settings = _full_copy(settings, root, "full-deleted")
+    mine = _compare(settings, full_settings)
     assert mine.docs.deleted.sum() == n_gone + 1
+    full = _engine(full_settings)
+    assert (mine.count("figure"), mine.count("table")) == (full.count("figure"), full.count("table"))
     assert "ablation" in mine.captions[mine.row_of(changed_id)]
     # deleting the previous versions never breaks the current one
     for v in index_root(settings).iterdir():

@@ -147,8 +147,8 @@ class Searcher:
         vectors = None if embeddings is None else _make_vectors(embeddings, len(docs), vector_kind, gpu)
         visual = None if visual_embeddings is None else _make_vectors(visual_embeddings, len(docs), vector_kind, gpu)
         types = TypeIndex.build([d.kind for d in docs], figure_types, type_scores)
-        return cls(DocTable.build(docs, fingerprints), lexical, vectors=vectors, visual=visual, papers=papers, types=types,
-                   ranking=ranking, encoder=encoder, vocabulary=vocabulary)
+        return cls(DocTable.build(docs, fingerprints), lexical, vectors=vectors, visual=visual, papers=papers,
+                   types=types, ranking=ranking, encoder=encoder, vocabulary=vocabulary)
 
     # ---------------------------------------------------------------- access
     def __len__(self) -> int:
@@ -156,6 +156,10 @@ class Searcher:
 
     def __contains__(self, figure_id: int) -> bool:
         return figure_id in self.docs
+
+    def count(self, kind: str) -> int:
+        """Figures ("figure") or tables ("table") the index holds (deleted rows not counted)."""
+        return int(self.types.kind_mask(self.docs.live_rows, kind).sum())
 
     # the doc table's columns, which most callers read
     @property
