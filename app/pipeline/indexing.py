@@ -243,7 +243,7 @@ def _grown(settings: Settings, previous_dir: Path, col: Collection, prints: np.n
     or None when the previous version cannot be grown: it was written before fingerprints, its
     lexical index scores tf.idf, its vectors are of another model or kind, or most rows changed
     (a rebuild is then as cheap)."""
-    previous = Searcher.load(previous_dir, gpu=settings.faiss_gpu, check=False)
+    previous = Searcher.load(previous_dir, gpu=settings.faiss_gpu, mmap=True, check=False)
     if previous.ranking.first_stage != "bm25":
         return None
     todo = changes(previous.docs, np.array([d.figure_id for d in col.docs], np.int64), prints)
