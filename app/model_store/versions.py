@@ -59,14 +59,37 @@ def _array_header(path: Path) -> dict:
     return {"shape": list(shape), "dtype": dtype.str}
 
 
-def write_manifest(version_dir: Path) -> None:
-    """Record every file of the version (size, SHA-256, and for arrays shape and dtype)."""
+def _linked_entries(version_dir: Path | None) -> dict[tuple[int, int], dict]:
+    """The manifest entries of a version's files by (device, inode): a file hard-linked into a
+    newer version is the same file, so its recorded checksum holds there too."""
+    try:
+        files = json.loads((version_dir / MANIFEST).read_text())["files"]
+    except (TypeError, OSError, ValueError, KeyError):
+        return {}
+    out = {}
+    for rel, entry in files.items():
+        try:
+            st = (version_dir / rel).stat()
+        except OSError:
+            continue
+        if st.st_nlink > 1 and st.st_size == entry.get("bytes"):
+            out[(st.st_dev, st.st_ino)] = entry
+    return out
+
+
+def write_manifest(version_dir: Path, previous: Path | None = None) -> None:
+    """Record every file of the version (size, SHA-256, and for arrays shape and dtype). Files
+    hard-linked from the `previous` version take its entries instead of being read again."""
+    known = _linked_entries(previous)
     files = {}
     for p in sorted(version_dir.rglob("*")):
         if p.is_file() and p.name != MANIFEST:
-            entry = {"bytes": p.stat().st_size, "sha256": file_sha256(p)}
-            if p.suffix == ".npy":
-                entry.update(_array_header(p))
+            st = p.stat()
+            entry = known.get((st.st_dev, st.st_ino))
+            if entry is None or entry["bytes"] != st.st_size:
+                entry = {"bytes": st.st_size, "sha256": file_sha256(p)}
+                if p.suffix == ".npy":
+                    entry.update(_array_header(p))
             files[p.relative_to(version_dir).as_posix()] = entry
     tmp = version_dir / f".{MANIFEST}.tmp"
     tmp.write_text(json.dumps({"format": 1, "files": files}))
@@ -281,7 +304,8 @@ def publish(root: str | Path, fill: Callable[[Path], None], keep: int | None = 3
     with BuildLock(root, version):
         try:
             fill(tmp)
-            write_manifest(tmp)
+            previous = read_current(root)
+            write_manifest(tmp, None if previous is None else root / previous)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)  # nothing half-written stays behind
             raise
