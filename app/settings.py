@@ -63,6 +63,8 @@ class Settings(BaseSettings):
     faiss_gpu: str = Field("auto", pattern="^(auto|on|off)$", description="Move the FAISS index to a GPU.")
     dense: bool = Field(True, description="Use MiniLM embeddings for re-ranking (off = lexical only).")
     auto_index: bool = Field(True, description="Refresh the search index after each ingest job.")
+    index_max_segments: int = Field(8, ge=1, description="A build that grows the index by a segment merges all "
+                                                         "segments into one when there would be more than this many.")
 
     admin_token: str = Field("", description="Bearer token of the admin endpoints, at least 24 characters of "
                                              "which at least 16 different, no whitespace; placeholders (change-me, ...) and shorter tokens are refused in every "

@@ -180,3 +180,33 @@ def test_a_file_out_of_time_fails_as_timed_out_never_ok_with_figures_missing(dem
     summary = json.loads(r.stdout.strip().splitlines()[-1])
     assert summary["ok"] == 0 and len(summary["failures"]) == len(demo_pdfs), summary
     assert all(f["error"] == "timed out after 0.01 s" for f in summary["failures"]), summary["failures"]
+
+
+def test_workers_grow_the_index_after_a_second_job(demo_pdfs, redis_url, pg_url, tmp_path):
+    """The index step of a later job adds a segment to the current version instead of rebuilding it,
+    in a worker as in embedded mode."""
+    from app.search.searcher import Searcher
+    from tests.conftest import copy_into
+
+    data = tmp_path / "data"
+    env = _env(redis_url, pg_url, data)
+    env["FIGSEARCH_DENSE"] = "false"
+    first, second = copy_into(demo_pdfs[:-2], tmp_path / "first"), copy_into(demo_pdfs[-2:], tmp_path / "second")
+    worker = start_worker(env)
+
+    def ingest_and_wait(folder, previous):
+        r = subprocess.run([sys.executable, "-m", "app.cli", "ingest", str(folder), "--json"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        current = data / "index" / "CURRENT"
+        deadline = time.time() + 400
+        while time.time() < deadline and (not current.exists() or current.read_text().strip() == previous):
+            time.sleep(2)
+        return Searcher.load_current(data / "index")
+    try:
+        before = ingest_and_wait(first[0].parent, None)
+        after = ingest_and_wait(second[0].parent, before.version)
+        assert len(after.lexical().segments) == 2
+        assert set(before.figure_ids.tolist()) < set(after.figure_ids.tolist())
+    finally:
+        stop(worker)

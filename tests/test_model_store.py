@@ -188,3 +188,26 @@ def test_ranking_config_of_an_index_written_before_the_store_still_loads(tmp_pat
     shutil.rmtree(d / "ranking")
     assert RankingConfig.load(d).candidates == 42
     assert "before the model store" in ranking_artifact(tmp_path).problem
+
+
+def test_files_linked_from_the_previous_version_keep_its_checksums(tmp_path, monkeypatch):
+    """A version that hard-links the previous version's files does not read them again for its
+    manifest, and a linked file damaged since still fails the new version's check."""
+    from app.model_store import versions
+
+    root = tmp_path / "index"
+    first = versions.publish(root, lambda d: (d.mkdir(), (d / "big.bin").write_bytes(b"x" * 4096)), keep=None)
+    hashed = []
+    real = versions.file_sha256
+    monkeypatch.setattr(versions, "file_sha256", lambda p: hashed.append(p.name) or real(p))
+
+    def fill(d):
+        versions.link_tree(root / first, d)
+        (d / "new.bin").write_bytes(b"y")
+    second = versions.publish(root, fill, keep=None)
+    assert hashed == ["new.bin"]
+    versions.check_version(root / second)
+    with open(root / first / "big.bin", "r+b") as f:  # the same file in both versions
+        f.write(b"z")
+    with pytest.raises(versions.VersionCorrupt, match="big.bin"):
+        versions.check_version(root / second)

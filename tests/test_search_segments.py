@@ -192,3 +192,48 @@ def test_large_collections_get_compressed_postings(monkeypatch):
     assert isinstance(Searcher.build(docs).lexical(), SegmentedIndex)
     tfidf = replace(RankingConfig(), first_stage="tfidf")
     assert isinstance(Searcher.build(docs, ranking=tfidf).lexical(), LexicalIndex)
+
+
+def test_deleted_documents_leave_the_statistics_at_once():
+    docs = _docs(1200, seed=8)
+    index = SegmentedIndex()
+    index.add_documents(docs[:700])
+    index.add_documents(docs[700:])
+    gone = [2, 5, 699, 700, 1100]
+    index.delete(gone)
+    live = [i for i in range(1200) if i not in gone]
+    fresh = SegmentedIndex()
+    fresh.add_documents([docs[i] for i in live])
+    assert index.n_live == fresh.n_docs and index.avgdl == pytest.approx(fresh.avgdl)
+    for query in (["w1", "w4"], docs[3], docs[701][:6]):
+        a_docs, a = fresh.search(query, k=40)
+        b_docs, b = index.search(query, k=40)
+        assert np.allclose(a, b, rtol=0, atol=1e-12)
+        assert [live[i] for i in a_docs.tolist()] == b_docs.tolist()
+    counts = fresh.collection_counts()
+    assert np.allclose(index.collection_counts()[[index.term_ids[w] for w in fresh.vocab]], counts)
+
+
+def test_another_index_rows_become_a_segment():
+    docs = _docs(800, seed=9)
+    lex = LexicalIndex.build(docs[:500])
+    index = SegmentedIndex(lex.k1, lex.b, lex.epsilon)
+    index.add_counts(lex.row_ptr, lex.row_terms, lex.row_tf, np.rint(lex.doc_len), lex.vocab)
+    index.add_documents(docs[500:])
+    whole = LexicalIndex.build(docs)
+    for query in (["w1", "w9"], docs[12], docs[640]):
+        a_docs, a = whole.search(query, k=30)
+        b_docs, b = index.search(query, k=30)
+        assert np.allclose(a, b, rtol=1e-5)
+
+
+def test_a_tiny_collection_ranks_as_one_index():
+    """With one or two documents every idf is below 0 (rank_bm25's floor of a negative mean):
+    the documents are still found, with the in-memory index's scores."""
+    for docs in ([["regression", "clicks", "panel"]], [["a", "b"], ["a", "c", "c"]]):
+        lex, seg = LexicalIndex.build(docs), SegmentedIndex()
+        seg.add_documents(docs)
+        for query in (["clicks"], ["a", "c"], ["b"]):
+            a_docs, a = lex.search(query, k=5)
+            b_docs, b = seg.search(query, k=5)
+            assert a_docs.tolist() == b_docs.tolist() and np.allclose(a, b, rtol=1e-5)

@@ -215,7 +215,8 @@ def embed_new_figures(cfg: dict | None = None) -> dict:
 
 @app.task(name="figsearch.refresh_index")
 def refresh_index(cfg: dict | None = None) -> dict:
-    """Rebuild the search index (learned vectors when a model exists) as a new version."""
+    """Publish a new search index version (learned vectors when a model exists): the new and changed
+    figures added to the current version as a segment, or a rebuild when it cannot grow."""
     from app.pipeline import indexing as jobs
 
     return jobs.refresh_index(_settings(cfg))

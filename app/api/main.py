@@ -134,7 +134,7 @@ def _install_gauges(app: FastAPI, reg: Registry, factory, holder: EngineHolder) 
 
     def index_size():
         eng = holder.engine
-        return [({}, eng.types.count("figure") if eng is not None else 0)]
+        return [({}, eng.count("figure") if eng is not None else 0)]
 
     reg.gauge("figsearch_index_figures", "Figures in the loaded search index (tables not counted).", index_size)
 

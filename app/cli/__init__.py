@@ -532,9 +532,15 @@ def _print_hits(hits, json_out: bool, reasons_of=None) -> None:
 def index(data_dir: Optional[Path] = DataDir,
           lexical_only: bool = typer.Option(False, "--lexical-only", help="Skip the MiniLM embeddings."),
           retype: bool = typer.Option(False, "--retype", help="Classify every figure again (after new figure-type "
-                                                              "weights), not only the untyped ones.")) -> None:
+                                                              "weights), not only the untyped ones."),
+          full: bool = typer.Option(False, "--full", help="Rebuild every part instead of adding a segment of the "
+                                                          "new and changed figures to the current version."),
+          merge: bool = typer.Option(False, "--merge", help="Merge the index's segments into one (deleted rows "
+                                                            "dropped).")) -> None:
     """Build or refresh the lexical (BM25) and vector (FAISS) indexes; publishes a new version.
-    Figures without a figure type are classified first (all figures with --retype)."""
+    New and changed figures are added to the current version as a segment (removed ones are
+    deleted rows until a merge); --full rebuilds, --merge merges the segments. Figures without a
+    figure type are classified first (all figures with --retype)."""
     from app.pipeline.classify import classify_figures
     from app.pipeline.indexing import build_index
 
@@ -542,8 +548,12 @@ def index(data_dir: Optional[Path] = DataDir,
     n_typed = classify_figures(settings, progress=True, redo=retype)
     if n_typed:
         typer.echo(f"figure types: {n_typed} figures classified")
-    r = build_index(settings, dense=settings.dense and not lexical_only, progress=True)
-    typer.echo(f"index {r.version}: {r.n_figures} figures, {r.n_encoded} newly embedded, {r.seconds:.1f} s")
+    if full and merge:
+        raise typer.BadParameter("--full and --merge exclude each other")
+    mode = "full" if full else "merge" if merge else "auto"
+    r = build_index(settings, dense=settings.dense and not lexical_only, progress=True, mode=mode)
+    typer.echo(f"index {r.version}: {r.n_figures} figures, {r.n_encoded} newly embedded, {r.seconds:.1f} s "
+               f"({r.how}, {r.n_segments} segment{'s' if r.n_segments != 1 else ''})")
 
 
 @cli.command()

@@ -22,6 +22,7 @@ import re
 import secrets
 import shutil
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -58,14 +59,37 @@ def _array_header(path: Path) -> dict:
     return {"shape": list(shape), "dtype": dtype.str}
 
 
-def write_manifest(version_dir: Path) -> None:
-    """Record every file of the version (size, SHA-256, and for arrays shape and dtype)."""
+def _linked_entries(version_dir: Path | None) -> dict[tuple[int, int], dict]:
+    """The manifest entries of a version's files by (device, inode): a file hard-linked into a
+    newer version is the same file, so its recorded checksum holds there too."""
+    try:
+        files = json.loads((version_dir / MANIFEST).read_text())["files"]
+    except (TypeError, OSError, ValueError, KeyError):
+        return {}
+    out = {}
+    for rel, entry in files.items():
+        try:
+            st = (version_dir / rel).stat()
+        except OSError:
+            continue
+        if st.st_nlink > 1 and st.st_size == entry.get("bytes"):
+            out[(st.st_dev, st.st_ino)] = entry
+    return out
+
+
+def write_manifest(version_dir: Path, previous: Path | None = None) -> None:
+    """Record every file of the version (size, SHA-256, and for arrays shape and dtype). Files
+    hard-linked from the `previous` version take its entries instead of being read again."""
+    known = _linked_entries(previous)
     files = {}
     for p in sorted(version_dir.rglob("*")):
         if p.is_file() and p.name != MANIFEST:
-            entry = {"bytes": p.stat().st_size, "sha256": file_sha256(p)}
-            if p.suffix == ".npy":
-                entry.update(_array_header(p))
+            st = p.stat()
+            entry = known.get((st.st_dev, st.st_ino))
+            if entry is None or entry["bytes"] != st.st_size:
+                entry = {"bytes": st.st_size, "sha256": file_sha256(p)}
+                if p.suffix == ".npy":
+                    entry.update(_array_header(p))
             files[p.relative_to(version_dir).as_posix()] = entry
     tmp = version_dir / f".{MANIFEST}.tmp"
     tmp.write_text(json.dumps({"format": 1, "files": files}))
@@ -193,6 +217,23 @@ class BuildLock:
         self._fd = None
 
 
+@contextmanager
+def work_dir(root: Path):
+    """A scratch folder under `root` for a build's intermediate files (on the index's file system,
+    so they can be hard-linked into the version), held under a build lock and removed afterwards
+    (or by the next build when this one dies)."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    name = f"work-{secrets.token_hex(4)}"
+    path = root / f"{TMP_PREFIX}{name}"
+    with BuildLock(root, name):
+        path.mkdir()
+        try:
+            yield path
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+
+
 def remove_dead_builds(root: Path, min_age_s: float = 60.0) -> int:
     """Remove temp folders (and pointer temp files) of builds that died; returns how many. A
     temp folder whose lock is held belongs to a running build and stays."""
@@ -230,6 +271,22 @@ def remove_dead_builds(root: Path, min_age_s: float = 60.0) -> int:
     return removed
 
 
+def link_tree(src: Path, dst: Path) -> None:
+    """Give folder `dst` the files of `src` as hard links (copies across file systems): how a new
+    version reuses an older version's immutable files. Each version holds its own links, so
+    deleting the older one leaves the newer intact."""
+    for f in Path(src).rglob("*"):
+        target = Path(dst) / f.relative_to(src)
+        if f.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(f, target)
+        except OSError:  # another file system
+            shutil.copyfile(f, target)
+
+
 def current_version(root: str | Path) -> str | None:
     """Name of the CURRENT version (one small file read; poll it to detect a new version)."""
     return read_current(Path(root))
@@ -247,7 +304,8 @@ def publish(root: str | Path, fill: Callable[[Path], None], keep: int | None = 3
     with BuildLock(root, version):
         try:
             fill(tmp)
-            write_manifest(tmp)
+            previous = read_current(root)
+            write_manifest(tmp, None if previous is None else root / previous)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)  # nothing half-written stays behind
             raise

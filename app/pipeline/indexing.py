@@ -1,7 +1,11 @@
 """Build or refresh the search index of a data dir from its database.
 
 Embeddings are cached per figure (embeddings.py), so a refresh after new papers only encodes the
-new figures; the lexical index is rebuilt (seconds for tens of thousands of figures). The result
+new figures. A refresh grows the current version by a segment of the new and changed figures
+(app/search/growth.py): the lexical postings and vectors of the others are reused by hard links,
+removed figures become deleted rows, and the parts that describe the whole collection (type
+index, paper views, spelling) are made again; past `index_max_segments` segments, or with
+mode "merge", the segments are merged into one, and mode "full" rebuilds everything. The result
 is written as a new index version and CURRENT is switched atomically, so running services pick it
 up without downtime. `refresh_index` / `reembed_all` are the jobs the ingest pipeline and the
 workers run after new papers or a new trained model.
@@ -19,12 +23,17 @@ import numpy as np
 from app.db.session import session_scope
 from app.search.collection import Collection, load_collection
 from app.search.embeddings import DENSE_FILE, PAPER_TEXT_TOKENS, Encoder, default_text_encoder, embed_docs
-from app.search.doc_table import FigureDoc
+from app.search.doc_table import DocTable, FigureDoc
+from app.search.growth import changes, fingerprints, grow, merge, segmented_lexical, segmented_vectors
 from app.search.searcher import Searcher
 from app.search.lexical import LexicalIndex
 from app.search.papers import PaperIndex
 from app.search.ranking import RankingConfig
-from app.model_store.versions import current_version
+from app.search.segments import SegmentedIndex
+from app.search.spelling import Spelling
+from app.search.type_index import TypeIndex
+from app.search.vectors import l2_normalize
+from app.model_store.versions import current_version, work_dir
 from app.search.text import analyze
 from app.settings import Settings
 
@@ -41,6 +50,8 @@ class IndexReport:
     n_figures: int
     n_encoded: int
     seconds: float
+    how: str = "full"      # full (rebuilt), grown (a segment added) or merged (segments merged into one)
+    n_segments: int = 1    # segments of the lexical index
 
 
 def paper_index(col: Collection, root: Path, figures: LexicalIndex, row_paper: np.ndarray,
@@ -130,13 +141,19 @@ def learned_embeddings(settings: Settings, docs: list[FigureDoc], progress: bool
                          "dim": int(vecs.shape[1]) if vecs.ndim == 2 else 0}
 
 
-def build_index(settings: Settings, encoder: Encoder | None = None, encoder_name: str | None = None,
-                dense: bool = True, progress: bool = False) -> IndexReport:
-    """Rebuild the lexical index and refresh embeddings of figures and tables; write and publish
-    a new version.
+MODES = ("auto", "full", "merge")
 
+
+def build_index(settings: Settings, encoder: Encoder | None = None, encoder_name: str | None = None,
+                dense: bool = True, progress: bool = False, mode: str = "auto") -> IndexReport:
+    """Index the figures and tables of the database; write and publish a new version.
+
+    mode "auto": grow the CURRENT version by a segment of the new and changed figures when it
+    can (`_grown`), else rebuild; "full": rebuild; "merge": grow, then merge the segments into one.
     Dense vectors: the trained default model's fused figure embeddings when one exists (text +
     image, app.learn), else MiniLM text embeddings; an explicit `encoder` always wins."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     t0 = time.perf_counter()
     explicit = (encoder, encoder_name) if encoder is not None else (None, None)
     with session_scope(settings.db_url) as s:
@@ -157,22 +174,97 @@ def build_index(settings: Settings, encoder: Encoder | None = None, encoder_name
     previous = current_version(root)
     ranking = RankingConfig.load(root / previous) if previous else None
     visual = visual_embeddings(settings, col, progress) if dense and col.docs else None
-    engine = Searcher.build(col.docs, embeddings=emb, ranking=ranking,
-                                vector_kind=settings.vector_index, gpu=settings.faiss_gpu,
-                                visual_embeddings=visual,
-                                figure_types=[col.figure_type.get(d.figure_id) for d in col.docs],
-                                type_scores=[col.type_scores.get(d.figure_id) for d in col.docs])
-    if dense and col.docs:
-        # a paper's "all figure texts" view is of its figures only (row paper -1 leaves a table out)
-        kinds = engine.types.kinds
-        row_paper = engine.paper_ids if kinds is None else np.where(kinds == 0, engine.paper_ids, -1)
-        engine.papers = paper_index(col, root, engine.lexical(), row_paper, *explicit, progress=progress)
-    version = engine.save(root)
+    prints = fingerprints(col.docs, [col.image_path.get(d.figure_id, "") for d in col.docs])
+    with work_dir(root) as work:
+        grown = None
+        if mode != "full" and previous and col.docs:
+            grown = _grown(settings, root / previous, col, prints, emb, visual, work, mode == "merge")
+        if grown is None:
+            how = "full"
+            engine = Searcher.build(col.docs, embeddings=emb, ranking=ranking,
+                                    vector_kind=settings.vector_index, gpu=settings.faiss_gpu,
+                                    visual_embeddings=visual,
+                                    figure_types=[col.figure_type.get(d.figure_id) for d in col.docs],
+                                    type_scores=[col.type_scores.get(d.figure_id) for d in col.docs],
+                                    fingerprints=prints)
+        else:
+            how, parts = grown
+            engine = Searcher(parts.docs, parts.lexical, vectors=parts.vectors, visual=parts.visual,
+                              types=_row_types(col, parts.docs),
+                              spelling=Spelling(captions=[parts.docs.captions[int(r)] for r in parts.docs.live_rows],
+                                                lexical=parts.lexical),
+                              ranking=ranking)
+        if dense and col.docs:
+            # a paper's "all figure texts" view is of its figures only (row paper -1 leaves a table
+            # out, and a deleted row)
+            kinds = engine.types.kinds
+            row_paper = engine.paper_ids if kinds is None else np.where(kinds == 0, engine.paper_ids, -1)
+            row_paper = np.where(engine.docs.deleted, -1, row_paper)
+            engine.papers = paper_index(col, root, engine.lexical(), row_paper, *explicit, progress=progress)
+        version = engine.save(root)
     info["index_version"] = version
     tmp = root / f".{DENSE_FILE}.tmp"
     tmp.write_text(json.dumps(info))
     tmp.replace(root / DENSE_FILE)
-    return IndexReport(version, len(col.docs), n_new, time.perf_counter() - t0)
+    lexical = engine.lexical()
+    return IndexReport(version, len(col.docs), n_new, time.perf_counter() - t0, how,
+                       len(lexical.segments) if isinstance(lexical, SegmentedIndex) else 1)
+
+
+def _row_types(col: Collection, docs: DocTable) -> TypeIndex:
+    """The type index of a grown version's rows (a deleted row: a figure of no type)."""
+    live = ~docs.deleted
+    fids = docs.figure_ids.tolist()
+    kind_of = {d.figure_id: d.kind for d in col.docs}
+    return TypeIndex.build([kind_of[f] if ok else "figure" for f, ok in zip(fids, live)],
+                           [col.figure_type.get(f) if ok else None for f, ok in zip(fids, live)],
+                           [col.type_scores.get(f) if ok else None for f, ok in zip(fids, live)])
+
+
+def _same_vectors(part, vectors: np.ndarray | None, docs: DocTable, col: Collection, todo, sample: int = 256) -> bool:
+    """Whether a previous version's vector part holds the vectors computed now for the figures
+    that did not change (checked on an even sample of them): not when one of the two has none,
+    or the model behind them changed (a new trained model, another encoder)."""
+    if part is None or vectors is None:
+        return part is None and vectors is None
+    keep = np.setdiff1d(docs.live_rows, todo.deleted_rows)
+    if not len(keep):
+        return True
+    rows = keep[np.linspace(0, len(keep) - 1, min(sample, len(keep))).astype(np.int64)]
+    position = {d.figure_id: i for i, d in enumerate(col.docs)}
+    now = l2_normalize(vectors[[position[int(f)] for f in docs.figure_ids[rows]]])
+    before = part.vectors_for(rows)
+    return before.shape == now.shape and bool(np.abs(before - now).max() < 1e-2)
+
+
+def _grown(settings: Settings, previous_dir: Path, col: Collection, prints: np.ndarray, emb, visual,
+           work: Path, merge_all: bool):
+    """("grown" or "merged", growth.Grown) of the previous version plus the collection's changes,
+    or None when the previous version cannot be grown: it was written before fingerprints, its
+    lexical index scores tf.idf, its vectors are of another model or kind, or most rows changed
+    (a rebuild is then as cheap)."""
+    previous = Searcher.load(previous_dir, gpu=settings.faiss_gpu, mmap=True, check=False)
+    if previous.ranking.first_stage != "bm25":
+        return None
+    todo = changes(previous.docs, np.array([d.figure_id for d in col.docs], np.int64), prints)
+    if todo is None or todo.size > len(col.docs) // 2:
+        return None
+    if not (_same_vectors(previous.vectors, emb, previous.docs, col, todo)
+            and _same_vectors(previous.visual, visual, previous.docs, col, todo)):
+        return None
+    lexical = segmented_lexical(previous.lexical(), work / "lexical")
+    if lexical is None:
+        return None
+    add = todo.added.tolist()
+    parts = grow(previous.docs, lexical,
+                 segmented_vectors(previous.vectors, previous_dir / "vectors"),
+                 segmented_vectors(previous.visual, previous_dir / "visual"),
+                 [col.docs[i] for i in add], prints[todo.added], todo.deleted_rows,
+                 None if emb is None else emb[todo.added], None if visual is None else visual[todo.added],
+                 settings.vector_index, settings.faiss_gpu)
+    if merge_all or len(parts.lexical.segments) > settings.index_max_segments:
+        return "merged", merge(parts, settings.vector_index, settings.faiss_gpu)
+    return "grown", parts
 
 
 # ------------------------------------------------------------------ jobs (in-process or Celery)
@@ -194,10 +286,11 @@ def embed_new_figures(settings: Settings, progress: bool = False) -> dict:
 
 
 def refresh_index(settings: Settings, progress: bool = False) -> dict:
-    """Rebuild the index and publish a new version (running services swap it in)."""
+    """Index the new and changed figures (a segment, or a rebuild: build_index) and publish a new
+    version (running services swap it in)."""
     rep = build_index(settings, dense=settings.dense, progress=progress)
     return {"index_version": rep.version, "figures": rep.n_figures, "encoded": rep.n_encoded,
-            "seconds": round(rep.seconds, 2)}
+            "seconds": round(rep.seconds, 2), "how": rep.how, "segments": rep.n_segments}
 
 
 def reembed_all(settings: Settings, progress: bool = False) -> dict:

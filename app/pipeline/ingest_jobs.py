@@ -346,7 +346,8 @@ def refresh_index(settings: Settings) -> None:
 
     try:
         report = build_index(settings, dense=settings.dense)
-        log.info("index %s: %d figures (%d newly embedded)", report.version, report.n_figures, report.n_encoded)
+        log.info("index %s: %d figures (%d newly embedded; %s, %d segments)", report.version, report.n_figures,
+                 report.n_encoded, report.how, report.n_segments)
     except Exception:
         log.exception("index refresh failed; the previous index version stays in use")
 

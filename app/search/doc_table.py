@@ -3,6 +3,12 @@
 Rows 0..n-1 are the index's internal numbers (the lexical and vector parts are keyed by them);
 figure ids are the public keys. Captions are kept as one UTF-8 blob plus offsets (about a byte a
 character instead of ~60 bytes a str object), memory-mapped on demand.
+
+An index version that grew by segments (app.pipeline.indexing) keeps the rows of figures that
+were removed or changed as deleted rows (tombstones) until a merge: a deleted row is no figure,
+so no lookup finds it, and its figure id may come back in a later row. Each row may carry a
+fingerprint of what was indexed for it (text, caption, kind, crop), which tells the next
+version's build which figures changed.
 """
 from __future__ import annotations
 
@@ -50,7 +56,7 @@ class Captions:
 class DocTable:
     """Figure ids, paper ids and captions by row, with the lookups from ids to rows."""
 
-    def __init__(self, figure_ids, paper_ids, captions):
+    def __init__(self, figure_ids, paper_ids, captions, deleted=None, fingerprints=None):
         self.figure_ids = np.asarray(figure_ids, dtype=np.int64)
         self.paper_ids = np.asarray(paper_ids, dtype=np.int64)
         n = len(self.figure_ids)
@@ -59,19 +65,30 @@ class DocTable:
         self.captions = captions if isinstance(captions, Captions) else Captions.from_strings(captions)
         if len(self.captions) != n:
             raise ValueError("one caption per figure id expected")
-        by_fid = np.argsort(self.figure_ids, kind="stable")
+        self.deleted = np.zeros(n, bool) if deleted is None else np.asarray(deleted, dtype=bool)
+        self.fingerprints = None if fingerprints is None else np.asarray(fingerprints, dtype=np.int64)
+        if len(self.deleted) != n or (self.fingerprints is not None and len(self.fingerprints) != n):
+            raise ValueError("one deleted flag and one fingerprint per row expected")
+        live = np.flatnonzero(~self.deleted)
+        by_fid = live[np.argsort(self.figure_ids[live], kind="stable")]
         self._sorted_fids, self._fid_order = self.figure_ids[by_fid], by_fid
         if n and (np.diff(self._sorted_fids) == 0).any():
             raise ValueError("duplicate figure ids")
-        by_paper = np.argsort(self.paper_ids, kind="stable")
+        by_paper = live[np.argsort(self.paper_ids[live], kind="stable")]
         self._paper_sorted, self._rows_by_paper = self.paper_ids[by_paper], by_paper
 
     @classmethod
-    def build(cls, docs: Sequence[FigureDoc]) -> "DocTable":
-        return cls([d.figure_id for d in docs], [d.paper_id for d in docs], [d.caption for d in docs])
+    def build(cls, docs: Sequence[FigureDoc], fingerprints=None) -> "DocTable":
+        return cls([d.figure_id for d in docs], [d.paper_id for d in docs], [d.caption for d in docs],
+                   fingerprints=fingerprints)
 
     def __len__(self) -> int:
         return len(self.figure_ids)
+
+    @property
+    def live_rows(self) -> np.ndarray:
+        """The rows that are figures (not deleted), in row order."""
+        return np.flatnonzero(~self.deleted)
 
     def row_of(self, figure_id: int) -> int:
         i = int(np.searchsorted(self._sorted_fids, figure_id))
@@ -103,10 +120,16 @@ class DocTable:
         np.save(d / "paper_ids.npy", self.paper_ids)
         np.save(d / "captions_blob.npy", self.captions.blob)
         np.save(d / "captions_offsets.npy", self.captions.offsets)
+        for name, arr in (("deleted", self.deleted if self.deleted.any() else None),
+                          ("fingerprints", self.fingerprints)):
+            if arr is not None:
+                np.save(d / f"{name}.npy", arr)
 
     @classmethod
     def load(cls, d: str | Path, mmap: bool = False) -> "DocTable":
         d = Path(d)
         captions = Captions(np.load(d / "captions_blob.npy", mmap_mode="r" if mmap else None),
                             np.load(d / "captions_offsets.npy"))
-        return cls(np.load(d / "figure_ids.npy"), np.load(d / "paper_ids.npy"), captions)
+        optional = {name: np.load(d / f"{name}.npy") if (d / f"{name}.npy").exists() else None
+                    for name in ("deleted", "fingerprints")}
+        return cls(np.load(d / "figure_ids.npy"), np.load(d / "paper_ids.npy"), captions, **optional)

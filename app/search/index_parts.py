@@ -13,7 +13,8 @@ as they are, and their spelling vocabulary is built on first use, as it was then
 
 A vector part (`vectors`, `visual`) answers `search(vectors, k) -> (ids, cosines)` with ids -1
 where fewer than k exist, `vectors_for(ids)` (unit float32 vectors read back), `len()`,
-`save(folder)` and `load(folder, gpu=, mmap=)`; `VectorIndex` is the exact/IVF one.
+`save(folder)` and `load(folder, gpu=, mmap=)`; `VectorIndex` is the exact/IVF one,
+`SegmentedVectors` the one of a version that grew by segments (app.pipeline.indexing).
 """
 from __future__ import annotations
 
@@ -29,14 +30,15 @@ from app.search.papers import PaperIndex
 from app.search.segments import SegmentedIndex
 from app.search.spelling import Spelling
 from app.search.type_index import TypeIndex
+from app.search.vector_segments import SegmentedVectors
 from app.search.vectors import VectorIndex
 
 MODULES_FILE = "modules.json"
 
 # the classes an index part may be; a class not listed here is refused at load
 PART_CLASSES: dict[str, type] = {cls.__name__: cls for cls in
-                                 (DocTable, LexicalIndex, SegmentedIndex, VectorIndex, PaperIndex, TypeIndex,
-                                  Spelling)}
+                                 (DocTable, LexicalIndex, SegmentedIndex, VectorIndex, SegmentedVectors,
+                                  PaperIndex, TypeIndex, Spelling)}
 
 # the order parts are written and listed in (a part's folder is its name)
 PART_NAMES = ("docs", "lexical", "vectors", "visual", "papers", "types", "spelling")

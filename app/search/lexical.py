@@ -132,12 +132,15 @@ def bm25_tf_part(tf: np.ndarray, doc_len: np.ndarray, avgdl: float, k1: float, b
 
 
 def select_terms(q: np.ndarray, qtf: np.ndarray, idf: np.ndarray, df: np.ndarray,
-                 max_query_terms: int | None, max_postings: int | None) -> tuple[np.ndarray, np.ndarray]:
+                 max_query_terms: int | None, max_postings: int | None,
+                 vocab: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """The best query terms by qtf*idf (Lucene MoreLikeThis' term selection): at most
     `max_query_terms`, and (if set) only while their posting lists (`df`, aligned with q) total
     <= `max_postings`; a term whose list would overflow the budget is skipped, and the first
-    term is always kept."""
-    order = np.argsort(-(qtf * idf[q]), kind="stable")
+    term is always kept. Equal weights are ordered by the terms' words (`vocab`), not their ids,
+    so an index that numbered its words in another order selects the same terms."""
+    words = np.asarray([vocab[i] for i in np.asarray(q).tolist()], dtype=object)
+    order = np.lexsort((words, -(qtf * idf[q])))
     if max_postings is None:
         keep = order[:max_query_terms]
     else:
@@ -348,7 +351,8 @@ class LexicalIndex:
         (the first term is always kept)."""
         if max_query_terms is None or len(q) <= max_query_terms and max_postings is None:
             return q, qtf
-        return select_terms(q, qtf, self.idf, self.col_ptr[q + 1] - self.col_ptr[q], max_query_terms, max_postings)
+        return select_terms(q, qtf, self.idf, self.col_ptr[q + 1] - self.col_ptr[q], max_query_terms, max_postings,
+                            self.vocab)
 
     def search(self, query_tokens: Iterable[str], k: int = 100, exclude: int | None = None,
                max_query_terms: int | None = None) -> tuple[np.ndarray, np.ndarray]:

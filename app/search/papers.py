@@ -62,9 +62,13 @@ def strongest_terms_index(row_ptr: np.ndarray, row_terms: np.ndarray, row_tf: np
 def strongest_rows_index(rows_of, vocab: list[str], order: np.ndarray, bounds: np.ndarray, max_terms: int,
                          chunk: int = 2_000) -> LexicalIndex:
     """tf.idf index of groups of CSR rows (a paper = its figures, or one row of its own), each group
-    kept to its `max_terms` terms of highest (1 + log tf) * idf. Two chunked passes (document
-    frequencies, then the pruned rows), so millions of figures need no large temporaries."""
+    kept to its `max_terms` terms of highest (1 + log tf) * idf, ties broken alphabetically (not by
+    term id, so the kept terms do not depend on the order the index first saw its words). Two
+    chunked passes (document frequencies, then the pruned rows), so millions of figures need no
+    large temporaries."""
     n, n_terms = len(bounds) - 1, len(vocab)
+    alphabetical = np.empty(n_terms, np.int64)
+    alphabetical[np.argsort(np.asarray(vocab, dtype=object), kind="stable")] = np.arange(n_terms)
     df = np.zeros(n_terms, dtype=np.int64)
     for _s, _e, _g, terms, _c in _grouped_counts(rows_of, order, bounds, n_terms, chunk):
         df += np.bincount(terms, minlength=n_terms)
@@ -73,7 +77,7 @@ def strongest_rows_index(rows_of, vocab: list[str], order: np.ndarray, bounds: n
     doc_len = np.zeros(n, dtype=np.float64)
     terms_parts, tf_parts = [], []
     for s, e, g, terms, counts in _grouped_counts(rows_of, order, bounds, n_terms, chunk):
-        by = np.lexsort((-(1.0 + np.log(counts)) * idf[terms], g))   # entries are sorted by group
+        by = np.lexsort((alphabetical[terms], -(1.0 + np.log(counts)) * idf[terms], g))  # sorted by group
         first = np.searchsorted(g[by], np.arange(e - s))
         keep = np.sort(by[(np.arange(len(by)) - first[g[by]]) < max_terms])
         terms_parts.append(terms[keep])

@@ -137,16 +137,18 @@ class Searcher:
               papers: PaperIndex | None = None, visual_embeddings: np.ndarray | None = None,
               figure_types: Sequence[str | None] | None = None,
               type_scores: Sequence[Mapping[str, float] | None] | None = None,
-              ranking: RankingConfig | None = None, vocabulary: QueryVocabulary | None = None) -> "Searcher":
+              ranking: RankingConfig | None = None, vocabulary: QueryVocabulary | None = None,
+              fingerprints: np.ndarray | None = None) -> "Searcher":
         """Analyse the figure texts and build the parts. embeddings[i] and visual_embeddings[i]
         belong to docs[i]; figure_types[i] is a type name or None and type_scores[i] the
-        classifier's {type: score} (TypeIndex.build)."""
+        classifier's {type: score} (TypeIndex.build); fingerprints[i] what its row indexes
+        (app.search.growth)."""
         lexical = _make_lexical([analyze(d.text) for d in docs], method, ranking)
         vectors = None if embeddings is None else _make_vectors(embeddings, len(docs), vector_kind, gpu)
         visual = None if visual_embeddings is None else _make_vectors(visual_embeddings, len(docs), vector_kind, gpu)
         types = TypeIndex.build([d.kind for d in docs], figure_types, type_scores)
-        return cls(DocTable.build(docs), lexical, vectors=vectors, visual=visual, papers=papers, types=types,
-                   ranking=ranking, encoder=encoder, vocabulary=vocabulary)
+        return cls(DocTable.build(docs, fingerprints), lexical, vectors=vectors, visual=visual, papers=papers,
+                   types=types, ranking=ranking, encoder=encoder, vocabulary=vocabulary)
 
     # ---------------------------------------------------------------- access
     def __len__(self) -> int:
@@ -154,6 +156,10 @@ class Searcher:
 
     def __contains__(self, figure_id: int) -> bool:
         return figure_id in self.docs
+
+    def count(self, kind: str) -> int:
+        """Figures ("figure") or tables ("table") the index holds (deleted rows not counted)."""
+        return int(self.types.kind_mask(self.docs.live_rows, kind).sum())
 
     # the doc table's columns, which most callers read
     @property

@@ -5,8 +5,9 @@ segments as one (the layout of Lucene-based engines).
 Scores are BM25 with the statistics of the whole collection (document count, document
 frequencies, average length, summed over segments) computed when a query runs, so a query over
 several segments ranks exactly as one index built from the same documents (up to the counts'
-one-byte quantisation, see app.search.postings). As in Lucene, a deleted document still counts
-in the statistics until a merge removes it.
+one-byte quantisation, see app.search.postings). A deleted document leaves the statistics at
+once (unlike Lucene, which keeps it until a merge): an index with tombstones ranks as one built
+without those documents, so an index version that grew by segments ranks as a full rebuild.
 
 Queries offer the calls of `LexicalIndex` that the engine makes (`search_terms`, `score_docs`,
 `doc_terms`, ...) with the same meaning; documents are numbered across segments in the order
@@ -26,6 +27,9 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
+import scipy.sparse as sp
+
+from app.model_store.versions import link_tree
 
 from .lexical import _csr_from_tokens, _topk, bm25_idf, bm25_tf_part, select_terms
 from .postings import PostingsSegment
@@ -45,7 +49,8 @@ class SegmentedIndex:
     def __init__(self, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25, path: str | Path | None = None):
         self.k1, self.b, self.epsilon = float(k1), float(b), float(epsilon)
         self.vocab: list[str] = []
-        self.term_ids: dict[str, int] = {}
+        self._term_of: dict[str, int] = {}          # every word seen (ids are never reused)
+        self._live_terms: dict[str, int] | None = None
         self.segments: list[PostingsSegment] = []
         self.names: list[str] = []                 # segment directory names (when stored)
         self.bases = np.zeros(1, np.int64)         # segment i holds documents [bases[i], bases[i+1])
@@ -71,9 +76,9 @@ class SegmentedIndex:
     def _intern(self, words: Sequence[str]) -> np.ndarray:
         out = np.empty(len(words), np.int64)
         for i, w in enumerate(words):
-            t = self.term_ids.get(w)
+            t = self._term_of.get(w)
             if t is None:
-                t = self.term_ids[w] = len(self.vocab)
+                t = self._term_of[w] = len(self.vocab)
                 self.vocab.append(w)
             out[i] = t
         return out
@@ -102,6 +107,18 @@ class SegmentedIndex:
         seg = PostingsSegment.build(row_ptr, row_terms, row_tf, np.diff(indptr), len(self.vocab))
         return self._append(seg)
 
+    def add_counts(self, row_ptr: np.ndarray, row_terms: np.ndarray, row_tf: np.ndarray, doc_len: np.ndarray,
+                   words: Sequence[str]) -> range:
+        """Add documents given as rows of (term id into `words`, count) -- another lexical index's
+        rows, taken over without analysing the texts again -- as one new segment."""
+        mapping = self._intern(words)
+        rows = sp.csr_matrix((np.asarray(row_tf), mapping[np.asarray(row_terms, dtype=np.int64)],
+                              np.asarray(row_ptr, dtype=np.int64)), shape=(len(row_ptr) - 1, len(self.vocab)))
+        rows.sort_indices()  # interning may reorder a row's term ids
+        seg = PostingsSegment.build(rows.indptr.astype(np.int64), rows.indices.astype(np.int32), rows.data,
+                                    np.asarray(doc_len).astype(np.int64), len(self.vocab))
+        return self._append(seg)
+
     def _append(self, seg: PostingsSegment) -> range:
         first = self.n_docs
         if self.path is not None:
@@ -115,7 +132,7 @@ class SegmentedIndex:
         self._df = np.r_[self._df, np.zeros(len(self.vocab) - len(self._df), np.int64)]
         self._df += seg.df_all(len(self.vocab))
         self._total_len += seg.total_len
-        self._idf = None
+        self._idf, self._live_terms = None, None
         if self.path is not None:
             self._write_state()
         return range(first, self.n_docs)
@@ -123,12 +140,27 @@ class SegmentedIndex:
     def delete(self, docs: Iterable[int]) -> None:
         """Mark documents deleted: never returned again; removed (and out of the statistics) at
         the next merge."""
-        docs = np.asarray(list(docs), dtype=np.int64)
+        docs = np.unique(np.asarray(list(docs), dtype=np.int64))
         if len(docs) and (docs.min() < 0 or docs.max() >= self.n_docs):
             raise IndexError("document number out of range")
+        docs = docs[~self.deleted[docs]]
         self.deleted[docs] = True
+        self._leave_statistics(docs)
         if self.path is not None:
             self._write_state()
+
+    def _leave_statistics(self, docs: np.ndarray) -> None:
+        """Take documents (deleted ones) out of the document frequencies and the total length."""
+        docs = np.asarray(docs, dtype=np.int64)
+        if not len(docs):
+            return
+        _, terms, _ = self.rows(docs)
+        self._df -= np.bincount(terms, minlength=len(self._df))
+        seg_of = np.searchsorted(self.bases, docs, side="right") - 1
+        for i in np.unique(seg_of).tolist():
+            local = docs[seg_of == i] - int(self.bases[i])
+            self._total_len -= int(np.asarray(self.segments[i].doc_len)[local].astype(np.int64).sum())
+        self._idf, self._live_terms = None, None
 
     def merge(self, first: int = 0, last: int | None = None) -> np.ndarray:
         """Rewrite segments first..last (default: all) as one, without their deleted documents.
@@ -172,6 +204,7 @@ class SegmentedIndex:
                 self._adopt(seg, names[i] if names else None)
         # tombstones outside the merged run stay
         self.deleted = np.r_[old_deleted[:lo], np.zeros(merged.n_docs, bool), old_deleted[hi:]]
+        self._leave_statistics(np.flatnonzero(self.deleted))
         if self.path is not None:
             self._write_state()
             for name in old_names:
@@ -190,20 +223,31 @@ class SegmentedIndex:
         self.bases = np.r_[self.bases, self.n_docs + seg.n_docs]
         self._df += seg.df_all(len(self.vocab))
         self._total_len += seg.total_len
+        self._live_terms = None
 
     # ----------------------------------------------------------- statistics
+    @property
+    def term_ids(self) -> dict[str, int]:
+        """Word -> term id of the words some live document has (a word only deleted documents
+        had is unknown, as in an index built without them)."""
+        if self._live_terms is None:
+            present = self._df > 0
+            self._live_terms = self._term_of if present.all() else {
+                w: i for w, i in self._term_of.items() if present[i]}
+        return self._live_terms
+
     @property
     def df(self) -> np.ndarray:
         return self._df
 
     @property
     def avgdl(self) -> float:
-        return self._total_len / self.n_docs if self.n_docs else 0.0
+        return self._total_len / self.n_live if self.n_live else 0.0
 
     @property
     def idf(self) -> np.ndarray:
         if self._idf is None:
-            self._idf = bm25_idf(self._df, self.n_docs, self.epsilon)
+            self._idf = bm25_idf(self._df, self.n_live, self.epsilon)
         return self._idf
 
     def _tf_part(self, tf: np.ndarray, doc_len: np.ndarray) -> np.ndarray:
@@ -212,7 +256,7 @@ class SegmentedIndex:
     def _length_norms(self, i: int) -> np.ndarray:
         """k1 * (1 - b + b * dl / avgdl) of segment i's documents (float64), kept until the
         average length changes: a posting's weight is then tf * (k1 + 1) / (tf + norm)."""
-        key = (i, self._total_len, self.n_docs)
+        key = (i, self._total_len, self.n_live)
         cached = self._norms.get(i)
         if cached is None or cached[0] != key:
             dl = np.asarray(self.segments[i].doc_len, dtype=np.float64)
@@ -265,12 +309,14 @@ class SegmentedIndex:
         return indptr, terms, tfs
 
     def collection_counts(self) -> np.ndarray:
-        """How often each term occurs in the whole collection (deleted documents included)."""
+        """How often each term occurs in the collection's live documents."""
         out = np.zeros(len(self.vocab))
         for seg in self.segments:
             for s in range(0, len(seg.row_terms), 8_000_000):
                 out += np.bincount(seg.row_terms[s:s + 8_000_000], weights=seg.row_tf[s:s + 8_000_000],
                                    minlength=len(self.vocab))
+        _, terms, tf = self.rows(np.flatnonzero(self.deleted))
+        out -= np.bincount(terms, weights=tf.astype(np.float64), minlength=len(self.vocab))
         return out
 
     def doc_terms(self, doc: int) -> tuple[np.ndarray, np.ndarray]:
@@ -300,15 +346,17 @@ class SegmentedIndex:
         df = self._df[q]
         if max_query_terms is not None and (
                 len(q) > max_query_terms or (max_postings is not None and int(df.sum()) > max_postings)):
-            qp, qtfp = select_terms(q, qtf, self.idf, df, max_query_terms, max_postings)
+            qp, qtfp = select_terms(q, qtf, self.idf, df, max_query_terms, max_postings, self.vocab)
             cand, _ = self.search_terms(qp, qtfp, k=max(k, rescore), exclude=exclude)
             full = self.score_docs(q, qtf, cand)
             keep = full > 0
             return _topk(cand[keep], full[keep], k)
-        live = (qtf != 0) & (df > 0) & (self.idf[q] > 0)
+        live = (qtf != 0) & (df > 0) & (self.idf[q] != 0)
         q, qtf, df = q[live], qtf[live], df[live]
         if len(q) == 0:
             return empty
+        if (self.idf[q] < 0).any():  # a tiny collection (mean idf below 0): any non-zero score counts
+            return self._brute(q, qtf * self.idf[q], k, exclude, positive_only=False)
         if int(df.sum()) <= _MAXSCORE_MIN or k > 200:
             return self._brute(q, qtf * self.idf[q], k, exclude)
         return self._maxscore(q, qtf, df, k, exclude)
@@ -351,9 +399,9 @@ class SegmentedIndex:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
         return np.concatenate(out_docs), np.concatenate(out_scores)
 
-    def _brute(self, q, qw, k, exclude):
+    def _brute(self, q, qw, k, exclude, positive_only=True):
         docs, scores = self._accumulate(q, qw)
-        keep = scores > 0
+        keep = scores > 0 if positive_only else scores != 0
         if exclude is not None:
             keep &= docs != exclude
         return _topk(docs[keep], scores[keep], k)
@@ -477,11 +525,7 @@ class SegmentedIndex:
             dst = d / "segments" / name
             if src is not None and src.is_dir():
                 dst.mkdir(parents=True, exist_ok=True)
-                for f in src.iterdir():
-                    try:
-                        os.link(f, dst / f.name)
-                    except OSError:  # another file system
-                        shutil.copyfile(f, dst / f.name)
+                link_tree(src, dst)
             else:
                 seg.save(dst)
         home, self.path = self.path, d
@@ -504,11 +548,12 @@ class SegmentedIndex:
         state = json.loads((d / "state.json").read_text())
         self = cls(state["k1"], state["b"], state["epsilon"], path=d)
         self.vocab = json.loads((d / "vocab.json").read_text())
-        self.term_ids = {w: i for i, w in enumerate(self.vocab)}
+        self._term_of = {w: i for i, w in enumerate(self.vocab)}
         self._df = np.zeros(len(self.vocab), np.int64)
         for name in state["segments"]:
             self._adopt(PostingsSegment.load(d / "segments" / name, mmap=mmap), name)
         self.deleted = np.load(d / "deleted.npy")[:self.n_docs].copy()
+        self._leave_statistics(np.flatnonzero(self.deleted))
         return self
 
     def __repr__(self) -> str:

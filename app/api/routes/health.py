@@ -57,8 +57,8 @@ async def readyz(request: Request):
     engine = holder.engine
     degraded = holder.degraded
     if engine is not None:
-        index = schemas.IndexState(loaded=True, version=engine.version, n_figures=engine.types.count("figure"),
-                                   n_tables=engine.types.count("table"), has_vectors=engine.vectors is not None,
+        index = schemas.IndexState(loaded=True, version=engine.version, n_figures=engine.count("figure"),
+                                   n_tables=engine.count("table"), has_vectors=engine.vectors is not None,
                                    reason=(f"the newest index version failed its integrity check (see the server "
                                            f"log); serving version {engine.version}") if degraded else None)
     elif holder.load_error:
