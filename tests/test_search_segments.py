@@ -237,3 +237,21 @@ def test_a_tiny_collection_ranks_as_one_index():
             a_docs, a = lex.search(query, k=5)
             b_docs, b = seg.search(query, k=5)
             assert a_docs.tolist() == b_docs.tolist() and np.allclose(a, b, rtol=1e-5)
+
+
+def test_tfidf_of_segments_ranks_as_one_index_of_the_live_documents():
+    """tf.idf is a comparison method: segments derive it as one index of their live rows."""
+    docs = _docs(1200, seed=9)
+    gone = [5, 700, 701]
+    seg = SegmentedIndex()
+    for s in range(0, 1200, 500):
+        seg.add_documents(docs[s:s + 500])
+    seg.delete(gone)
+    tfidf = seg.reweighted("tfidf")
+    kept = [d if i not in gone else [] for i, d in enumerate(docs)]
+    one = LexicalIndex.build(kept, method="tfidf")
+    for query in (["w1", "w7"], ["w3", "w40", "w2"], docs[9][:6]):
+        a, b = one.search(query, k=20), tfidf.search(query, k=20)
+        assert a[0].tolist() == b[0].tolist() and np.allclose(a[1], b[1])
+        assert not set(b[0].tolist()) & set(gone)
+    assert seg.reweighted("bm25") is seg

@@ -31,7 +31,7 @@ import scipy.sparse as sp
 
 from app.model_store.versions import link_tree
 
-from .lexical import _csr_from_tokens, _topk, bm25_idf, bm25_tf_part, select_terms
+from .lexical import LexicalIndex, _csr_from_tokens, _topk, bm25_idf, bm25_tf_part, select_terms
 from .postings import PostingsSegment
 
 _PROBE_POSTINGS = 20_000   # postings of the most selective terms read to estimate the k-th score
@@ -273,12 +273,24 @@ class SegmentedIndex:
         return (np.fromiter(c.keys(), dtype=np.int64, count=len(c)),
                 np.fromiter(c.values(), dtype=np.float64, count=len(c)))
 
-    def reweighted(self, method: str) -> "SegmentedIndex":
-        """The same documents scored by `method`: BM25 only (tf.idf needs every document's norm
-        under the collection's idf, which would have to be rewritten whenever a segment is added)."""
-        if method != self.method:
-            raise ValueError(f"a segmented index scores {self.method} only, not {method!r}")
-        return self
+    def reweighted(self, method: str) -> "SegmentedIndex | LexicalIndex":
+        """The same documents scored by `method`. Segments score BM25 (tf.idf needs every
+        document's norm under the collection's idf, rewritten whenever a segment is added), so
+        another method gets one in-memory index of the live rows, numbered as here (deleted rows
+        empty): a comparison method, built once per process when asked for."""
+        if method == self.method:
+            return self
+        docs = np.arange(self.n_docs, dtype=np.int64)
+        indptr, terms, tfs = self.rows(docs)
+        doc_len = np.concatenate([np.asarray(seg.doc_len, np.float32) for seg in self.segments]) \
+            if self.segments else np.zeros(0, np.float32)
+        if self.deleted.any():
+            live = ~np.repeat(self.deleted, np.diff(indptr))
+            terms, tfs = terms[live], tfs[live]
+            indptr = np.concatenate([[0], np.cumsum(np.where(self.deleted, 0, np.diff(indptr)))])
+            doc_len = np.where(self.deleted, 0, doc_len)
+        return LexicalIndex.from_counts(indptr, terms.astype(np.int32), tfs.astype(np.uint16), doc_len, self.vocab,
+                                        method, self.k1, self.b, self.epsilon)
 
     def query_weights(self, q: np.ndarray, qtf: np.ndarray) -> np.ndarray:
         """BM25 counts a query term as often as it occurs (rank_bm25's loop over query tokens)."""
