@@ -333,13 +333,17 @@ def train_types(parts: dict[str, Examples], store_root: Path, folds: int = 5,
                 keep: int | None = 1) -> dict:
     """Cross-validate (the temperature comes from it), then fit on everything and publish a
     figure-types version under the model store root `store_root`. Returns its meta.json."""
+    from threadpoolctl import threadpool_limits
+
     t0 = time.time()
-    report, temperature = cross_validate(parts, folds, components, c, seed, source_weight, picture_dims,
-                                         discriminant, balance)
-    if cv_only:
-        return report
-    head = fit_head(_concat(list(parts.values())), components, c, seed, source_weight, picture_dims, discriminant,
-                    balance)
+    # one BLAS thread: these fits are small, and threads fighting over two busy cores made them ~40x slower
+    with threadpool_limits(1):
+        report, temperature = cross_validate(parts, folds, components, c, seed, source_weight, picture_dims,
+                                             discriminant, balance)
+        if cv_only:
+            return report
+        head = fit_head(_concat(list(parts.values())), components, c, seed, source_weight, picture_dims,
+                        discriminant, balance)
     b = backbone()
     examples = {k: {"n": len(p.dominant), "papers": len(set(p.group) - {""}),
                     "by_type": dict(sorted({t: p.dominant.count(t) for t in set(p.dominant)}.items()))}
