@@ -9,8 +9,8 @@ contact sheet, so each change can be looked at.
 
 A snapshot holds, per PDF, every extracted figure/table (kind, number, page, crop box, caption) and
 the parsed paper fields (title, authors, year, abstract, sentence and mention counts). `diff`
-prints boxes that moved by more than `--tol` points, figures found or lost, caption and paper-field
-changes, so a refactoring can be shown to keep the crops (or a fix to change only what it should).
+prints boxes that moved by more than `--tol` points, figures found or lost, caption, panel and
+paper-field changes, so a refactoring can be shown to keep the crops (or a fix to change only what it should).
 """
 from __future__ import annotations
 
@@ -39,7 +39,9 @@ def _one(args: tuple[str, str]) -> tuple[str, dict]:
                   "sentences": len(p.sentences), "references": len(p.references), "mentions": len(ex.mentions)},
         "figures": {f"{f.kind} {f.number}": {"page": f.page, "bbox": f.bbox, "caption": f.caption,
                                               "crop_quality": getattr(f, "crop_quality", "ok"),
-                                              "size": [f.width, f.height]} for f in ex.figures},
+                                              "size": [f.width, f.height],
+                                              "panels": [[q["label"], q["bbox"]] for q in f.panels]}
+                    for f in ex.figures},
         "dropped": [dict(d) for d in getattr(ex, "dropped_figures", [])],
     }
 
@@ -54,7 +56,7 @@ def snapshot(root: pathlib.Path, out: pathlib.Path, workers: int) -> None:
 
 def diff(a_path: pathlib.Path, b_path: pathlib.Path, tol: float) -> int:
     a, b = json.loads(a_path.read_text()), json.loads(b_path.read_text())
-    n_same = n_moved = n_lost = n_new = n_cap = n_field = 0
+    n_same = n_moved = n_lost = n_new = n_cap = n_field = n_panels = 0
     for pdf in sorted(set(a) | set(b)):
         fa, fb = a.get(pdf, {}).get("figures", {}), b.get(pdf, {}).get("figures", {})
         for key in sorted(set(fa) | set(fb)):
@@ -72,6 +74,10 @@ def diff(a_path: pathlib.Path, b_path: pathlib.Path, tol: float) -> int:
                     print(f"MOVED {pdf} | {key} p{x['page']} {x['bbox']} -> p{y['page']} {y['bbox']}")
                 else:
                     n_same += 1
+                if [q[0] for q in x.get("panels", [])] != [q[0] for q in y.get("panels", [])]:
+                    n_panels += 1
+                    print(f"PANELS {pdf} | {key} {''.join(q[0] for q in x.get('panels', [])) or '-'} -> "
+                          f"{''.join(q[0] for q in y.get('panels', [])) or '-'}")
                 if x["caption"] != y["caption"]:
                     n_cap += 1
                     print(f"CAPTION {pdf} | {key}\n   - {x['caption'][:300]}\n   + {y['caption'][:300]}")
@@ -81,7 +87,7 @@ def diff(a_path: pathlib.Path, b_path: pathlib.Path, tol: float) -> int:
                 n_field += 1
                 print(f"FIELD {pdf} | {k}: {str(pa.get(k))[:200]!r} -> {str(pb.get(k))[:200]!r}")
     print(f"same boxes {n_same}, moved {n_moved}, lost {n_lost}, new {n_new}, caption changes {n_cap}, "
-          f"paper-field changes {n_field}")
+          f"paper-field changes {n_field}, figures whose panel letters changed {n_panels}")
     return n_moved + n_lost + n_new
 
 

@@ -1,17 +1,21 @@
-"""Panels of compound figures: found from their "(a)", "(b)" labels, cut out, addressable and
-searchable."""
+"""Panels of compound figures: found from their "(a)", "(b)" labels (text, or pixels of the figure),
+cut out, addressable and searchable."""
 from __future__ import annotations
 
 import io
+import shutil
 from pathlib import Path
 
+import numpy as np
 import pymupdf
+import pytest
 from fastapi.testclient import TestClient
 from PIL import Image
 
 import app.ingest  # noqa: F401  (PyMuPDF set up as ingestion uses it)
 from app.ingest.figures import extract_figures
 from app.ingest.layout import Line
+from app.ingest.panel_pixels import label_shapes
 from app.ingest.panels import caption_parts, find_panels
 
 BODY = ("This is a body paragraph of ordinary running text that discusses the results in detail and "
@@ -113,3 +117,59 @@ def test_panel_titles_above_split_between_their_centres():
 def test_a_caption_part_ends_with_its_sentence():
     parts = caption_parts("(a) Recall on Criteo. (b) Recall on all datasets. Our model wins everywhere.")
     assert parts == {"a": "Recall on Criteo", "b": "Recall on all datasets"}
+
+
+FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+
+
+def _text_image(parts: list[tuple[int, str]], size: tuple[int, int] = (1000, 60), font_px: int = 30) -> Image.Image:
+    from PIL import ImageDraw, ImageFont
+
+    im = Image.new("L", size, 255)
+    draw = ImageDraw.Draw(im)
+    for x, text in parts:
+        draw.text((x, 10), text, fill=0, font=ImageFont.truetype(FONT, font_px))
+    return im
+
+
+@pytest.mark.skipif(not Path(FONT).exists(), reason="needs the DejaVu fonts")
+def test_label_shapes_are_brackets_round_a_letter_not_straight_strokes():
+    px_per_pt = 150 / 72 * 1.0
+    labels = np.asarray(_text_image([(40, "(a) Criteo"), (540, "(b) Avazu")]))
+    strokes = np.asarray(_text_image([(40, "la Criteo"), (540, "lb 1c |d")]))
+    assert len(label_shapes(labels, px_per_pt)) >= 2
+    assert len(label_shapes(strokes, px_per_pt)) == 0
+
+
+def _compound_pdf_with_labels_in_an_image(path: Path) -> None:
+    """The compound figure above, but its sub-captions are pixels of an image (no text layer)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    for x0, colour in ((80, (1, 0, 0)), (330, (0, 0, 1))):
+        page.draw_rect(pymupdf.Rect(x0, 80, x0 + 200, 240), color=(0, 0, 0), width=1)
+        page.draw_line((x0 + 10, 230), (x0 + 190, 90), color=colour, width=1.5)
+    im = _text_image([(267, "(a) Histogram of dwell times"), (1378, "(b) Regression of clicks")], (2000, 60))
+    buf = io.BytesIO()
+    im.save(buf, format="PNG")
+    page.insert_image(pymupdf.Rect(80, 244, 530, 257.5), stream=buf.getvalue())
+    page.insert_textbox(pymupdf.Rect(72, 275, 540, 300), "Figure 1: Two views of user behaviour.", fontsize=9,
+                        align=1)
+    page.insert_textbox(pymupdf.Rect(72, 320, 540, 460), BODY, fontsize=10)
+    doc.save(path)
+
+
+@pytest.mark.skipif(shutil.which("tesseract") is None or not Path(FONT).exists(),
+                    reason="needs Debian's tesseract-ocr and the DejaVu fonts")
+def test_panel_labels_inside_an_image_are_read_from_its_pixels(tmp_path):
+    pdf = tmp_path / "pixels.pdf"
+    _compound_pdf_with_labels_in_an_image(pdf)
+
+    def figure(read: bool):
+        found = extract_figures(pymupdf.open(pdf), tmp_path / f"out{read}", "figures/x", read_panel_pixels=read)
+        return next(f for f in found if f.kind == "figure")
+
+    assert figure(False).panels == []
+    panels = {p["label"]: p for p in figure(True).panels}
+    assert set(panels) == {"a", "b"}
+    assert panels["a"]["bbox"][2] <= 330 and panels["b"]["bbox"][0] >= 280  # each holds its own plot
+    assert "Regression" in panels["b"]["caption_part"]

@@ -10,16 +10,18 @@ import logging
 import pathlib
 from dataclasses import replace
 
+import numpy as np
 import pymupdf
 
 from app.ingest import layout_model
 from app.ingest.captions import Caption, find_captions
 from app.labels import CAPTION_RE
 from app.ingest.layout import DocumentLayout, Line, build_layout, clean_text, union
-from app.ingest.panels import find_panels
+from app.ingest.panel_pixels import Strip, label_shapes, label_strips, read_strips, unread_shapes
+from app.ingest.panels import MIN_PANELS, find_panels
 from app.ingest.regions import (CUT_DRAWING, Candidate, Region, analyse_page, choose_region, convention,
                                 crop_quality, extend_cut_drawing, fuse_layout, region_doubt, split_overlaps)
-from app.ingest.render import render_crop
+from app.ingest.render import RenderedCrop, render_crop
 from app.ingest.types import ExtractedFigure
 
 log = logging.getLogger(__name__)
@@ -30,11 +32,13 @@ __all__ = ["CAPTION_RE", "Caption", "extract_figures", "find_captions"]
 def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: str, dpi: int = 150,
                     thumb_px: int = 256, max_pages: int | None = None,
                     layout: DocumentLayout | None = None, dropped: list[dict] | None = None,
-                    use_layout_model: bool = True) -> list[ExtractedFigure]:
+                    use_layout_model: bool = True, read_panel_pixels: bool = True) -> list[ExtractedFigure]:
     """Find captioned figures and tables, render their crops, one result per (kind, number).
     `layout` is the document's page model when the caller already built it (for parsing);
     `dropped`, when given, receives {label, reason} for every figure that could not be kept;
-    `use_layout_model` lets the page-layout model grow regions the geometry is unsure of."""
+    `use_layout_model` lets the page-layout model grow regions the geometry is unsure of;
+    `read_panel_pixels` lets Tesseract read panel labels that the text layer lacks (panel_pixels.py,
+    one Tesseract run for the whole document)."""
     dropped = dropped if dropped is not None else []
     out_dir = pathlib.Path(out_dir)
     st = layout if layout is not None else build_layout(doc, max_pages)
@@ -79,17 +83,34 @@ def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: 
         _second_opinion(doc, list(best.values()), st, analysed)
     split_overlaps(list(best.values()), st)
     out_dir.mkdir(parents=True, exist_ok=True)
-    results = []
+    results: list[ExtractedFigure] = []
+    strips: list[Strip] = []  # rows of figures whose panel labels only the pixels show
     dl_page, dl = -1, None
     for (kind, num), c in sorted(best.items(), key=lambda kv: (kv[1].page, kv[1].cap.bbox[1])):
         try:
             if c.page != dl_page:  # one display list per page, shared by its crops
                 dl_page, dl = c.page, doc[c.page].get_displaylist(annots=False)
-            results.append(_emit(doc[c.page], dl, c, out_dir, rel_prefix, dpi, thumb_px, st.pages[c.page].lines))
+            fig, rc = _emit(doc[c.page], dl, c, out_dir, rel_prefix, dpi, thumb_px, st.pages[c.page].lines)
+            if read_panel_pixels and fig.kind == "figure" and fig.region_bbox is not None and not fig.panels:
+                strips += _label_rows(dl, rc, fig.region_bbox, st.pages[c.page].lines, len(results))
+            results.append(fig)
         except Exception as exc:  # noqa: BLE001
             log.warning("rendering %s %d failed", kind, num, exc_info=True)
             dropped.append({"label": f"{kind.title()} {num}", "reason": f"rendering failed: {exc}"[:200]})
+    for i, lines in read_strips(strips).items():
+        results[i].panels = find_panels(lines, results[i].region_bbox, results[i].caption)
     return results
+
+
+def _label_rows(dl, rc: RenderedCrop, region: list[float], lines: list[Line], owner: int) -> list[Strip]:
+    """The rows of a figure's crop to read for panel labels: where its pixels show at least two
+    bracketed letters that the text layer does not hold (drawn as outlines, inside an image)."""
+    grey = np.asarray(rc.pixels.convert("L"))
+    shapes = [(rc.origin[0] + s[0] / rc.px_per_pt, rc.origin[1] + s[1] / rc.px_per_pt,
+               rc.origin[0] + s[2] / rc.px_per_pt, rc.origin[1] + s[3] / rc.px_per_pt)
+              for s in label_shapes(grey, rc.px_per_pt)]
+    shapes = unread_shapes(shapes, lines)
+    return label_strips(dl, tuple(region), shapes, owner) if len(shapes) >= MIN_PANELS else []
 
 
 def _second_opinion(doc: "pymupdf.Document", cands: list[Candidate], st: DocumentLayout,
@@ -137,25 +158,25 @@ def _caption_from_facing_page(c: Candidate, same_label: list[Candidate]) -> None
 
 
 def _emit(page: pymupdf.Page, dl, c: Candidate, out_dir: pathlib.Path, rel_prefix: str, dpi: int,
-          thumb_px: int, lines: list[Line]) -> ExtractedFigure:
+          thumb_px: int, lines: list[Line]) -> tuple[ExtractedFigure, RenderedCrop]:
     """Render one candidate and build its record (`lines`: the page model's lines, for panels)."""
     cap = c.cap
     crop = c.region if c.region is not None else cap.bbox
     stem = f"{'fig' if cap.kind == 'figure' else 'tab'}-{cap.number}"
     # tables are text: searched by their caption, shown small; render them cheaper than figures
-    img, thumb, w, h = render_crop(page, dl, crop, out_dir, rel_prefix, stem,
-                                   dpi if cap.kind == "figure" else min(dpi, 110), thumb_px)
+    rc = render_crop(page, dl, crop, out_dir, rel_prefix, stem, dpi if cap.kind == "figure" else min(dpi, 110), thumb_px)
     full = union([crop, cap.bbox])
     region_text = _cell_text(page, crop) if cap.kind == "table" and c.region is not None else ""
     label = f"{'Figure' if cap.kind == 'figure' else 'Table'} {cap.number}"
     panels = find_panels(lines, crop, cap.text) if cap.kind == "figure" and c.region is not None else []
     return ExtractedFigure(
         kind=cap.kind, label=label, number=cap.number, caption=cap.text, page=c.page + 1,
-        bbox=[round(v, 2) for v in full], image_path=img, thumbnail_path=thumb, width=w, height=h,
+        bbox=[round(v, 2) for v in full], image_path=rc.image_path, thumbnail_path=rc.thumbnail_path,
+        width=rc.width, height=rc.height,
         caption_bbox=[round(v, 2) for v in cap.bbox], crop_quality=c.quality,
         region_bbox=[round(v, 2) for v in crop] if c.region is not None else None, region_text=region_text,
         panels=panels,
-    )
+    ), rc
 
 
 MAX_CELL_TEXT = 4000

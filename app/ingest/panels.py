@@ -4,8 +4,8 @@ region split it into one box per panel, each with its part of the caption.
 Papers place a panel's label under the panel (often as a sub-caption, "(a) Criteo"), above it (a
 panel title) or alone in its top-left corner. Labels are read from the page model's lines inside
 the region; rows of labels cut the region into horizontal bands, and the labels of a row cut
-their band into columns (between label centres for sub-captions and titles, which are centred on
-their panel; at each label's left edge for a bare letter in a corner). A figure
+their band into columns (between label centres for sub-captions, titles and bare labels centred
+over their panels; at each label's left edge for a bare letter in a corner). A figure
 gets panels only when its labels are "a", "b", ... in order, at least two of them: anything else
 (a lone "(a)" in a plot's legend, letters out of order) leaves the figure whole.
 """
@@ -84,6 +84,13 @@ def _rows(labels: list[_Label]) -> list[list[_Label]]:
     return [sorted(r, key=lambda l: l.x0) for r in rows]
 
 
+def _centred(row: list[_Label], rx0: float, rx1: float) -> bool:
+    """Bare labels centred over their panels rather than in their corners: the first stands well
+    inside the region, a quarter of the label spacing or more from its left edge."""
+    spacing = (row[1].x0 - row[0].x0) if len(row) > 1 else rx1 - rx0
+    return row[0].x0 - rx0 >= 0.25 * spacing
+
+
 def find_panels(lines: Sequence[Line], region: Sequence[float], caption: str) -> list[dict]:
     """[{label, bbox, caption_part}] for the panels of a figure region (PDF points), or [] when
     the region is not a compound figure with labelled panels."""
@@ -103,7 +110,8 @@ def find_panels(lines: Sequence[Line], region: Sequence[float], caption: str) ->
         else:  # a label (sub-caption) ends its panel: the band runs up to the previous row
             top = ry0 if i == 0 else max(l.y1 for l in rows[i - 1]) + 1
             bottom = ry1 if i == len(rows) - 1 else max(l.y1 for l in row) + 1
-        if above and not any(l.rest for l in row):  # bare corner letters: each starts its column
+        if above and not any(l.rest for l in row) and not _centred(row, rx0, rx1):
+            # bare corner letters: each starts its column
             cuts = [rx0] + [l.x0 - 2 for l in row[1:]] + [rx1]
         else:
             cuts = [rx0] + [(a.xc + b.xc) / 2 for a, b in zip(row, row[1:])] + [rx1]

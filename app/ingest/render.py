@@ -7,10 +7,12 @@ import math
 import pathlib
 from typing import Sequence
 
+from dataclasses import dataclass
+
 import pymupdf
 from PIL import Image
 
-__all__ = ["CROP_PADDING", "MAX_CROP_PIXELS", "crop_zoom", "cut_panel", "render_crop"]
+__all__ = ["CROP_PADDING", "MAX_CROP_PIXELS", "RenderedCrop", "crop_zoom", "cut_panel", "render_crop"]
 
 # A crop never exceeds this many pixels: a huge figure (a poster page, a 10,000-pt wide plot) is
 # rendered at a lower resolution instead of producing a 250-megapixel image.
@@ -27,10 +29,21 @@ def crop_zoom(rect: pymupdf.Rect, dpi: int, max_pixels: int = MAX_CROP_PIXELS) -
     return zoom
 
 
+@dataclass
+class RenderedCrop:
+    image_path: str  # relative paths of the crop and its thumbnail
+    thumbnail_path: str
+    width: int
+    height: int
+    pixels: Image.Image  # the crop as rendered (for reading what its text layer lacks)
+    origin: tuple[float, float]  # PDF point at the crop's top-left pixel
+    px_per_pt: float
+
+
 def render_crop(page: pymupdf.Page, dl, rect, out_dir: pathlib.Path, rel_prefix: str, stem: str,
-                dpi: int, thumb_px: int, max_pixels: int = MAX_CROP_PIXELS) -> tuple[str, str, int, int]:
-    """Write the crop and its thumbnail; return relative paths and pixel size. `dl` is the page's
-    display list (shared by the crops of one page)."""
+                dpi: int, thumb_px: int, max_pixels: int = MAX_CROP_PIXELS) -> RenderedCrop:
+    """Write the crop and its thumbnail. `dl` is the page's display list (shared by the crops of
+    one page)."""
     r = pymupdf.Rect(rect) + (-CROP_PADDING, -CROP_PADDING, CROP_PADDING, CROP_PADDING)
     r &= page.rect
     if r.is_empty or r.width < 1 or r.height < 1:
@@ -42,10 +55,12 @@ def render_crop(page: pymupdf.Page, dl, rect, out_dir: pathlib.Path, rel_prefix:
     img_name, thumb_name = f"{stem}.png", f"{stem}.thumb.png"
     im = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
     im.save(out_dir / img_name, compress_level=1)
-    im.thumbnail((thumb_px, thumb_px), Image.BILINEAR, reducing_gap=2.0)
-    im.save(out_dir / thumb_name, compress_level=3)
+    thumb = im.copy()
+    thumb.thumbnail((thumb_px, thumb_px), Image.BILINEAR, reducing_gap=2.0)
+    thumb.save(out_dir / thumb_name, compress_level=3)
     prefix = rel_prefix.rstrip("/")
-    return f"{prefix}/{img_name}", f"{prefix}/{thumb_name}", pix.width, pix.height
+    return RenderedCrop(f"{prefix}/{img_name}", f"{prefix}/{thumb_name}", pix.width, pix.height, im,
+                        (r.x0, r.y0), zoom)
 
 
 def cut_panel(crop_png: pathlib.Path, region: Sequence[float], panel: Sequence[float]) -> bytes:

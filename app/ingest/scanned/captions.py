@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from app.ingest.figures import CAPTION_RE
 from app.ingest.scanned.ocr import OcrLine
+from app.labels import CAPTION_RE
 
 _LABEL_FIX_RE = re.compile(r"^(\W{0,2})(Fig(?:ure)?s?\.?|FIG(?:URE)?S?\.?|Table|TABLE|Tab\.)\s*([0-9IlO|]{1,3})(?=\W|$)")
 _DIGIT_FIX = str.maketrans({"I": "1", "l": "1", "|": "1", "O": "0"})

@@ -7,46 +7,18 @@ boxes and confidences and are grouped into Tesseract's lines and paragraphs, in 
 """
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
 from PIL import Image
 
 from app.ingest.scanned.detect import word_quality
+from app.ingest.tesseract import OcrLine, OcrWord, otsu_threshold, read_lines
 
 MIN_DPI, MAX_DPI, DEFAULT_DPI = 150, 300, 200
 OCR_DPI = 200
 MAX_SKEW_DEG = 4.0
-PAGE_OCR_TIMEOUT_S = 120
-MIN_LINE_CONF = 30.0
 SUSPECT_CONF = 70.0  # a page read with less mean confidence is also tried upside down
-os.environ.setdefault("OMP_THREAD_LIMIT", "1")  # one core per Tesseract process; pages run in parallel
-
-
-@dataclass
-class OcrWord:
-    text: str
-    conf: float
-    box: tuple[float, float, float, float]  # PDF points, origin top-left
-
-
-@dataclass
-class OcrLine:
-    text: str
-    box: tuple[float, float, float, float]
-    words: list[OcrWord]
-    block: int
-    par: int
-
-    @property
-    def height(self) -> float:
-        return self.box[3] - self.box[1]
-
-    @property
-    def conf(self) -> float:
-        return float(np.mean([w.conf for w in self.words])) if self.words else 0.0
 
 
 @dataclass
@@ -82,16 +54,6 @@ def render_grey(page, dpi: float) -> np.ndarray:
 
     pix = page.get_pixmap(dpi=int(round(dpi)), colorspace=pymupdf.csGRAY, alpha=False, annots=False)
     return np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width).copy()
-
-
-def otsu_threshold(grey: np.ndarray) -> int:
-    hist = np.bincount(grey.ravel(), minlength=256).astype(np.float64)
-    w = np.cumsum(hist)
-    mu = np.cumsum(hist * np.arange(256))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        between = (mu[-1] * w / w[-1] - mu) ** 2 / (w * (w[-1] - w))
-    between[~np.isfinite(between)] = 0
-    return int(np.argmax(between))
 
 
 def _sharpest(ys: np.ndarray, xs: np.ndarray) -> float:
@@ -154,36 +116,6 @@ def clean_page(grey: np.ndarray) -> tuple[np.ndarray, float]:
     return median3(np.asarray(im)), angle
 
 
-def _tesseract(img: np.ndarray, px_per_pt: float) -> list[OcrLine]:
-    """Tesseract's words grouped into lines. The page goes to Tesseract as an uncompressed PGM
-    file: pytesseract's own PNG encoding of a 200 dpi page costs about a tenth of its OCR time."""
-    import pytesseract
-
-    with tempfile.NamedTemporaryFile(prefix="figsearch-ocr-", suffix=".pgm") as f:
-        Image.fromarray(img).save(f, format="PPM")
-        f.flush()
-        d = pytesseract.image_to_data(f.name, lang="eng", config="--psm 3",
-                                      output_type=pytesseract.Output.DICT, timeout=PAGE_OCR_TIMEOUT_S)
-    groups: dict[tuple[int, int, int], list[OcrWord]] = {}
-    for i, text in enumerate(d["text"]):
-        text = (text or "").strip()
-        conf = float(d["conf"][i])
-        if not text or conf < 0:
-            continue
-        x, y, w, h = d["left"][i], d["top"][i], d["width"][i], d["height"][i]
-        box = (x / px_per_pt, y / px_per_pt, (x + w) / px_per_pt, (y + h) / px_per_pt)
-        groups.setdefault((d["block_num"][i], d["par_num"][i], d["line_num"][i]), []).append(OcrWord(text, conf, box))
-    lines = []
-    for (block, par, _ln), words in groups.items():
-        box = (min(w.box[0] for w in words), min(w.box[1] for w in words),
-               max(w.box[2] for w in words), max(w.box[3] for w in words))
-        line = OcrLine(" ".join(w.text for w in words), box, words, block, par)
-        if line.conf < MIN_LINE_CONF or (box[3] - box[1]) > 2 * (box[2] - box[0]):
-            continue  # noise, or vertical text (margin stamps) read sideways
-        lines.append(line)
-    return lines
-
-
 def _for_ocr(img: np.ndarray, px_per_pt: float) -> tuple[np.ndarray, float]:
     """The image Tesseract reads: at most OCR_DPI (300-600 dpi scans read no better and much
     slower; 150 dpi loses small caption lines); crops keep the full resolution."""
@@ -218,10 +150,10 @@ def ocr_image(grey: np.ndarray, px_per_pt: float, width: float, height: float) -
         if float(img.std()) < 2.0:  # blank page: nothing to read
             return out
         small, ocr_scale = _for_ocr(img, px_per_pt)
-        lines = _tesseract(small, ocr_scale)
+        lines = read_lines(small, ocr_scale)
         confs = [w.conf for ln in lines for w in ln.words]
         if len(lines) < 3 or np.mean(confs) < SUSPECT_CONF or word_quality(" ".join(ln.text for ln in lines)) < 0.5:
-            other = _tesseract(np.ascontiguousarray(small[::-1, ::-1]), ocr_scale)
+            other = read_lines(np.ascontiguousarray(small[::-1, ::-1]), ocr_scale)
             if _reads_well(other) > 1.5 * _reads_well(lines):
                 img, lines, out.upside_down = np.ascontiguousarray(img[::-1, ::-1]), other, True
         out.image, out.lines = img, lines
