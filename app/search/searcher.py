@@ -35,6 +35,7 @@ from app.search.doc_table import DocTable, FigureDoc
 from app.search.fusion import SCOPES, diversify, fuse, order, same_picture_first, seed_weights
 from app.search.index_parts import read_parts, write_parts
 from app.search.lexical import LexicalIndex
+from app.search.one_thread import one_thread
 from app.search.papers import PaperIndex
 from app.search.ranking import RankingConfig
 from app.search.segments import SegmentedIndex
@@ -290,6 +291,7 @@ class Searcher:
         keep = self.types.same_kind(row, rows)  # figures are related to figures, tables to tables
         return rows[keep], scores[keep]
 
+    @one_thread
     def rank_rows(self, row: int, scope: str = "all", weights: dict[str, float] | None = None,
                   w: float | None = None, method: str | None = None, candidates: int | None = None,
                   union_dense: int | None = None, union_papers: int | None = None, exact: bool = False,
@@ -400,6 +402,7 @@ class Searcher:
         an index written before the vocabulary was saved with it)."""
         self.spelling.prepare()
 
+    @one_thread
     def rank_text(self, query: str, k: int = 10, qvec: np.ndarray | None = None, w: float | None = None,
                   offset: int = 0, method: str = "bm25", candidates: int = 100, types: Sequence[str] = (),
                   allowed_rows: np.ndarray | None = None, union_dense: int = 100,
@@ -483,6 +486,7 @@ class Searcher:
     picture_pool = 100
     picture_type_weight = 0.5
 
+    @one_thread
     def by_picture(self, vector: np.ndarray, k: int = 10, kind: str = "figure",
                    type_scores: Mapping[str, float] | None = None) -> list[Hit]:
         """Figures (of `kind`) whose picture vector is nearest to `vector` (an uploaded picture's);

@@ -505,7 +505,7 @@ class SegmentedIndex:
         return out
 
     def matched_term_ids(self, q: np.ndarray, doc: int) -> list[str]:
-        common = np.intersect1d(np.asarray(q), self.doc_terms(doc)[0])
+        common = np.intersect1d(np.asarray(q), self.doc_terms(doc)[0], assume_unique=True)  # rows hold unique terms
         return [self.vocab[i] for i in common.tolist()]
 
     # ----------------------------------------------------------- persistence

@@ -1,0 +1,36 @@
+"""Query-time linear algebra on one thread.
+
+Why: a query's matrix products are small (at most a few thousand rows of 384 numbers: the
+re-scoring of vector candidates, the cosines of the re-ranker). Split over OpenBLAS's threads
+they wait for each other: on this project's 2-core machine, with other processes running, one
+2,000 x 384 product took 3-13 ms with two threads and 0.13 ms with one. A server gets its
+parallelism from concurrent requests instead. The results are the same bits either way (each
+output element is summed by one thread in the same order).
+
+The limit is process-wide while a query runs (OpenBLAS has no per-thread setting): queries
+running concurrently may briefly see the other's restored setting, which changes their speed,
+never their results.
+"""
+from __future__ import annotations
+
+import functools
+
+from threadpoolctl import ThreadpoolController
+
+_controller: ThreadpoolController | None = None
+
+
+def _blas():
+    global _controller
+    if _controller is None:  # the libraries loaded by then (numpy's and faiss's OpenBLAS)
+        _controller = ThreadpoolController()
+    return _controller.limit(limits=1, user_api="blas")
+
+
+def one_thread(fn):
+    """Run `fn` with the BLAS libraries limited to one thread."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        with _blas():
+            return fn(*args, **kwargs)
+    return run

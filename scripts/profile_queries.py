@@ -1,0 +1,71 @@
+"""Time (and optionally profile) the served query path on a saved index version, without rebuilding.
+
+`figsearch bench --work-dir DIR` leaves the version it served under DIR/version; this loads it
+memory-mapped, as a server does, and times related figures (`other_papers`, as the API asks),
+text search (a random query vector stands in for MiniLM) and search by picture, one query at a time: wall-clock latency, and the CPU time of the querying thread (`_cpu_`:
+what the query costs, less dependent on what else the machine runs).
+
+    python scripts/profile_queries.py DIR/version --queries 200 [--profile similar] [--seed 3]
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import time
+
+import numpy as np
+
+from app.search.searcher import Searcher
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("version_dir")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=3)
+    ap.add_argument("--profile", choices=["similar", "search", "picture"], default=None)
+    ap.add_argument("--top", type=int, default=30, help="profile lines printed")
+    args = ap.parse_args()
+
+    s = Searcher.load(args.version_dir, mmap=True, check=False)
+    dim = s.vectors.dim
+    s.encoder = lambda q: np.random.default_rng(abs(hash(q[0])) % 2**32).standard_normal((1, dim)).astype(np.float32)
+    rng = np.random.default_rng(args.seed)
+    targets = rng.integers(0, len(s), size=args.queries).tolist()
+    words = s.lexical().vocab
+    texts = [" ".join(words[int(i)] for i in rng.integers(0, min(len(words), 20_000), size=3))
+             for _ in range(args.queries)]
+    pictures = s.visual.vectors_for(targets) if s.visual is not None else None
+    runs = {"similar": lambda i: s.similar(int(s.figure_ids[targets[i]]), k=10, scope="other_papers"),
+            "search": lambda i: s.search(texts[i], k=10),
+            "picture": lambda i: s.by_picture(pictures[i], k=10)}
+    for name, run in runs.items():
+        for i in range(min(10, args.queries)):  # warm-up
+            run(i)
+    out = {}
+    for name, run in runs.items():
+        if name == "picture" and pictures is None:
+            continue
+        prof = cProfile.Profile() if name == args.profile else None
+        lat, cpu = [], []
+        for i in range(args.queries):
+            if prof:
+                prof.enable()
+            t, c = time.perf_counter(), time.thread_time()
+            run(i)
+            lat.append(time.perf_counter() - t)
+            cpu.append(time.thread_time() - c)
+            if prof:
+                prof.disable()
+        out[f"{name}_p50_ms"] = round(float(np.percentile(lat, 50)) * 1e3, 2)
+        out[f"{name}_p99_ms"] = round(float(np.percentile(lat, 99)) * 1e3, 2)
+        out[f"{name}_cpu_p50_ms"] = round(float(np.percentile(cpu, 50)) * 1e3, 2)
+        if prof:
+            pstats.Stats(prof).sort_stats("cumulative").print_stats(args.top)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
