@@ -1,4 +1,4 @@
-"""Query-time linear algebra on one thread.
+"""Small linear algebra on one thread (a query's products; the figure-type head's fits).
 
 Why: a query's matrix products are small (at most a few thousand rows of 384 numbers: the
 re-scoring of vector candidates, the cosines of the re-ranker). Split over OpenBLAS's threads
@@ -20,7 +20,8 @@ from threadpoolctl import ThreadpoolController
 _controller: ThreadpoolController | None = None
 
 
-def _blas():
+def one_blas_thread():
+    """A context in which the BLAS libraries use one thread."""
     global _controller
     if _controller is None:  # the libraries loaded by then (numpy's and faiss's OpenBLAS)
         _controller = ThreadpoolController()
@@ -31,6 +32,6 @@ def one_thread(fn):
     """Run `fn` with the BLAS libraries limited to one thread."""
     @functools.wraps(fn)
     def run(*args, **kwargs):
-        with _blas():
+        with one_blas_thread():
             return fn(*args, **kwargs)
     return run

@@ -30,6 +30,7 @@ from PIL import Image
 
 from app.extras import require
 from app.model_store import make_meta, publish, save_arrays
+from app.search.one_thread import one_blas_thread
 from app.vision.backbone import backbone
 from app.vision.figure_types import ARTIFACT, HEAD_FILE, LABELS, softmax
 from app.vision.pictures import PROJECTION_FILE
@@ -333,11 +334,9 @@ def train_types(parts: dict[str, Examples], store_root: Path, folds: int = 5,
                 keep: int | None = 1) -> dict:
     """Cross-validate (the temperature comes from it), then fit on everything and publish a
     figure-types version under the model store root `store_root`. Returns its meta.json."""
-    from threadpoolctl import threadpool_limits
-
     t0 = time.time()
     # one BLAS thread: these fits are small, and threads fighting over two busy cores made them ~40x slower
-    with threadpool_limits(1):
+    with one_blas_thread():
         report, temperature = cross_validate(parts, folds, components, c, seed, source_weight, picture_dims,
                                              discriminant, balance)
         if cv_only:
