@@ -37,6 +37,8 @@ _HYPHEN_BREAK_RE = re.compile(r"(?<=[a-z])[-\u2010\u2011\u00ad]\s+(?=[a-z])")
 
 
 def _strip_accents(s: str) -> str:
+    if s.isascii():  # most references: nothing to decompose (each new paper rescans them all)
+        return s
     s = unicodedata.normalize("NFKD", s)
     return "".join(c for c in s if not unicodedata.combining(c))
 
@@ -50,21 +52,19 @@ def normalise_title(s: str) -> str:
 _TOKEN_RE = re.compile(r"[a-z0-9]+")
 
 
-def _normalise_reference(ref: str) -> tuple[str, str, list[tuple[int, int, int]]]:
-    """(normalised reference, cleaned lower-case original, token spans).
+def _clean_reference(ref: str) -> str:
+    """Lower-case reference without accents, line-break hyphenation undone ("recom- mendation")."""
+    return _HYPHEN_BREAK_RE.sub("", _strip_accents(ref or "").lower())
 
-    Token spans are (start in normalised, start in original, end in original)."""
-    # undo line-break hyphenation left in references ("recom- mendation")
-    raw = _HYPHEN_BREAK_RE.sub("", _strip_accents(ref or "").lower())
-    words: list[str] = []
+
+def _token_spans(raw: str) -> list[tuple[int, int, int]]:
+    """(start in the normalised reference, start in `raw`, end in `raw`) of each token of `raw`."""
     spans: list[tuple[int, int, int]] = []
     n = 0
     for m in _TOKEN_RE.finditer(raw):
-        w = m.group()
         spans.append((n, m.start(), m.end()))
-        words.append(w)
-        n += len(w) + 1
-    return " ".join(words), raw, spans
+        n += m.end() - m.start() + 1
+    return spans
 
 
 class TitleMatcher:
@@ -110,14 +110,16 @@ class TitleMatcher:
 
     def match(self, reference: str) -> list[tuple[Hashable, float]]:
         """Collection papers whose title appears in ``reference``, best first."""
-        ref, raw, spans = _normalise_reference(reference)
+        raw = _clean_reference(reference)
+        words = _TOKEN_RE.findall(raw)
+        ref = " ".join(words)
         if len(ref) < MIN_TITLE_CHARS:
             return []
-        tokens = set(ref.split())
+        tokens = set(words)
         # tokens of hyphen-split words joined back ("click through" -> "clickthrough")
-        words = ref.split()
         tokens.update(a + b for a, b in zip(words, words[1:]))
         out: list[tuple[Hashable, float, str]] = []
+        spans = None  # token positions, needed only once a title aligns
         for pid in self._candidates(tokens):
             title = self._titles[pid]
             al = fuzz.partial_ratio_alignment(title, ref, score_cutoff=self.min_score - 0.01)
@@ -126,6 +128,7 @@ class TitleMatcher:
             score = al.score
             if len(title) < 30 and score < 95:
                 continue  # short titles must match (almost) exactly
+            spans = spans if spans is not None else _token_spans(raw)
             if not self._clean_end(raw, spans, al.dest_end):
                 continue
             out.append((pid, round(score, 1), title))

@@ -40,12 +40,13 @@ def _image_cover(page) -> float:
     # without fonts is still measured, since a scan may draw its page image inline.
     if not page.get_images() and page.get_fonts():
         return 0.0
-    area = max(page.rect.width * page.rect.height, 1.0)
+    rect = page.rect  # a property that asks MuPDF each time: a figure can hold thousands of images
+    area = max(rect.width * rect.height, 1.0)
     best = 0.0
     for info in page.get_image_info():
         x0, y0, x1, y1 = info["bbox"]
-        w = max(0.0, min(x1, page.rect.x1) - max(x0, page.rect.x0))
-        h = max(0.0, min(y1, page.rect.y1) - max(y0, page.rect.y0))
+        w = max(0.0, min(x1, rect.x1) - max(x0, rect.x0))
+        h = max(0.0, min(y1, rect.y1) - max(y0, rect.y0))
         best = max(best, w * h / area)
     return best
 
