@@ -217,3 +217,23 @@ def test_layout_model_picture_supplies_a_region_the_pixels_missed():
     body_line = (40.0, 240.0, 380.0, 252.0)
     assert _model_region(cap, None, [LayoutBox("picture", (70, 230, 350, 392))], [body_line], [cap], (40, 380), lay,
                          ink, 1.0) is None
+
+
+def test_tesseract_limit_is_set_only_while_tesseract_runs():
+    """The one-core limit goes to Tesseract, never to the OpenMP runtime of libraries loaded later."""
+    import os
+    import subprocess
+    import sys
+
+    import app.ingest.tesseract as tess
+
+    env = {k: v for k, v in os.environ.items() if k != "OMP_THREAD_LIMIT"}
+    probe = "import os, app.ingest.figures, app.ingest.tesseract; print(os.environ.get('OMP_THREAD_LIMIT'))"
+    assert subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
+                          check=True).stdout.strip() == "None"  # importing ingestion sets nothing
+    before = os.environ.get("OMP_THREAD_LIMIT")
+    with tess._one_core_tesseract():
+        with tess._one_core_tesseract():
+            assert os.environ["OMP_THREAD_LIMIT"] == "1"
+        assert os.environ["OMP_THREAD_LIMIT"] == "1"
+    assert os.environ.get("OMP_THREAD_LIMIT") == before

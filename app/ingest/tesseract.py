@@ -4,8 +4,10 @@ figure shows only as pixels (panel_pixels.py).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,7 +17,32 @@ __all__ = ["MIN_LINE_CONF", "OcrLine", "OcrWord", "otsu_threshold", "read_lines"
 
 PAGE_OCR_TIMEOUT_S = 120
 MIN_LINE_CONF = 30.0
-os.environ.setdefault("OMP_THREAD_LIMIT", "1")  # one core per Tesseract process; pages run in parallel
+_OMP_LIMIT = "OMP_THREAD_LIMIT"
+_omp_lock = threading.Lock()
+_omp_users = [0, None]  # Tesseract calls running, the value the variable had before the first
+
+
+@contextlib.contextmanager
+def _one_core_tesseract():
+    """One core per Tesseract process (pages run in parallel): pytesseract hands the process
+    environment to Tesseract, so OMP_THREAD_LIMIT is set only while Tesseract calls run. Set for the
+    whole process, it would cap the OpenMP runtime of libraries loaded later (PyTorch's oneDNN then
+    waits forever for threads it was promised)."""
+    with _omp_lock:
+        if _omp_users[0] == 0:
+            _omp_users[1] = os.environ.get(_OMP_LIMIT)
+            os.environ[_OMP_LIMIT] = "1"
+        _omp_users[0] += 1
+    try:
+        yield
+    finally:
+        with _omp_lock:
+            _omp_users[0] -= 1
+            if _omp_users[0] == 0:
+                if _omp_users[1] is None:
+                    os.environ.pop(_OMP_LIMIT, None)
+                else:
+                    os.environ[_OMP_LIMIT] = _omp_users[1]
 
 
 @dataclass
@@ -58,7 +85,7 @@ def read_lines(img: np.ndarray, px_per_pt: float, config: str = "--psm 3") -> li
     PNG encoding of a 200 dpi page costs about a tenth of its OCR time."""
     import pytesseract
 
-    with tempfile.NamedTemporaryFile(prefix="figsearch-ocr-", suffix=".pgm") as f:
+    with tempfile.NamedTemporaryFile(prefix="figsearch-ocr-", suffix=".pgm") as f, _one_core_tesseract():
         Image.fromarray(img).save(f, format="PPM")
         f.flush()
         d = pytesseract.image_to_data(f.name, lang="eng", config=config,
