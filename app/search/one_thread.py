@@ -14,18 +14,20 @@ never their results.
 from __future__ import annotations
 
 import functools
+import sys
 
 from threadpoolctl import ThreadpoolController
 
-_controller: ThreadpoolController | None = None
+_controller: list = [None, -1]  # the controller, and how many modules were imported when it was made
 
 
 def one_blas_thread():
-    """A context in which the BLAS libraries use one thread."""
-    global _controller
-    if _controller is None:  # the libraries loaded by then (numpy's and faiss's OpenBLAS)
-        _controller = ThreadpoolController()
-    return _controller.limit(limits=1, user_api="blas")
+    """A context in which the BLAS libraries use one thread. The controller lists the libraries
+    loaded when it is made, so it is made again after further imports (a later import can load
+    another BLAS, e.g. faiss's or PyTorch's)."""
+    if _controller[0] is None or _controller[1] != len(sys.modules):
+        _controller[0], _controller[1] = ThreadpoolController(), len(sys.modules)
+    return _controller[0].limit(limits=1, user_api="blas")
 
 
 def one_thread(fn):
