@@ -400,7 +400,12 @@ def test_sigterm_marks_the_cli_job_interrupted(tmp_path, real_papers, demo_pdfs)
         time.sleep(0.05)
     assert job_id, "the job was never seen running with files to go"
     proc.send_signal(signal.SIGTERM)
-    _out, err = proc.communicate(timeout=60)
+    try:
+        _out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _out, err = proc.communicate()
+        pytest.fail(f"ingest still running 60 s after SIGTERM; its stderr ends: {err[-2000:]}")
     assert proc.returncode == 130, err
     assert f"--resume {job_id}" in err
     status, done, total = _job_status(data, job_id)

@@ -49,6 +49,27 @@ def _note_orphaned_jobs(settings: Settings) -> None:
                    f"`figsearch ingest --resume {job_id}`", err=True)
 
 
+def _exit_if_stuck(settings: Settings, job_id: str, grace_s: float = 30.0) -> None:
+    """A stop must end the process even when cleanup blocks (a lock taken by the interrupted code,
+    a pool that does not join): after `grace_s` seconds the job is marked interrupted and the
+    process exits with the interrupt's code."""
+    import os
+    import threading
+
+    from app.pipeline import ingest_jobs
+
+    def last_resort():
+        time.sleep(grace_s)
+        try:
+            ingest_jobs.mark_interrupted(settings, job_id, "interrupted (Ctrl-C or SIGTERM)")
+        finally:
+            sys.stderr.write(f"interrupted: finish with `figsearch ingest --resume {job_id}`\n")
+            sys.stderr.flush()
+            os._exit(130)
+
+    threading.Thread(target=last_resort, name="exit-if-stuck", daemon=True).start()
+
+
 def _wait_for_workers(settings: Settings, job_id: str, bar) -> None:
     """Distributed mode: follow the job's progress (a line every PROGRESS_EVERY_S when stderr is
     not a terminal, so logs show it too); name each file whose worker stopped answering (a live
@@ -151,6 +172,8 @@ def ingest(paths: Optional[list[Path]] = typer.Argument(None, help="PDF files, f
                       file=sys.stderr)
 
     def on_term(_signum, _frame):
+        if not settings.distributed:
+            _exit_if_stuck(settings, job_id)
         raise KeyboardInterrupt
 
     import pymupdf  # noqa: F401 - imported before the handler: its slow import (PyMuPDF 2 loads a layout

@@ -13,6 +13,7 @@ import fcntl
 import logging
 import os
 import shutil
+import threading
 import time
 from collections import Counter
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -367,22 +368,37 @@ def run_job_embedded(settings: Settings, job_id: str, workers: int = 2,
     # spawn, not fork: the caller may be a server with torch and threads loaded
     # the children run functions of app.ingest.extract, so they need not import this module (the
     # database layer, settings, figure types) to start
-    with ProcessPool(max_workers=max(1, workers), max_tasks=25, initializer=limit_memory,
-                     initargs=(settings.worker_memory_mb,),
-                     context=multiprocessing.get_context("spawn")) as pool:
+    children_before = set(multiprocessing.active_children())
+    pool = ProcessPool(max_workers=max(1, workers), max_tasks=25, initializer=limit_memory,
+                       initargs=(settings.worker_memory_mb,), context=multiprocessing.get_context("spawn"))
+    try:
         futures = []
         for jf_id, name, path in files:
             limit = file_time_limit(settings, path)
             futures.append((jf_id, name, limit, pool.schedule(
                 extract_pdf, args=(path, str(settings.data_dir), limits), kwargs={"source": Path(name).name},
                 timeout=limit)))
-        try:
-            _collect(settings, futures, on_file)
-        except BaseException:  # Ctrl-C / SIGTERM: do not wait for files in flight
-            pool.stop()
-            pool.join(timeout=10)
-            raise
+        _collect(settings, futures, on_file)
+    except BaseException:  # Ctrl-C / SIGTERM: do not wait for files in flight
+        _abandon(pool, kill=set(multiprocessing.active_children()) - children_before)
+        raise
+    pool.close()
+    pool.join()
     after_ingest(settings, finish_job(settings, job_id))
+
+
+def _abandon(pool, kill: set, wait_s: float = 10.0) -> None:
+    """Stop an interrupted pool without waiting on it: its extraction processes (`kill`) are killed
+    first (a process killed while holding the pool's result pipe can leave the pool's own join
+    waiting forever), then the pool is stopped in a daemon thread given `wait_s` seconds."""
+    pool.stop()
+    for child in kill:
+        child.kill()
+    stopper = threading.Thread(target=pool.join, name="stop-extraction-pool", daemon=True)
+    stopper.start()
+    stopper.join(wait_s)
+    if stopper.is_alive():
+        log.warning("the extraction pool did not stop within %.0f s; leaving it to process exit", wait_s)
 
 
 def _collect(settings: Settings, futures: list, on_file: Callable[[str, Outcome], None] | None) -> None:
