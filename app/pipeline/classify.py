@@ -30,8 +30,8 @@ TABLE_SCORES = {"table": 1.0}
 def classify_figures(settings: Settings, paper_ids: list[int] | None = None, redo: bool = False,
                      batch: int = 64, progress: bool = False, captions: bool = True) -> int:
     """Classify the figures of `paper_ids` (all papers when None) that have no type scores yet
-    (every figure with `redo`); `captions=False` types by pixels alone. Returns how many figures
-    got a type."""
+    (every figure with `redo`); `captions=False` types by pixels alone (no caption, no text
+    layer). Returns how many figures got a type."""
     model = type_head(settings.data_dir)
     with session_scope(settings.db_url) as s:
         q = select(Figure.id, Figure.kind, Figure.image_path, Figure.caption, Paper.sha256, Figure.page,
