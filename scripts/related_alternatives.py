@@ -18,6 +18,16 @@ alone, what the served weights and the best possible order reach. Rankings:
                      the figure-level signals + l x the paper mix; P, l and the per-paper cap
                      chosen on the training folds
   one_per_paper      the served weights, one figure of a paper before the other papers
+It also prints how well each pair feature alone separates grade-2 candidates from the other
+judged ones (ROC AUC).
+  boosted            a gradient-boosted pair scorer (HistGradientBoosting) over the signals, their
+                     ranks within the query's candidates, the served score, what the two charts plot
+                     (MiniLM cosine of the measures and of the variables app/search/plots.py reads
+                     from the captions) and the figures' roles (architecture, example, distribution,
+                     visualisation, result, read from caption words); trained on every candidate of
+                     the training folds' queries (unjudged as grade 0); regression on the grade or
+                     P(>= 1) + 2 P(2), with or without the plot and role features, chosen by 3 inner
+                     folds grouped by paper
 Candidates: the served first stage united with every figure of the 30 papers nearest by topic.
 
   python scripts/related_alternatives.py --data-dir DIR [--pool OUT --exclude J1 --exclude J2]
@@ -35,7 +45,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
+from threadpoolctl import threadpool_limits
 
 from app.db.session import session_scope
 from app.eval.fit import grouped_folds
@@ -45,6 +58,7 @@ from app.pipeline.searching import open_searcher
 from app.search.encoder import default_encoder
 from app.search.fusion import GRID, diversify, fit_weights, fuse, minmax, order
 from app.search.papers import PAPER_SIGNALS
+from app.search.plots import plotted
 from app.settings import settings_for
 from app.stats import cluster_ci
 
@@ -105,6 +119,113 @@ def features(c) -> np.ndarray:
     x = np.stack([minmax(c["sig"][n]) if n == "lexical" else np.asarray(c["sig"][n], float) for n in names], 1)
     ranks = np.argsort(np.argsort(-x, 0), 0) / max(len(x), 1)
     return np.c_[x, ranks]
+
+
+# a figure's role, from generic caption words (the first that matches)
+ROLES = (r"\b(architecture|framework|overview|pipeline|workflow|structure of|schematic|illustration of (the|our)|"
+         r"proposed (model|method|approach))\b",
+         r"\b(example|examples|case study|instance|sample|samples|screenshot|interface)\b",
+         r"\b(distribution|histogram|statistics|frequency|proportion|percentage)\b",
+         r"\b(visuali[sz]ation|t-sne|tsne|embedding space|attention (weights|map|scores))\b",
+         r"\b(performance|results?|accuracy|comparison|effect|impact|influence|ablation|sensitivity|vs\.?|versus|"
+         r"varying|different)\b")
+
+
+def role_of(caption: str) -> int:
+    return next((i for i, rx in enumerate(ROLES) if re.search(rx, caption or "", re.I)), len(ROLES))
+
+
+def pair_context(engine) -> dict:
+    """Per index row: the unit vectors of what the chart plots (zero when the caption names
+    nothing) and the figure's role."""
+    plots = [plotted(c) for c in engine.captions]
+    enc = default_encoder()
+
+    def unit(texts):
+        out = np.zeros((len(texts), 0 if not any(texts) else 1), np.float32)
+        idx = [i for i, t in enumerate(texts) if t]
+        if idx:
+            v = np.asarray(enc.encode([texts[i] for i in idx], max_length=32), np.float32)
+            out = np.zeros((len(texts), v.shape[1]), np.float32)
+            out[idx] = v / (np.linalg.norm(v, axis=1, keepdims=True) + 1e-9)
+        return out
+    return {"measure": unit([p.measure for p in plots]), "against": unit([p.against for p in plots]),
+            "role": np.array([role_of(c) for c in engine.captions]), "row": {int(f): i for i, f in enumerate(engine.figure_ids)}}
+
+
+def pair_features(c, q: int, ctx: dict, served_w: dict, plots_roles: bool) -> np.ndarray:
+    x = [features(c)]
+    s = fuse(c["sig"], served_w)
+    x.append(np.c_[s, np.argsort(np.argsort(-s)) / max(len(s), 1)])
+    if plots_roles:
+        qr, cr = ctx["row"][q], np.array([ctx["row"][int(f)] for f in c["fids"]], dtype=int)
+        for name in ("measure", "against"):
+            v = ctx[name]
+            cos = (v[cr] @ v[qr]).astype(float)
+            cos[(np.abs(v[cr]).sum(1) == 0) | (np.abs(v[qr]).sum() == 0)] = np.nan  # not said: missing
+            x.append(cos[:, None])
+        r = ctx["role"]
+        x.append(np.c_[np.full(len(cr), r[qr]), r[cr], r[cr] == r[qr]].astype(float))
+    return np.concatenate(x, 1)
+
+
+BOOST = dict(max_iter=200, learning_rate=0.05, max_depth=3, min_samples_leaf=20, l2_regularization=1.0, random_state=0)
+
+
+def boosted_scores(cands, judged, train, test, feats, kind: str) -> dict:
+    x = np.concatenate([feats[q] for q in train])
+    y = np.concatenate([[judged.grades[q].get(f, 0.0) for f in cands[q]["fids"].tolist()] for q in train])
+    if kind == "grade":
+        m = HistGradientBoostingRegressor(**BOOST).fit(x, y)
+        return {q: m.predict(feats[q]) for q in test}
+    related = HistGradientBoostingClassifier(**BOOST).fit(x, y >= 0.5)
+    close = HistGradientBoostingClassifier(**BOOST).fit(x, y >= 1.5)
+    return {q: related.predict_proba(feats[q])[:, 1] + 2 * close.predict_proba(feats[q])[:, 1] for q in test}
+
+
+def boosted(cands, judged, queries, folds, ctx, served_w, mpp, inner: int = 3):
+    """Held-out top lists of the boosted scorer and the configuration each fold chose."""
+    feats = {pr: {q: pair_features(cands[q], q, ctx, served_w, pr) for q in queries} for pr in (False, True)}
+    configs = [(pr, kind) for pr in (False, True) for kind in ("grade", "classes")]
+    tops, chosen = {}, []
+    for test in folds:
+        train = [q for q in queries if q not in set(test)]
+        papers = sorted({judged.paper_of_query[q] for q in train})
+        np.random.default_rng(1).shuffle(papers)
+        fold_of = {p: i % inner for i, p in enumerate(papers)}
+        parts = [[q for q in train if fold_of[judged.paper_of_query[q]] == f] for f in range(inner)]
+
+        def inner_score(cfg):
+            vals = []
+            for part in parts:
+                sc = boosted_scores(cands, judged, [q for q in train if q not in set(part)], part, feats[cfg[0]], cfg[1])
+                vals += [sum(query_metrics(ranked(cands[q], sc[q], mpp), judged.grades[q])[k]
+                             for k in ("ndcg@5", "close_fill", "related_fill")) for q in part]
+            return float(np.mean(vals))
+        best = max(configs, key=inner_score)
+        chosen.append({"plots_and_roles": best[0], "target": best[1]})
+        sc = boosted_scores(cands, judged, train, test, feats[best[0]], best[1])
+        tops.update({q: ranked(cands[q], sc[q], mpp) for q in test})
+    return tops, chosen
+
+
+def signal_aucs(cands, judged, queries, ctx, served_w) -> dict:
+    """How well each pair feature alone tells judged grade-2 candidates from the other judged
+    ones (ROC AUC over the pairs where the feature is known, and how many those are)."""
+    names = FIGURE_SIGNALS + PAPER_SIGNALS + ("caption",)
+    x, y = [], []
+    for q in queries:
+        f = pair_features(cands[q], q, ctx, served_w, True)
+        keep = [i for i, fid in enumerate(cands[q]["fids"].tolist()) if fid in judged.grades[q]]
+        x.append(np.c_[f[keep, :len(names)], f[keep, -5:-3], f[keep, -1:]])
+        y += [judged.grades[q][int(cands[q]["fids"][i])] >= 1.5 for i in keep]
+    x, y = np.concatenate(x), np.array(y)
+    out = {}
+    for k, name in enumerate(names + ("plotted_measure", "plotted_against", "same_role")):
+        ok = ~np.isnan(x[:, k])
+        if len(set(y[ok].tolist())) == 2:
+            out[name] = {"auc": round(float(roc_auc_score(y[ok], x[ok, k])), 3), "pairs": int(ok.sum())}
+    return out
 
 
 def main() -> None:
@@ -180,6 +301,9 @@ def main() -> None:
         chosen.setdefault("two_stage", []).append({"papers": n, "paper_weight": lam, "per_paper": cap})
         for q in test:
             tops.setdefault("two_stage", {})[q] = two_stage(q, n, lam, cap)
+    ctx = pair_context(engine)
+    with threadpool_limits(1):  # small fits: OpenMP threads only wait on a busy machine
+        tops["boosted"], chosen["boosted"] = boosted(cands, j1, queries, folds, ctx, served_w, mpp)
     print(f"{len(queries)} judged queries, 4 folds grouped by paper (fitted on judge1); top five of other papers")
     print(f"{'ranking':22s} {'judge1 close':>12s} {'related':>8s} {'nDCG@5':>7s} {'unjudged':>9s} {'precision':>9s} "
           f"{'close - refit [95%]':>20s} | {'judge2 close':>12s} {'related':>8s} {'unjudged':>9s}")
@@ -193,6 +317,10 @@ def main() -> None:
         print(f"{name:22s} {a['close_fill']:12.3f} {a['related_fill']:8.3f} {a['ndcg@5']:7.3f} {a['unjudged']:9.3f} "
               f"{a['precision']:9.3f} {str(ci):>20s} | {b['close_fill']:12.3f} {b['related_fill']:8.3f} {b['unjudged']:9.3f}")
     print("chosen on the training folds:", json.dumps(chosen))
+    n2 = sum(g >= 1.5 for q in queries for g in j1.grades[q].values())
+    inside = sum(j1.grades[q].get(f, 0) >= 1.5 for q in queries for f in cands[q]["fids"].tolist())
+    print(f"judge1's grade-2 pairs among the candidates: {inside} of {n2}; one feature alone, grade 2 vs the other "
+          f"judged candidates (ROC AUC, pairs):", json.dumps(signal_aucs(cands, j1, queries, ctx, served_w)))
     # the judged candidates alone: how the served weights order them, and the best order (at most mpp a paper)
     only = {}
     for q in queries:
