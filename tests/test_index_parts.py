@@ -11,6 +11,7 @@ import pytest
 
 from app.search.doc_table import DocTable, FigureDoc
 from app.search.index_parts import MODULES_FILE, read_parts
+from app.search.picture_rank import PictureRanking
 from app.search.searcher import QueryVocabulary, Searcher
 from app.search.spelling import Spelling
 from app.search.type_index import TypeIndex
@@ -127,15 +128,20 @@ def test_a_version_written_before_parts_loads_and_answers_as_its_engine_did(tmp_
     shutil.copytree(DATA / "index_format1", old)
     assert set(read_parts(old)) == {"docs", "lexical", "types", "vectors", "visual"}
     loaded = Searcher.load(old)  # manifest checked
+    # the picture ranking that engine used (a default of the code, not kept with a version)
+    loaded.picture_ranking = PictureRanking(agreement="cosine", neighbours=0, copies_first=False)
     expected = json.loads((DATA / "index_format1_expected.json").read_text())
     got = answers(loaded)
     assert got == expected
     today = fixture_searcher()
     today.ranking = loaded.ranking  # the version's own ranking config (the defaults may have moved since)
+    today.picture_ranking = loaded.picture_ranking
     assert answers(today) == expected  # and a build of the same figures today
     # saved again, it is a version of parts answering the same
     loaded.save(tmp_path / "index")
-    assert answers(Searcher.load(tmp_path / "index")) == expected
+    again = Searcher.load(tmp_path / "index")
+    again.picture_ranking = loaded.picture_ranking
+    assert answers(again) == expected
 
 
 def test_batch_forms_answer_as_the_single_forms():

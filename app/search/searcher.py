@@ -36,6 +36,7 @@ from app.search.fusion import SCOPES, diversify, fuse, order, same_picture_first
 from app.search.index_parts import read_parts, write_parts
 from app.search.lexical import LexicalIndex
 from app.search.one_thread import one_thread
+from app.search.picture_rank import PictureRanking, rank_by_picture
 from app.search.papers import PaperIndex
 from app.search.ranking import RankingConfig
 from app.search.segments import SegmentedIndex
@@ -476,15 +477,11 @@ class Searcher:
                           lambda r: lex.matched_terms(tokens, r), signals=sig)
 
     # ------------------------------------------------------------- pictures
-    # Uploaded pictures: the nearest `picture_pool` picture vectors (app/vision/pictures.py),
-    # re-ranked by their cosine plus this weight times the cosine of the upload's type scores with
-    # each figure's, so a heatmap brings up heatmaps before other pictures of a similar layout.
-    # Chosen on the hand-labelled recommender-systems figures (`figsearch eval-image-copies
-    # --labels`) as the largest weight keeping rescaled copies first at least 99% of the time
-    # (0: .997, .5: .993, 1: .983); there uploads found their labelled kind among the first five
-    # results of other papers .705 (weight 0) -> .913 (in-sample for the type head).
-    picture_pool = 100
-    picture_type_weight = 0.5
+    # Uploaded pictures: the nearest `picture_ranking.pool` picture vectors (app/vision/pictures.py),
+    # re-ranked by their cosine plus agreement of their stored figure types with the upload's
+    # (app/search/picture_rank.py), so a heatmap brings up heatmaps before other pictures of a
+    # similar layout.
+    picture_ranking = PictureRanking()
 
     @one_thread
     def by_picture(self, vector: np.ndarray, k: int = 10, kind: str = "figure",
@@ -495,7 +492,7 @@ class Searcher:
             return []
         q = np.asarray(vector, dtype=np.float32)[None, :]
         typed = bool(type_scores) and self.types.scores is not None
-        want = max(k, self.picture_pool) if typed else k
+        want = max(k, self.picture_ranking.pool) if typed else k
         pool = want if self.types.kinds is None or kind == "both" else 4 * want
         while True:  # fetch more neighbours until enough rows of `kind` are among them (or all rows are)
             ids, sims = self.visual.search(q, min(pool, len(self)))
@@ -506,14 +503,14 @@ class Searcher:
             pool *= 4
         rows, cos = ids[0][keep][:want], sims[0][keep][:want].astype(np.float64)
         signals = {"visual": cos}
-        final = cos
+        final, ranked = cos, None
         if typed:
-            kinds, same_type = self.types.query_cosine(type_scores, rows)
-            final = fuse({"visual": cos, "type": kinds}, {"visual": 1.0, "type": self.picture_type_weight})
+            query = self.types.query_scores(type_scores)
+            final, ranked = rank_by_picture(cos, self.types.scores[rows], query, self.picture_ranking)
             # what the result shows (its reasons): the same dominant type as the upload's best-scoring one
-            signals["type"] = same_type
+            signals["type"] = self.types.same_dominant(query, rows)
         return self._hits(rows, final, np.zeros(len(rows)), None, k, 0, lambda r: [],
-                          signals=signals, ranked=order(final))
+                          signals=signals, ranked=ranked)
 
     def batch_by_picture(self, vectors: np.ndarray, k: int = 10, kind: str = "figure",
                          type_scores: Sequence[Mapping[str, float] | None] | None = None) -> list[list[Hit]]:

@@ -150,13 +150,13 @@ class TypeIndex:
         norms[norms == 0] = 1.0
         return (ts[1:] @ ts[0]) / (norms[1:] * norms[0])
 
-    def query_cosine(self, query_scores: Mapping[str, float], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """For a picture's classifier scores ({type: score}): the cosine of each row's type
-        scores with them, and 1 where a row's dominant type is the picture's best-scoring one."""
-        qs = np.array([float(query_scores.get(t, 0.0)) for t in self.names])
-        cand = self.scores[rows].astype(np.float64)
-        norms = np.linalg.norm(cand, axis=1) * max(float(np.linalg.norm(qs)), 1e-9)
-        return cand @ qs / np.where(norms > 0, norms, 1.0), (self.dominant[rows] == int(np.argmax(qs))).astype(np.float64)
+    def query_scores(self, query_scores: Mapping[str, float]) -> np.ndarray:
+        """A picture's classifier scores ({type: score}) as a row of `scores` (one per type name)."""
+        return np.array([float(query_scores.get(t, 0.0)) for t in self.names])
+
+    def same_dominant(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """1 where a row's dominant type is the best-scoring one of `query` (query_scores), else 0."""
+        return (self.dominant[rows] == int(np.argmax(query))).astype(np.float64)
 
     # --------------------------------------------------------- persistence
     def save(self, d: str | Path) -> None:
