@@ -824,3 +824,107 @@ def test_layout_picture_level_with_a_lone_caption_becomes_its_region(tmp_path):
     fused = fuse_layout(lone, [LayoutBox("picture", (55, 210, 335, 385))], pl, st, pl.graphics(), [])
     assert fused is not None and abs(fused[0] - 60) < 2 and abs(fused[3] - 380) < 2, fused
     assert fuse_layout(lone, [LayoutBox("picture", (55, 500, 335, 600))], pl, st, pl.graphics(), []) is None
+
+
+def test_boxes_stacked_off_centre_far_apart_are_one_figure(tmp_path):
+    """A prompt box over a narrower box set off to its right, five lines apart, neither edge nor
+    centre aligned: one figure (was: only the lower box)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(54, 60, 558, 120), BODY, fontsize=10)
+    page.draw_rect(pymupdf.Rect(80, 140, 450, 240), color=(0.2, 0.5, 0.2), width=1)
+    page.insert_textbox(pymupdf.Rect(86, 144, 444, 238), PROMPT * 2, fontsize=10)
+    page.draw_rect(pymupdf.Rect(200, 290, 540, 380), color=(0.2, 0.3, 0.6), width=1)
+    page.insert_textbox(pymupdf.Rect(206, 294, 534, 378), PROMPT * 2, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(54, 392, 558, 420), "Figure 3: The prompt and the answer.", fontsize=9, align=1)
+    page.insert_textbox(pymupdf.Rect(54, 430, 558, 740), BODY * 3, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "offset.pdf"), tmp_path)[3]
+    assert f.region_bbox[0] <= 81 and f.region_bbox[1] <= 141 and f.region_bbox[3] >= 379, f.region_bbox
+    assert f.region_bbox[1] >= 121, f.region_bbox  # not the paragraph above
+
+
+def test_caption_wider_than_half_the_text_takes_the_plot_beside_it(tmp_path):
+    """A one-column page with a small plot at the left of a caption a little wider than half the
+    text: the crop is the plot (was: the caption alone)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 60, 540, 200), BODY[:500], fontsize=10)
+    page.draw_rect(pymupdf.Rect(72, 215, 280, 380), color=(0, 0, 0), width=1)
+    page.draw_line((80, 370), (270, 230), color=(1, 0, 0), width=1.5)
+    page.insert_textbox(pymupdf.Rect(290, 250, 540, 380), "Figure 2: Accuracy over training for the three models; the "
+                        "dashed line is the baseline and the shaded band the spread over five runs of each model.",
+                        fontsize=9)
+    page.insert_textbox(pymupdf.Rect(72, 400, 540, 740), BODY * 2, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "side.pdf"), tmp_path)[2]
+    assert f.crop_quality == "ok" and f.region_bbox is not None
+    assert f.region_bbox[0] <= 73 and f.region_bbox[2] <= 285 and f.region_bbox[1] <= 216, f.region_bbox
+
+
+def test_sentence_under_arcs_right_over_its_caption_is_figure_text(tmp_path):
+    """A dependency tree whose arcs are all drawn over its sentence, the sentence in the body font
+    right above the caption: the crop holds the sentence too (was: the arcs alone, the sentence
+    taken for running text)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(54, 60, 295, 150), BODY[:300], fontsize=10)
+    xs, x = [], 56.0
+    for w in "The committee approved the new budget for next year".split():
+        xs.append(x + pymupdf.get_text_length(w, fontsize=10) / 2)
+        page.insert_text((x, 240), w, fontsize=10)
+        x += pymupdf.get_text_length(w + " ", fontsize=10)
+    for a in range(len(xs) - 1):
+        b = min(len(xs) - 1, a + 1 + a % 3)
+        h = 10 + 9 * (b - a)
+        page.draw_bezier((xs[a], 230), (xs[a], 230 - h), (xs[b], 230 - h), (xs[b], 230), color=(0, 0, 0), width=0.6)
+        page.insert_text(((xs[a] + xs[b]) / 2 - 6, 230 - 0.75 * h), "nsubj", fontsize=6)
+    page.insert_textbox(pymupdf.Rect(54, 260, 295, 290), "Figure 1: A dependency parse of the sentence.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(54, 300, 295, 740), BODY * 2, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(317, 60, 558, 740), BODY * 4, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "dep.pdf"), tmp_path)[1]
+    assert f.region_bbox[1] <= 200 and f.region_bbox[3] >= 242, f.region_bbox
+    assert f.region_bbox[1] >= 150 and f.region_bbox[2] <= 300, f.region_bbox  # not the text above or beside
+
+
+def _plot(page, rect: tuple) -> None:
+    page.draw_rect(pymupdf.Rect(rect), color=(0, 0, 0), width=1)
+    page.draw_line((rect[0] + 4, rect[3] - 5), (rect[2] - 5, rect[1] + 5), color=(1, 0, 0), width=1.5)
+
+
+@pytest.mark.parametrize("plot_left", [True, False])
+def test_plot_and_caption_side_by_side_in_one_column(tmp_path, plot_left):
+    """A small plot and its caption side by side inside one column of a two-column page, the other
+    column's text level with both: the crop is the plot (was: the caption alone)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(54, 60, 295, 150), BODY[:300], fontsize=10)
+    plot, cap = ((56, 165, 165, 270), (175, 180, 295, 270)) if plot_left else ((185, 165, 294, 270), (54, 180, 175, 270))
+    _plot(page, plot)
+    page.insert_textbox(pymupdf.Rect(cap), "Figure 2: Accuracy over training; the dashed line is the baseline.",
+                        fontsize=9)
+    page.insert_textbox(pymupdf.Rect(54, 285, 295, 740), BODY * 2, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(317, 60, 558, 740), BODY * 4, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "side.pdf"), tmp_path)[2]
+    assert f.crop_quality == "ok" and f.region_bbox is not None
+    assert all(abs(a - b) <= 2 for a, b in zip(f.region_bbox, plot)), f.region_bbox
+
+
+def test_picture_keeps_its_part_level_with_a_caption_beside_it(tmp_path):
+    """A picture whose lower part stands beside its caption (the caption at its right, level with
+    its bottom): the crop is the whole picture (was: cut at the caption's top)."""
+    import io
+
+    from PIL import Image, ImageDraw
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 60, 540, 150), BODY[:400], fontsize=10)
+    im = Image.new("RGB", (300, 300), "white")
+    ImageDraw.Draw(im).ellipse((20, 20, 280, 280), outline="black", width=6)
+    buf = io.BytesIO()
+    im.save(buf, "PNG")
+    page.insert_image(pymupdf.Rect(72, 165, 272, 365), stream=buf.getvalue())
+    page.insert_textbox(pymupdf.Rect(290, 300, 540, 365), "Figure 2: A circle drawn by the model when asked for a "
+                        "round shape.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(72, 380, 540, 740), BODY * 2, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "beside.pdf"), tmp_path)[2]
+    assert f.region_bbox is not None and f.region_bbox[3] >= 364 and f.region_bbox[1] <= 166, f.region_bbox

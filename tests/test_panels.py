@@ -173,3 +173,38 @@ def test_panel_labels_inside_an_image_are_read_from_its_pixels(tmp_path):
     assert set(panels) == {"a", "b"}
     assert panels["a"]["bbox"][2] <= 330 and panels["b"]["bbox"][0] >= 280  # each holds its own plot
     assert "Regression" in panels["b"]["caption_part"]
+
+
+def _bold_line(text: str, x0: float, y0: float, bold: bool) -> Line:
+    span = {"text": text, "font": "Helvetica-Bold" if bold else "Helvetica", "flags": 16 if bold else 0, "size": 12.0}
+    return Line(x0, y0, x0 + 6, y0 + 12, text, 12.0, [span], 0, 0)
+
+
+def test_bare_bold_corner_letters_start_their_panels_but_plain_letters_do_not():
+    """Nature-style labels: a bold "a", "b", ... alone in each panel's corner (no brackets). The same
+    letters in a plain font (variables, node names) leave the figure whole."""
+    region = (300, 60, 560, 250)
+    bold = [_bold_line("a", 305, 61, True), _bold_line("b", 385, 61, True), _bold_line("c", 467, 61, True),
+            _bold_line("d", 305, 142, True), _bold_line("e", 481, 142, True)]
+    panels = find_panels(bold, region, "Figure 1: Recordings.")
+    assert [p["label"] for p in panels] == list("abcde")
+    assert panels[0]["bbox"] == [300, 60, 383, 140] and panels[4]["bbox"] == [479, 140, 560, 250]
+    plain = [_bold_line(t, x, y, False) for t, x, y in (("a", 305, 61), ("b", 385, 61), ("c", 467, 61))]
+    assert find_panels(plain, region, "Figure 1: A graph.") == []
+
+
+def test_bold_letters_away_from_the_top_left_corner_are_not_panel_labels():
+    """Bold "A" "B" "C" badges marking the steps inside a diagram (the first one mid-height): the
+    figure stays whole."""
+    region = (70, 76, 524, 345)
+    badges = [_bold_line("A", 74, 180, True), _bold_line("B", 232, 180, True), _bold_line("C", 352, 180, True)]
+    assert find_panels(badges, region, "Figure 2: A problem solving chain.") == []
+
+
+def test_a_bold_node_letter_does_not_hide_the_bracketed_labels():
+    """A diagram with a bold node "a" near its top and sub-captions "(a)" "(b)" "(c)" under its
+    panels: the panels come from the bracketed labels."""
+    region = (100, 100, 500, 300)
+    lines = [_bold_line("a", 150, 110, True), _line("(a) Input", 120, 285, 180), _line("(b) Encoder", 250, 285, 320),
+             _line("(c) Output", 390, 285, 450)]
+    assert [p["label"] for p in find_panels(lines, region, "Figure 4: The model.")] == ["a", "b", "c"]

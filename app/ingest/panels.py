@@ -2,11 +2,11 @@
 region split it into one box per panel, each with its part of the caption.
 
 Papers place a panel's label under the panel (often as a sub-caption, "(a) Criteo"), above it (a
-panel title) or alone in its top-left corner. Labels are read from the page model's lines inside
-the region; rows of labels cut the region into horizontal bands, and the labels of a row cut
-their band into columns (between label centres for sub-captions, titles and bare labels centred
-over their panels; at each label's left edge for a bare letter in a corner). A figure
-gets panels only when its labels are "a", "b", ... in order, at least two of them: anything else
+panel title) or alone in its top-left corner ("(a)", or a bare bold "a"). Labels are read from the
+page model's lines inside the region; rows of labels cut the region into horizontal bands, and
+the labels of a row cut their band into columns (between label centres for sub-captions, titles
+and bare labels centred over their panels; at each label's left edge for a bare letter in a
+corner). A figure gets panels only when its labels are "a", "b", ... in order, at least two of them: anything else
 (a lone "(a)" in a plot's legend, letters out of order) leaves the figure whole.
 """
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Sequence
 from app.labels import SUBFIGURE_RE
 from app.ingest.layout import Line
 
+_BARE_LETTER_RE = re.compile(r"^[a-hA-H]$")  # a panel letter alone on its line, in bold ("a", "B")
 _SENTENCE_END_RE = re.compile(r"(?<=[a-z0-9)])\.\s+(?=[A-Z])")
 MIN_PANELS = 2
 MAX_PANEL_LETTERS = "abcdefgh"
@@ -33,6 +34,7 @@ class _Label:
     x1: float
     y1: float
     rest: str  # the sub-caption printed after the label, if any
+    bare: bool = False  # a bold letter alone, no bracket
 
     @property
     def xc(self) -> float:
@@ -44,21 +46,41 @@ class _Label:
 
 
 def _labels(lines: Sequence[Line], region: Sequence[float]) -> list[_Label]:
-    """Lines inside the region that begin with a sub-figure label, the first of each letter in
-    reading order."""
+    """Lines inside the region that begin with a sub-figure label, or that are a bold letter alone
+    (Nature-style bare labels; a plain single letter is more often a variable or a node name), the
+    first of each letter in reading order."""
     x0, y0, x1, y1 = region
-    found: dict[str, _Label] = {}
+    found: dict[tuple[str, bool], _Label] = {}  # (letter, bare) -> its first label in reading order
     for ln in sorted(lines, key=lambda l: (round(l.yc), l.x0)):
         if not ln.horizontal or not (x0 - 2 <= (ln.x0 + ln.x1) / 2 <= x1 + 2 and y0 - 2 <= ln.yc <= y1 + 2):
             continue
         text = ln.text.strip()
         m = SUBFIGURE_RE.match(text)
-        if m is None or m.start() != 0:
+        if m is not None and m.start() == 0:
+            letter, rest, bare = m.group("letter").lower(), text[m.end():].strip(), False
+        elif _BARE_LETTER_RE.match(text) and ln.bold:
+            letter, rest, bare = text.lower(), "", True
+        else:
             continue
-        letter = m.group("letter").lower()
-        if letter not in found:
-            found[letter] = _Label(letter, ln.x0, ln.y0, ln.x1, ln.y1, text[m.end():].strip())
-    return list(found.values())
+        if (letter, bare) not in found:
+            found[(letter, bare)] = _Label(letter, ln.x0, ln.y0, ln.x1, ln.y1, rest, bare)
+    bracketed = [lab for lab in found.values() if not lab.bare]
+    if len(bracketed) >= MIN_PANELS:
+        return bracketed  # the figure's labels are bracketed; a bold letter is a node or a variable
+    bare = [lab for lab in found.values() if lab.bare]
+    first = next((lab for lab in bare if lab.letter == "a"), None)
+    if first is None or not _in_corner(first, region):
+        # bold letters that do not start at the figure's top-left corner are badges or node
+        # names inside a diagram ("A" "B" "C" steps), not panel labels
+        return bracketed
+    return bare
+
+
+def _in_corner(lab: _Label, region: Sequence[float]) -> bool:
+    """The label sits at the region's top-left corner, as a first bare panel letter does."""
+    x0, y0, x1, y1 = region
+    h = lab.y1 - lab.y0
+    return lab.y0 - y0 <= max(2 * h, 0.08 * (y1 - y0)) and lab.x0 - x0 <= max(2 * h, 0.08 * (x1 - x0))
 
 
 def caption_parts(caption: str) -> dict[str, str]:

@@ -161,6 +161,7 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
     if has_g:
         # grow through touching graphics (wide figures with a narrow caption)
         u = _grow_touching(g, sel, inside_y)
+        beside = _reach_beside_caption(g[sel], cap.bbox, up, obstacles)
         u[1], u[3] = max(u[1], ry0), min(u[3], ry1)  # a graphic running past the caption grows nothing there
         lo, hi = _column_walls(columns, u, (sx0, sx1), st.body_size)
         u[0], u[2] = max(u[0], lo), min(u[2], hi)
@@ -179,27 +180,58 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
     else:
         return Region(None, float("inf"), False)
     u[1], u[3] = max(u[1], ry0), min(u[3], ry1)
+    if has_g and beside is not None:
+        u[1], u[3] = (u[1], max(u[3], beside)) if up else (min(u[1], beside), u[3])
     if u[3] - u[1] < 2 or u[2] - u[0] < 2:
         return Region(None, float("inf"), False)
     gap = (cy0 - u[3]) if up else (u[1] - cy1)
     return Region(tuple(u), max(gap, 0.0), has_g, (u[2] - u[0]) * (u[3] - u[1]))
 
 
+def _reach_beside_caption(g: np.ndarray, cap: tuple, up: bool, obstacles: list[tuple]) -> float | None:
+    """How far graphics of the region run on beside their caption (a caption set level with the
+    lower part of a picture, at its side): those graphics keep that part, up to the next body
+    paragraph or caption. None when no graphic passes the caption's edge beside it (a graphic
+    under the caption itself is cut at the caption: its caption is printed over a blank part)."""
+    cx0, cy0, cx1, cy1 = cap
+    side = (g[:, 2] <= cx0 + 1) | (g[:, 0] >= cx1 - 1)
+    past = side & ((g[:, 3] > cy0 + 2) if up else (g[:, 1] < cy1 - 2))
+    if not past.any():
+        return None
+    p = g[past]
+    x0, x1 = p[:, 0].min(), p[:, 2].max()
+    if up:
+        reach = float(p[:, 3].max())
+        stops = [r[1] for r in obstacles if r[1] > cy0 and overlap_1d(r[0], r[2], x0, x1) > 0]
+        return min([reach] + stops)
+    reach = float(p[:, 1].min())
+    stops = [r[3] for r in obstacles if r[3] < cy1 and overlap_1d(r[0], r[2], x0, x1) > 0]
+    return max([reach] + stops)
+
+
 def _search_side(cap: Caption, right: bool, lines: list[Line], caps: list[Caption], graphics: np.ndarray,
-                 obstacles: list[tuple], st: DocumentLayout, page_rect) -> Region:
-    """Collect a graphic beside a narrow caption (side captions: Nature and Science put the caption
-    in a narrow column at the figure's left). Only graphics that start level with the caption,
-    between the body paragraphs above and below, with no other caption in that band."""
+                 obstacles: list[tuple], st: DocumentLayout, page_rect, in_column: bool = False) -> Region:
+    """Collect a graphic beside a caption that leaves room for one (side captions: Nature and Science
+    put the caption in a narrow column at the figure's left; a one-column paper may set a small
+    plot at the left of a caption wider than half the text). Only graphics that start level with
+    the caption, between the body paragraphs above and below, with no other caption in that band.
+    `in_column`: only inside the caption's own text column (a small plot and its caption side by
+    side within one column of a two-column page, the other column's text level with both)."""
     none = Region(None, float("inf"), False)
     cx0, cy0, cx1, cy1 = cap.bbox
     tx0, tx1 = min(st.text_x0, cx0), max(st.text_x1, cx1)
     body_like = sum(ln.body for ln in cap.lines) * 2 > len(cap.lines)
-    if len(graphics) == 0 or cx1 - cx0 > 0.5 * (tx1 - tx0) or (body_like and cap.score < 2):
-        # a column-wide caption, or body text that starts with "Figure 3 ..." (a caption set in
+    if len(graphics) == 0 or cx1 - cx0 > 0.7 * (tx1 - tx0) or (body_like and cap.score < 2):
+        # a caption across most of the text, or body text that starts with "Figure 3 ..." (a caption set in
         # the body font still counts when its label is set apart by a colon or its own style)
         return none
     sx0, sx1 = (cx1, tx1) if right else (tx0, cx0)
-    if sx1 - sx0 < 0.25 * (tx1 - tx0):
+    if in_column:
+        col = column_span(cap.bbox, st)
+        if col == (tx0, tx1):
+            return none  # the caption is not inside one column
+        sx0, sx1 = (cx1, col[1]) if right else (col[0], cx0)
+    if sx1 - sx0 < 0.2 * (tx1 - tx0):
         return none
     top, bot = 0.0, page_rect.height
     for r in obstacles:
@@ -217,6 +249,8 @@ def _search_side(cap: Caption, right: bool, lines: list[Line], caps: list[Captio
     g = graphics
     vy = (g[:, 1] >= top - 1) & (g[:, 3] <= bot + 1)
     side = (g[:, 0] >= sx0 - 2) if right else (g[:, 2] <= sx1 + 2)
+    if in_column:
+        side &= (g[:, 2] <= sx1 + 2) if right else (g[:, 0] >= sx0 - 2)
     level = (g[:, 1] <= cy1) & (g[:, 3] >= cy0 + st.body_size)
     sel = vy & side & level
     if not sel.any():
@@ -226,26 +260,29 @@ def _search_side(cap: Caption, right: bool, lines: list[Line], caps: list[Captio
     pool = [ln for ln in lines if not ln.body and id(ln) not in cap_ids and ln.y0 >= top - 1 and ln.y1 <= bot + 1
             and (ln.x0 >= cx1 - 2 if right else ln.x1 <= cx0 + 2)]
     u = _grow_text(u, pool, st)
-    if u[2] - u[0] < 0.2 * (tx1 - tx0) or u[3] - u[1] < 3 * st.body_size:
+    if u[2] - u[0] < 0.15 * (tx1 - tx0) or u[3] - u[1] < 3 * st.body_size:
         return none
     gap = (u[0] - cx1) if right else (cx0 - u[2])
     return Region(tuple(u), max(gap, 0.0), True, (u[2] - u[0]) * (u[3] - u[1]), side=True)
 
 
 def _twin_frame_gaps(g: np.ndarray, body_size: float) -> list[tuple]:
-    """The gaps between framed boxes stacked in a column and aligned on a common left edge, right
-    edge or centre (two prompt boxes, a question box over a narrower answer box): parts of one
-    figure however far apart they are set."""
+    """The gaps between framed boxes stacked one over the other (two prompt boxes, a question box
+    over a narrower answer box set off to one side): parts of one figure however far apart they
+    are set. Stacked: they share at least half of the narrower one's width, or are aligned on a
+    common left edge, right edge or centre."""
     if not len(g):
         return []
     w, h = g[:, 2] - g[:, 0], g[:, 3] - g[:, 1]
     frames = g[(w > 10 * body_size) & (h > 2 * body_size)]
     out = []
     tol = 0.5 * body_size
+    fw = frames[:, 2] - frames[:, 0]
     for a in frames:
         aligned = (np.abs(frames[:, 0] - a[0]) < tol) | (np.abs(frames[:, 2] - a[2]) < tol) | \
             (np.abs(frames[:, 0] + frames[:, 2] - a[0] - a[2]) < 2 * tol)
-        twins = frames[aligned & (frames[:, 1] >= a[3])]
+        shared = np.minimum(frames[:, 2], a[2]) - np.maximum(frames[:, 0], a[0]) >= 0.5 * np.minimum(fw, a[2] - a[0])
+        twins = frames[(aligned | shared) & (frames[:, 1] >= a[3])]
         if len(twins):
             out.append((float(a[3]), float(twins[:, 1].min())))
     return out
@@ -406,12 +443,15 @@ def _unmark_framed_text(caps: list[Caption], lines: list[Line], graphics: np.nda
                 a, first = b, False
 
 
-def _unmark_text_among_strokes(lines: list[Line], graphics: np.ndarray, st: DocumentLayout) -> None:
+def _unmark_text_among_strokes(lines: list[Line], graphics: np.ndarray, st: DocumentLayout,
+                               caps: list[Caption]) -> None:
     """A line or two in the body font with strokes of a drawing right above and right below it
-    (the sentence of a parse tree between its arcs, the words of a tree between its branches) is
-    figure text, not running text: it stops being a body line, so it neither bounds the region nor
-    keeps the drawing out. Strokes count only when they are narrower than the text and not flat
-    rules (a table's rules frame rows; a figure above a paragraph has its caption in between)."""
+    (the sentence of a parse tree between its arcs, the words of a tree between its branches), or
+    with strokes on one side and a caption right on the other (a dependency tree whose arcs are
+    all drawn over its sentence), is figure text, not running text: it stops being a body line, so
+    it neither bounds the region nor keeps the drawing out. Strokes count only when they are
+    narrower than the text and not flat rules (a table's rules frame rows; a figure above a
+    paragraph has its caption in between)."""
     if not len(graphics):
         return
     g = graphics
@@ -431,7 +471,11 @@ def _unmark_text_among_strokes(lines: list[Line], graphics: np.ndarray, st: Docu
             (strokes[:, 2] - strokes[:, 0] < 0.8 * (x1 - x0))
         above = narrow & (strokes[:, 3] <= y0 + 0.5 * line) & (strokes[:, 3] >= y0 - line)
         below = narrow & (strokes[:, 1] >= y1 - 0.5 * line) & (strokes[:, 1] <= y1 + line)
-        if above.sum() >= 2 and below.sum() >= 2:
+        cap_below = any(0 <= c.bbox[1] - y1 <= 2.5 * line and overlap_1d(c.bbox[0], c.bbox[2], x0, x1) > 0.5 * (x1 - x0)
+                        for c in caps)
+        cap_above = any(0 <= y0 - c.bbox[3] <= 2.5 * line and overlap_1d(c.bbox[0], c.bbox[2], x0, x1) > 0.5 * (x1 - x0)
+                        for c in caps)
+        if (above.sum() >= 2 or cap_above) and (below.sum() >= 2 or cap_below) and above.sum() + below.sum() >= 2:
             for ln in blk:
                 ln.body = False
 
@@ -445,7 +489,7 @@ def analyse_page(page: PageLayout, st: DocumentLayout) -> list[tuple[Caption, Re
         return []
     graphics = page.graphics()
     _unmark_framed_text(caps, lines, graphics, st)
-    _unmark_text_among_strokes(lines, graphics, st)
+    _unmark_text_among_strokes(lines, graphics, st, caps)
     columns = _text_columns(lines, st, graphics)
     out = []
     for cap in caps:
@@ -460,8 +504,8 @@ def analyse_page(page: PageLayout, st: DocumentLayout) -> list[tuple[Caption, Re
         below = _search(cap, "below", lines, caps, graphics, obs, columns, st, page.rect, use_text)
         if cap.kind == "figure" and not above.has_graphics and not below.has_graphics:
             # side captions: the graphic beside the caption, when nothing lies above or below
-            for right in (True, False):
-                side = _search_side(cap, right, lines, caps, graphics, obs, st, page.rect)
+            for in_column, right in ((False, True), (False, False), (True, True), (True, False)):
+                side = _search_side(cap, right, lines, caps, graphics, obs, st, page.rect, in_column)
                 if side.has_graphics:
                     above, below = Region(None, float("inf"), False), side
                     break
