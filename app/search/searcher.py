@@ -242,10 +242,18 @@ class Searcher:
     # recall of the exact lexical top-100 at 1M synthetic figures: mean 0.998, worst of 100
     # targets 0.97 (the same as with a 200k budget; a 1000-doc rescore drops the worst to 0.80).
     # Queries whose whole text has <= 120k postings are exact. `similar(..., exact=True)` always
-    # scans everything.
+    # scans everything. The postings budget is per million documents: a term's list grows with the
+    # collection, so a fixed budget would keep fewer of the best terms as it grows (at ten million
+    # synthetic figures a third of them, recall .31); scaled, the same terms are kept at any size.
     similar_max_terms = 32
     similar_max_postings = 120_000
     similar_rescore = 2000
+
+    @classmethod
+    def first_stage_budget(cls, n_docs: int) -> dict:
+        """`search_terms` limits of the first stage of `similar` on a collection of `n_docs`."""
+        return dict(max_query_terms=cls.similar_max_terms, rescore=cls.similar_rescore,
+                    max_postings=int(cls.similar_max_postings * max(1.0, n_docs / 1_000_000)))
 
     def candidates(self, row: int, scope: str = "all", method: str = "bm25", candidates: int = 100,
                    union_dense: int = 0, union_papers: int = 0, exact: bool = False):
@@ -265,11 +273,12 @@ class Searcher:
             rows = rows[(rows != row) & self.types.kind_mask(rows, self.types.kind_of_row(row))]
             return rows, lex.score_docs(q, lex.query_weights(q, qtf), rows)
         n_own = len(docs.rows_of_paper(own_paper)) if scope == "other_papers" else 0
+        budget = self.first_stage_budget(len(lex))
         rows, scores = lex.search_terms(
             q, qtf, k=candidates + n_own, exclude=row,
-            max_query_terms=None if exact else self.similar_max_terms,
-            max_postings=None if exact else self.similar_max_postings,
-            rescore=max(self.similar_rescore, candidates + n_own))
+            max_query_terms=None if exact else budget["max_query_terms"],
+            max_postings=None if exact else budget["max_postings"],
+            rescore=max(budget["rescore"], candidates + n_own))
         if scope == "other_papers":
             keep = docs.paper_ids[rows] != own_paper
             rows, scores = rows[keep][:candidates], scores[keep][:candidates]
