@@ -15,8 +15,9 @@ Latencies are warm, one query at a time, in-process (no HTTP), k=10, 100 candida
 first_stage_speedup_vs_rank_bm25 := (rank_bm25.BM25Okapi.get_scores time per query on an
 `oracle_docs` subsample) / (our first-stage time per query on the FULL n_figures index), both for
 "more like this" queries (a figure's whole text, target excluded, top-100), our side with the
-engine's first-stage settings (Searcher.similar_*: exact below 120k postings, otherwise the 32
-best terms + exact rescoring of 2000 candidates; its recall of the exact top-100 is reported as
+engine's first-stage settings (Searcher.first_stage_budget: exact below 120k postings per million
+documents, otherwise the 32 best terms within that budget + exact rescoring of 2000 candidates; its
+recall of the exact top-100 is reported as
 first_stage_recall_at_100_vs_exact, and the exact path's latency as first_stage_exact_p50_ms).
 rank_bm25 cannot hold
 1M documents in reasonable time/memory, hence the subsample; the like-for-like ratio on the same
