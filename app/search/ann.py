@@ -19,8 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .mapped import random_access
-
 STORE_FILE = "vectors.f16"   # raw little-endian float16 rows; the shape is in meta.json
 STORE_DTYPE = np.dtype("<f2")
 
@@ -90,7 +88,7 @@ class RowStore:
                 self._mem = [np.concatenate(self._mem)] if len(self._mem) > 1 else self._mem
                 self._map = self._mem[0] if self._mem else np.zeros((0, self.dim), STORE_DTYPE)
             else:
-                self._map = (random_access(np.memmap(self.path, dtype=STORE_DTYPE, mode="r", shape=(self._n, self.dim)))
+                self._map = (np.memmap(self.path, dtype=STORE_DTYPE, mode="r", shape=(self._n, self.dim))
                              if self._n else np.zeros((0, self.dim), STORE_DTYPE))
         return self._map
 

@@ -24,8 +24,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .mapped import random_access
-
 try:  # scipy's C++ row gather (private but stable for a decade), as app.search.lexical uses it
     from scipy.sparse._sparsetools import csr_row_index as _csr_row_index
 except ImportError:  # pragma: no cover
@@ -35,7 +33,6 @@ TF_MAX = 255
 LEN_MAX = 65_535
 _ARRAYS = ("doc_len", "row_ptr", "row_terms", "row_tf", "col_ptr", "col_first", "col_off", "col_width",
            "col_bytes", "col_tf", "col_tfmax", "col_dlmin")
-_ROW_ARRAYS = ("row_ptr", "row_terms", "row_tf")
 
 
 def _column_blocks(ptr: np.ndarray, budget: int = 4_000_000):
@@ -210,8 +207,5 @@ class PostingsSegment:
     def load(cls, d: str | Path, mmap: bool = True) -> "PostingsSegment":
         d = Path(d)
         # plain ndarray views of the maps: slicing an np.memmap costs microseconds of Python each
-        arrays = {name: np.load(d / f"{name}.npy", mmap_mode="r" if mmap else None, allow_pickle=False).view(np.ndarray)
-                  for name in _ARRAYS}
-        for name in _ROW_ARRAYS:  # a query reads a few scattered rows of these: no read-ahead
-            random_access(arrays[name])
-        return cls(arrays)
+        return cls({name: np.load(d / f"{name}.npy", mmap_mode="r" if mmap else None, allow_pickle=False).view(np.ndarray)
+                    for name in _ARRAYS})
