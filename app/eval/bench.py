@@ -15,8 +15,10 @@ Latencies are warm, one query at a time, in-process (no HTTP), k=10, 100 candida
 first_stage_speedup_vs_rank_bm25 := (rank_bm25.BM25Okapi.get_scores time per query on an
 `oracle_docs` subsample) / (our first-stage time per query on the FULL n_figures index), both for
 "more like this" queries (a figure's whole text, target excluded, top-100), our side with the
-engine's first-stage settings (Searcher.similar_*: exact below 120k postings, otherwise the 32
-best terms + exact rescoring of 2000 candidates; its recall of the exact top-100 is reported as
+engine's first-stage settings (Searcher.first_stage_budget: exact below 120k postings per million
+documents, otherwise the 32 best terms within that budget + exact rescoring of 2000 candidates,
+doubled per tenfold growth past a million; its
+recall of the exact top-100 is reported as
 first_stage_recall_at_100_vs_exact, and the exact path's latency as first_stage_exact_p50_ms).
 rank_bm25 cannot hold
 1M documents in reasonable time/memory, hence the subsample; the like-for-like ratio on the same
@@ -32,10 +34,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+from scipy.special import zeta
 
 from app.extras import require
 from app.search.doc_table import Captions, DocTable
-from app.search.papers import PaperIndex, figures_view, strongest_terms_index, text_view
+from app.search.papers import PaperIndex, csr_from_tokens, figures_view, strongest_terms_index
 from app.search.searcher import QueryVocabulary, Searcher
 from app.search.segments import SegmentedIndex
 from app.search.text import analyze
@@ -153,39 +156,65 @@ TYPE_NAMES = ["bar_chart", "box_plot", "diagram", "heatmap", "line_chart", "map"
 SERVED_SIMILAR = dict(scope="other_papers")
 
 
+PAPER_BLOCK = 10_000  # papers generated at a time (bounded temporaries at any scale)
+
+
+def _capped_zipf_cdf(a: float, cap: int) -> np.ndarray:
+    """CDF of min(Zipf(a), cap) over 1..cap: sampling it by inverse CDF is what numpy's
+    `zipf` draws, capped, in a fraction of the time."""
+    k = np.arange(1, cap, dtype=np.float64)
+    p = k ** -a
+    p /= zeta(a)
+    cdf = np.cumsum(p)
+    return np.r_[cdf, 1.0]
+
+
 def synthetic_papers(col: dict, lexical, centres: np.ndarray, rng, dim: int,
                      vector_kind: str = "auto") -> PaperIndex:
     """Paper-level views of a synthetic collection: title + abstract of ~120 tokens (its topic's
     words, general words), all figure texts of the paper (from the figure index), the body's 300
-    most frequent terms with their counts (as stored at ingest), a vector near its topic."""
+    most frequent terms with their counts (as stored at ingest), a vector near its topic.
+    Generated `PAPER_BLOCK` papers at a time: the title + abstract rows are counted per block, so
+    the token streams of a million papers never exist at once."""
     pids, starts = np.unique(col["paper_ids"], return_index=True)
     topic = col["topic"][starts]
-    n_general = len(col["vocab"]) - 4_000
-    lens = rng.integers(80, 160, size=len(pids))
-    text_indptr = np.zeros(len(pids) + 1, dtype=np.int64)
-    np.cumsum(lens, out=text_indptr[1:])
-    owner = np.repeat(np.arange(len(pids)), lens)
-    u = rng.random(len(owner))
-    tokens = rng.integers(0, n_general, size=len(owner)).astype(np.int32)
-    is_topic = u < 0.4
-    tokens[is_topic] = (n_general + (topic[owner[is_topic]] * 13 + rng.integers(0, 80, int(is_topic.sum()))) % 4_000)
-    pv = centres[topic] + rng.standard_normal((len(pids), dim)).astype(np.float32) * np.float32(1.2 / np.sqrt(dim))
-    text = text_view(text_indptr, tokens, col["vocab"], PAPER_TERMS)
-    del owner, u, tokens, is_topic
-    body_ptr = np.arange(len(pids) + 1, dtype=np.int64) * BODY_TERMS
-    body_terms = np.empty(len(pids) * BODY_TERMS, dtype=np.int32)
-    body_tf = np.empty(len(pids) * BODY_TERMS, dtype=np.uint16)
-    for s in range(0, len(pids), 10_000):  # in chunks: the temporaries stay small at any scale
-        e = min(len(pids), s + 10_000)
-        owner_ = np.repeat(np.arange(s, e), BODY_TERMS)
-        terms_ = rng.integers(0, n_general, size=len(owner_)).astype(np.int32)
-        on_topic = rng.random(len(owner_)) < 0.5
-        terms_[on_topic] = n_general + (topic[owner_[on_topic]] * 13
-                                        + rng.integers(0, 80, int(on_topic.sum()))) % 4_000
-        body_terms[s * BODY_TERMS:e * BODY_TERMS] = terms_
-        body_tf[s * BODY_TERMS:e * BODY_TERMS] = np.minimum(rng.zipf(1.6, size=len(owner_)), 500)
-    body = strongest_terms_index(body_ptr, body_terms, body_tf, col["vocab"], np.arange(len(pids)),
-                                 np.arange(len(pids) + 1), PAPER_TERMS)
+    n_terms = len(col["vocab"])
+    n_general = n_terms - 4_000
+    n = len(pids)
+    pv = np.empty((n, dim), np.float32)
+    text_nnz = np.zeros(n, np.int64)
+    text_terms, text_tf = [], []
+    body_ptr = np.arange(n + 1, dtype=np.int64) * BODY_TERMS
+    body_terms = np.empty(n * BODY_TERMS, dtype=np.int32)
+    body_tf = np.empty(n * BODY_TERMS, dtype=np.uint16)
+    tf_cdf = _capped_zipf_cdf(1.6, 500)
+    for s in range(0, n, PAPER_BLOCK):
+        e = min(n, s + PAPER_BLOCK)
+        lens = rng.integers(80, 160, size=e - s)
+        owner = np.repeat(np.arange(s, e), lens)
+        tokens = rng.integers(0, n_general, size=len(owner), dtype=np.int32)
+        is_topic = rng.random(len(owner)) < 0.4
+        tokens[is_topic] = (n_general + (topic[owner[is_topic]] * 13
+                                         + rng.integers(0, 80, int(is_topic.sum()))) % 4_000)
+        ptr, terms, tf = csr_from_tokens(np.r_[0, np.cumsum(lens)], tokens, n_terms)
+        text_nnz[s:e] = np.diff(ptr)
+        text_terms.append(terms)
+        text_tf.append(tf)
+        pv[s:e] = centres[topic[s:e]]
+        pv[s:e] += rng.standard_normal((e - s, dim), dtype=np.float32) * np.float32(1.2 / np.sqrt(dim))
+        owner = np.repeat(np.arange(s, e), BODY_TERMS)
+        terms = rng.integers(0, n_general, size=len(owner), dtype=np.int32)
+        on_topic = rng.random(len(owner)) < 0.5
+        terms[on_topic] = n_general + (topic[owner[on_topic]] * 13
+                                       + rng.integers(0, 80, int(on_topic.sum()))) % 4_000
+        body_terms[s * BODY_TERMS:e * BODY_TERMS] = terms
+        body_tf[s * BODY_TERMS:e * BODY_TERMS] = 1 + np.searchsorted(tf_cdf, rng.random(len(owner)))
+    text_ptr = np.r_[0, np.cumsum(text_nnz)]
+    text = strongest_terms_index(text_ptr, np.concatenate(text_terms), np.concatenate(text_tf), col["vocab"],
+                                 np.arange(n), np.arange(n + 1), PAPER_TERMS)
+    del text_terms, text_tf
+    body = strongest_terms_index(body_ptr, body_terms, body_tf, col["vocab"], np.arange(n),
+                                 np.arange(n + 1), PAPER_TERMS)
     del body_terms, body_tf
     return PaperIndex.from_parts(pids, pv, text, figures_view(lexical, col["paper_ids"], pids, PAPER_TERMS),
                                  vector_kind, body)
@@ -265,8 +294,7 @@ def _oracle_comparison(col: dict, m: int, oracle_queries: int, queries: int, see
     build_s = round(time.perf_counter() - t, 2)
     sub = SegmentedIndex()
     sub.add_documents(sub_docs)
-    first_kw = dict(max_query_terms=Searcher.similar_max_terms, max_postings=Searcher.similar_max_postings,
-                    rescore=Searcher.similar_rescore)
+    first_kw = Searcher.first_stage_budget(m)
     t_rb, agree = [], []
     for d in rng.integers(0, m, size=oracle_queries).tolist():
         t = time.perf_counter()
@@ -491,8 +519,7 @@ def _run(n_figures, dim, seed, queries, oracle_docs, oracle_queries, vector_kind
         t = time.perf_counter()
         engine.similar(fid, k=10, scope="all")
         lat_seed.append(time.perf_counter() - t)
-    first_kw = dict(max_query_terms=engine.similar_max_terms, max_postings=engine.similar_max_postings,
-                    rescore=engine.similar_rescore)
+    first_kw = engine.first_stage_budget(len(lexical))
     first_ids = {}
     for fid in targets.tolist():
         q, qtf = lexical.doc_terms(fid)

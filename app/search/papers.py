@@ -91,12 +91,16 @@ def strongest_rows_index(rows_of, vocab: list[str], order: np.ndarray, bounds: n
                                     method="tfidf")
 
 
-def text_view(indptr: np.ndarray, tokens: np.ndarray, vocab: list[str], max_terms: int) -> LexicalIndex:
-    """One document per paper, given as a token-id stream."""
+def csr_from_tokens(indptr: np.ndarray, tokens: np.ndarray, n_terms: int):
+    """Documents given as a token-id stream -> (row_ptr, sorted unique term ids, counts)."""
     from app.search.lexical import _csr_from_tokens
 
-    indptr = np.asarray(indptr, dtype=np.int64)
-    row_ptr, row_terms, row_tf = _csr_from_tokens(indptr, np.asarray(tokens, dtype=np.int32), len(vocab))
+    return _csr_from_tokens(np.asarray(indptr, dtype=np.int64), np.asarray(tokens, dtype=np.int32), n_terms)
+
+
+def text_view(indptr: np.ndarray, tokens: np.ndarray, vocab: list[str], max_terms: int) -> LexicalIndex:
+    """One document per paper, given as a token-id stream."""
+    row_ptr, row_terms, row_tf = csr_from_tokens(indptr, tokens, len(vocab))
     n = len(indptr) - 1
     return strongest_terms_index(row_ptr, row_terms, row_tf, vocab, np.arange(n), np.arange(n + 1), max_terms)
 

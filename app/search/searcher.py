@@ -243,10 +243,21 @@ class Searcher:
     # recall of the exact lexical top-100 at 1M synthetic figures: mean 0.998, worst of 100
     # targets 0.97 (the same as with a 200k budget; a 1000-doc rescore drops the worst to 0.80).
     # Queries whose whole text has <= 120k postings are exact. `similar(..., exact=True)` always
-    # scans everything.
+    # scans everything. Past a million documents the postings budget grows with the collection (a
+    # term's list does, so a fixed budget keeps fewer of the best terms: at ten million synthetic
+    # figures recall fell to .26), and the re-scored candidates double per tenfold growth (the pool
+    # they are drawn from grows too): at ten million, recall .26 -> .91 with the budget, .97 with
+    # 4,000 re-scored (scripts/first_stage_sweep.py, README).
     similar_max_terms = 32
     similar_max_postings = 120_000
     similar_rescore = 2000
+
+    @classmethod
+    def first_stage_budget(cls, n_docs: int) -> dict:
+        """`search_terms` limits of the first stage of `similar` on a collection of `n_docs`."""
+        growth = max(1.0, n_docs / 1_000_000)
+        return dict(max_query_terms=cls.similar_max_terms, rescore=int(round(cls.similar_rescore * growth ** np.log10(2))),
+                    max_postings=int(cls.similar_max_postings * growth))
 
     def candidates(self, row: int, scope: str = "all", method: str = "bm25", candidates: int = 100,
                    union_dense: int = 0, union_papers: int = 0, exact: bool = False):
@@ -266,11 +277,12 @@ class Searcher:
             rows = rows[(rows != row) & self.types.kind_mask(rows, self.types.kind_of_row(row))]
             return rows, lex.score_docs(q, lex.query_weights(q, qtf), rows)
         n_own = len(docs.rows_of_paper(own_paper)) if scope == "other_papers" else 0
+        budget = self.first_stage_budget(len(lex))
         rows, scores = lex.search_terms(
             q, qtf, k=candidates + n_own, exclude=row,
-            max_query_terms=None if exact else self.similar_max_terms,
-            max_postings=None if exact else self.similar_max_postings,
-            rescore=max(self.similar_rescore, candidates + n_own))
+            max_query_terms=None if exact else budget["max_query_terms"],
+            max_postings=None if exact else budget["max_postings"],
+            rescore=max(budget["rescore"], candidates + n_own))
         if scope == "other_papers":
             keep = docs.paper_ids[rows] != own_paper
             rows, scores = rows[keep][:candidates], scores[keep][:candidates]
