@@ -8,6 +8,7 @@ A shape is OK when every edge of the extracted region is within 6 pt of the expe
 probe the region rules on layouts not in the corpora; the shapes that failed became tests in
 tests/test_figures.py. `--keep DIR` writes the PDFs there to look at.
 """
+
 from __future__ import annotations
 
 import io
@@ -24,11 +25,15 @@ from PIL import Image, ImageDraw  # noqa: E402
 import app.ingest  # noqa: E402,F401  (PyMuPDF set up as ingestion uses it)
 from app.ingest.figures import extract_figures  # noqa: E402
 
-BODY = ("This is a body paragraph of ordinary running text that discusses the results in detail. "
-        "Figure 1 shows the plot above and the text keeps going for several lines so that it looks "
-        "like a real paragraph of a research paper with long lines of normal body font. ") * 2
-PROMPT = ("You are a helpful assistant. Read the passage below and answer the question that follows it "
-          "with a short span copied from the passage. If the passage does not contain the answer, say so. ")
+BODY = (
+    "This is a body paragraph of ordinary running text that discusses the results in detail. "
+    "Figure 1 shows the plot above and the text keeps going for several lines so that it looks "
+    "like a real paragraph of a research paper with long lines of normal body font. "
+) * 2
+PROMPT = (
+    "You are a helpful assistant. Read the passage below and answer the question that follows it "
+    "with a short span copied from the passage. If the passage does not contain the answer, say so. "
+)
 OUT = pathlib.Path(".")  # set by main
 RESULTS: list[bool] = []
 
@@ -44,8 +49,10 @@ def run(name, doc, want):
         got = f.region_bbox if f else None
         ok = got is not None and all(abs(a - b) <= 6 for a, b in zip(got, box))
         RESULTS.append(ok)
-        print(f"{'OK ' if ok else 'BAD'} {name:22} figure {num}: want {[round(v) for v in box]} "
-              f"got {[round(float(v)) for v in got] if got else None}")
+        print(
+            f"{'OK ' if ok else 'BAD'} {name:22} figure {num}: want {[round(v) for v in box]} "
+            f"got {[round(float(v)) for v in got] if got else None}"
+        )
 
 
 def page2():
@@ -59,11 +66,20 @@ def build() -> None:
         xs, x = [], x0
         for w in sentence.split():
             xs.append(x + pymupdf.get_text_length(w, fontsize=fs) / 2)
-            page.insert_text((x, base), w, fontsize=fs); x += pymupdf.get_text_length(w + " ", fontsize=fs)
+            page.insert_text((x, base), w, fontsize=fs)
+            x += pymupdf.get_text_length(w + " ", fontsize=fs)
         top = base
         for a in range(len(xs) - 1):
-            b = min(len(xs) - 1, a + 1 + a % 3); h = 10 + 9 * (b - a)
-            page.draw_bezier((xs[a], base - 10), (xs[a], base - 10 - h), (xs[b], base - 10 - h), (xs[b], base - 10), color=(0, 0, 0), width=0.6)
+            b = min(len(xs) - 1, a + 1 + a % 3)
+            h = 10 + 9 * (b - a)
+            page.draw_bezier(
+                (xs[a], base - 10),
+                (xs[a], base - 10 - h),
+                (xs[b], base - 10 - h),
+                (xs[b], base - 10),
+                color=(0, 0, 0),
+                width=0.6,
+            )
             page.insert_text(((xs[a] + xs[b]) / 2 - 6, base - 10 - 0.75 * h), "nsubj", fontsize=6)
             top = min(top, base - 10 - 0.75 * h - 6)
         return top
@@ -80,19 +96,25 @@ def build() -> None:
     # 2 constituency tree: words at the bottom in body font, nodes small text above, branches
     doc, page = page2()
     page.insert_textbox(pymupdf.Rect(54, 60, 295, 140), BODY[:250], fontsize=10)
-    words = "the cat sat on the mat".split(); xs = []; x = 70
+    words = "the cat sat on the mat".split()
+    xs = []
+    x = 70
     for w in words:
-        page.insert_text((x, 250), w, fontsize=10); xs.append(x + pymupdf.get_text_length(w, fontsize=10) / 2); x += 38
+        page.insert_text((x, 250), w, fontsize=10)
+        xs.append(x + pymupdf.get_text_length(w, fontsize=10) / 2)
+        x += 38
     levels = [(xs, 238)]
-    cur = xs; y = 238
+    cur = xs
+    y = 238
     while len(cur) > 1:
         nxt = [(cur[i] + cur[i + 1]) / 2 if i + 1 < len(cur) else cur[i] for i in range(0, len(cur), 2)]
         for i in range(0, len(cur), 2):
             px = nxt[i // 2]
-            for c in cur[i:i + 2]:
+            for c in cur[i : i + 2]:
                 page.draw_line((px, y - 20), (c, y - 2), color=(0, 0, 0), width=0.6)
             page.insert_text((px - 5, y - 23), "NP", fontsize=8)
-        cur = nxt; y -= 30
+        cur = nxt
+        y -= 30
     run_top = y - 3
     page.insert_textbox(pymupdf.Rect(54, 262, 295, 290), "Figure 1: A constituency tree.", fontsize=9)
     page.insert_textbox(pymupdf.Rect(54, 300, 295, 740), BODY * 2, fontsize=10)
@@ -107,11 +129,14 @@ def build() -> None:
         page.insert_text((405, yy + 3), f"language model variant {i}", fontsize=9)
     x = 400
     while len(nodes) > 1:
-        x -= 40; j = []
+        x -= 40
+        j = []
         for k in range(0, len(nodes), 2):
             (xa, ya), (xb, yb) = nodes[k], nodes[k + 1]
-            page.draw_line((xa, ya), (x, ya), color=(0, 0, 0), width=0.6); page.draw_line((xb, yb), (x, yb), color=(0, 0, 0), width=0.6)
-            page.draw_line((x, ya), (x, yb), color=(0, 0, 0), width=0.6); j.append((x, (ya + yb) / 2))
+            page.draw_line((xa, ya), (x, ya), color=(0, 0, 0), width=0.6)
+            page.draw_line((xb, yb), (x, yb), color=(0, 0, 0), width=0.6)
+            page.draw_line((x, ya), (x, yb), color=(0, 0, 0), width=0.6)
+            j.append((x, (ya + yb) / 2))
         nodes = j
     page.insert_textbox(pymupdf.Rect(54, 345, 558, 375), "Figure 2: Clustering of the models.", fontsize=9, align=1)
     page.insert_textbox(pymupdf.Rect(54, 385, 558, 740), BODY * 3, fontsize=10)
@@ -164,8 +189,12 @@ def build() -> None:
     page.insert_textbox(pymupdf.Rect(72, 60, 540, 200), BODY[:500], fontsize=10)
     page.draw_rect(pymupdf.Rect(72, 215, 280, 380), color=(0, 0, 0), width=1)
     page.draw_line((80, 370), (270, 230), color=(1, 0, 0), width=1.5)
-    page.insert_textbox(pymupdf.Rect(290, 250, 540, 380), "Figure 2: Accuracy over training for the three models; the "
-                        "dashed line is the baseline and the shaded band the spread over five runs of each model.", fontsize=9)
+    page.insert_textbox(
+        pymupdf.Rect(290, 250, 540, 380),
+        "Figure 2: Accuracy over training for the three models; the "
+        "dashed line is the baseline and the shaded band the spread over five runs of each model.",
+        fontsize=9,
+    )
     page.insert_textbox(pymupdf.Rect(72, 400, 540, 740), BODY * 2, fontsize=10)
     run("side_wide", doc, {2: (72, 215, 280, 380)})
 
@@ -177,11 +206,14 @@ def build() -> None:
         page.insert_text((xx + 3, 265), f"lang{i}", fontsize=7, rotate=90)
     yv = 260
     while len(nodes) > 1:
-        yv -= 25; j = []
+        yv -= 25
+        j = []
         for k in range(0, len(nodes), 2):
             (xa, ya), (xb, yb) = nodes[k], nodes[k + 1]
-            page.draw_line((xa, ya), (xa, yv), color=(0, 0, 0), width=0.6); page.draw_line((xb, yb), (xb, yv), color=(0, 0, 0), width=0.6)
-            page.draw_line((xa, yv), (xb, yv), color=(0, 0, 0), width=0.6); j.append(((xa + xb) / 2, yv))
+            page.draw_line((xa, ya), (xa, yv), color=(0, 0, 0), width=0.6)
+            page.draw_line((xb, yb), (xb, yv), color=(0, 0, 0), width=0.6)
+            page.draw_line((xa, yv), (xb, yv), color=(0, 0, 0), width=0.6)
+            j.append(((xa + xb) / 2, yv))
         nodes = j
     page.insert_textbox(pymupdf.Rect(54, 305, 295, 330), "Figure 1: Clustering of the languages.", fontsize=9)
     page.insert_textbox(pymupdf.Rect(54, 340, 295, 740), BODY * 2, fontsize=10)
@@ -194,7 +226,12 @@ def build() -> None:
     y = 125
     for k in range(4):
         x0 = 60 if k % 2 == 0 else 110
-        page.draw_rect(pymupdf.Rect(x0, y, x0 + 180, y + 50), color=(0.3, 0.3, 0.3), fill=(0.9, 0.95, 1) if k % 2 else (0.95, 0.95, 0.95), radius=0.15)
+        page.draw_rect(
+            pymupdf.Rect(x0, y, x0 + 180, y + 50),
+            color=(0.3, 0.3, 0.3),
+            fill=(0.9, 0.95, 1) if k % 2 else (0.95, 0.95, 0.95),
+            radius=0.15,
+        )
         page.insert_textbox(pymupdf.Rect(x0 + 5, y + 4, x0 + 175, y + 48), PROMPT[:110], fontsize=10)
         y += 62
     page.insert_textbox(pymupdf.Rect(54, y + 8, 295, y + 35), "Figure 1: A dialogue with the model.", fontsize=9)
@@ -210,8 +247,11 @@ def build() -> None:
     page.insert_text((150, 332), "training steps", fontsize=7)
     page.insert_textbox(pymupdf.Rect(54, 350, 295, 740), BODY * 2, fontsize=10)
     page.insert_textbox(pymupdf.Rect(317, 60, 558, 160), BODY[:300], fontsize=10)
-    page.insert_textbox(pymupdf.Rect(317, 170, 558, 230), "Figure 2: Loss over training steps for the three models; the "
-                        "dashed line is the baseline.", fontsize=9)
+    page.insert_textbox(
+        pymupdf.Rect(317, 170, 558, 230),
+        "Figure 2: Loss over training steps for the three models; the dashed line is the baseline.",
+        fontsize=9,
+    )
     page.insert_textbox(pymupdf.Rect(317, 245, 558, 740), BODY * 3, fontsize=10)
     run("caption_other_column", doc, {2: (60, 165, 290, 334)})
 
@@ -220,7 +260,12 @@ def build() -> None:
     page.insert_textbox(pymupdf.Rect(54, 60, 558, 120), BODY, fontsize=10)
     page.draw_rect(pymupdf.Rect(100, 140, 510, 158), color=None, fill=(0.85, 0.85, 0.85))
     page.insert_text((106, 153), "Instruction", fontsize=10, fontname="hebo")
-    for a, b in [((100, 140), (510, 140)), ((100, 140), (100, 260)), ((510, 140), (510, 260)), ((100, 260), (510, 260))]:
+    for a, b in [
+        ((100, 140), (510, 140)),
+        ((100, 140), (100, 260)),
+        ((510, 140), (510, 260)),
+        ((100, 260), (510, 260)),
+    ]:
         page.draw_line(a, b, color=(0, 0, 0), width=0.8)
     page.insert_textbox(pymupdf.Rect(106, 162, 504, 258), PROMPT * 2, fontsize=10)
     page.insert_textbox(pymupdf.Rect(54, 272, 558, 300), "Figure 3: The prompt.", fontsize=9, align=1)
@@ -247,18 +292,25 @@ def build() -> None:
             page.insert_text((58, yy + 3), f"{label} {i}", fontsize=fs)
         x = x_leaf
         while len(nodes) > 1:
-            x += 28; j = []
+            x += 28
+            j = []
             for k in range(0, len(nodes) - 1, 2):
                 (xa, ya), (xb, yb) = nodes[k], nodes[k + 1]
-                page.draw_line((xa, ya), (x, ya), color=(0, 0, 0), width=0.6); page.draw_line((xb, yb), (x, yb), color=(0, 0, 0), width=0.6)
-                page.draw_line((x, ya), (x, yb), color=(0, 0, 0), width=0.6); j.append((x, (ya + yb) / 2))
-            if len(nodes) % 2: j.append(nodes[-1])
+                page.draw_line((xa, ya), (x, ya), color=(0, 0, 0), width=0.6)
+                page.draw_line((xb, yb), (x, yb), color=(0, 0, 0), width=0.6)
+                page.draw_line((x, ya), (x, yb), color=(0, 0, 0), width=0.6)
+                j.append((x, (ya + yb) / 2))
+            if len(nodes) % 2:
+                j.append(nodes[-1])
             nodes = j
         bottom = 140 + 14 * (n - 1) + 6
-        page.insert_textbox(pymupdf.Rect(54, bottom + 12, 295, bottom + 40), "Figure 1: Clustering of the models.", fontsize=9)
+        page.insert_textbox(
+            pymupdf.Rect(54, bottom + 12, 295, bottom + 40), "Figure 1: Clustering of the models.", fontsize=9
+        )
         page.insert_textbox(pymupdf.Rect(54, bottom + 50, 295, 740), BODY * 2, fontsize=10)
         page.insert_textbox(pymupdf.Rect(317, 60, 558, 740), BODY * 4, fontsize=10)
         run(name, doc, {1: (58, 133, x, bottom - 3)})
+
     dendro_left_labels("dendro_left_10pt", 10)
     dendro_left_labels("dendro_left_9pt", 9)
     dendro_left_labels("dendro_left_8pt", 8)
@@ -268,7 +320,11 @@ def build() -> None:
     page.insert_textbox(pymupdf.Rect(54, 60, 295, 150), BODY[:300], fontsize=10)
     page.draw_rect(pymupdf.Rect(56, 165, 165, 270), color=(0, 0, 0), width=1)
     page.draw_line((60, 265), (160, 170), color=(1, 0, 0), width=1.5)
-    page.insert_textbox(pymupdf.Rect(175, 180, 295, 270), "Figure 2: Accuracy over training; the dashed line is the baseline.", fontsize=9)
+    page.insert_textbox(
+        pymupdf.Rect(175, 180, 295, 270),
+        "Figure 2: Accuracy over training; the dashed line is the baseline.",
+        fontsize=9,
+    )
     page.insert_textbox(pymupdf.Rect(54, 285, 295, 740), BODY * 2, fontsize=10)
     page.insert_textbox(pymupdf.Rect(317, 60, 558, 740), BODY * 4, fontsize=10)
     run("side_in_column", doc, {2: (56, 165, 165, 270)})
@@ -277,17 +333,28 @@ def build() -> None:
     page.insert_textbox(pymupdf.Rect(54, 60, 295, 150), BODY[:300], fontsize=10)
     page.draw_rect(pymupdf.Rect(185, 165, 294, 270), color=(0, 0, 0), width=1)
     page.draw_line((190, 265), (290, 170), color=(1, 0, 0), width=1.5)
-    page.insert_textbox(pymupdf.Rect(54, 180, 175, 270), "Figure 2: Accuracy over training; the dashed line is the baseline.", fontsize=9)
+    page.insert_textbox(
+        pymupdf.Rect(54, 180, 175, 270),
+        "Figure 2: Accuracy over training; the dashed line is the baseline.",
+        fontsize=9,
+    )
     page.insert_textbox(pymupdf.Rect(54, 285, 295, 740), BODY * 2, fontsize=10)
     page.insert_textbox(pymupdf.Rect(317, 60, 558, 740), BODY * 4, fontsize=10)
     run("side_in_column_left", doc, {2: (185, 165, 294, 270)})
     # raster image beside a caption, one-column page, image taller than caption, caption bottom-aligned
     doc, page = page2()
     page.insert_textbox(pymupdf.Rect(72, 60, 540, 150), BODY[:400], fontsize=10)
-    im = Image.new("RGB", (300, 300), "white"); d = ImageDraw.Draw(im); d.ellipse((20, 20, 280, 280), outline="black", width=6)
-    buf = io.BytesIO(); im.save(buf, "PNG")
+    im = Image.new("RGB", (300, 300), "white")
+    d = ImageDraw.Draw(im)
+    d.ellipse((20, 20, 280, 280), outline="black", width=6)
+    buf = io.BytesIO()
+    im.save(buf, "PNG")
     page.insert_image(pymupdf.Rect(72, 165, 272, 365), stream=buf.getvalue())
-    page.insert_textbox(pymupdf.Rect(290, 300, 540, 365), "Figure 2: A circle drawn by the model when asked for a round shape.", fontsize=9)
+    page.insert_textbox(
+        pymupdf.Rect(290, 300, 540, 365),
+        "Figure 2: A circle drawn by the model when asked for a round shape.",
+        fontsize=9,
+    )
     page.insert_textbox(pymupdf.Rect(72, 380, 540, 740), BODY * 2, fontsize=10)
     run("side_raster_bottom", doc, {2: (72, 165, 272, 365)})
 
