@@ -19,7 +19,6 @@ number printed for the chosen parameters is never in-sample.
 from __future__ import annotations
 
 import argparse
-import io
 import itertools
 import json
 import random
@@ -27,25 +26,16 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
 
 from app.search.fusion import SAME_PICTURE_MIN
 from app.search.picture_rank import PictureRanking, rank_by_picture
 from app.search.one_thread import one_blas_thread
+from app.eval.image_copies import jpeg_copy
 from app.stats import cluster_ci
 from app.vision.caption_evidence import with_caption_evidence
 from app.vision.figure_types import LABELS, decide, softmax
 from app.vision.train_types import (_cached_features, _concat, _open, acl_examples, drawn_examples, fit_head,
                                     fit_temperature, labelled_examples)
-
-
-def jpeg_copy(img: Image.Image, rng: random.Random) -> Image.Image:
-    """What `figsearch eval-image-copies` uploads: rescaled x0.4-1.5, JPEG quality 50-90."""
-    scale = rng.uniform(0.4, 1.5)
-    w, h = max(8, int(img.width * scale)), max(8, int(img.height * scale))
-    out = io.BytesIO()
-    img.convert("RGB").resize((w, h), Image.Resampling.BICUBIC).save(out, "JPEG", quality=rng.randint(50, 90))
-    return Image.open(io.BytesIO(out.getvalue())).convert("RGB")
 
 
 def acl_part(folder: Path, cache: Path):

@@ -29,7 +29,8 @@ from app.vision.pictures import picture_query
 from app.vision.real_crops import read_labels
 
 
-def _copy(img: Image.Image, rng: random.Random) -> Image.Image:
+def jpeg_copy(img: Image.Image, rng: random.Random) -> Image.Image:
+    """What a user uploads of a figure: rescaled x0.4-1.5, saved as JPEG of quality 50-90."""
     scale = rng.uniform(0.4, 1.5)
     w, h = max(8, int(img.width * scale)), max(8, int(img.height * scale))
     out = io.BytesIO()
@@ -58,7 +59,7 @@ def evaluate_image_copies(settings: Settings, n: int = 300, seed: int = 0, label
     for fid in picked:
         with Image.open(settings.data_dir / paths[fid]) as im:
             original = im.convert("RGB")
-        query = _copy(original, rng)
+        query = jpeg_copy(original, rng)
         vec, kinds = picture_query(query, settings.data_dir)
         hits = engine.by_picture(vec, k=10, type_scores=kinds.scores if kinds else None)
         got = [h.figure_id for h in hits]
@@ -108,7 +109,7 @@ def _same_kind(settings: Settings, engine: Searcher, rows, labels: Path, rng: ra
     served, alone, papers = [], [], []
     for fid in sorted(label):
         with Image.open(settings.data_dir / path[fid]) as im:
-            vec, kinds = picture_query(_copy(im, rng), settings.data_dir)
+            vec, kinds = picture_query(jpeg_copy(im, rng), settings.data_dir)
         a, b = same_type(fid, vec, kinds.scores if kinds else None), same_type(fid, vec, None)
         if a is not None and b is not None:
             served.append(a)
