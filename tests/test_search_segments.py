@@ -88,12 +88,14 @@ def test_adds_deletes_and_merges_equal_a_fresh_build(tmp_path):
     index.add_documents(docs[1000:1500])
     index.add_documents(docs[1500:1510])
     index.delete([3, 1200, 1505])
+    index.delete([3])                 # deleting again changes nothing
     index.add_documents(docs[1510:])
+    assert index.n_live == 2497 and SegmentedIndex.open(tmp_path / "idx").n_live == 2497
     # deleted documents are never returned, even before the merge
     hits, _ = index.search(docs[3][:8], k=100)
     assert 3 not in hits.tolist()
     kept = index.merge(1, 2)          # a run of segments
-    assert len(index.segments) == 3
+    assert len(index.segments) == 3 and index.n_live == 2497
     kept2 = index.merge()             # everything
     assert len(index.segments) == 1 and index.deleted.sum() == 0
     survivors = kept[kept2]

@@ -88,8 +88,10 @@ class RowStore:
                 self._mem = [np.concatenate(self._mem)] if len(self._mem) > 1 else self._mem
                 self._map = self._mem[0] if self._mem else np.zeros((0, self.dim), STORE_DTYPE)
             else:
+                # a plain array over the mapping: np.memmap's own indexing wrapper costs more than
+                # gathering a query's re-scored rows
                 self._map = (np.memmap(self.path, dtype=STORE_DTYPE, mode="r", shape=(self._n, self.dim))
-                             if self._n else np.zeros((0, self.dim), STORE_DTYPE))
+                             .view(np.ndarray) if self._n else np.zeros((0, self.dim), STORE_DTYPE))
         return self._map
 
     def rows(self, rows) -> np.ndarray:

@@ -55,6 +55,7 @@ class SegmentedIndex:
         self.names: list[str] = []                 # segment directory names (when stored)
         self.bases = np.zeros(1, np.int64)         # segment i holds documents [bases[i], bases[i+1])
         self.deleted = np.zeros(0, bool)
+        self._n_deleted = 0                        # deleted.sum(), kept: every query's statistics read it
         self.path = None if path is None else Path(path)
         self._df = np.zeros(0, np.int64)
         self._total_len = 0
@@ -71,7 +72,7 @@ class SegmentedIndex:
 
     @property
     def n_live(self) -> int:
-        return self.n_docs - int(self.deleted.sum())
+        return self.n_docs - self._n_deleted
 
     def _intern(self, words: Sequence[str]) -> np.ndarray:
         out = np.empty(len(words), np.int64)
@@ -145,6 +146,7 @@ class SegmentedIndex:
             raise IndexError("document number out of range")
         docs = docs[~self.deleted[docs]]
         self.deleted[docs] = True
+        self._n_deleted += len(docs)
         self._leave_statistics(docs)
         if self.path is not None:
             self._write_state()
@@ -204,6 +206,7 @@ class SegmentedIndex:
                 self._adopt(seg, names[i] if names else None)
         # tombstones outside the merged run stay
         self.deleted = np.r_[old_deleted[:lo], np.zeros(merged.n_docs, bool), old_deleted[hi:]]
+        self._n_deleted = int(self.deleted.sum())
         self._leave_statistics(np.flatnonzero(self.deleted))
         if self.path is not None:
             self._write_state()
@@ -565,6 +568,7 @@ class SegmentedIndex:
         for name in state["segments"]:
             self._adopt(PostingsSegment.load(d / "segments" / name, mmap=mmap), name)
         self.deleted = np.load(d / "deleted.npy")[:self.n_docs].copy()
+        self._n_deleted = int(self.deleted.sum())
         self._leave_statistics(np.flatnonzero(self.deleted))
         return self
 
