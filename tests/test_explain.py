@@ -1,5 +1,5 @@
 """Why a result was returned: informative terms, reasons in words, the matched sentence."""
-from app.search.explain import TermStats, best_sentence, highlight_spans, informative_terms, reasons
+from app.search.explain import TermStats, best_sentence, highlight_spans, informative_terms, reasons, surface_words
 from app.search.text import analyze
 
 
@@ -144,3 +144,10 @@ def test_a_count_the_caption_plots_over_is_the_variable():
     assert plotted("Figure 10: AUC and Logloss comparison of number of layers.").against == "number of layers"
     assert plot_reason("Figure 10: AUC and Logloss comparison of number of layers.",
                        "Figure 5: Performance w.r.t. the number of interacting layers.")[0] == "both vary layers"
+
+
+def test_shared_terms_are_shown_as_written():
+    # stems come back as the words of the texts; a compound stays whole ("t-SNE", not "sne")
+    assert surface_words(["sne", "visual", "accuraci"], "t-SNE visualization", "Top-1 accuracy of t-SNE") == \
+        ["t-SNE", "visualization", "accuracy"]
+    assert surface_words(["unseen"], "no such word here") == ["unseen"]

@@ -1,7 +1,6 @@
 """Database rows and search hits -> response models."""
 from __future__ import annotations
 
-import re
 from typing import Sequence
 
 from sqlalchemy import select
@@ -10,10 +9,9 @@ from sqlalchemy.orm import Session
 from app.api import schemas
 from app.db.schema import Figure, Paper
 from app.search.searcher import Hit, Searcher
-from app.search.explain import best_sentence, idf_of, informative_terms, reasons
+from app.search.explain import best_sentence, idf_of, informative_terms, reasons, surface_words
 from app.search.text import analyze
 
-_WORD_RE = re.compile(r"[^\W_]+")
 
 API = "/api/v1"
 
@@ -56,23 +54,6 @@ def cards_for(db: Session, figure_ids: list[int]) -> dict[int, dict]:
     rows = db.execute(select(*CARD_COLUMNS).join(Paper, Paper.id == Figure.paper_id)
                       .where(Figure.id.in_(figure_ids))).all()
     return {r[0]: card_from_row(r) for r in rows}
-
-
-def display_terms(stems: list[str], *texts: str) -> list[str]:
-    """Matched terms are stems ("accuraci"); show a word of the texts with that stem instead
-    ("accuracy"), the shortest such word, or the stem when none is found."""
-    if not stems:
-        return []
-    want = set(stems)
-    best: dict[str, str] = {}
-    for text in texts:
-        for word in _WORD_RE.findall((text or "").lower()):
-            st = analyze(word)
-            if len(st) == 1 and st[0] in want:
-                cur = best.get(st[0])
-                if cur is None or len(word) < len(cur):
-                    best[st[0]] = word
-    return [best.get(s, s) for s in stems]
 
 
 def mention_texts(db: Session, figure_ids: list[int]) -> dict[int, str]:
@@ -128,7 +109,7 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
         out.append(schemas.ScoredFigure(
             **card, rank=offset + i + 1, score=round(h.score, 6), lexical_score=round(h.lexical_score, 6),
             embedding_score=None if h.embedding_score is None else round(h.embedding_score, 6),
-            matched_terms=display_terms(terms[h.figure_id], query_text, h.caption, extra.get(h.figure_id, "")),
+            matched_terms=surface_words(terms[h.figure_id], query_text, h.caption, extra.get(h.figure_id, "")),
             reasons=reasons(h.signals, types.get(h.figure_id), same_paper, named_type=bool(named_types)),
             snippet=snippet,
             panel=matching_panel(h.figure_id, panels.get(h.figure_id), query_text)))
