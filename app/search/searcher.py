@@ -246,10 +246,10 @@ class Searcher:
     # scans everything. Past a million documents both grow with the collection (a term's list
     # does, so a fixed budget keeps fewer of the best terms; the pool of candidates grows too):
     # postings x5 and re-scored candidates x4 per tenfold growth. At ten million synthetic figures
-    # (600,000 postings, 8,000 re-scored) recall .991 on the 25 targets it was chosen on, .996 on
-    # 25 others, where 1,200,000 postings and 4,000 re-scored gave .966 / .983 and cost more
-    # (scripts/first_stage_sweep.py, README). Re-scoring reads one row per candidate: cheap
-    # while the rows are in the page cache, a page read each when they are not.
+    # (600,000 postings, 8,000 re-scored) recall .991 on the 25 targets it was chosen on, .996 and
+    # .987 on 25 and 50 others, where 1,200,000 postings and 4,000 re-scored gave .966 / .983 at
+    # about the same cost (scripts/first_stage_sweep.py, README). Re-scoring reads one row per
+    # candidate: cheap while the rows are in the page cache, a page read each when they are not.
     similar_max_terms = 32
     similar_max_postings = 120_000
     similar_rescore = 2000
