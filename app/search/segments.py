@@ -13,6 +13,11 @@ Queries offer the calls of `LexicalIndex` that the engine makes (`search_terms`,
 `doc_terms`, ...) with the same meaning; documents are numbered across segments in the order
 they were added.
 
+With `impacts=True` segments also keep their lists in impact order (app.search.postings) for
+`impact_search`, a first stage that reads only their heads; measured on the synthetic benchmark it
+found the exact top 100 no better than the best terms' whole lists (docs/scaling.md), so the
+engine does not use it by default.
+
 On disk (`open(d)` / `save(d)`): d/state.json (segment names, parameters), d/vocab.json,
 d/deleted.npy and one directory per segment under d/segments/, memory-mapped when opened.
 """
