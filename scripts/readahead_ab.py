@@ -3,6 +3,7 @@ or with MADV_RANDOM on the by-document row arrays that re-scoring reads.
 
     python scripts/readahead_ab.py DIR/lexical random 201 40
     python scripts/readahead_ab.py DIR/lexical normal 201 40
+    python scripts/readahead_ab.py DIR/lexical normal 201 40 600000 8000   # another budget: postings, re-scored
 
 Before opening the index the row files' pages are dropped from the page cache (posix_fadvise
 DONTNEED on these files only, nothing else on the machine); run the modes alternately, each in a
@@ -54,6 +55,8 @@ def main() -> None:
         for name in ROW_ARRAYS:
             _mapping(getattr(seg, name)).madvise(mmap.MADV_RANDOM if mode == "random" else mmap.MADV_NORMAL)
     budget = Searcher.first_stage_budget(len(lex))
+    if len(sys.argv) > 6:
+        budget.update(max_postings=int(sys.argv[5]), rescore=int(sys.argv[6]))
     targets = np.random.default_rng(seed).integers(0, len(lex), size=n).tolist()
     lat = []
     f0, b0 = resource.getrusage(resource.RUSAGE_SELF).ru_majflt, _read_bytes()
@@ -63,7 +66,7 @@ def main() -> None:
         lex.search_terms(q, qtf, k=100, exclude=f, **budget)
         lat.append(time.perf_counter() - t)
     f1, b1 = resource.getrusage(resource.RUSAGE_SELF).ru_majflt, _read_bytes()
-    print(json.dumps({"mode": mode, "seed": seed, "p50_ms": round(float(np.median(lat)) * 1e3, 1),
+    print(json.dumps({"mode": mode, "seed": seed, "postings": budget["max_postings"], "rescore": budget["rescore"], "p50_ms": round(float(np.median(lat)) * 1e3, 1),
                       "mean_ms": round(float(np.mean(lat)) * 1e3, 1),
                       "major_faults_per_query": round((f1 - f0) / n), "mib_read_per_query": round((b1 - b0) / n / 2**20, 2),
                       "rss_file_mib": round(_status("RssFile") / 1024)}))

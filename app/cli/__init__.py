@@ -729,13 +729,22 @@ def bench(figures: int = typer.Option(100_000, "--figures", min=100), queries: i
           segment_docs: int = typer.Option(1_000_000, "--segment-docs", min=1000,
                                            help="Figures per lexical segment."),
           add_figures: int = typer.Option(10_000, "--add-figures", min=0,
-                                          help="Figures added at the end to time an add without a rebuild.")) -> None:
+                                          help="Figures added at the end to time an add without a rebuild."),
+          only: str | None = typer.Option(None, "--only", help="'lexical': build only WORK_DIR/lexical (the same "
+                                          "segments as the whole benchmark), no queries.")) -> None:
     """Synthetic-collection benchmark: build time, peak RSS, latency of related figures / text
     search / search by picture, first-stage recall against exact search, cost of adding figures."""
-    from app.eval.bench import run_bench
+    from app.eval.bench import build_lexical_only, run_bench
 
-    result = run_bench(figures, queries=queries, seed=seed, work_dir=work_dir, segment_docs=segment_docs,
-                       add_figures=add_figures)
+    if only not in (None, "lexical"):
+        raise typer.BadParameter("--only takes 'lexical'")
+    if only and work_dir is None:
+        raise typer.BadParameter("--only lexical needs --work-dir")
+    if only:
+        result = build_lexical_only(figures, work_dir, seed=seed, segment_docs=segment_docs, add_figures=add_figures)
+    else:
+        result = run_bench(figures, queries=queries, seed=seed, work_dir=work_dir, segment_docs=segment_docs,
+                           add_figures=add_figures)
     if json_out:
         typer.echo(json.dumps(result))
     else:

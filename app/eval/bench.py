@@ -15,9 +15,9 @@ Latencies are warm, one query at a time, in-process (no HTTP), k=10, 100 candida
 first_stage_speedup_vs_rank_bm25 := (rank_bm25.BM25Okapi.get_scores time per query on an
 `oracle_docs` subsample) / (our first-stage time per query on the FULL n_figures index), both for
 "more like this" queries (a figure's whole text, target excluded, top-100), our side with the
-engine's first-stage settings (Searcher.first_stage_budget: exact below 120k postings per million
-documents, otherwise the 32 best terms within that budget + exact rescoring of 2000 candidates,
-doubled per tenfold growth past a million; its
+engine's first-stage settings (Searcher.first_stage_budget: exact below 120k postings, otherwise
+the 32 best terms within that budget + exact rescoring of 2000 candidates; past a million
+documents postings x5 and re-scored candidates x4 per tenfold growth; its
 recall of the exact top-100 is reported as
 first_stage_recall_at_100_vs_exact, and the exact path's latency as first_stage_exact_p50_ms).
 rank_bm25 cannot hold
@@ -31,6 +31,7 @@ import resource
 import shutil
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -294,7 +295,6 @@ def _oracle_comparison(col: dict, m: int, oracle_queries: int, queries: int, see
     build_s = round(time.perf_counter() - t, 2)
     sub = SegmentedIndex()
     sub.add_documents(sub_docs)
-    first_kw = Searcher.first_stage_budget(m)
     t_rb, agree = [], []
     for d in rng.integers(0, m, size=oracle_queries).tolist():
         t = time.perf_counter()
@@ -303,13 +303,13 @@ def _oracle_comparison(col: dict, m: int, oracle_queries: int, queries: int, see
         s[d] = -np.inf
         top = np.argsort(-s, kind="stable")[:100]
         q, qtf = sub.doc_terms(d)
-        ours, _ = sub.search_terms(q, qtf, k=100, exclude=d, **first_kw)
+        ours, _ = Searcher.lexical_first_stage(sub, q, qtf, 100, exclude=d)
         agree.append(len(set(top.tolist()) & set(ours.tolist())) / 100)
     t_sub = []
     for d in rng.integers(0, m, size=queries).tolist():
         q, qtf = sub.doc_terms(d)
         t = time.perf_counter()
-        sub.search_terms(q, qtf, k=100, exclude=d, **first_kw)
+        Searcher.lexical_first_stage(sub, q, qtf, 100, exclude=d)
         t_sub.append(time.perf_counter() - t)
     t_rb_short = []
     for q in [analyze(q) for q in _queries(col, rng, oracle_queries * 3)]:
@@ -336,6 +336,47 @@ def _add_vectors(index: VectorIndex, topic: np.ndarray, centres: np.ndarray, rng
         index.add(np.arange(s, e), v)
         spent += time.perf_counter() - t
     return spent
+
+
+def build_lexical(col: dict, root: Path, n_figures: int, segment_docs: int, log=lambda *a: None,
+                  captions: bool = True) -> tuple[SegmentedIndex, np.ndarray, float]:
+    """The lexical segments (root/lexical) of the first `n_figures` documents, `segment_docs` at a
+    time from the token stream generated a segment at a time, and (with `captions`) root/captions.bin.
+    Returns the index, the captions' offsets and the seconds spent indexing (generation excluded)."""
+    lexical = SegmentedIndex(path=root / "lexical")
+    t_lex = 0.0
+    cap_offsets = np.zeros(n_figures + 1, np.int64)
+    with open(root / "captions.bin", "wb") if captions else nullcontext() as cap_file:
+        for s in range(0, n_figures, segment_docs):
+            e = min(n_figures, s + segment_docs)
+            tok = collection_tokens(col, s, e)
+            if captions:
+                blob, lens = _caption_bytes(col, tok, s, e)
+                cap_file.write(blob)
+                np.cumsum(lens, out=cap_offsets[s + 1:e + 1])
+                cap_offsets[s + 1:e + 1] += cap_offsets[s]
+                del blob
+            t = time.perf_counter()
+            lexical.add_token_ids(col["indptr"][s:e + 1] - col["indptr"][s], tok, col["vocab"])
+            t_lex += time.perf_counter() - t
+            del tok
+            gc.collect()
+            log(f"lexical segment {s}-{e} ({t_lex:.0f}s so far), rss {_rss_mb():.0f} MB")
+    return lexical, cap_offsets, t_lex
+
+
+def build_lexical_only(n_figures: int, root: str | Path, seed: int = 0, segment_docs: int = 1_000_000,
+                       add_figures: int = 10_000, verbose: bool = True) -> dict:
+    """Only the lexical segments of the benchmark's collection (the same documents, numbered and
+    cut into segments as `run_bench` does), without vectors, paper views or queries: a first stage
+    can then be studied at ten million figures in minutes and a few GB."""
+    log = (lambda *a: print("[bench]", *a, flush=True)) if verbose else (lambda *a: None)
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    col = synthetic_collection(n_figures + add_figures, seed=seed, tokens=False)
+    lexical, _, t_lex = build_lexical(col, root, n_figures, segment_docs, log, captions=False)
+    return {"n_figures": n_figures, "lexical_build_s": round(t_lex, 2), "lexical_segments": len(lexical.segments),
+            "peak_rss_mb": round(_rss_mb(), 1)}
 
 
 _SERVE = """
@@ -448,23 +489,7 @@ def _run(n_figures, dim, seed, queries, oracle_docs, oracle_queries, vector_kind
     log(f"vectors ({vectors._built_kind}) in {t_vec:.1f}s, rss {_rss_mb():.0f} MB")
 
     # --- lexical segments and captions, from the token stream generated a segment at a time
-    lexical = SegmentedIndex(path=root / "lexical")
-    t_lex = 0.0
-    cap_offsets = np.zeros(n_figures + 1, np.int64)
-    with open(root / "captions.bin", "wb") as cap_file:
-        for s in range(0, n_figures, segment_docs):
-            e = min(n_figures, s + segment_docs)
-            tok = collection_tokens(col, s, e)
-            blob, lens = _caption_bytes(col, tok, s, e)
-            cap_file.write(blob)
-            np.cumsum(lens, out=cap_offsets[s + 1:e + 1])
-            cap_offsets[s + 1:e + 1] += cap_offsets[s]
-            t = time.perf_counter()
-            lexical.add_token_ids(col["indptr"][s:e + 1] - col["indptr"][s], tok, col["vocab"])
-            t_lex += time.perf_counter() - t
-            del tok, blob
-            gc.collect()
-            log(f"lexical segment {s}-{e} ({t_lex:.0f}s so far), rss {_rss_mb():.0f} MB")
+    lexical, cap_offsets, t_lex = build_lexical(col, root, n_figures, segment_docs, log)
     captions = Captions(np.memmap(root / "captions.bin", dtype=np.uint8, mode="r"), cap_offsets)
     res["lexical_build_s"] = round(t_lex, 2)
     res["lexical_segments"] = len(lexical.segments)
@@ -519,12 +544,11 @@ def _run(n_figures, dim, seed, queries, oracle_docs, oracle_queries, vector_kind
         t = time.perf_counter()
         engine.similar(fid, k=10, scope="all")
         lat_seed.append(time.perf_counter() - t)
-    first_kw = engine.first_stage_budget(len(lexical))
     first_ids = {}
     for fid in targets.tolist():
         q, qtf = lexical.doc_terms(fid)
         t = time.perf_counter()
-        first_ids[fid] = lexical.search_terms(q, qtf, k=100, exclude=fid, **first_kw)[0]
+        first_ids[fid] = engine.lexical_first_stage(lexical, q, qtf, 100, exclude=fid)[0]
         lat_first.append(time.perf_counter() - t)
     lat_exact, recall = [], []
     for fid in targets[: max(1, queries // 4)].tolist():

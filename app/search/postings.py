@@ -16,6 +16,15 @@ a word more than 255 times). No weights are stored: BM25 needs the collection's 
 (document frequencies, average length), which change as segments are added, so the weight of a
 posting is computed when it is read (`app.search.segments`), exactly as a single index would.
 Per term the largest count and the shortest document bound its weight, for MaxScore pruning.
+
+Impact order (for the first stage of "more like this" on large collections): each term's list is
+stored a second time, its postings in descending order of their BM25 saturation tf*(k1+1) /
+(tf + k1*(1-b+b*dl/avgdl)) with this segment's average length (document ids as int32, counts in
+one byte), and a ladder counts, per term, the postings at or above each of `IMPACT_LEVELS` levels
+of that saturation. A query then reads only the heads of its terms' lists down to a common score
+threshold: what it reads depends on the threshold, not on the length of the lists. The order is
+fixed when the segment is written; weights are still computed from the count and the length
+when read, with the collection's statistics of the moment.
 """
 from __future__ import annotations
 
@@ -33,6 +42,9 @@ TF_MAX = 255
 LEN_MAX = 65_535
 _ARRAYS = ("doc_len", "row_ptr", "row_terms", "row_tf", "col_ptr", "col_first", "col_off", "col_width",
            "col_bytes", "col_tf", "col_tfmax", "col_dlmin")
+_IMPACT_ARRAYS = ("imp_docs", "imp_tf", "imp_ladder")   # absent from segments written before them
+IMPACT_LEVELS = 64         # levels of the saturation (0, k1+1] in the ladder, equal widths
+_IMPACT_FINE = 1 << 16     # finer quantisation that orders postings inside a level
 
 
 def _column_blocks(ptr: np.ndarray, budget: int = 4_000_000):
@@ -93,12 +105,42 @@ def _encode_gaps(indices: np.ndarray, ptr: np.ndarray):
     return first, off, width, out
 
 
+def impact_order(col_ptr: np.ndarray, docs: np.ndarray, col_tf: np.ndarray, doc_len: np.ndarray,
+                 k1: float = 1.5, b: float = 0.75):
+    """Each column's postings re-ordered by descending BM25 saturation (ties: ascending id), and the
+    ladder: ladder[t, l] = postings of t whose saturation reaches level l, so those postings are
+    the first ladder[t, l] of its re-ordered list."""
+    n_terms = len(col_ptr) - 1
+    lens = np.asarray(doc_len, dtype=np.float64)
+    avgdl = float(lens.mean()) if len(lens) else 1.0
+    imp_docs = np.empty(len(docs), np.int32)
+    imp_tf = np.empty(len(col_tf), np.uint8)
+    ladder = np.zeros((n_terms, IMPACT_LEVELS), np.uint32)
+    for c0, c1 in _column_blocks(col_ptr):
+        lo, hi = int(col_ptr[c0]), int(col_ptr[c1])
+        if hi == lo:
+            continue
+        d = docs[lo:hi]
+        tf = col_tf[lo:hi].astype(np.float64)
+        sat = tf / (tf + k1 * (1.0 - b + b * lens[d] / avgdl))      # saturation / (k1 + 1), in (0, 1)
+        fine = np.minimum((sat * _IMPACT_FINE).astype(np.int64), _IMPACT_FINE - 1)
+        level = fine * IMPACT_LEVELS // _IMPACT_FINE
+        col = np.repeat(np.arange(c1 - c0, dtype=np.int64), np.diff(col_ptr[c0:c1 + 1]))
+        order = np.argsort(col * _IMPACT_FINE + (_IMPACT_FINE - 1 - fine), kind="stable")  # ids ascend within ties
+        imp_docs[lo:hi] = d[order]
+        imp_tf[lo:hi] = col_tf[lo:hi][order]
+        hist = np.bincount(col * IMPACT_LEVELS + level, minlength=(c1 - c0) * IMPACT_LEVELS)
+        ladder[c0:c1] = np.cumsum(hist.reshape(c1 - c0, IMPACT_LEVELS)[:, ::-1], axis=1)[:, ::-1]
+    return imp_docs, imp_tf, ladder
+
+
 class PostingsSegment:
     """Postings and rows of documents 0..n-1 of one segment (term ids are the collection's)."""
 
     def __init__(self, arrays: dict[str, np.ndarray]):
-        for name in _ARRAYS:
-            setattr(self, name, arrays[name])
+        for name in _ARRAYS + _IMPACT_ARRAYS:
+            setattr(self, name, arrays.get(name))
+        self.has_impacts = self.imp_ladder is not None
         self.n_docs = len(self.doc_len)
         # row offsets in the term ids' type, as scipy's row-gather kernel wants them
         self._row_ptr = (self.row_ptr.astype(np.int32) if int(self.row_ptr[-1]) < 2**31 - 1
@@ -108,8 +150,9 @@ class PostingsSegment:
 
     @classmethod
     def build(cls, row_ptr: np.ndarray, row_terms: np.ndarray, row_tf: np.ndarray, doc_len: np.ndarray,
-              n_terms: int) -> "PostingsSegment":
-        """From per-document sorted unique term ids and counts (CSR, as `_csr_from_tokens` gives)."""
+              n_terms: int, k1: float = 1.5, b: float = 0.75, impacts: bool = False) -> "PostingsSegment":
+        """From per-document sorted unique term ids and counts (CSR, as `_csr_from_tokens` gives);
+        with `impacts` also the impact-ordered lists (BM25 parameters k1, b)."""
         import scipy.sparse as sp
 
         n = len(row_ptr) - 1
@@ -132,9 +175,26 @@ class PostingsSegment:
         if len(nonempty):
             tfmax[nonempty] = np.maximum.reduceat(col_tf, col_ptr[nonempty])
             dlmin[nonempty] = np.minimum.reduceat(lens[docs], col_ptr[nonempty])
-        return cls(dict(doc_len=lens, row_ptr=row_ptr, row_terms=terms, row_tf=tf, col_ptr=col_ptr,
-                        col_first=first, col_off=off, col_width=width, col_bytes=stream, col_tf=col_tf,
-                        col_tfmax=tfmax, col_dlmin=dlmin))
+        arrays = dict(doc_len=lens, row_ptr=row_ptr, row_terms=terms, row_tf=tf, col_ptr=col_ptr,
+                      col_first=first, col_off=off, col_width=width, col_bytes=stream, col_tf=col_tf,
+                      col_tfmax=tfmax, col_dlmin=dlmin)
+        if impacts:
+            arrays["imp_docs"], arrays["imp_tf"], arrays["imp_ladder"] = impact_order(col_ptr, docs, col_tf, lens,
+                                                                                      k1, b)
+        return cls(arrays)
+
+    def with_impacts(self, k1: float = 1.5, b: float = 0.75) -> "PostingsSegment":
+        """This segment with its impact-ordered lists (for a segment written without them)."""
+        import scipy.sparse as sp
+
+        csr = sp.csr_matrix((self.row_tf, self.row_terms, self.row_ptr), shape=(self.n_docs, self.n_terms))
+        csc = csr.tocsc()
+        del csr
+        csc.sort_indices()
+        arrays = {name: getattr(self, name) for name in _ARRAYS}
+        arrays["imp_docs"], arrays["imp_tf"], arrays["imp_ladder"] = impact_order(
+            csc.indptr.astype(np.int64), csc.indices.astype(np.int32, copy=False), csc.data, self.doc_len, k1, b)
+        return PostingsSegment(arrays)
 
     # ---------------------------------------------------------------- reading
     def df(self, terms: np.ndarray) -> np.ndarray:
@@ -161,6 +221,30 @@ class PostingsSegment:
         np.cumsum(gaps, out=ids[1:], dtype=np.int64)
         ids[1:] += ids[0]
         return ids, self.col_tf[s:e]
+
+    def impact_heads(self, terms: np.ndarray, depths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(document ids, counts, position in `terms`) of the first `depths` postings of each term
+        in impact order (terms newer than the segment have none)."""
+        terms = np.asarray(terms, dtype=np.int64)
+        ok = terms < self.n_terms
+        starts = np.zeros(len(terms), np.int64)
+        lens = np.zeros(len(terms), np.int64)
+        starts[ok] = self.col_ptr[terms[ok]]
+        lens[ok] = np.minimum(np.asarray(depths, np.int64)[ok], self.col_ptr[terms[ok] + 1] - starts[ok])
+        total = int(lens.sum())
+        owner = np.repeat(np.arange(len(terms)), lens)
+        offs = np.zeros(len(terms), np.int64)
+        np.cumsum(lens[:-1], out=offs[1:])
+        pos = np.arange(total, dtype=np.int64) + (starts - offs)[owner]
+        return self.imp_docs[pos].astype(np.int64), self.imp_tf[pos], owner
+
+    def ladders(self, terms: np.ndarray) -> np.ndarray:
+        """The impact ladders of terms (zeros for terms newer than the segment)."""
+        terms = np.asarray(terms, dtype=np.int64)
+        out = np.zeros((len(terms), IMPACT_LEVELS), np.int64)
+        ok = terms < self.n_terms
+        out[ok] = self.imp_ladder[terms[ok]]
+        return out
 
     def rows(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(indptr, term ids, counts) of the chosen documents' rows, in their order (scipy's C++
@@ -193,19 +277,22 @@ class PostingsSegment:
         return out
 
     def nbytes(self) -> int:
-        return int(sum(getattr(self, name).nbytes for name in _ARRAYS))
+        return int(sum(getattr(self, name).nbytes for name in _ARRAYS + _IMPACT_ARRAYS
+                       if getattr(self, name) is not None))
 
     # ------------------------------------------------------------ persistence
     def save(self, d: str | Path) -> None:
         d = Path(d)
         d.mkdir(parents=True, exist_ok=True)
-        for name in _ARRAYS:
-            np.save(d / f"{name}.npy", getattr(self, name), allow_pickle=False)
+        for name in _ARRAYS + _IMPACT_ARRAYS:
+            if getattr(self, name) is not None:
+                np.save(d / f"{name}.npy", getattr(self, name), allow_pickle=False)
         (d / "meta.json").write_text(json.dumps({"n_docs": self.n_docs, "n_terms": self.n_terms, "format": 1}))
 
     @classmethod
     def load(cls, d: str | Path, mmap: bool = True) -> "PostingsSegment":
         d = Path(d)
         # plain ndarray views of the maps: slicing an np.memmap costs microseconds of Python each
-        return cls({name: np.load(d / f"{name}.npy", mmap_mode="r" if mmap else None, allow_pickle=False).view(np.ndarray)
-                    for name in _ARRAYS})
+        mode = "r" if mmap else None
+        return cls({name: np.load(d / f"{name}.npy", mmap_mode=mode, allow_pickle=False).view(np.ndarray)
+                    for name in _ARRAYS + _IMPACT_ARRAYS if name in _ARRAYS or (d / f"{name}.npy").exists()})

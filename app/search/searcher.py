@@ -243,21 +243,37 @@ class Searcher:
     # recall of the exact lexical top-100 at 1M synthetic figures: mean 0.998, worst of 100
     # targets 0.97 (the same as with a 200k budget; a 1000-doc rescore drops the worst to 0.80).
     # Queries whose whole text has <= 120k postings are exact. `similar(..., exact=True)` always
-    # scans everything. Past a million documents the postings budget grows with the collection (a
-    # term's list does, so a fixed budget keeps fewer of the best terms: at ten million synthetic
-    # figures recall fell to .26), and the re-scored candidates double per tenfold growth (the pool
-    # they are drawn from grows too): at ten million, recall .26 -> .91 with the budget, .97 with
-    # 4,000 re-scored (scripts/first_stage_sweep.py, README).
+    # scans everything. Past a million documents both grow with the collection (a term's list
+    # does, so a fixed budget keeps fewer of the best terms; the pool of candidates grows too):
+    # postings x5 and re-scored candidates x4 per tenfold growth. At ten million synthetic figures
+    # (600,000 postings, 8,000 re-scored) recall .991 on the 25 targets it was chosen on, .996 and
+    # .987 on 25 and 50 others, where 1,200,000 postings and 4,000 re-scored gave .966 / .983 at
+    # about the same cost (scripts/first_stage_sweep.py, README). Re-scoring reads one row per
+    # candidate: cheap while the rows are in the page cache, a page read each when they are not.
     similar_max_terms = 32
     similar_max_postings = 120_000
     similar_rescore = 2000
+    similar_postings_growth = 5      # per tenfold growth past a million documents
+    similar_rescore_growth = 4
 
     @classmethod
     def first_stage_budget(cls, n_docs: int) -> dict:
         """`search_terms` limits of the first stage of `similar` on a collection of `n_docs`."""
-        growth = max(1.0, n_docs / 1_000_000)
-        return dict(max_query_terms=cls.similar_max_terms, rescore=int(round(cls.similar_rescore * growth ** np.log10(2))),
-                    max_postings=int(cls.similar_max_postings * growth))
+        tenfolds = np.log10(max(1.0, n_docs / 1_000_000))
+        return dict(max_query_terms=cls.similar_max_terms,
+                    rescore=int(round(cls.similar_rescore * cls.similar_rescore_growth ** tenfolds)),
+                    max_postings=int(round(cls.similar_max_postings * cls.similar_postings_growth ** tenfolds)))
+
+    @classmethod
+    def lexical_first_stage(cls, lex, q: np.ndarray, qtf: np.ndarray, k: int, exclude: int | None = None,
+                            exact: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, exact scores) of the best k documents for a figure's terms (its whole text as the
+        query): the best terms within `first_stage_budget`, or every posting with `exact`."""
+        if exact:
+            return lex.search_terms(q, qtf, k=k, exclude=exclude)
+        budget = cls.first_stage_budget(len(lex))
+        return lex.search_terms(q, qtf, k=k, exclude=exclude, max_query_terms=budget["max_query_terms"],
+                                max_postings=budget["max_postings"], rescore=max(budget["rescore"], k))
 
     def candidates(self, row: int, scope: str = "all", method: str = "bm25", candidates: int = 100,
                    union_dense: int = 0, union_papers: int = 0, exact: bool = False):
@@ -277,12 +293,7 @@ class Searcher:
             rows = rows[(rows != row) & self.types.kind_mask(rows, self.types.kind_of_row(row))]
             return rows, lex.score_docs(q, lex.query_weights(q, qtf), rows)
         n_own = len(docs.rows_of_paper(own_paper)) if scope == "other_papers" else 0
-        budget = self.first_stage_budget(len(lex))
-        rows, scores = lex.search_terms(
-            q, qtf, k=candidates + n_own, exclude=row,
-            max_query_terms=None if exact else budget["max_query_terms"],
-            max_postings=None if exact else budget["max_postings"],
-            rescore=max(budget["rescore"], candidates + n_own))
+        rows, scores = self.lexical_first_stage(lex, q, qtf, candidates + n_own, exclude=row, exact=exact)
         if scope == "other_papers":
             keep = docs.paper_ids[rows] != own_paper
             rows, scores = rows[keep][:candidates], scores[keep][:candidates]

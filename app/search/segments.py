@@ -13,6 +13,11 @@ Queries offer the calls of `LexicalIndex` that the engine makes (`search_terms`,
 `doc_terms`, ...) with the same meaning; documents are numbered across segments in the order
 they were added.
 
+With `impacts=True` segments also keep their lists in impact order (app.search.postings) for
+`impact_search`, a first stage that reads only their heads; measured on the synthetic benchmark it
+found the exact top 100 no better than the best terms' whole lists (docs/scaling.md), so the
+engine does not use it by default.
+
 On disk (`open(d)` / `save(d)`): d/state.json (segment names, parameters), d/vocab.json,
 d/deleted.npy and one directory per segment under d/segments/, memory-mapped when opened.
 """
@@ -32,7 +37,7 @@ import scipy.sparse as sp
 from app.model_store.versions import link_tree
 
 from .lexical import LexicalIndex, _csr_from_tokens, _topk, bm25_idf, bm25_tf_part, select_terms
-from .postings import PostingsSegment
+from .postings import IMPACT_LEVELS, PostingsSegment
 
 _PROBE_POSTINGS = 20_000   # postings of the most selective terms read to estimate the k-th score
 _PROBE_DOCS = 300          # documents fully scored for that estimate (>= k)
@@ -41,21 +46,33 @@ _CAND_CAP = 20_000         # above this many candidates after pruning, every lis
 _SLACK = 1e-6              # relative margin on the bounds: pruning never drops a true hit
 
 
+def _sum_by_doc(ids: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct ids, summed weights): one 64-bit key per posting, id high and the float32 weight's
+    bits low, so that a plain value sort groups each document's weights (faster than an argsort)."""
+    key = (ids.astype(np.uint64) << np.uint64(32)) | w.astype(np.float32).view(np.uint32)
+    key.sort()
+    ids = (key >> np.uint64(32)).astype(np.int64)
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    return ids[starts], np.add.reduceat(key.astype(np.uint32).view(np.float32).astype(np.float64), starts)
+
+
 class SegmentedIndex:
     """BM25 over postings segments with collection-wide statistics; see the module docstring."""
 
     method = "bm25"
 
-    def __init__(self, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25, path: str | Path | None = None):
+    def __init__(self, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25, path: str | Path | None = None,
+                 impacts: bool = False):
         self.k1, self.b, self.epsilon = float(k1), float(b), float(epsilon)
+        self.impacts = bool(impacts)               # segments written with impact-ordered lists too
         self.vocab: list[str] = []
         self._term_of: dict[str, int] = {}          # every word seen (ids are never reused)
         self._live_terms: dict[str, int] | None = None
         self.segments: list[PostingsSegment] = []
         self.names: list[str] = []                 # segment directory names (when stored)
         self.bases = np.zeros(1, np.int64)         # segment i holds documents [bases[i], bases[i+1])
-        self.deleted = np.zeros(0, bool)
-        self._n_deleted = 0                        # deleted.sum(), kept: every query's statistics read it
+        self._deleted = np.zeros(0, bool)
+        self._n_deleted = 0
         self.path = None if path is None else Path(path)
         self._df = np.zeros(0, np.int64)
         self._total_len = 0
@@ -71,7 +88,19 @@ class SegmentedIndex:
         return self.n_docs
 
     @property
+    def deleted(self) -> np.ndarray:
+        """Tombstones, one per document (true: deleted)."""
+        return self._deleted
+
+    @deleted.setter
+    def deleted(self, value: np.ndarray) -> None:
+        self._deleted = value
+        self._n_deleted = int(value.sum())
+
+    @property
     def n_live(self) -> int:
+        # counted when the tombstones change: summing ten million of them costs milliseconds,
+        # and every query asks (the length norms are keyed by it)
         return self.n_docs - self._n_deleted
 
     def _intern(self, words: Sequence[str]) -> np.ndarray:
@@ -105,7 +134,8 @@ class SegmentedIndex:
         indptr = np.asarray(indptr, dtype=np.int64)
         row_ptr, row_terms, row_tf = _csr_from_tokens(indptr, ids, len(self.vocab))
         del ids
-        seg = PostingsSegment.build(row_ptr, row_terms, row_tf, np.diff(indptr), len(self.vocab))
+        seg = PostingsSegment.build(row_ptr, row_terms, row_tf, np.diff(indptr), len(self.vocab), self.k1, self.b,
+                                    self.impacts)
         return self._append(seg)
 
     def add_counts(self, row_ptr: np.ndarray, row_terms: np.ndarray, row_tf: np.ndarray, doc_len: np.ndarray,
@@ -117,7 +147,8 @@ class SegmentedIndex:
                               np.asarray(row_ptr, dtype=np.int64)), shape=(len(row_ptr) - 1, len(self.vocab)))
         rows.sort_indices()  # interning may reorder a row's term ids
         seg = PostingsSegment.build(rows.indptr.astype(np.int64), rows.indices.astype(np.int32), rows.data,
-                                    np.asarray(doc_len).astype(np.int64), len(self.vocab))
+                                    np.asarray(doc_len).astype(np.int64), len(self.vocab), self.k1, self.b,
+                                    self.impacts)
         return self._append(seg)
 
     def _append(self, seg: PostingsSegment) -> range:
@@ -189,7 +220,7 @@ class SegmentedIndex:
         row_ptr = np.zeros(len(lens) + 1, np.int64)
         np.cumsum(lens, out=row_ptr[1:])
         merged = PostingsSegment.build(row_ptr, np.concatenate(term_parts), np.concatenate(tf_parts),
-                                       np.concatenate(len_parts), len(self.vocab))
+                                       np.concatenate(len_parts), len(self.vocab), self.k1, self.b, self.impacts)
         del term_parts, tf_parts
         kept = np.r_[np.arange(lo), lo + np.flatnonzero(~self.deleted[lo:hi]), np.arange(hi, self.n_docs)]
         old_deleted = self.deleted
@@ -206,13 +237,40 @@ class SegmentedIndex:
                 self._adopt(seg, names[i] if names else None)
         # tombstones outside the merged run stay
         self.deleted = np.r_[old_deleted[:lo], np.zeros(merged.n_docs, bool), old_deleted[hi:]]
-        self._n_deleted = int(self.deleted.sum())
         self._leave_statistics(np.flatnonzero(self.deleted))
         if self.path is not None:
             self._write_state()
             for name in old_names:
                 shutil.rmtree(self.path / "segments" / name, ignore_errors=True)
         return kept
+
+    @property
+    def has_impacts(self) -> bool:
+        """Every segment has its impact-ordered lists (what `impact_search` reads)."""
+        return bool(self.segments) and all(seg.has_impacts for seg in self.segments)
+
+    def add_impacts(self) -> int:
+        """Give the segments written without them their impact-ordered lists (stored next to the
+        segment's other arrays when the index is on disk), and write later segments (adds,
+        merges) with them; returns how many segments changed."""
+        changed = 0
+        self.impacts = True
+        for i, seg in enumerate(self.segments):
+            if seg.has_impacts:
+                continue
+            seg = seg.with_impacts(self.k1, self.b)
+            if self.path is not None and self.names:
+                d = self.path / "segments" / self.names[i]
+                for name in ("imp_docs", "imp_tf", "imp_ladder"):
+                    tmp = d / f".{name}.tmp.npy"
+                    np.save(tmp, getattr(seg, name), allow_pickle=False)
+                    tmp.replace(d / f"{name}.npy")
+                seg = PostingsSegment.load(d)
+            self.segments[i] = seg
+            changed += 1
+        if self.path is not None:
+            self._write_state()
+        return changed
 
     def _adopt(self, seg: PostingsSegment, name: str | None) -> None:
         """Append a segment during a merge (an existing directory, or a new one for `name` None)."""
@@ -256,16 +314,17 @@ class SegmentedIndex:
     def _tf_part(self, tf: np.ndarray, doc_len: np.ndarray) -> np.ndarray:
         return bm25_tf_part(tf, doc_len, self.avgdl, self.k1, self.b)
 
-    def _length_norms(self, i: int) -> np.ndarray:
-        """k1 * (1 - b + b * dl / avgdl) of segment i's documents (float64), kept until the
-        average length changes: a posting's weight is then tf * (k1 + 1) / (tf + norm)."""
+    def _length_norms(self, i: int, dtype=np.float64) -> np.ndarray:
+        """k1 * (1 - b + b * dl / avgdl) of segment i's documents (float64, or a float32 copy),
+        kept until the average length changes: a posting's weight is then tf * (k1 + 1) / (tf + norm)."""
         key = (i, self._total_len, self.n_live)
         cached = self._norms.get(i)
         if cached is None or cached[0] != key:
             dl = np.asarray(self.segments[i].doc_len, dtype=np.float64)
-            cached = (key, self.k1 * (1.0 - self.b + self.b * dl / self.avgdl))
+            norm = self.k1 * (1.0 - self.b + self.b * dl / self.avgdl)
+            cached = (key, norm, norm.astype(np.float32))
             self._norms[i] = cached
-        return cached[1]
+        return cached[1] if dtype == np.float64 else cached[2]
 
     # --------------------------------------------------------------- queries
     def query_vector(self, query_tokens: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -379,37 +438,36 @@ class SegmentedIndex:
     def _accumulate(self, q: np.ndarray, qw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(documents, summed weights) over the postings of terms q, deleted documents dropped."""
         out_docs, out_scores = [], []
+        k1p = self.k1 + 1.0
         for i, seg in enumerate(self.segments):
-            ids_parts, w_parts = [], []
-            norm = self._length_norms(i)
-            k1p = self.k1 + 1.0
-            for t, wq in zip(q.tolist(), qw.tolist()):
+            ids_parts, tf_parts, lens = [], [], []
+            for t in q.tolist():
                 ids, tf = seg.postings(t)
-                if len(ids):
-                    ids_parts.append(ids)
-                    tf = tf.astype(np.float64)
-                    w_parts.append((wq * k1p) * tf / (tf + norm[ids]))
-            if not ids_parts:
+                ids_parts.append(ids)
+                tf_parts.append(tf)
+                lens.append(len(ids))
+            if not sum(lens):
                 continue
             ids = np.concatenate(ids_parts)
-            w = np.concatenate(w_parts)
+            tf = np.concatenate(tf_parts)
             if len(ids) * 4 > seg.n_docs:
+                tf = tf.astype(np.float64)
+                w = np.repeat(np.asarray(qw, np.float64) * k1p, lens) * tf / (tf + self._length_norms(i)[ids])
                 acc = np.bincount(ids, weights=w, minlength=seg.n_docs)
                 docs = np.flatnonzero(acc)
                 scores = acc[docs]
             else:
-                # one 64-bit key per posting, document high and the float32 weight's bits low: a
-                # plain value sort groups each document's weights (faster than an argsort)
-                key = (ids.astype(np.uint64) << np.uint64(32)) | w.astype(np.float32).view(np.uint32)
-                key.sort()
-                ids = (key >> np.uint64(32)).astype(np.int64)
-                starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
-                docs = ids[starts]
-                scores = np.add.reduceat(key.astype(np.uint32).view(np.float32).astype(np.float64), starts)
+                # float32 weights (what the sort key holds), computed in one pass over the segment
+                tf = tf.astype(np.float32)
+                w = np.repeat(np.asarray(qw, np.float32) * np.float32(k1p), lens) * tf
+                w /= tf + self._length_norms(i, np.float32)[ids]
+                docs, scores = _sum_by_doc(ids, w)
             docs = docs + int(self.bases[i])
-            alive = ~self.deleted[docs]
-            out_docs.append(docs[alive])
-            out_scores.append(scores[alive])
+            if self._n_deleted:
+                alive = ~self.deleted[docs]
+                docs, scores = docs[alive], scores[alive]
+            out_docs.append(docs)
+            out_scores.append(scores)
         if not out_docs:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
         return np.concatenate(out_docs), np.concatenate(out_scores)
@@ -470,6 +528,83 @@ class SegmentedIndex:
         keep = s > 0
         return _topk(cand[keep], s[keep], k)
 
+    def impact_search(self, q: np.ndarray, qtf: np.ndarray, k: int = 100, exclude: int | None = None,
+                      postings: int = 150_000, rescore: int = 1000) -> tuple[np.ndarray, np.ndarray]:
+        """Approximate top-k (documents, exact scores) for a long query, reading about `postings`
+        postings whatever the collection's size: the heads of the query terms' impact-ordered lists
+        down to one score threshold (score-at-a-time: the postings that add the most to a score
+        first, over all terms and segments), partial scores summed from them, and the best
+        `rescore` documents by partial score scored exactly. A query whose lists hold no more than
+        `postings` is answered exactly, as are queries on segments without impact order."""
+        q, qtf = np.asarray(q, np.int64), np.asarray(qtf, np.float64)
+        empty = (np.zeros(0, np.int64), np.zeros(0, np.float64))
+        if k <= 0 or len(q) == 0 or self.n_docs == 0:
+            return empty
+        qw = qtf * self.idf[q]
+        live = (qw > 0) & (self._df[q] > 0)
+        if not self.has_impacts or int(self._df[q[live]].sum()) <= postings or (self.idf[q] < 0).any():
+            return self.search_terms(q, qtf, k=k, exclude=exclude)
+        ql, qwl = q[live], qw[live]
+        depth = self._impact_depths(ql, qwl, postings)
+        out_docs, out_scores = [], []
+        k1p = self.k1 + 1.0
+        for i, seg in enumerate(self.segments):
+            norm = self._length_norms(i, np.float32)
+            ids, tf, owner = seg.impact_heads(ql, depth[i])
+            if not len(ids):
+                continue
+            tf = tf.astype(np.float32)
+            w = (qwl.astype(np.float32) * np.float32(k1p))[owner] * tf
+            w /= tf + norm[ids]
+            docs, scores = _sum_by_doc(ids, w)
+            docs = docs + int(self.bases[i])
+            if self._n_deleted:
+                alive = ~self.deleted[docs]
+                docs, scores = docs[alive], scores[alive]
+            out_docs.append(docs)
+            out_scores.append(scores)
+        if not out_docs:
+            return empty
+        docs, part = np.concatenate(out_docs), np.concatenate(out_scores)
+        if exclude is not None:
+            keep = docs != exclude
+            docs, part = docs[keep], part[keep]
+        cand, _ = _topk(docs, part, max(k, rescore))
+        full = self.score_docs(q, qtf, cand)
+        keep = full > 0
+        return _topk(cand[keep], full[keep], k)
+
+    def _impact_depths(self, q: np.ndarray, qw: np.ndarray, postings: int) -> np.ndarray:
+        """How many postings of each term (columns) to read in each segment (rows): every
+        posting whose level's weight reaches one threshold, chosen so that about `postings` are
+        read in all (the boundary level read in part)."""
+        ladders = np.stack([seg.ladders(q) for seg in self.segments])          # segments x terms x levels
+        below = np.concatenate([ladders[:, :, 1:], np.zeros(ladders.shape[:2] + (1,), ladders.dtype)], axis=2)
+        per_level = ladders - below                                            # postings in each level
+        total = per_level.sum(axis=0).ravel()                                  # terms x levels, flattened
+        # a level's weight: the middle of its saturation range times the term's query weight, the
+        # less the more documents have the term (one in every document raises every score alike:
+        # reading it first would find no candidate)
+        spread = qw * np.maximum(0.0, 1.0 - self._df[q] / max(1, self.n_live))
+        value = (np.outer(spread, (np.arange(IMPACT_LEVELS) + 0.5) / IMPACT_LEVELS)).ravel()
+        order = np.argsort(-value, kind="stable")
+        cum = np.cumsum(total[order])
+        n_full = int(np.searchsorted(cum, postings, side="right"))
+        depth = np.zeros(ladders.shape[:2], np.int64)
+        taken = np.zeros(len(value), bool)
+        taken[order[:n_full]] = True
+        taken = taken.reshape(len(q), IMPACT_LEVELS)
+        # a term's taken levels are its highest ones: the depth is the ladder at the lowest taken
+        has = taken.any(axis=1)
+        lowest = np.argmax(taken, axis=1)
+        depth[:, has] = ladders[:, has, lowest[has]]
+        if n_full < len(order):
+            t, lvl = divmod(int(order[n_full]), IMPACT_LEVELS)
+            left = postings - (int(cum[n_full - 1]) if n_full else 0)
+            frac = left / max(1, int(total[order[n_full]]))
+            depth[:, t] += np.floor(per_level[:, t, lvl] * frac).astype(np.int64)
+        return depth
+
     def score_docs(self, q: np.ndarray, qw: np.ndarray, docs: np.ndarray) -> np.ndarray:
         """Exact scores of chosen documents for a query given as (term ids, query weights)."""
         docs = np.asarray(docs, dtype=np.int64)
@@ -520,7 +655,7 @@ class SegmentedIndex:
         tmp.replace(d / "vocab.json")
         np.save(d / ".deleted.tmp.npy", self.deleted)
         (d / ".deleted.tmp.npy").replace(d / "deleted.npy")
-        state = {"segments": self.names, "k1": self.k1, "b": self.b, "epsilon": self.epsilon,
+        state = {"segments": self.names, "k1": self.k1, "b": self.b, "epsilon": self.epsilon, "impacts": self.impacts,
                  "n_docs": self.n_docs, "format": 1}
         tmp = d / f".state.{os.getpid()}.tmp"
         tmp.write_text(json.dumps(state))
@@ -561,14 +696,13 @@ class SegmentedIndex:
         if not (d / "state.json").exists():
             return cls(path=d)
         state = json.loads((d / "state.json").read_text())
-        self = cls(state["k1"], state["b"], state["epsilon"], path=d)
+        self = cls(state["k1"], state["b"], state["epsilon"], path=d, impacts=state.get("impacts", False))
         self.vocab = json.loads((d / "vocab.json").read_text())
         self._term_of = {w: i for i, w in enumerate(self.vocab)}
         self._df = np.zeros(len(self.vocab), np.int64)
         for name in state["segments"]:
             self._adopt(PostingsSegment.load(d / "segments" / name, mmap=mmap), name)
         self.deleted = np.load(d / "deleted.npy")[:self.n_docs].copy()
-        self._n_deleted = int(self.deleted.sum())
         self._leave_statistics(np.flatnonzero(self.deleted))
         return self
 
