@@ -166,7 +166,7 @@ def _emit(page: pymupdf.Page, dl, c: Candidate, out_dir: pathlib.Path, rel_prefi
     # tables are text: searched by their caption, shown small; render them cheaper than figures
     rc = render_crop(page, dl, crop, out_dir, rel_prefix, stem, dpi if cap.kind == "figure" else min(dpi, 110), thumb_px)
     full = union([crop, cap.bbox])
-    region_text = _cell_text(page, crop) if cap.kind == "table" and c.region is not None else ""
+    region_text = region_words(page, crop) if c.region is not None else ""
     label = f"{'Figure' if cap.kind == 'figure' else 'Table'} {cap.number}"
     panels = find_panels(lines, crop, cap.text) if cap.kind == "figure" and c.region is not None else []
     return ExtractedFigure(
@@ -179,11 +179,13 @@ def _emit(page: pymupdf.Page, dl, c: Candidate, out_dir: pathlib.Path, rel_prefi
     ), rc
 
 
-MAX_CELL_TEXT = 4000
+MAX_REGION_TEXT = 4000
 
 
-def _cell_text(page: pymupdf.Page, rect) -> str:
-    """The words inside a table's grid in reading order, one space apart (bounded: a table is
-    searched by its cells, not stored as a document)."""
+def region_words(page: pymupdf.Page, rect) -> str:
+    """The words of the text layer inside a graphic region, in reading order, one space apart: a
+    table's cells (searched with its caption), a figure's axis titles, legend entries and node
+    labels (what it plots: app/search/figure_words.py). Bounded: a region is not a document.
+    A raster figure has none."""
     words = page.get_text("words", clip=pymupdf.Rect(rect), sort=True)
-    return clean_text(" ".join(w[4] for w in words))[:MAX_CELL_TEXT]
+    return clean_text(" ".join(w[4] for w in words))[:MAX_REGION_TEXT]

@@ -23,6 +23,7 @@ class Collection:
     figure_type: dict[int, str | None] = field(default_factory=dict)  # per figure id
     type_scores: dict[int, dict | None] = field(default_factory=dict)  # per figure id: {type: score}
     image_path: dict[int, str] = field(default_factory=dict)  # crop, relative to the data dir
+    region_words: dict[int, str] = field(default_factory=dict)  # per figure id: the words printed inside it
 
     def paper_graph_related(self, a: int, b: int) -> bool:
         return b in self.neighbours.get(a, ())
@@ -56,6 +57,8 @@ def load_collection(session: Session, kinds: tuple[str, ...] = ("figure",)) -> C
         col.figure_type[f.id] = f.figure_type
         col.type_scores[f.id] = f.type_scores
         col.image_path[f.id] = f.image_path
+        if f.kind == "figure" and f.region_text:  # a table's cells are part of its text already
+            col.region_words[f.id] = f.region_text
     col.sha_of_paper = dict(session.execute(select(Paper.id, Paper.sha256)).all())
     for pid, title, abstract, body in session.execute(
             select(Paper.id, Paper.title, Paper.abstract, Paper.body_terms).where(Paper.status == PaperStatus.OK)):
