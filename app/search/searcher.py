@@ -151,7 +151,7 @@ class Searcher:
         belong to docs[i]; figure_types[i] is a type name or None and type_scores[i] the
         classifier's {type: score} (TypeIndex.build); fingerprints[i] what its row indexes
         (app.search.growth); region_words[i] the words printed inside it (figure_words.py)."""
-        lexical = _make_lexical([analyze(d.text) for d in docs], method, ranking)
+        lexical = _make_lexical([analyze(d.lexical_text) for d in docs], method, ranking)
         vectors = None if embeddings is None else _make_vectors(embeddings, len(docs), vector_kind, gpu)
         visual = None if visual_embeddings is None else _make_vectors(visual_embeddings, len(docs), vector_kind, gpu)
         types = TypeIndex.build([d.kind for d in docs], figure_types, type_scores)
