@@ -167,3 +167,14 @@ def test_related_reasons_name_the_words_printed_inside_both_figures():
     out = related_reasons({}, None, "Figure 4: Recall@20 against embedding size on the Criteo data.",
                           "Recall@20 with different embedding size.", words=mine, other_words=theirs)
     assert out == ["both plot recall@20 against embedding size"]
+
+
+def test_printed_words_are_named_as_both_figures_print_them():
+    from app.search.explain import inside_reason, related_reasons
+
+    # HR@10 and HR@50 share the measure, not the cut-off
+    assert inside_reason("HR@10 NDCG@10 0.2 0.4", "HR@50 NDCG@10 0.1")[0] == "both show: HR, NDCG@10"
+    # one shared label at a low figure-words cosine is chance: not said
+    words, other = "Number of layer 1 2 3 accuracy", "layer depth latency"
+    assert related_reasons({"figure_words": 0.05}, None, "a", "b", words=words, other_words=other) == []
+    assert related_reasons({"figure_words": 0.3}, None, "a", "b", words=words, other_words=other) == ["both show: layer"]

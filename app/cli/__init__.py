@@ -645,7 +645,7 @@ def search(query: str = typer.Argument(..., help="Keywords."), k: int = typer.Op
            rerank: bool = typer.Option(True, "--rerank/--no-rerank", help="Dense re-ranking of the top 100."),
            method: str = typer.Option("bm25", "--method"),
            kind: str = typer.Option("figure", "--kind", help="figure, table or both.")) -> None:
-    """Keyword search over figure texts (caption + mention sentences) or tables (+ their cells)."""
+    """Keyword search over figure texts (caption + mention sentences + the words printed inside the figure) or tables (+ their cells)."""
     if kind not in ("figure", "table", "both"):
         typer.echo("error: --kind must be figure, table or both", err=True)
         raise typer.Exit(2)

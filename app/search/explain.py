@@ -104,7 +104,8 @@ def related_reasons(signals: Mapping[str, float] | None, figure_type: str | None
     plots, said = plot_reason(caption, other_caption)
     if plots:
         out.append(plots)
-    inside, printed = inside_reason(words, other_words, words_idf, said)
+    inside, printed = inside_reason(words, other_words, words_idf, said) \
+        if (signals or {}).get("figure_words", 1.0) >= SHARED_INSIDE_MIN else (None, set())
     if inside:
         out.append(inside)
         said = said | printed
@@ -119,6 +120,7 @@ def related_reasons(signals: Mapping[str, float] | None, figure_type: str | None
 
 
 SHARED_INSIDE_TERMS = 4
+SHARED_INSIDE_MIN = 0.1  # figure_words cosine below which one shared label is chance ("layer", "step")
 
 
 def inside_reason(words: str, other_words: str, idf: "TermStats | None" = None,
@@ -132,7 +134,12 @@ def inside_reason(words: str, other_words: str, idf: "TermStats | None" = None,
     theirs = set(analyze(words))
     stems = [t for t in dict.fromkeys(analyze(other_words)) if t in theirs and t not in said and t not in CHART_WORDS]
     stems = informative_terms(stems, idf, SHARED_INSIDE_TERMS)
-    shown = surface_words(stems, other_words, words)
+    # a word as both figures print it ("HR@10" in both), else its common stem ("HR" for HR@10 and HR@50)
+    shown = [a if a.lower() == b.lower() else _AT_SUFFIX.sub("", a)
+             for a, b in zip(surface_words(stems, other_words), surface_words(stems, words))]
+    if len(shown) != len(stems):
+        shown = surface_words(stems, other_words, words)
+    shown = list(dict.fromkeys(shown))
     if not shown:
         return None, set()
     return "both show: " + ", ".join(shown), set(stems)
@@ -200,6 +207,7 @@ def surface_words(stems: Sequence[str], *texts: str) -> list[str]:
 
 
 _TOKEN_RE = re.compile(r"[^\W_]+(?:[@-][^\W_]+)*")
+_AT_SUFFIX = re.compile(r"@[^\W_]+$")  # the cut-off of a measure: "@10" of HR@10
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[])")
 _WORD_RE = re.compile(r"[^\W_]+")
 _COMPOUND_RE = re.compile(r"[^\W_]+(?:-[^\W_]+)+")
