@@ -121,7 +121,8 @@ def test_refresh_region_words_reads_the_words_inside_stored_figures_again(demo_p
         assert before and any(before.values())  # the demo's plots print their axis words
         # as a collection ingested before figures kept their words has them
         db.execute("update figures set region_text = '' where kind = 'figure'")
-        blanked = sum(1 for fid, kind in db.execute("select id, kind from figures") if kind == "figure" and before.get(fid))
+        blanked = sum(1 for fid, kind in db.execute("select id, kind from figures")
+                      if kind == "figure" and before.get(fid))
     r = run(["refresh-region-words", "--data-dir", str(data)])
     assert f"papers: 1  regions: {len(before)}  with words: {sum(map(bool, before.values()))}  changed: {blanked}" \
         in r.stdout, r.stdout

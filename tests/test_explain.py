@@ -177,4 +177,5 @@ def test_printed_words_are_named_as_both_figures_print_them():
     # one shared label at a low figure-words cosine is chance: not said
     words, other = "Number of layer 1 2 3 accuracy", "layer depth latency"
     assert related_reasons({"figure_words": 0.05}, None, "a", "b", words=words, other_words=other) == []
-    assert related_reasons({"figure_words": 0.3}, None, "a", "b", words=words, other_words=other) == ["both show: layer"]
+    shown = related_reasons({"figure_words": 0.3}, None, "a", "b", words=words, other_words=other)
+    assert shown == ["both show: layer"]

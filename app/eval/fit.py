@@ -112,7 +112,8 @@ def cross_validate(engine, judged: Judged, n_folds: int = 4, seed: int = 0, guar
     rankers = {"fitted_held_out": lambda q: held[q][:5], **baseline_rankers(engine)}
     report = evaluate_rankings(judged, rankers, queries)
     final = fit_on(cands, judged, queries, mpp, guard, without)
-    return {"n_queries": len(queries), "guard": guard[1] if guard else None, "without": list(without), "n_papers": len({judged.paper_of_query[q] for q in queries}),
+    return {"n_queries": len(queries), "guard": guard[1] if guard else None, "without": list(without),
+            "n_papers": len({judged.paper_of_query[q] for q in queries}),
             "folds": n_folds, "seed": seed, "fold_weights": fold_weights, "weights": final, "rankings": report,
             "held_out_top5": {str(q): held[q][:5] for q in queries}}
 
@@ -162,8 +163,9 @@ def judged_report_md(result: dict, title: str = "Related figures in other papers
                       f"{a.get('kappa_linear', float('nan')):.3f}), raw {a['raw_agreement']:.3f}."]
     o = result.get("other_judge")
     if o:
+        ci = o["close_fill_ci95"]
         lines += ["", f"fitted_held_out graded by {o['judge']} ({o['n_queries']} queries, never fitted on): close fill "
-                      f"{o['close_fill']:.3f} [{o['close_fill_ci95'][0]:.2f}, {o['close_fill_ci95'][1]:.2f}], related fill "
+                      f"{o['close_fill']:.3f} [{ci[0]:.2f}, {ci[1]:.2f}], related fill "
                       f"{o['related_fill']:.3f}, nDCG@5 {o['ndcg@5']:.3f}, unjudged {o['unjudged']:.3f}."]
     if "weights" in result:
         lines += ["", f"fitted_held_out: weights fitted on the other {result['folds'] - 1} folds (grouped by paper); "

@@ -91,15 +91,16 @@ class FigureWords:
         qt, qw = self._row(int(row))
         if not len(qt) or not len(rows):
             return out
-        dense = np.zeros(len(self.vocab), dtype=np.float64)
-        dense[qt] = qw
         starts, ends = self.indptr[rows], self.indptr[rows + 1]
         lengths = ends - starts
         if not lengths.sum():
             return out
         owner = np.repeat(np.arange(len(rows)), lengths)
         pos = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths) + np.repeat(starts, lengths)
-        np.add.at(out, owner, dense[self.terms[pos]] * self.weights[pos])
+        terms = self.terms[pos]
+        at = np.minimum(np.searchsorted(qt, terms), len(qt) - 1)  # a row's terms are sorted: no vocabulary-wide array
+        hit = qt[at] == terms
+        np.add.at(out, owner[hit], qw[at[hit]].astype(np.float64) * self.weights[pos[hit]])
         return out
 
     def shared_terms(self, row: int, other: int) -> list[str]:
@@ -126,4 +127,4 @@ class FigureWords:
         meta = json.loads((d / "meta.json").read_text())
         mode = "r" if mmap else None
         arrays = {name: np.load(d / f"{name}.npy", mmap_mode=mode) for name in ("indptr", "terms", "weights", "df")}
-        return cls(meta["vocab"], arrays["df"], meta["n_docs"], **{k: arrays[k] for k in ("indptr", "terms", "weights")})
+        return cls(meta["vocab"], arrays["df"], meta["n_docs"], arrays["indptr"], arrays["terms"], arrays["weights"])

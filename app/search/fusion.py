@@ -24,7 +24,8 @@ import numpy as np
 
 SIGNALS = ("lexical", "text", "visual", "type", "type_scores", "figure_words", "paper", "paper_text", "paper_figures",
            "paper_body")
-FIGURE_LEVEL = ("lexical", "text", "visual", "type", "type_scores", "figure_words")  # no field that identifies the figure's paper
+# no field that identifies the figure's paper
+FIGURE_LEVEL = ("lexical", "text", "visual", "type", "type_scores", "figure_words")
 SCOPES = ("other_papers", "same_paper", "all")
 
 # Defaults until `figsearch fit` stores weights fitted on the collection itself.

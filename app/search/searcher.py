@@ -16,10 +16,10 @@ RankingConfig (ranking.py), the same for every caller. The query encoder (text -
 the vocabulary of figure-type names are given by the caller, so tests and services choose them.
 
 Parts (index_parts.py): doc table, lexical index, figure-text vectors, picture vectors, paper
-index, type index, spelling vocabulary, words inside the figures; each saves and loads itself. `save(index_root)` writes a
-new version directory (with a manifest of its files, checked at load: versions.py) and then
-atomically replaces the `CURRENT` pointer, so a running service can poll `current_version` and
-swap in `load_current` when it changes; readers never see a half-written index.
+index, type index, spelling vocabulary, words inside the figures; each saves and loads itself.
+`save(index_root)` writes a new version directory (with a manifest of its files, checked at
+load: versions.py) and then atomically replaces the `CURRENT` pointer, so a running service can
+poll `current_version` and swap in `load_current` when it changes; readers never see a half-written index.
 """
 from __future__ import annotations
 
