@@ -960,3 +960,32 @@ def test_raster_figure_has_no_region_words(tmp_path):
     page.insert_textbox(pymupdf.Rect(72, 300, 295, 700), BODY, fontsize=10)
     f = _figures(_saved(doc, tmp_path / "raster.pdf"), tmp_path)[1]
     assert f.region_bbox is not None and f.region_text == ""
+
+
+
+def test_words_of_a_font_coded_below_the_letters_are_read_back(tmp_path):
+    """Drawing programs often embed a font whose codes run 29 below the letters ("7DVN" for
+    "Task"); when most of a figure's words are no word of the rest of its page but are once shifted
+    back, the figure keeps the letters."""
+    printed = ["Task", "Samples", "Domain", "Shared", "Network", "Parameters"]
+    coded = ["".join(chr(ord(c) - 29) for c in w) for w in printed]
+    assert coded[0] == "7DVN"
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.draw_rect(pymupdf.Rect(110, 80, 290, 200), color=(0, 0, 0), width=1)
+    for k, w in enumerate(coded):
+        page.insert_text((120 + 55 * (k % 3), 110 + 30 * (k // 3)), w, fontsize=8)
+    page.insert_textbox(pymupdf.Rect(72, 240, 295, 280), "Figure 1: Sharing between tasks.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(72, 300, 295, 700), BODY + " Each task has samples of a domain; a shared "
+                        "network holds the parameters.", fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "coded.pdf"), tmp_path)[1]
+    assert f.region_text.split() == printed, f.region_text
+    # words of the page's own language are never shifted, even when few of them are on the page
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.draw_rect(pymupdf.Rect(110, 80, 290, 200), color=(0, 0, 0), width=1)
+    page.insert_text((120, 110), "Steam Tmall Electronic HR@10 NDCG@10", fontsize=8)
+    page.insert_textbox(pymupdf.Rect(72, 240, 295, 280), "Figure 1: Matching steps.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(72, 300, 295, 700), BODY, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "plain.pdf"), tmp_path)[1]
+    assert f.region_text == "Steam Tmall Electronic HR@10 NDCG@10"
