@@ -109,3 +109,23 @@ def test_refresh_metadata_reads_stored_papers_again(demo_pdfs, tmp_path):
     assert (after["authors"], after["year"]) == (before["authors"], before["year"])
     # nothing left to change the second time
     assert "authors changed: 0  years changed: 0" in run(["refresh-metadata", "--data-dir", str(data)]).stdout
+
+
+def test_refresh_region_words_reads_the_words_inside_stored_figures_again(demo_pdfs, tmp_path):
+    import sqlite3
+
+    data = tmp_path / "data"
+    run(["ingest", str(demo_pdfs[0]), "--data-dir", str(data)])
+    with sqlite3.connect(data / "figsearch.db") as db:
+        before = dict(db.execute("select id, region_text from figures where region_bbox is not null"))
+        assert before and any(before.values())  # the demo's plots print their axis words
+        # as a collection ingested before figures kept their words has them
+        db.execute("update figures set region_text = '' where kind = 'figure'")
+        blanked = sum(1 for fid, kind in db.execute("select id, kind from figures")
+                      if kind == "figure" and before.get(fid))
+    r = run(["refresh-region-words", "--data-dir", str(data)])
+    assert f"papers: 1  regions: {len(before)}  with words: {sum(map(bool, before.values()))}  changed: {blanked}" \
+        in r.stdout, r.stdout
+    with sqlite3.connect(data / "figsearch.db") as db:
+        assert dict(db.execute("select id, region_text from figures where region_bbox is not null")) == before
+    assert "changed: 0" in run(["refresh-region-words", "--data-dir", str(data)]).stdout

@@ -151,3 +151,38 @@ def test_shared_terms_are_shown_as_written():
     assert surface_words(["sne", "visual", "accuraci"], "t-SNE visualization", "Top-1 accuracy of t-SNE") == \
         ["t-SNE", "visualization", "accuracy"]
     assert surface_words(["unseen"], "no such word here") == ["unseen"]
+
+
+def test_related_reasons_name_the_words_printed_inside_both_figures():
+    from app.search.explain import inside_reason, related_reasons
+
+    mine = "Recall@20 0.1 0.2 0.3 Embedding size 32 64 128 DeepFM (a) Criteo"
+    theirs = "Recall@20 0.2 0.4 embedding size 16 32 LightGCN (b) MovieLens"
+    reason, stems = inside_reason(mine, theirs)
+    assert reason == "both show: recall@20, embedding, size"  # as the other figure writes them; no ticks, no letters
+    assert stems == set(analyze("recall embedding size"))
+    # words common to many figures say nothing about this pair
+    idf = TermStats({"recal": 3.0, "embed": 2.0, "size": 1.0})
+    idf.common = frozenset({"size"})
+    assert inside_reason(mine, theirs, idf)[0] == "both show: recall@20, embedding"
+    assert inside_reason(mine, "", idf) == (None, set())  # a raster figure prints nothing
+    assert inside_reason("Accuracy epoch", "Latency QPS")[0] is None
+    out = related_reasons({"type": 1.0}, "line_chart", "Figure 2: Results on Criteo.", "Recall of LightGCN.",
+                          words=mine, other_words=theirs)
+    assert out == ["same kind of figure (line chart)", "both show: recall@20, embedding, size"]
+    # what the captions already say is not repeated as printed inside
+    out = related_reasons({}, None, "Figure 4: Recall@20 against embedding size on the Criteo data.",
+                          "Recall@20 with different embedding size.", words=mine, other_words=theirs)
+    assert out == ["both plot recall@20 against embedding size"]
+
+
+def test_printed_words_are_named_as_both_figures_print_them():
+    from app.search.explain import inside_reason, related_reasons
+
+    # HR@10 and HR@50 share the measure, not the cut-off
+    assert inside_reason("HR@10 NDCG@10 0.2 0.4", "HR@50 NDCG@10 0.1")[0] == "both show: HR, NDCG@10"
+    # one shared label at a low figure-words cosine is chance: not said
+    words, other = "Number of layer 1 2 3 accuracy", "layer depth latency"
+    assert related_reasons({"figure_words": 0.05}, None, "a", "b", words=words, other_words=other) == []
+    shown = related_reasons({"figure_words": 0.3}, None, "a", "b", words=words, other_words=other)
+    assert shown == ["both show: layer"]

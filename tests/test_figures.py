@@ -928,3 +928,64 @@ def test_picture_keeps_its_part_level_with_a_caption_beside_it(tmp_path):
     page.insert_textbox(pymupdf.Rect(72, 380, 540, 740), BODY * 2, fontsize=10)
     f = _figures(_saved(doc, tmp_path / "beside.pdf"), tmp_path)[2]
     assert f.region_bbox is not None and f.region_bbox[3] >= 364 and f.region_bbox[1] <= 166, f.region_bbox
+
+
+def test_plot_keeps_the_words_printed_inside_it(tmp_path):
+    """A born-digital plot's axis titles and legend are text: the figure keeps them (what it
+    plots), without its caption or the body text around it; tick values are kept as printed."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.draw_rect(pymupdf.Rect(110, 80, 290, 200), color=(0, 0, 0), width=1)
+    page.draw_line((120, 190), (280, 100), color=(1, 0, 0), width=1.5)
+    page.insert_text((200, 95), "DeepFM", fontsize=7)  # legend entry
+    for k in range(4):
+        page.insert_text((120 + 50 * k, 209), str(2 ** (k + 5)), fontsize=7)
+    page.insert_text((160, 222), "Embedding size", fontsize=8)
+    page.insert_text((100, 170), "Recall@20", fontsize=8, rotate=90)
+    page.insert_textbox(pymupdf.Rect(72, 240, 295, 280), "Figure 1: Quality against dimension.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(72, 300, 295, 700), BODY, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "words.pdf"), tmp_path)[1]
+    words = f.region_text.split()
+    for w in ("DeepFM", "Embedding", "size", "Recall@20", "32", "256"):
+        assert w in words, f.region_text
+    assert "Quality" not in words and "paragraph" not in words, f.region_text
+
+
+def test_raster_figure_has_no_region_words(tmp_path):
+    """A figure that is a picture has no text layer inside: no words, not the caption's."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    _half_transparent_image(page, pymupdf.Rect(110, 80, 290, 200))
+    page.insert_textbox(pymupdf.Rect(72, 210, 295, 250), "Figure 1: A photograph of a cat.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(72, 300, 295, 700), BODY, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "raster.pdf"), tmp_path)[1]
+    assert f.region_bbox is not None and f.region_text == ""
+
+
+
+def test_words_of_a_font_coded_below_the_letters_are_read_back(tmp_path):
+    """Drawing programs often embed a font whose codes run 29 below the letters ("7DVN" for
+    "Task"); when most of a figure's words are no word of the rest of its page but are once shifted
+    back, the figure keeps the letters."""
+    printed = ["Task", "Samples", "Domain", "Shared", "Network", "Parameters"]
+    coded = ["".join(chr(ord(c) - 29) for c in w) for w in printed]
+    assert coded[0] == "7DVN"
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.draw_rect(pymupdf.Rect(110, 80, 290, 200), color=(0, 0, 0), width=1)
+    for k, w in enumerate(coded):
+        page.insert_text((120 + 55 * (k % 3), 110 + 30 * (k // 3)), w, fontsize=8)
+    page.insert_textbox(pymupdf.Rect(72, 240, 295, 280), "Figure 1: Sharing between tasks.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(72, 300, 295, 700), BODY + " Each task has samples of a domain; a shared "
+                        "network holds the parameters.", fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "coded.pdf"), tmp_path)[1]
+    assert f.region_text.split() == printed, f.region_text
+    # words of the page's own language are never shifted, even when few of them are on the page
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.draw_rect(pymupdf.Rect(110, 80, 290, 200), color=(0, 0, 0), width=1)
+    page.insert_text((120, 110), "Steam Tmall Electronic HR@10 NDCG@10", fontsize=8)
+    page.insert_textbox(pymupdf.Rect(72, 240, 295, 280), "Figure 1: Matching steps.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(72, 300, 295, 700), BODY, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "plain.pdf"), tmp_path)[1]
+    assert f.region_text == "Steam Tmall Electronic HR@10 NDCG@10"

@@ -45,6 +45,14 @@ def test_fit_publishes_one_config_that_api_cli_and_eval_rank_with(demo_pdfs, tmp
                "--out", str(tmp_path / "fit")]).stdout
     assert "fitted_held_out" in out and "ranks with the fitted config" in out
     fit = json.loads((tmp_path / "fit" / "fit.json").read_text())
+    # the same folds without a signal, graded by a judge too (a dry run publishes nothing)
+    out = run(["fit", "--judgments", str(judgments), "--data-dir", str(data), "--folds", "2", "--dry-run",
+               "--without", "figure_words", "--without", "visual", "--report-judge", "t",
+               "--out", str(tmp_path / "fit-without")]).stdout
+    without = json.loads((tmp_path / "fit-without" / "fit.json").read_text())
+    assert without["without"] == ["figure_words", "visual"] and "graded by t" in out
+    assert not {"figure_words", "visual"} & set(without["weights"]) and "index version" not in out
+    assert without["other_judge"]["n_queries"] == 2
     # no side files: the config lives inside the published index version
     index = data / "index"
     assert not any((index / name).exists() for name in ("fusion.json", "w.json", "first_stage.json"))

@@ -149,14 +149,25 @@ def paper_ref(p: Paper) -> schemas.PaperRef:
 
 
 
+def region_words_of(db: Session, figure_ids: Sequence[int]) -> dict[int, str]:
+    """The words printed inside each figure (its region's text layer), for the ones that have any."""
+    return dict(db.execute(select(Figure.id, Figure.region_text).where(
+        Figure.id.in_(list(figure_ids)), Figure.kind == "figure", Figure.region_text != "")).all()) \
+        if figure_ids else {}
+
+
 def with_related_reasons(hits: list[Hit], items: list[schemas.ScoredFigure], caption: str, title: str,
-                         idf=None) -> list[schemas.ScoredFigure]:
+                         idf=None, words: dict[int, str] | None = None, query_words: str = "",
+                         words_idf=None) -> list[schemas.ScoredFigure]:
     """Related figures of other papers (`items`, serialized from `hits`) with their reasons in
-    words (explain.related_reasons): their kind, the words both captions use, the words both
+    words (explain.related_reasons): their kind, the words printed inside both figures (`words`
+    per figure id, `query_words` the query figure's), the words both captions use, the words both
     papers' titles use. `caption` and `title` are the query figure's."""
     from app.search.explain import related_reasons
 
     signals = {h.figure_id: h.signals for h in hits}
+    words = words or {}
     return [item.model_copy(update={"reasons": related_reasons(
-        signals.get(item.figure_id), item.figure_type, caption, item.caption, title, item.paper_title, idf)})
+        signals.get(item.figure_id), item.figure_type, caption, item.caption, title, item.paper_title, idf,
+        query_words, words.get(item.figure_id, ""), words_idf)})
         for item in items]

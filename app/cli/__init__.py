@@ -482,6 +482,28 @@ def refresh_metadata_cmd(data_dir: Optional[Path] = DataDir) -> None:
                f"without a stored PDF: {c.without_pdf}  unreadable: {c.unreadable}")
 
 
+@cli.command("refresh-region-words")
+def refresh_region_words_cmd(data_dir: Optional[Path] = DataDir) -> None:
+    """Read the words inside every stored figure's region (axis titles, legends, node labels) again from
+    the stored PDFs, for collections ingested before figures kept them; `figsearch index` then uses them."""
+    from app.ingest.refresh import refresh_region_words
+
+    settings = _settings(data_dir)
+    bar = None
+
+    def start(n: int) -> None:
+        nonlocal bar
+        bar = _progress(n, "papers")
+
+    try:
+        c = refresh_region_words(settings, on_paper=lambda: bar.update(1), total=start)
+    finally:
+        if bar is not None:
+            bar.close()
+    typer.echo(f"papers: {c.papers}  regions: {c.regions}  with words: {c.with_words}  changed: {c.changed}  "
+               f"without a stored PDF: {c.without_pdf}  unreadable: {c.unreadable}")
+
+
 @cli.command()
 def relink(data_dir: Optional[Path] = DataDir) -> None:
     """Recompute all citation links between papers of the collection."""
@@ -515,13 +537,16 @@ def _related_reasons_of(settings: Settings, engine, figure_id: int, hits):
     from app.search.explain import idf_of, related_reasons
 
     with session_scope(settings.db_url) as s:
-        rows = {fid: (t, title or "") for fid, t, title in s.execute(
-            select(Figure.id, Figure.figure_type, Paper.title).join(Paper, Paper.id == Figure.paper_id)
+        rows = {fid: (t, title or "", words if kind == "figure" else "") for fid, t, title, kind, words in s.execute(
+            select(Figure.id, Figure.figure_type, Paper.title, Figure.kind, Figure.region_text)
+            .join(Paper, Paper.id == Figure.paper_id)
             .where(Figure.id.in_([h.figure_id for h in hits] + [figure_id])))}
     caption, idf = engine.captions[engine.row_of(figure_id)], idf_of(engine.lexical())
-    title = rows.get(figure_id, (None, ""))[1]
+    words_idf = idf_of(engine.figure_words) if engine.figure_words is not None else None
+    _, title, words = rows.get(figure_id, (None, "", ""))
     return lambda h: related_reasons(h.signals, rows.get(h.figure_id, (None, ""))[0], caption, h.caption, title,
-                                     rows.get(h.figure_id, (None, ""))[1], idf)
+                                     rows.get(h.figure_id, (None, ""))[1], idf, words,
+                                     rows.get(h.figure_id, (None, "", ""))[2], words_idf)
 
 
 def _searcher(settings: Settings, with_encoder: bool):
@@ -620,7 +645,7 @@ def search(query: str = typer.Argument(..., help="Keywords."), k: int = typer.Op
            rerank: bool = typer.Option(True, "--rerank/--no-rerank", help="Dense re-ranking of the top 100."),
            method: str = typer.Option("bm25", "--method"),
            kind: str = typer.Option("figure", "--kind", help="figure, table or both.")) -> None:
-    """Keyword search over figure texts (caption + mention sentences) or tables (+ their cells)."""
+    """Keyword search over figure texts (caption + mention sentences + the words printed inside the figure) or tables (+ their cells)."""
     if kind not in ("figure", "table", "both"):
         typer.echo("error: --kind must be figure, table or both", err=True)
         raise typer.Exit(2)
@@ -691,6 +716,10 @@ def fit_cmd(judgments: list[Path] = typer.Option(..., "--judgments", exists=True
             citation_floor: float = typer.Option(0.0, "--citation-floor", min=0.0, help=(
                 "Only weights whose citation cross-paper p@5 on the citation protocol's validation targets is at least "
                 "this times the default weights' (0: no floor).")),
+            report_judge: Optional[str] = typer.Option(None, "--report-judge", help=(
+                "Also grade the held-out rankings by this judge's lines of the same files (never fitted on).")),
+            without: Optional[list[str]] = typer.Option(None, "--without", help=(
+                "A signal not to fit (weight 0; repeat for several): the same folds without it.")),
             dry_run: bool = typer.Option(False, "--dry-run", help="Report only; publish no new ranking config.")) -> None:
     """Fit the ranking config's weights for related figures in other papers on graded pairs (folds grouped by paper, held-out numbers reported) and publish it with the index as a new version."""
     from app.eval.run import fit_judged
@@ -698,7 +727,8 @@ def fit_cmd(judgments: list[Path] = typer.Option(..., "--judgments", exists=True
     settings = _settings(data_dir)
     try:
         md, version = fit_judged(settings, judgments, out, folds=folds, seed=seed, publish=not dry_run, judge=judge,
-                                 citation_floor=citation_floor or None)
+                                 citation_floor=citation_floor or None, without=tuple(without or ()),
+                                 report_judge=report_judge)
     except FileNotFoundError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2)

@@ -23,7 +23,8 @@ from app.eval.judged import Judged, baseline_rankers, evaluate_rankings, query_m
 from app.search.fusion import GRID, diversify, fit_weights, fuse, order
 
 # figure-level signals and paper-level ones: the weights searched (lexical is the anchor)
-FIT_SIGNALS = ("text", "visual", "type", "type_scores", "paper", "paper_text", "paper_body", "paper_figures")
+FIT_SIGNALS = ("text", "visual", "type", "type_scores", "figure_words", "paper", "paper_text", "paper_body",
+               "paper_figures")
 
 
 @dataclass
@@ -72,8 +73,11 @@ def objective(cands: dict[int, QueryCandidates], judged: Judged, queries: list[i
     return float(np.mean(vals)) if vals else 0.0
 
 
-def fit_on(cands, judged: Judged, queries: list[int], max_per_paper: int, guard=None) -> dict[str, float]:
-    present = tuple(s for s in FIT_SIGNALS if any(cands[q].signals.get(s) is not None for q in queries))
+def fit_on(cands, judged: Judged, queries: list[int], max_per_paper: int, guard=None,
+           without: tuple[str, ...] = ()) -> dict[str, float]:
+    """Weights of the signals the candidates carry (those in `without` left at 0)."""
+    present = tuple(s for s in FIT_SIGNALS
+                    if s not in without and any(cands[q].signals.get(s) is not None for q in queries))
     weights, _ = fit_weights(lambda w: objective(cands, judged, queries, w, max_per_paper, guard),
                              ("lexical",) + present, anchor="lexical", grid=GRID, rounds=3)
     return {k: v for k, v in weights.items() if v}
@@ -87,10 +91,12 @@ def grouped_folds(judged: Judged, queries: list[int], n_folds: int, seed: int) -
     return [[q for q in queries if fold_of[judged.paper_of_query[q]] == f] for f in range(n_folds)]
 
 
-def cross_validate(engine, judged: Judged, n_folds: int = 4, seed: int = 0, guard=None) -> dict:
+def cross_validate(engine, judged: Judged, n_folds: int = 4, seed: int = 0, guard=None,
+                   without: tuple[str, ...] = ()) -> dict:
     """Held-out judged metrics of weights fitted on the other folds, beside the comparison
     rankings (not fitted) on the same queries; plus the weights fitted on every query. `guard`
-    ((check, description)) rules out weights that fail `check` (the citation protocol's floor)."""
+    ((check, description)) rules out weights that fail `check` (the citation protocol's floor);
+    the signals in `without` are not fitted (weight 0: the same folds without them)."""
     cands = served_candidates(engine, judged)
     queries = sorted(cands)
     mpp = engine.ranking.max_per_paper
@@ -99,15 +105,26 @@ def cross_validate(engine, judged: Judged, n_folds: int = 4, seed: int = 0, guar
     fold_weights = []
     for f, test in enumerate(folds):
         train = [q for q in queries if q not in set(test)]
-        w = fit_on(cands, judged, train, mpp, guard)
+        w = fit_on(cands, judged, train, mpp, guard, without)
         fold_weights.append(w)
         for q in test:
             held[q] = rank_candidates(cands[q], w, mpp)
     rankers = {"fitted_held_out": lambda q: held[q][:5], **baseline_rankers(engine)}
     report = evaluate_rankings(judged, rankers, queries)
-    final = fit_on(cands, judged, queries, mpp, guard)
-    return {"n_queries": len(queries), "guard": guard[1] if guard else None, "n_papers": len({judged.paper_of_query[q] for q in queries}),
-            "folds": n_folds, "seed": seed, "fold_weights": fold_weights, "weights": final, "rankings": report}
+    final = fit_on(cands, judged, queries, mpp, guard, without)
+    return {"n_queries": len(queries), "guard": guard[1] if guard else None, "without": list(without),
+            "n_papers": len({judged.paper_of_query[q] for q in queries}),
+            "folds": n_folds, "seed": seed, "fold_weights": fold_weights, "weights": final, "rankings": report,
+            "held_out_top5": {str(q): held[q][:5] for q in queries}}
+
+
+def other_judge(result: dict, judged: Judged, name: str) -> dict:
+    """The held-out rankings of `result` (cross_validate) graded by another judge (`judged`: that
+    judge's grades, never fitted on), on the queries that judge graded: {metric: mean}."""
+    top5 = {int(q): r for q, r in result["held_out_top5"].items() if int(q) in judged.grades}
+    rows = evaluate_rankings(judged, {"fitted_held_out": lambda q: top5[q]}, sorted(top5))["fitted_held_out"]
+    return {"judge": name, "n_queries": len(top5), **{m: rows[m] for m in ("close_fill", "related_fill", "ndcg@5",
+                                                                         "unjudged", "close_fill_ci95")}}
 
 
 def judgments_digest(paths) -> str:
@@ -144,6 +161,12 @@ def judged_report_md(result: dict, title: str = "Related figures in other papers
     for pair, a in (result.get("agreement") or {}).items():
         lines += ["", f"Agreement {pair}: {a['n_pairs']} pairs, Cohen's kappa {a['kappa']:.3f} (linear-weighted "
                       f"{a.get('kappa_linear', float('nan')):.3f}), raw {a['raw_agreement']:.3f}."]
+    o = result.get("other_judge")
+    if o:
+        ci = o["close_fill_ci95"]
+        lines += ["", f"fitted_held_out graded by {o['judge']} ({o['n_queries']} queries, never fitted on): close fill "
+                      f"{o['close_fill']:.3f} [{ci[0]:.2f}, {ci[1]:.2f}], related fill "
+                      f"{o['related_fill']:.3f}, nDCG@5 {o['ndcg@5']:.3f}, unjudged {o['unjudged']:.3f}."]
     if "weights" in result:
         lines += ["", f"fitted_held_out: weights fitted on the other {result['folds'] - 1} folds (grouped by paper); "
                       f"per fold: {result['fold_weights']}", f"weights fitted on every query (shipped by `figsearch fit`): "

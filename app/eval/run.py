@@ -19,7 +19,7 @@ from app.search.vectors import l2_normalize
 
 def citation_data(settings, progress: bool = False) -> EvalData:
     """The collection and an engine built like the served index (figure text, MiniLM figure text,
-    the figures' visual vectors and types, the papers' views) over the figures with enough text,
+    the figures' visual vectors and types, the words inside them, the papers' views) over the figures with enough text,
     ranking with the served version's config: what the citation protocols evaluate."""
     with session_scope(settings.db_url) as s:
         col = keep_evaluable(load_collection(s))
@@ -32,8 +32,9 @@ def citation_data(settings, progress: bool = False) -> EvalData:
     version = current_version(root)
     engine = Searcher.build(col.docs, embeddings=emb, ranking=RankingConfig.load(root / version) if version else None,
                             visual_embeddings=visual_embeddings(settings, col, progress=progress),
-                                figure_types=[col.figure_type.get(d.figure_id) for d in col.docs],
-                                type_scores=[col.type_scores.get(d.figure_id) for d in col.docs])
+                            figure_types=[col.figure_type.get(d.figure_id) for d in col.docs],
+                            type_scores=[col.type_scores.get(d.figure_id) for d in col.docs],
+                            region_words=[col.region_words.get(d.figure_id, "") for d in col.docs])
     engine.papers = paper_index(col, root, engine.lexical(), engine.paper_ids, progress=progress)
     return EvalData(col, engine, {"minilm": emb})
 
@@ -139,19 +140,23 @@ def citation_guard(settings, ranking, floor: float, seed: int = 0):
 
 def fit_judged(settings, judgments: list[Path], out: Path, folds: int = 4, seed: int = 0,
                publish: bool = True, judge: str | None = None,
-               citation_floor: float | None = None) -> tuple[str, str | None]:
+               citation_floor: float | None = None, without: tuple[str, ...] = (),
+               report_judge: str | None = None) -> tuple[str, str | None]:
     """`figsearch fit`: cross-validated weights on the judged set, then the weights fitted on every
     query published with the index as a new version (unless `publish` is False)."""
     import json
     import sys
 
-    from app.eval.fit import cross_validate, fitted_config, judged_report_md
+    from app.eval.fit import cross_validate, fitted_config, judged_report_md, other_judge
     from app.search.ranking import publish_ranking
 
     engine, judged = _served_judged(settings, judgments, judge)
     guard = citation_guard(settings, engine.ranking, floor=citation_floor) if citation_floor else None
-    result = cross_validate(engine, judged, n_folds=folds, seed=seed, guard=guard)
+    result = cross_validate(engine, judged, n_folds=folds, seed=seed, guard=guard, without=without)
     result.update(index_version=engine.version, judge=judge or "mean of all", agreement=judged.agreement)
+    if report_judge:
+        _, graded = _served_judged(settings, judgments, report_judge)
+        result["other_judge"] = other_judge(result, graded, report_judge)
     out.mkdir(parents=True, exist_ok=True)
     (out / "fit.json").write_text(json.dumps(result, indent=1))
     md = judged_report_md(result, "Ranking weights fitted on judged related figures (held-out folds)")

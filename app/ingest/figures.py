@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import pathlib
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -166,7 +167,7 @@ def _emit(page: pymupdf.Page, dl, c: Candidate, out_dir: pathlib.Path, rel_prefi
     # tables are text: searched by their caption, shown small; render them cheaper than figures
     rc = render_crop(page, dl, crop, out_dir, rel_prefix, stem, dpi if cap.kind == "figure" else min(dpi, 110), thumb_px)
     full = union([crop, cap.bbox])
-    region_text = _cell_text(page, crop) if cap.kind == "table" and c.region is not None else ""
+    region_text = region_words(page, crop) if c.region is not None else ""
     label = f"{'Figure' if cap.kind == 'figure' else 'Table'} {cap.number}"
     panels = find_panels(lines, crop, cap.text) if cap.kind == "figure" and c.region is not None else []
     return ExtractedFigure(
@@ -179,11 +180,43 @@ def _emit(page: pymupdf.Page, dl, c: Candidate, out_dir: pathlib.Path, rel_prefi
     ), rc
 
 
-MAX_CELL_TEXT = 4000
+MAX_REGION_TEXT = 4000
 
 
-def _cell_text(page: pymupdf.Page, rect) -> str:
-    """The words inside a table's grid in reading order, one space apart (bounded: a table is
-    searched by its cells, not stored as a document)."""
-    words = page.get_text("words", clip=pymupdf.Rect(rect), sort=True)
-    return clean_text(" ".join(w[4] for w in words))[:MAX_CELL_TEXT]
+def region_words(page: pymupdf.Page, rect) -> str:
+    """The words of the text layer inside a graphic region, in reading order, one space apart: a
+    table's cells (searched with its caption), a figure's axis titles, legend entries and node
+    labels (what it plots: app/search/figure_words.py). Bounded: a region is not a document.
+    A raster figure has none."""
+    words = [w[4] for w in page.get_text("words", clip=pymupdf.Rect(rect), sort=True)]
+    return clean_text(" ".join(_unshifted(words, page, rect)))[:MAX_REGION_TEXT]
+
+
+SHIFT = 29  # a font without a Unicode map whose glyph codes run 29 below the letters: "7DVN" for "Task"
+_SHIFTED = re.compile(r"[!-\]]+")  # the codes such a font uses for letters and capitals
+
+
+def _shift(word: str) -> str:
+    return _SHIFTED.sub(lambda m: "".join(chr(ord(c) + SHIFT) for c in m.group(0)), word)
+
+
+def _unshifted(words: list[str], page: pymupdf.Page, rect) -> list[str]:
+    """`words` (inside `rect`) read back as letters when they are printed in a font whose codes run
+    SHIFT below them (common in figures made by drawing programs): then most of them are no word
+    of the rest of the page, and shifted, most are."""
+    tokens = [w for w in words if len(w) >= 3]
+    if len(tokens) < 4:
+        return words
+    r = pymupdf.Rect(rect)
+    vocab = {t.lower() for w in page.get_text("words") if not r.contains(pymupdf.Rect(w[:4]).tl)
+             for t in _WORD.findall(w[4])}
+    known = sum(w.lower() in vocab for w in tokens) / len(tokens)
+    if known >= 0.3:
+        return words
+    shifted = [_shift(w) for w in words]
+    if sum(w.lower() in vocab for w in shifted if len(w) >= 3) / len(tokens) >= max(0.3, 2 * known):
+        return shifted
+    return words
+
+
+_WORD = re.compile(r"[^\W_]+")

@@ -40,7 +40,7 @@ class ExtractedFigure:
     panels: list[dict] = field(default_factory=list)  # [{label, bbox, caption_part}]
     text_source: str = "text_layer"  # where the caption text came from: text_layer | ocr
     region_bbox: list[float] | None = None  # the graphic (or table grid) alone, without its caption
-    region_text: str = ""  # the words inside a table's grid (its cells), so tables are searchable
+    region_text: str = ""  # the words inside the region: a table's cells (searchable), a figure's axis/legend words
 
 
 @dataclass

@@ -4,7 +4,7 @@ Embeddings are cached per figure (embeddings.py), so a refresh after new papers 
 new figures. A refresh grows the current version by a segment of the new and changed figures
 (app/search/growth.py): the lexical postings and vectors of the others are reused by hard links,
 removed figures become deleted rows, and the parts that describe the whole collection (type
-index, paper views, spelling) are made again; past `index_max_segments` segments, or with
+index, paper views, spelling, the words inside the figures) are made again; past `index_max_segments` segments, or with
 mode "merge", the segments are merged into one, and mode "full" rebuilds everything. The result
 is written as a new index version and CURRENT is switched atomically, so running services pick it
 up without downtime. `refresh_index` / `reembed_all` are the jobs the ingest pipeline and the
@@ -24,6 +24,7 @@ from app.db.session import session_scope
 from app.search.collection import Collection, load_collection
 from app.search.embeddings import DENSE_FILE, PAPER_TEXT_TOKENS, Encoder, default_text_encoder, embed_docs
 from app.search.doc_table import DocTable, FigureDoc
+from app.search.figure_words import FigureWords
 from app.search.growth import changes, fingerprints, grow, merge, segmented_lexical, segmented_vectors
 from app.search.searcher import Searcher
 from app.search.lexical import LexicalIndex
@@ -186,14 +187,15 @@ def build_index(settings: Settings, encoder: Encoder | None = None, encoder_name
                                     visual_embeddings=visual,
                                     figure_types=[col.figure_type.get(d.figure_id) for d in col.docs],
                                     type_scores=[col.type_scores.get(d.figure_id) for d in col.docs],
-                                    fingerprints=prints)
+                                    fingerprints=prints,
+                                    region_words=[col.region_words.get(d.figure_id, "") for d in col.docs])
         else:
             how, parts = grown
             engine = Searcher(parts.docs, parts.lexical, vectors=parts.vectors, visual=parts.visual,
                               types=_row_types(col, parts.docs),
                               spelling=Spelling(captions=[parts.docs.captions[int(r)] for r in parts.docs.live_rows],
                                                 lexical=parts.lexical),
-                              ranking=ranking)
+                              ranking=ranking, figure_words=_row_words(col, parts.docs))
         if dense and col.docs:
             # a paper's "all figure texts" view is of its figures only (row paper -1 leaves a table
             # out, and a deleted row)
@@ -219,6 +221,12 @@ def _row_types(col: Collection, docs: DocTable) -> TypeIndex:
     return TypeIndex.build([kind_of[f] if ok else "figure" for f, ok in zip(fids, live)],
                            [col.figure_type.get(f) if ok else None for f, ok in zip(fids, live)],
                            [col.type_scores.get(f) if ok else None for f, ok in zip(fids, live)])
+
+
+def _row_words(col: Collection, docs: DocTable) -> FigureWords:
+    """The figure words of a grown version's rows (remade whole: they are small; a deleted row has none)."""
+    return FigureWords.build(["" if dead else col.region_words.get(int(f), "")
+                              for f, dead in zip(docs.figure_ids.tolist(), docs.deleted.tolist())])
 
 
 def _same_vectors(part, vectors: np.ndarray | None, docs: DocTable, col: Collection, todo, sample: int = 256) -> bool:

@@ -23,6 +23,7 @@ class Collection:
     figure_type: dict[int, str | None] = field(default_factory=dict)  # per figure id
     type_scores: dict[int, dict | None] = field(default_factory=dict)  # per figure id: {type: score}
     image_path: dict[int, str] = field(default_factory=dict)  # crop, relative to the data dir
+    region_words: dict[int, str] = field(default_factory=dict)  # per figure id: the words printed inside it
 
     def paper_graph_related(self, a: int, b: int) -> bool:
         return b in self.neighbours.get(a, ())
@@ -38,7 +39,8 @@ def linked_papers(session: Session, paper_id: int) -> list[int]:
 
 def load_collection(session: Session, kinds: tuple[str, ...] = ("figure",)) -> Collection:
     """Figures (and, when asked, tables) of successfully ingested papers; text = caption + mention
-    contexts (the figure recommender's document), plus the cell text of a table."""
+    contexts (the figure recommender's document), plus the cell text of a table; a figure's words
+    printed inside it are searched by the lexical index too (FigureDoc.words)."""
     q = (select(Figure).join(Paper).where(Paper.status == PaperStatus.OK, Figure.kind.in_(kinds))
          .options(selectinload(Figure.mentions)).order_by(Figure.id))
     docs = []
@@ -52,10 +54,13 @@ def load_collection(session: Session, kinds: tuple[str, ...] = ("figure",)) -> C
                         if p.get("caption_part") and p["caption_part"] not in f.caption]
         if sub_captions:  # panels' sub-captions printed inside the figure are searchable too
             text = f"{text}\n{' '.join(sub_captions)}"
-        docs.append(FigureDoc(f.id, f.paper_id, f.caption, text, f.kind))
+        words = f.region_text if f.kind == "figure" else ""  # a table's cells are in its text already
+        docs.append(FigureDoc(f.id, f.paper_id, f.caption, text, f.kind, words))
         col.figure_type[f.id] = f.figure_type
         col.type_scores[f.id] = f.type_scores
         col.image_path[f.id] = f.image_path
+        if words:
+            col.region_words[f.id] = words
     col.sha_of_paper = dict(session.execute(select(Paper.id, Paper.sha256)).all())
     for pid, title, abstract, body in session.execute(
             select(Paper.id, Paper.title, Paper.abstract, Paper.body_terms).where(Paper.status == PaperStatus.OK)):

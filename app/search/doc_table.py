@@ -22,13 +22,21 @@ import numpy as np
 @dataclass(frozen=True)
 class FigureDoc:
     """One figure (or table) as the index sees it. `text` = figure_text(caption, mention
-    contexts), plus the cell text for a table."""
+    contexts), plus the cell text for a table; `words` = the words printed inside a figure (axis
+    titles, legends), matched by the lexical index only: they are labels, not prose, so the
+    figure-text embedding stays that of its caption and mentions."""
 
     figure_id: int
     paper_id: int
     caption: str
     text: str
     kind: str = "figure"
+    words: str = ""
+
+    @property
+    def lexical_text(self) -> str:
+        """What the lexical index reads."""
+        return f"{self.text}\n{self.words}" if self.words else self.text
 
 
 class Captions:

@@ -5,8 +5,8 @@
   nothing about *this* match even when they are not classic stop words).
 - `reasons`: for related figures, the signals that stand out, in words (same kind of figure,
   similar picture, related paper topic). The cut-offs are fixed by hand, not fitted.
-  `related_reasons` adds, for figures of other papers, the words both captions use and the
-  words both papers' titles use.
+  `related_reasons` adds, for figures of other papers, the words printed inside both figures, the
+  words both captions use and the words both papers' titles use.
 - `best_sentence`: the sentence of a figure's text that matches a query best, from the body text
   about this figure (the caption only when nothing else matches: a card shows the caption already),
   and the character spans of the matched words (for highlighting).
@@ -91,17 +91,24 @@ SHARED_CAPTION_TERMS = 3
 
 
 def related_reasons(signals: Mapping[str, float] | None, figure_type: str | None, caption: str, other_caption: str,
-                    title: str = "", other_title: str = "", idf: "TermStats | None" = None) -> list[str]:
+                    title: str = "", other_title: str = "", idf: "TermStats | None" = None,
+                    words: str = "", other_words: str = "", words_idf: "TermStats | None" = None) -> list[str]:
     """Reasons in words for a related figure of another paper, each checkable on its card: its
     kind (`reasons`: "same kind of figure (box plot)", "similar picture", "similar description"),
-    what both captions name ("both captions mention recall@k, embedding size": informative words
-    both use, rarest first) and, when the two papers are close in topic, what their titles share
-    ("related paper: both on bidding, advertising"; "related paper topic" when the titles share no
-    informative word)."""
+    what both figures print inside them (`words`, `other_words`: their region words; "both show:
+    recall, embedding size", `inside_reason`), what both captions name ("both captions mention
+    recall@k, embedding size": informative words both use, rarest first) and, when the two papers
+    are close in topic, what their titles share ("related paper: both on bidding, advertising";
+    "related paper topic" when the titles share no informative word)."""
     out = [r for r in reasons(signals, figure_type) if r != "related paper topic"]
     plots, said = plot_reason(caption, other_caption)
     if plots:
         out.append(plots)
+    inside, printed = inside_reason(words, other_words, words_idf, said) \
+        if (signals or {}).get("figure_words", 1.0) >= SHARED_INSIDE_MIN else (None, set())
+    if inside:
+        out.append(inside)
+        said = said | printed
     shared = [w for w in shared_words(caption, other_caption, idf, SHARED_CAPTION_TERMS + len(said))
               if not set(analyze(w)) <= said][:SHARED_CAPTION_TERMS]
     if shared:
@@ -110,6 +117,32 @@ def related_reasons(signals: Mapping[str, float] | None, figure_type: str | None
         on = shared_words(other_title, title, idf, SHARED_CAPTION_TERMS)
         out.append(f"related paper: both on {', '.join(on)}" if on else "related paper topic")
     return out
+
+
+SHARED_INSIDE_TERMS = 4
+SHARED_INSIDE_MIN = 0.1  # figure_words cosine below which one shared label is chance ("layer", "step")
+
+
+def inside_reason(words: str, other_words: str, idf: "TermStats | None" = None,
+                  said: set[str] = frozenset()) -> tuple[str | None, set[str]]:
+    """What both figures print inside them (axis titles, legends, node labels): "both show:
+    recall, embedding size", the informative words both use (rarest first, filler and words
+    common to many figures removed, none of the stems in `said`), as the other figure writes
+    them. Returns (reason or None, the stems it names)."""
+    if not words or not other_words:
+        return None, set()
+    theirs = set(analyze(words))
+    stems = [t for t in dict.fromkeys(analyze(other_words)) if t in theirs and t not in said and t not in CHART_WORDS]
+    stems = informative_terms(stems, idf, SHARED_INSIDE_TERMS)
+    # a word as both figures print it ("HR@10" in both), else its common stem ("HR" for HR@10 and HR@50)
+    shown = [a if a.lower() == b.lower() else _AT_SUFFIX.sub("", a)
+             for a, b in zip(surface_words(stems, other_words), surface_words(stems, words))]
+    if len(shown) != len(stems):
+        shown = surface_words(stems, other_words, words)
+    shown = list(dict.fromkeys(shown))
+    if not shown:
+        return None, set()
+    return "both show: " + ", ".join(shown), set(stems)
 
 
 # what every chart is: "both show curve" says nothing
@@ -174,6 +207,7 @@ def surface_words(stems: Sequence[str], *texts: str) -> list[str]:
 
 
 _TOKEN_RE = re.compile(r"[^\W_]+(?:[@-][^\W_]+)*")
+_AT_SUFFIX = re.compile(r"@[^\W_]+$")  # the cut-off of a measure: "@10" of HR@10
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[])")
 _WORD_RE = re.compile(r"[^\W_]+")
 _COMPOUND_RE = re.compile(r"[^\W_]+(?:-[^\W_]+)+")

@@ -6,6 +6,8 @@ Signals of a candidate figure relative to a query figure (or text query):
   visual   cosine of the figures' visual embeddings (pixels)
   type     1 when both figures have the same dominant figure type, else 0
   type_scores  cosine of the two figures' type classifier scores (how alike their kinds look)
+  figure_words tf.idf cosine of the words printed inside the two figures (axis titles, legends,
+           node labels: figure_words.py); 0 when either has none (a raster figure)
   paper, paper_text, paper_figures, paper_body
            cosines of the two papers (title + abstract dense and tf.idf; all figure texts tf.idf;
            body text tf.idf), paper-level fields (papers.py)
@@ -20,8 +22,10 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-SIGNALS = ("lexical", "text", "visual", "type", "type_scores", "paper", "paper_text", "paper_figures", "paper_body")
-FIGURE_LEVEL = ("lexical", "text", "visual", "type", "type_scores")  # no field that identifies the figure's paper
+SIGNALS = ("lexical", "text", "visual", "type", "type_scores", "figure_words", "paper", "paper_text", "paper_figures",
+           "paper_body")
+# no field that identifies the figure's paper
+FIGURE_LEVEL = ("lexical", "text", "visual", "type", "type_scores", "figure_words")
 SCOPES = ("other_papers", "same_paper", "all")
 
 # Defaults until `figsearch fit` stores weights fitted on the collection itself.

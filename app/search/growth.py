@@ -30,12 +30,15 @@ from app.search.vectors import VectorIndex
 
 
 def fingerprints(docs: Sequence[FigureDoc], crops: Sequence[str]) -> np.ndarray:
-    """One 64-bit hash per figure of what its row indexes: text, caption, kind and crop path."""
+    """One 64-bit hash per figure of what its row indexes: text, caption, kind, crop path and the
+    words inside it."""
     out = np.empty(len(docs), np.int64)
     for i, (d, crop) in enumerate(zip(docs, crops)):
         h = hashlib.blake2b(digest_size=8)
         for field in (d.text, d.caption, d.kind, crop or ""):
             h.update(field.encode("utf-8", "replace") + b"\x00")
+        if d.words:  # a figure without words keeps the fingerprint it had before words were indexed
+            h.update(d.words.encode("utf-8", "replace") + b"\x00")
         out[i] = np.frombuffer(h.digest(), dtype=np.int64)[0]
     return out
 
@@ -103,7 +106,7 @@ def grow(docs: DocTable, lexical: SegmentedIndex, vectors: SegmentedVectors | No
          vector_kind: str = "auto", gpu: str = "auto") -> Grown:
     """Append `new_docs` as one segment of each row part and delete `deleted_rows`."""
     if len(new_docs):
-        lexical.add_documents([analyze(d.text) for d in new_docs])
+        lexical.add_documents([analyze(d.lexical_text) for d in new_docs])
         for part, vecs in ((vectors, new_vectors), (visual, new_visual)):
             if part is not None:
                 part.add(vecs, kind=vector_kind, gpu=gpu)

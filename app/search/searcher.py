@@ -16,10 +16,10 @@ RankingConfig (ranking.py), the same for every caller. The query encoder (text -
 the vocabulary of figure-type names are given by the caller, so tests and services choose them.
 
 Parts (index_parts.py): doc table, lexical index, figure-text vectors, picture vectors, paper
-index, type index, spelling vocabulary; each saves and loads itself. `save(index_root)` writes a
-new version directory (with a manifest of its files, checked at load: versions.py) and then
-atomically replaces the `CURRENT` pointer, so a running service can poll `current_version` and
-swap in `load_current` when it changes; readers never see a half-written index.
+index, type index, spelling vocabulary, words inside the figures; each saves and loads itself.
+`save(index_root)` writes a new version directory (with a manifest of its files, checked at
+load: versions.py) and then atomically replaces the `CURRENT` pointer, so a running service can
+poll `current_version` and swap in `load_current` when it changes; readers never see a half-written index.
 """
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ from typing import Callable, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from app.search.doc_table import DocTable, FigureDoc
+from app.search.figure_words import FigureWords
 from app.search.fusion import SCOPES, diversify, fuse, order, same_picture_first, seed_weights
 from app.search.index_parts import read_parts, write_parts
 from app.search.lexical import LexicalIndex
@@ -112,7 +113,8 @@ class Searcher:
     def __init__(self, docs: DocTable, lexical: LexicalIndex, vectors=None, visual=None,
                  papers: PaperIndex | None = None, types: TypeIndex | None = None,
                  spelling: Spelling | None = None, ranking: RankingConfig | None = None,
-                 encoder: Encoder | None = None, vocabulary: QueryVocabulary | None = None):
+                 encoder: Encoder | None = None, vocabulary: QueryVocabulary | None = None,
+                 figure_words: FigureWords | None = None):
         n = len(docs)
         if lexical.n_docs != n:
             raise ValueError("the lexical index and the doc table must have the same length")
@@ -125,6 +127,9 @@ class Searcher:
         self.types = types if types is not None else TypeIndex(n)
         if self.types.n != n:
             raise ValueError("the type index and the doc table must have the same length")
+        if figure_words is not None and figure_words.n != n:
+            raise ValueError("the figure words and the doc table must have the same length")
+        self.figure_words = figure_words  # the words printed inside each figure, or None
         self.spelling = spelling if spelling is not None else Spelling(captions=docs.captions, lexical=lexical)
         self.ranking = ranking or RankingConfig()
         self.encoder = encoder
@@ -140,17 +145,19 @@ class Searcher:
               figure_types: Sequence[str | None] | None = None,
               type_scores: Sequence[Mapping[str, float] | None] | None = None,
               ranking: RankingConfig | None = None, vocabulary: QueryVocabulary | None = None,
-              fingerprints: np.ndarray | None = None) -> "Searcher":
+              fingerprints: np.ndarray | None = None,
+              region_words: Sequence[str] | None = None) -> "Searcher":
         """Analyse the figure texts and build the parts. embeddings[i] and visual_embeddings[i]
         belong to docs[i]; figure_types[i] is a type name or None and type_scores[i] the
         classifier's {type: score} (TypeIndex.build); fingerprints[i] what its row indexes
-        (app.search.growth)."""
-        lexical = _make_lexical([analyze(d.text) for d in docs], method, ranking)
+        (app.search.growth); region_words[i] the words printed inside it (figure_words.py)."""
+        lexical = _make_lexical([analyze(d.lexical_text) for d in docs], method, ranking)
         vectors = None if embeddings is None else _make_vectors(embeddings, len(docs), vector_kind, gpu)
         visual = None if visual_embeddings is None else _make_vectors(visual_embeddings, len(docs), vector_kind, gpu)
         types = TypeIndex.build([d.kind for d in docs], figure_types, type_scores)
+        words = None if region_words is None else FigureWords.build(region_words)
         return cls(DocTable.build(docs, fingerprints), lexical, vectors=vectors, visual=visual, papers=papers,
-                   types=types, ranking=ranking, encoder=encoder, vocabulary=vocabulary)
+                   types=types, ranking=ranking, encoder=encoder, vocabulary=vocabulary, figure_words=words)
 
     # ---------------------------------------------------------------- access
     def __len__(self) -> int:
@@ -231,6 +238,7 @@ class Searcher:
                 out[name] = (v[1:] @ v[0]).astype(np.float64)
         out["type"] = self.types.same_type(row, rows)
         out["type_scores"] = self.types.score_cosine(row, rows)
+        out["figure_words"] = None if self.figure_words is None else self.figure_words.similarity(row, rows)
         if self.papers is not None and len(rows):
             uniq, inv = np.unique(self.docs.paper_ids[rows], return_inverse=True)
             for name, v in self.papers.similarity(int(self.docs.paper_ids[row]), uniq).items():
@@ -557,7 +565,7 @@ class Searcher:
         d.mkdir(parents=True, exist_ok=True)
         write_parts(d, {"docs": self.docs, "lexical": self._lex[self._primary], "vectors": self.vectors,
                         "visual": self.visual, "papers": self.papers, "types": self.types,
-                        "spelling": self.spelling})
+                        "spelling": self.spelling, "figure_words": self.figure_words})
         self.ranking.save(d)
         meta = dict(n=len(self), method=self._primary, has_vectors=self.vectors is not None,
                     has_papers=self.papers is not None, has_visual=self.visual is not None,

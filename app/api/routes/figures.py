@@ -12,6 +12,7 @@ from app.api import schemas
 from app.api.deps import EngineDep, FigureId, FiltersDep, HeavyDep, HolderDep, SessionDep, SettingsDep
 from app.api.problems import check_limit, responses
 from app.api.serialize import (CARD_COLUMNS, card_from_row, figure_card, mention_texts, panel_url, paper_ref,
+                               region_words_of,
                                pdf_url, scored_items, with_related_reasons)
 from app.cite import bibtex, citation_line, venue_of
 from app.db.schema import Figure, Paper
@@ -174,7 +175,9 @@ def similar_figures(figure_id: FigureId, db: SessionDep, settings: SettingsDep, 
     if scope in ("other_papers", "linked_papers"):
         query = db.get(Figure, figure_id)
         title = paper_ref(db.get(Paper, query.paper_id)).title if query is not None else ""
+        words = region_words_of(db, [figure_id] + [h.figure_id for h in hits])
         items = with_related_reasons(hits, items, engine.captions[engine.row_of(figure_id)], title,
-                                     idf_of(engine.lexical()))
+                                     idf_of(engine.lexical()), words, words.get(figure_id, ""),
+                                     idf_of(engine.figure_words) if engine.figure_words is not None else None)
     return schemas.SimilarResponse(mode="figure", figure_id=figure_id, k=k, scope=scope, items=items,
                                    index_version=engine.version, message=message)
