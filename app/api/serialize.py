@@ -83,6 +83,7 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
     terms = {h.figure_id: informative_terms(list(h.matched_terms), idf) for h in hits}
     wanted = [h.figure_id for h in hits if snippets or set(terms[h.figure_id]) - set(analyze(f"{query_text} {h.caption}"))]
     extra = mention_texts(db, wanted)  # only for hits with a term outside both captions, or snippets
+    printed = region_words_of(db, wanted)  # the lexical text also holds the words printed inside figures
     types = {fid: _named_type_shown(named_types, shown) if named_types else dominant
              for fid, dominant, shown in db.execute(
                  select(Figure.id, Figure.figure_type, Figure.figure_types)
@@ -109,7 +110,8 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
         out.append(schemas.ScoredFigure(
             **card, rank=offset + i + 1, score=round(h.score, 6), lexical_score=round(h.lexical_score, 6),
             embedding_score=None if h.embedding_score is None else round(h.embedding_score, 6),
-            matched_terms=surface_words(terms[h.figure_id], query_text, h.caption, extra.get(h.figure_id, "")),
+            matched_terms=surface_words(terms[h.figure_id], query_text, h.caption, extra.get(h.figure_id, ""),
+                                        printed.get(h.figure_id, "")),
             reasons=reasons(h.signals, types.get(h.figure_id), same_paper, named_type=bool(named_types)),
             snippet=snippet,
             panel=matching_panel(h.figure_id, panels.get(h.figure_id), query_text)))
