@@ -33,9 +33,10 @@ def register(cli: typer.Typer) -> None:
             cache: Optional[Path] = typer.Option(None, "--cache", help="Folder that keeps backbone features between runs."),
             size: int = typer.Option(224, "--size", min=32,
                                      help="Input size of the backbone (crops padded to a square of this many pixels)."),
-            fine_tune: int = typer.Option(0, "--fine-tune", min=0,
-                                          help="Epochs of fine-tuning the backbone's last blocks before fitting the head "
-                                               "(0: the frozen ImageNet backbone); each cross-validation fold tunes its own."),
+            fine_tune: int = typer.Option(
+                0, "--fine-tune", min=0,
+                help="Epochs of fine-tuning the backbone's last blocks, whose linear layer then types "
+                     "(0: the frozen ImageNet backbone); each cross-validation fold tunes its own."),
             out: Optional[Path] = typer.Option(None, "--out", file_okay=False,
                                                help="Model store to publish the figure-types version into, e.g. "
                                                     "DATA_DIR/models to override the shipped one for a collection "

@@ -11,9 +11,9 @@ shrunk to a random share of the square at a random place (crops cut with more or
 The tail is trained with a linear layer over its pooled output (mean and max, as the backbone
 pools), cross-entropy on the dominant type with label smoothing, each example weighted as the head
 weights it (source weight, rare types up). Batch-norm statistics stay those of ImageNet (batches
-of 32 are too small to estimate them); their scales and shifts are trained. The linear layer is
-thrown away: the head (app/vision/train_types.py) is fitted again on the tuned features, so the
-picture projection sits on the same features.
+of 32 are too small to estimate them); their scales and shifts are trained. That linear layer is
+the type head afterwards (on paper-grouped folds it typed better than a head fitted again on the
+tuned features); the picture projection is fitted on the tuned features (app/vision/train_types.py).
 """
 from __future__ import annotations
 
@@ -66,9 +66,11 @@ def _pooled(tail, a):
 
 
 def train_tail(b: Backbone, views: list[np.ndarray], y: np.ndarray, weight: np.ndarray, n_types: int,
-               epochs: int = EPOCHS, lr: float = LR, seed: int = 0) -> dict[str, np.ndarray]:
-    """The tail's weights (state-dict keys relative to the tail, float16-rounded, as shipped) after
-    training on the activations `views` (each (n, C, h, w), one view drawn per example and epoch)."""
+               epochs: int = EPOCHS, lr: float = LR, seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray,
+                                                                             np.ndarray]:
+    """After training on the activations `views` (each (n, C, h, w), one view drawn per example and
+    epoch): the tail's weights (state-dict keys relative to the tail, float16-rounded, as shipped)
+    and the linear layer's weight (n_types, 2 * channels) and bias over the pooled features."""
     import torch
 
     torch.manual_seed(seed)
@@ -102,7 +104,8 @@ def train_tail(b: Backbone, views: list[np.ndarray], y: np.ndarray, weight: np.n
             loss.backward()
             opt.step()
             sched.step()
-    return {k: v.detach().numpy().astype(np.float16) for k, v in tail.state_dict().items()}
+    state = {k: v.detach().numpy().astype(np.float16) for k, v in tail.state_dict().items()}
+    return state, fc.weight.detach().numpy().astype(np.float32), fc.bias.detach().numpy().astype(np.float32)
 
 
 def tail_features(b: Backbone, state: dict[str, np.ndarray] | None, acts: np.ndarray, batch: int = 64) -> np.ndarray:

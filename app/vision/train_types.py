@@ -15,10 +15,11 @@ fitted on the out-of-fold scores of paper-grouped cross-validation (`--cv` print
 accuracies and a reliability table). The same standardisation and projection, scaled to unit
 length, are the picture vectors. Features are cached per example under `--cache`.
 
-With `tune_epochs` > 0 the backbone's last blocks are fine-tuned first (app/vision/fine_tune.py)
-and the head is fitted on the tuned features; in cross-validation every fold's tail is trained on
-the other folds (and the drawn figures) only, so no held-out figure's features come from a network
-that saw it. The tuned tail ships in the figure-types version beside the head.
+With `tune_epochs` > 0 the backbone's last blocks are fine-tuned first (app/vision/fine_tune.py):
+the linear layer trained with them is the type head, and the picture projection is fitted on the
+tuned features; in cross-validation every fold's tail is trained on the other folds (and the drawn
+figures) only, so no held-out figure is typed by a network that saw it. The tuned tail ships in
+the figure-types version beside the head.
 """
 from __future__ import annotations
 
@@ -235,13 +236,14 @@ def example_weights(ex: Examples, source_weight: dict[str, float] | None, balanc
 
 
 def tuned(ex: Examples, size: int, epochs: int, seed: int, source_weight: dict[str, float] | None,
-          balance: float) -> tuple[dict[str, np.ndarray], Examples]:
+          balance: float) -> tuple[dict[str, np.ndarray], tuple[np.ndarray, np.ndarray], Examples]:
     """Fine-tune the backbone's tail on `ex` (weighted as the head weights it); returns the tail's
-    weights and `ex` with its features from the tuned tail."""
+    weights, the (weight, bias) of the linear layer trained with it, and `ex` with its features
+    from the tuned tail."""
     b = backbone(size=size)
     y, w = example_weights(ex, source_weight, balance)
-    state = train_tail(b, ex.acts, y, w, len(LABELS), epochs, LR, seed)
-    return state, dataclasses.replace(ex, features=tail_features(b, state, ex.acts[0]))
+    state, fc_weight, fc_bias = train_tail(b, ex.acts, y, w, len(LABELS), epochs, LR, seed)
+    return state, (fc_weight, fc_bias), dataclasses.replace(ex, features=tail_features(b, state, ex.acts[0]))
 
 
 def fit_head(ex: Examples, components: int = COMPONENTS, c: float = C, seed: int = 0,
@@ -361,13 +363,15 @@ def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int =
         train = real.subset(fold != k)
         train = _concat([train, drawn]) if drawn is not None and len(drawn.dominant) else train
         held = fold == k
-        held_features = real.features[held]
+        held_features, fc = real.features[held], None
         if tune_epochs > 0:  # this fold's tail never sees its held-out papers
-            state, train = tuned(train, size, tune_epochs, seed + k, source_weight, balance)
+            state, fc, train = tuned(train, size, tune_epochs, seed + k, source_weight, balance)
             held_features = tail_features(backbone(size=size), state, real.acts[0][held])
             if progress:
                 print(f"  fold {k + 1}/{folds}: tail tuned", flush=True)
         head = fit_head(train, components, c, seed, source_weight, picture_dims, discriminant, balance)
+        if fc is not None:  # the layer trained with the tail types; the fit above gives the projection
+            head = dataclasses.replace(head, weight=fc[0], bias=fc[1])
         logits[held] = head.logits(held_features)
         v = ((held_features - head.center) / head.scale) @ head.projection
         same_kind[held] = picture_same_kind(v / np.linalg.norm(v, axis=1, keepdims=True), real.subset(held))
@@ -421,10 +425,12 @@ def train_types(parts: dict[str, Examples], store_root: Path, folds: int = 5,
                                              discriminant, balance, size, tune_epochs, progress)
         if cv_only:
             return report
-        every, tail = _concat([p for p in parts.values() if len(p.dominant)]), None
+        every, tail, fc = _concat([p for p in parts.values() if len(p.dominant)]), None, None
         if tune_epochs > 0:
-            tail, every = tuned(every, size, tune_epochs, seed, source_weight, balance)
+            tail, fc, every = tuned(every, size, tune_epochs, seed, source_weight, balance)
         head = fit_head(every, components, c, seed, source_weight, picture_dims, discriminant, balance)
+        if fc is not None:
+            head = dataclasses.replace(head, weight=fc[0], bias=fc[1])
     b = backbone(size=size)
     examples = {k: {"n": len(p.dominant), "papers": len(set(p.group) - {""}),
                     "by_type": dict(sorted({t: p.dominant.count(t) for t in set(p.dominant)}.items()))}
@@ -443,7 +449,8 @@ def train_types(parts: dict[str, Examples], store_root: Path, folds: int = 5,
                      metrics=_metrics(report),
                      labels=list(LABELS), backbone=b.name, input_size=b.size, components=components,
                      fine_tuned_tail={"from_block": TAIL_START, "epochs": tune_epochs, "lr": LR} if tail else None,
-                     picture_dims=picture_dims, discriminant=discriminant, balance=balance, C=c, source_weight=source_weight or {},
+                     picture_dims=picture_dims, discriminant=discriminant, balance=balance, C=c,
+                     source_weight=source_weight or {},
                      temperature=round(temperature, 4), seed=seed, cross_validation=report,
                      seconds=round(time.time() - t0, 1))
     publish(ARTIFACT, head_files(head, temperature, picture_dims, tail), meta, root=store_root, keep=keep)
