@@ -62,11 +62,22 @@ def test_tuned_tail_ships_loads_offline_and_changes_the_features(tuned_dir, monk
     again = tail_features(frozen, state, parts["acl"].acts[0][:4])
     assert np.allclose(f_tuned, again, rtol=0.02, atol=0.02)
     # stored picture vectors of the frozen model are never mixed with the tuned one's
-    assert "tuned" in picture_model_name(data) and "tuned" not in picture_model_name()
+    assert "tuned" in picture_model_name(data) and picture_model_name(data) != picture_model_name()
     got = encode_pictures(images, data_dir=data)
     head = type_head(data)
     assert np.allclose([max(t.scores.values()) for t in got.types],
                        head.probabilities(f_tuned).max(axis=1), atol=2e-3)
+
+
+def test_the_shipped_model_reads_its_tuned_tail():
+    """The shipped figure-types version holds a tuned tail; the picture encoder uses it at the
+    model's input size, and it changes the features of the frozen network."""
+    found = resolve(ARTIFACT)
+    assert found.source == "shipped" and (found.path / TAIL_FILE).exists()
+    b = backbone_for()
+    assert b.size == found.meta["input_size"]
+    img = [render(["line_chart"], random.Random(3))]
+    assert not np.allclose(b.features(img), Backbone("mobilenet_v2", b.size).features(img), rtol=0.05, atol=0.05)
 
 
 def test_shrunk_view_keeps_the_whole_figure_inside_the_square():
