@@ -13,12 +13,18 @@ The rankings are those of `app/search/picture_rank.py` with the parameters given
 grid and reports each held-out fold with the parameters chosen on the other folds (nested), so the
 number printed for the chosen parameters is never in-sample.
 
+With `--fine-tune EPOCHS` (and `--size`) each fold also fine-tunes the backbone's last blocks on
+its training folds, as `figsearch train-types --fine-tune` does; the held-out figures and their
+copies are encoded by that fold's tuned network.
+
     python scripts/picture_kind_cv.py --acl ../shared/labelled/aclfig-types-train \
-        [--data-dir DIR --labels tests/data/figure_types_train_recsys.jsonl] --cache DIR [--sweep]
+        [--data-dir DIR --labels tests/data/figure_types_train_recsys.jsonl] --cache DIR [--sweep] \
+        [--size 320 --fine-tune 6]
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import random
@@ -34,15 +40,26 @@ from app.eval.image_copies import jpeg_copy
 from app.stats import cluster_ci
 from app.vision.caption_evidence import with_caption_evidence
 from app.vision.figure_types import LABELS, decide, softmax
-from app.vision.train_types import (_cached_features, _concat, _open, acl_examples, drawn_examples, fit_head,
-                                    fit_temperature, labelled_examples)
+from app.vision.backbone import backbone
+from app.vision.fine_tune import tail_features
+from app.vision.train_types import (_cached_activations, _cached_features, _concat, _open, acl_examples,
+                                    drawn_examples, fit_head, fit_temperature, labelled_examples, tuned)
+
+TUNE: dict = {"size": 224, "epochs": 0}  # set from the command line
+
+
+def _copies(images_of, keys, cache: Path, tag: str) -> np.ndarray:
+    """Frozen features of the uploads, or with fine-tuning their activations at the tail's input."""
+    if TUNE["epochs"] > 0:
+        return _cached_activations(images_of, keys, cache, tag, True, TUNE["size"])[0]
+    return _cached_features(images_of, keys, cache, tag, True, TUNE["size"])
 
 
 def acl_part(folder: Path, cache: Path):
     rows = [json.loads(line) for line in (folder / "labels.jsonl").read_text().splitlines() if line.strip()]
-    ex = acl_examples(folder, cache, progress=True)
-    copies = _cached_features(lambda idx: [jpeg_copy(_open(folder / "images" / rows[i]["image"]), random.Random(i))
-                                           for i in idx], [r["image"] for r in rows], cache, "acl-copies", True)
+    ex = acl_examples(folder, cache, progress=True, size=TUNE["size"], tune=TUNE["epochs"] > 0)
+    copies = _copies(lambda idx: [jpeg_copy(_open(folder / "images" / rows[i]["image"]), random.Random(i))
+                                  for i in idx], [r["image"] for r in rows], cache, "acl-copies")
     return ex, copies, [r.get("caption") or "" for r in rows]
 
 
@@ -55,7 +72,7 @@ def labelled_part(data_dir: Path, labels: Path, cache: Path):
     from app.vision.real_crops import labelled_crops, read_labels
 
     settings = settings_for(data_dir)
-    ex = labelled_examples(settings, labels, cache, progress=True)
+    ex = labelled_examples(settings, labels, cache, progress=True, size=TUNE["size"], tune=TUNE["epochs"] > 0)
     labs = read_labels(labels)
     crops = labelled_crops(settings, labs)
     with session_scope(settings.db_url) as s:
@@ -66,10 +83,11 @@ def labelled_part(data_dir: Path, labels: Path, cache: Path):
     if len(found) != len(crops):
         raise SystemExit(f"{len(crops)} crops for {len(found)} labels with a stored figure: a crop did not open")
     keys = [f"{c.group}:{i}:{c.dominant}" for i, c in enumerate(crops)]
-    copies = _cached_features(lambda idx: [jpeg_copy(crops[i].image, random.Random(10_000 + i)) for i in idx],
-                              keys, cache, "labelled-copies", True)
+    copies = _copies(lambda idx: [jpeg_copy(crops[i].image, random.Random(10_000 + i)) for i in idx],
+                     keys, cache, "labelled-copies")
     n = len(crops)
-    copies = np.concatenate([copies, ex.features[n:]])  # the page-text crops are never uploaded
+    rest = ex.acts[0][n:] if TUNE["epochs"] > 0 else ex.features[n:]
+    copies = np.concatenate([copies, rest])  # the page-text crops are never uploaded
     return ex, copies, [caption[(lab["sha256"], lab["number"])] for lab in found] + [""] * (len(ex.dominant) - n)
 
 
@@ -84,9 +102,18 @@ def cross_fit(parts, copies, folds: int, seed: int, opts: dict):
     vec, cvec = np.zeros((n, opts["picture_dims"]), np.float32), np.zeros((n, opts["picture_dims"]), np.float32)
     logits, clogits = np.zeros((n, len(LABELS))), np.zeros((n, len(LABELS)))
     for k in range(folds):
-        head = fit_head(_concat([real.subset(fold != k), parts["drawn"]]), **opts)
+        train = _concat([real.subset(fold != k), parts["drawn"]])
         held = fold == k
-        for feats, v_out, l_out in ((real.features[held], vec, logits), (copies[held], cvec, clogits)):
+        held_feats, copy_feats, fc = real.features[held], copies[held], None
+        if TUNE["epochs"] > 0:  # as train-types --fine-tune: this fold's tail, its linear layer types
+            state, fc, train = tuned(train, TUNE["size"], TUNE["epochs"], seed + k, opts["source_weight"],
+                                     opts["balance"])
+            b = backbone(size=TUNE["size"])
+            held_feats, copy_feats = tail_features(b, state, real.acts[0][held]), tail_features(b, state, copy_feats)
+        head = fit_head(train, **opts)
+        if fc is not None:
+            head = dataclasses.replace(head, weight=fc[0], bias=fc[1])
+        for feats, v_out, l_out in ((held_feats, vec, logits), (copy_feats, cvec, clogits)):
             v = ((feats - head.center) / head.scale) @ head.projection[:, :opts["picture_dims"]]
             v_out[held] = v / np.linalg.norm(v, axis=1, keepdims=True)
             l_out[held] = head.logits(feats)
@@ -142,7 +169,10 @@ def main() -> None:
     ap.add_argument("--discriminant", type=float, default=10.0)
     ap.add_argument("--picture-dims", type=int, default=128)
     ap.add_argument("--weights", default="acl=3,drawn=0.3")
+    ap.add_argument("--size", type=int, default=224)
+    ap.add_argument("--fine-tune", type=int, default=0, help="epochs of tuning the backbone's tail per fold")
     args = ap.parse_args()
+    TUNE.update(size=args.size, epochs=args.fine_tune)
 
     parts, copies, captions = {}, [], []
     ex, c, cap = acl_part(args.acl, args.cache)
@@ -152,7 +182,8 @@ def main() -> None:
         parts["labelled"] = ex
         copies.append(c)
         captions += cap
-    parts["drawn"] = drawn_examples(args.synthetic, args.seed, args.cache, progress=True)
+    parts["drawn"] = drawn_examples(args.synthetic, args.seed, args.cache, progress=True, size=args.size,
+                                    tune=args.fine_tune > 0)
     opts = dict(c=args.C, balance=args.balance, discriminant=args.discriminant, picture_dims=args.picture_dims,
                 source_weight={k: float(v) for k, v in (p.split("=") for p in args.weights.split(",") if p)})
     with one_blas_thread():

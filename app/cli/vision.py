@@ -31,6 +31,12 @@ def register(cli: typer.Typer) -> None:
             seed: int = typer.Option(0, "--seed"),
             cv: bool = typer.Option(False, "--cv", help="Only cross-validate (prints the numbers, saves nothing)."),
             cache: Optional[Path] = typer.Option(None, "--cache", help="Folder that keeps backbone features between runs."),
+            size: int = typer.Option(224, "--size", min=32,
+                                     help="Input size of the backbone (crops padded to a square of this many pixels)."),
+            fine_tune: int = typer.Option(
+                0, "--fine-tune", min=0,
+                help="Epochs of fine-tuning the backbone's last blocks, whose linear layer then types "
+                     "(0: the frozen ImageNet backbone); each cross-validation fold tunes its own."),
             out: Optional[Path] = typer.Option(None, "--out", file_okay=False,
                                                help="Model store to publish the figure-types version into, e.g. "
                                                     "DATA_DIR/models to override the shipped one for a collection "
@@ -38,7 +44,8 @@ def register(cli: typer.Typer) -> None:
         """Train the figure-type head and the picture projection on the pretrained backbone's
         features: labelled ACL figures (--acl), hand-labelled crops of a collection (--data-dir
         --labels) with text cut from their pages, and drawn figures; paper-grouped
-        cross-validation, temperature fitted on its folds."""
+        cross-validation, temperature fitted on its folds. With --fine-tune the backbone's last
+        blocks are retrained on the same figures first and ship with the head."""
         from app.model_store.store import SHIPPED
         from app.settings import settings_for
         from app.vision.train_types import acl_examples, drawn_examples, labelled_examples, train_types
@@ -46,17 +53,19 @@ def register(cli: typer.Typer) -> None:
         if (labels is None) != (data_dir is None):
             raise typer.BadParameter("--labels and --data-dir go together")
         parts = {}
+        tune = fine_tune > 0
         if acl is not None:
-            parts["acl"] = acl_examples(acl, cache, progress=True)
+            parts["acl"] = acl_examples(acl, cache, progress=True, size=size, tune=tune)
         if labels is not None:
-            parts["labelled"] = labelled_examples(settings_for(data_dir), labels, cache, page_text, seed, progress=True)
+            parts["labelled"] = labelled_examples(settings_for(data_dir), labels, cache, page_text, seed, progress=True,
+                                                  size=size, tune=tune)
         if not parts:
             raise typer.BadParameter("give --acl and/or --data-dir with --labels")
-        parts["drawn"] = drawn_examples(synthetic, seed, cache, progress=True)
+        parts["drawn"] = drawn_examples(synthetic, seed, cache, progress=True, size=size, tune=tune)
         report = train_types(parts, out or SHIPPED, folds, components, c, seed,
                              command="figsearch " + " ".join(sys.argv[1:]), cv_only=cv,
                              picture_dims=picture_dims, discriminant=discriminant, balance=balance,
-                             keep=1 if out is None else 3,
+                             keep=1 if out is None else 3, size=size, tune_epochs=fine_tune, progress=True,
                              source_weight={k: float(v) for k, v in (p.split("=") for p in weights.split(",") if p)})
         typer.echo(json.dumps(report.get("cross_validation", report), indent=2))
 

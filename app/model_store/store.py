@@ -42,8 +42,8 @@ RANKING = "ranking"  # the ranking configuration's folder inside an index versio
 
 # What each artifact is, for `figsearch models` (also when none is trained yet).
 KNOWN: dict[str, str] = {
-    "figure-types": "figure-type head and picture projection over the pretrained backbone's features "
-                    "(figsearch train-types)",
+    "figure-types": "figure-type head and picture projection over the pretrained backbone's features, "
+                    "with the backbone's fine-tuned last blocks when trained so (figsearch train-types)",
     "central": "central-figure content model: a tuned MiniLM bi-encoder (figsearch train-central)",
     "central-weights": "weights of the combined central-figure score (figsearch eval-central --save-weights)",
     "fused": "learned figure embeddings, the default model (figsearch train)",

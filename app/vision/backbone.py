@@ -11,16 +11,24 @@ A crop is scaled to fit a square of `size` pixels, centred on white (aspect rati
 and text are wide, diagrams often tall), and the last feature map is pooled by its mean and its
 maximum (thin lines and small marks of charts are strong in few places, which a mean washes out).
 `features(images)` gives (n, 2 * 1280) float32 rows: what the type head and the picture vectors
-(app/vision/picture_vectors.py) read.
+(app/vision/pictures.py) read.
+
+The last blocks of MobileNetV2 (from block `TAIL_START` on, the final 1x1 conv included) can be
+replaced by a copy fine-tuned on figures (app/vision/fine_tune.py): ImageNet features of late
+layers describe objects, not charts, and retraining only the tail is cheap on two cores. Its
+weights ship inside the `figure-types` model-store artifact with the head that reads them.
 """
 from __future__ import annotations
 
 import contextlib
 import io
 import threading
+from pathlib import Path
 
 import numpy as np
 from PIL import Image
+
+from app.model_store import load_arrays
 
 NAME = "mobilenet_v2"
 SIZE = 224
@@ -28,6 +36,7 @@ CHANNELS = 1280
 DIM = 2 * CHANNELS  # mean-pooled, then max-pooled channels
 MEAN = np.array([0.485, 0.456, 0.406], np.float32)
 STD = np.array([0.229, 0.224, 0.225], np.float32)
+TAIL_START = 15  # MobileNetV2 `features` index of the first block a fine-tuned tail replaces
 
 
 def to_square(img: Image.Image, size: int) -> np.ndarray:
@@ -68,16 +77,32 @@ def _mobilenet_v2():
 LOADERS = {"efficientnet_lite0": _efficientnet_lite0, "mobilenet_v2": _mobilenet_v2}
 
 
-class Backbone:
-    """A frozen pretrained network: crops in, pooled feature rows out."""
+def load_tail(module, tail: dict[str, np.ndarray]) -> None:
+    """Replace the weights of MobileNetV2's tail (blocks from TAIL_START on) by fine-tuned ones
+    (state-dict keys relative to the tail: "0.conv.0.weight", ...)."""
+    import torch
 
-    def __init__(self, name: str = NAME, size: int = SIZE):
+    part = module[TAIL_START:]
+    missing = set(part.state_dict()) - set(tail)
+    if missing:
+        raise ValueError(f"fine-tuned tail lacks {len(missing)} tensors, e.g. {sorted(missing)[0]}")
+    part.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in tail.items()})
+
+
+class Backbone:
+    """A pretrained network (frozen, or with a fine-tuned tail): crops in, pooled feature rows out."""
+
+    def __init__(self, name: str = NAME, size: int = SIZE, tail: dict[str, np.ndarray] | None = None):
         import torch
 
         self.torch = torch
         self.name, self.size = name, size
         self.trunk = LOADERS[name]()
         module = getattr(self.trunk, "__self__", self.trunk)
+        if tail is not None:
+            if name != "mobilenet_v2":
+                raise ValueError("fine-tuned tails exist for mobilenet_v2 only")
+            load_tail(module, tail)
         module.eval()
         self.module = module.to(memory_format=torch.channels_last)
 
@@ -101,12 +126,14 @@ class Backbone:
 
 
 _lock = threading.Lock()
-_loaded: dict[tuple[str, int], Backbone] = {}
+_loaded: dict[tuple[str, int, str], Backbone] = {}
 
 
-def backbone(name: str = NAME, size: int = SIZE) -> Backbone:
-    """The backbone, loaded once per process."""
+def backbone(name: str = NAME, size: int = SIZE, tail: Path | None = None) -> Backbone:
+    """The backbone (with the fine-tuned tail of the safetensors file `tail`, else frozen), loaded
+    once per process."""
+    key = (name, size, str(tail or ""))
     with _lock:
-        if (name, size) not in _loaded:
-            _loaded[(name, size)] = Backbone(name, size)
-        return _loaded[(name, size)]
+        if key not in _loaded:
+            _loaded[key] = Backbone(name, size, load_arrays(tail) if tail is not None else None)
+        return _loaded[key]

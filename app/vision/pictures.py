@@ -6,7 +6,9 @@ A picture vector is the backbone's pooled features, standardised and projected o
 leading principal components and the axes that best separate the figure types (fitted by
 `figsearch train-types` and kept with the head in the model store's `figure-types` artifact),
 then scaled to unit length: compact enough to keep a million figures in memory, compared by
-cosine, and nearest for pictures of the same kind.
+cosine, and nearest for pictures of the same kind. The same artifact says which backbone its head
+and projection read: the input size (meta.json `input_size`) and, when it holds one, the
+fine-tuned tail of the network (TAIL_FILE); without one the frozen ImageNet network is used.
 """
 from __future__ import annotations
 
@@ -19,10 +21,11 @@ import numpy as np
 from PIL import Image
 
 from app.model_store import load_arrays, resolve
-from app.vision.backbone import backbone
+from app.vision.backbone import SIZE, Backbone, backbone
 from app.vision.figure_types import ARTIFACT, TypeScores, type_head
 
 PROJECTION_FILE = "pictures.safetensors"
+TAIL_FILE = "backbone_tail.safetensors"  # fine-tuned last blocks of the backbone (optional)
 
 
 class Projection:
@@ -60,11 +63,35 @@ def projection(data_dir: Path | None = None) -> Projection:
         return _projections[str(path)]
 
 
+def backbone_for(data_dir: Path | None = None) -> Backbone:
+    """The backbone the figure-types version in use reads: its input size, its fine-tuned tail if
+    it has one."""
+    found = resolve(ARTIFACT, data_dir)
+    if found is None:
+        return backbone()
+    tail = found.path / TAIL_FILE
+    return backbone(size=int(found.meta.get("input_size", SIZE)), tail=tail if tail.exists() else None)
+
+
+def _tail_tag(data_dir: Path | None) -> str:
+    found = resolve(ARTIFACT, data_dir)
+    tail = found.path / TAIL_FILE if found is not None else None
+    if tail is None or not tail.exists():
+        return ""
+    with _lock:
+        if str(tail) not in _tail_tags:
+            _tail_tags[str(tail)] = "-tuned" + hashlib.sha256(tail.read_bytes()).hexdigest()[:10]
+        return _tail_tags[str(tail)]
+
+
+_tail_tags: dict[str, str] = {}
+
+
 def picture_model_name(data_dir: Path | None = None) -> str:
-    """Names the vectors `encode_pictures` makes (backbone, input size, projection), so stored
-    vectors of another model are never mixed with new ones."""
-    b = backbone()
-    return f"{b.name}-{b.size}-{projection(data_dir).tag}"
+    """Names the vectors `encode_pictures` makes (backbone, input size, fine-tuned tail, projection),
+    so stored vectors of another model are never mixed with new ones."""
+    b = backbone_for(data_dir)
+    return f"{b.name}-{b.size}{_tail_tag(data_dir)}-{projection(data_dir).tag}"
 
 
 @dataclass
@@ -76,7 +103,7 @@ class Pictures:
 def encode_pictures(images: list[Image.Image], batch: int = 32, data_dir: Path | None = None) -> Pictures:
     """Picture vectors and figure types of the images (one backbone pass each), with the models
     in use for the data dir."""
-    feats = backbone().features(images, batch=batch)
+    feats = backbone_for(data_dir).features(images, batch=batch)
     head = type_head(data_dir)
     return Pictures(projection(data_dir)(feats), head.classify(feats) if head is not None else None)
 

@@ -14,13 +14,21 @@ multinomial logistic regression (C); all three folded into one linear layer. Its
 fitted on the out-of-fold scores of paper-grouped cross-validation (`--cv` prints the folds'
 accuracies and a reliability table). The same standardisation and projection, scaled to unit
 length, are the picture vectors. Features are cached per example under `--cache`.
+
+With `tune_epochs` > 0 the backbone's last blocks are fine-tuned first (app/vision/fine_tune.py):
+the linear layer trained with them is the type head, and the picture projection is fitted on the
+tuned features; in cross-validation every fold's tail is trained on the other folds (and the drawn
+figures) only, so no held-out figure is typed by a network that saw it. The tuned tail ships in
+the figure-types version beside the head.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import random
 import time
+import zlib
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,9 +39,10 @@ from PIL import Image
 from app.extras import require
 from app.model_store import make_meta, publish, save_arrays
 from app.search.one_thread import one_blas_thread
-from app.vision.backbone import backbone
+from app.vision.backbone import SIZE, TAIL_START, backbone
 from app.vision.figure_types import ARTIFACT, HEAD_FILE, LABELS, softmax
-from app.vision.pictures import PROJECTION_FILE
+from app.vision.fine_tune import LR, VIEWS, tail_features, train_tail, trunk_activations
+from app.vision.pictures import PROJECTION_FILE, TAIL_FILE
 
 COMPONENTS = 256
 PICTURE_DIMS = 128  # the picture vector's length (memory at a million figures)
@@ -50,22 +59,63 @@ class Examples:
     group: list[str]  # paper id ("" for drawn figures)
     source: list[str]  # acl | labelled | page_text | drawn
     info: dict = field(default_factory=dict)
+    acts: list[np.ndarray] | None = None  # per view, the frozen network's activations at the tail's input
 
     def subset(self, keep) -> "Examples":
         idx = np.flatnonzero(keep)
         return Examples(self.features[idx], [self.dominant[i] for i in idx], [self.accepted[i] for i in idx],
-                        [self.group[i] for i in idx], [self.source[i] for i in idx])
+                        [self.group[i] for i in idx], [self.source[i] for i in idx],
+                        acts=[a[idx] for a in self.acts] if self.acts is not None else None)
 
 
 def _concat(parts: list[Examples]) -> Examples:
+    acts = None
+    if parts and all(p.acts is not None for p in parts):
+        acts = [np.concatenate([p.acts[v] for p in parts]) for v in range(len(parts[0].acts))]
     return Examples(np.concatenate([p.features for p in parts]), sum((p.dominant for p in parts), []),
                     sum((p.accepted for p in parts), []), sum((p.group for p in parts), []),
-                    sum((p.source for p in parts), []))
+                    sum((p.source for p in parts), []), acts=acts)
 
 
-def _cached_features(images_of, keys: list[str], cache: Path | None, tag: str, progress: bool) -> np.ndarray:
-    """Backbone features of the images, cached under `cache` by backbone and key."""
-    b = backbone()
+def _encoded(images_of, keys: list[str], cache: Path | None, tag: str, progress: bool, size: int = SIZE,
+             tune: bool = False) -> tuple[np.ndarray, list[np.ndarray] | None]:
+    """(frozen backbone features, None), or with `tune` (the frozen tail's features, the
+    activations at the tail's input per view)."""
+    if not tune:
+        return _cached_features(images_of, keys, cache, tag, progress, size), None
+    acts = _cached_activations(images_of, keys, cache, tag, progress, size)
+    return tail_features(backbone(size=size), None, acts[0]), acts
+
+
+def _cached_activations(images_of, keys: list[str], cache: Path | None, tag: str, progress: bool,
+                        size: int) -> list[np.ndarray]:
+    """Per view, the frozen network's activations at the tail's input, cached like features."""
+    b = backbone(size=size)
+    path = None
+    if cache is not None:
+        digest = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:12]
+        path = cache / f"acts-{tag}-{b.name}-{size}-{TAIL_START}-{VIEWS}-{digest}.npz"
+        if path.exists():
+            with np.load(path) as z:
+                return [z[f"view{v}"] for v in range(VIEWS)]
+    parts: list[list[np.ndarray]] = [[] for _ in range(VIEWS)]
+    for i in range(0, len(keys), 32):
+        idx = range(i, min(len(keys), i + 32))
+        for v, a in enumerate(trunk_activations(b, images_of(idx), [zlib.crc32(keys[j].encode()) for j in idx])):
+            parts[v].append(a)
+        if progress:
+            print(f"  {tag}: {idx.stop}/{len(keys)} encoded up to the tail", flush=True)
+    acts = [np.concatenate(p) for p in parts]
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(path, **{f"view{v}": a for v, a in enumerate(acts)})
+    return acts
+
+
+def _cached_features(images_of, keys: list[str], cache: Path | None, tag: str, progress: bool,
+                     size: int = SIZE) -> np.ndarray:
+    """Frozen backbone features of the images, cached under `cache` by backbone and key."""
+    b = backbone(size=size)
     path = None
     if cache is not None:
         digest = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:12]
@@ -90,16 +140,17 @@ def _open(path: Path) -> Image.Image:
         return im.convert("RGB")
 
 
-def acl_examples(folder: Path, cache: Path | None, progress: bool = False) -> Examples:
+def acl_examples(folder: Path, cache: Path | None, progress: bool = False, size: int = SIZE,
+                 tune: bool = False) -> Examples:
     rows = [json.loads(line) for line in (folder / "labels.jsonl").read_text().splitlines() if line.strip()]
-    feats = _cached_features(lambda idx: [_open(folder / "images" / rows[i]["image"]) for i in idx],
-                             [r["image"] for r in rows], cache, "acl", progress)
+    feats, acts = _encoded(lambda idx: [_open(folder / "images" / rows[i]["image"]) for i in idx],
+                           [r["image"] for r in rows], cache, "acl", progress, size, tune)
     return Examples(feats, [r["type"] for r in rows], [r.get("types_accepted") or [r["type"]] for r in rows],
-                    [r["paper"] for r in rows], ["acl"] * len(rows))
+                    [r["paper"] for r in rows], ["acl"] * len(rows), acts=acts)
 
 
 def labelled_examples(settings, labels: Path, cache: Path | None, page_text: int = 2, seed: int = 0,
-                      progress: bool = False) -> Examples:
+                      progress: bool = False, size: int = SIZE, tune: bool = False) -> Examples:
     """Hand-labelled crops of a collection, and `page_text` text crops per labelled paper."""
     from app.pdfs import stored_pdf
     from app.vision.page_text import text_crops
@@ -107,9 +158,9 @@ def labelled_examples(settings, labels: Path, cache: Path | None, page_text: int
 
     crops = labelled_crops(settings, read_labels(labels))
     keys = [f"{c.group}:{i}:{c.dominant}" for i, c in enumerate(crops)]
-    feats = _cached_features(lambda idx: [crops[i].image for i in idx], keys, cache, "labelled", progress)
+    feats, acts = _encoded(lambda idx: [crops[i].image for i in idx], keys, cache, "labelled", progress, size, tune)
     parts = [Examples(feats, [c.dominant for c in crops], [c.types for c in crops], [c.group for c in crops],
-                      ["labelled"] * len(crops))]
+                      ["labelled"] * len(crops), acts=acts)]
     rng = random.Random(seed)
     texts, groups = [], []
     for sha in sorted({c.group for c in crops}):
@@ -120,9 +171,10 @@ def labelled_examples(settings, labels: Path, cache: Path | None, page_text: int
             texts.append(img)
             groups.append(sha)
     if texts:
-        tf = _cached_features(lambda idx: [texts[i] for i in idx], [f"{g}:{i}" for i, g in enumerate(groups)],
-                              cache, f"page-text-{seed}", progress)
-        parts.append(Examples(tf, ["text"] * len(texts), [["text"]] * len(texts), groups, ["page_text"] * len(texts)))
+        tf, tacts = _encoded(lambda idx: [texts[i] for i in idx], [f"{g}:{i}" for i, g in enumerate(groups)],
+                             cache, f"page-text-{seed}", progress, size, tune)
+        parts.append(Examples(tf, ["text"] * len(texts), [["text"]] * len(texts), groups, ["page_text"] * len(texts),
+                              acts=tacts))
     return _concat(parts)
 
 
@@ -139,7 +191,8 @@ def _draw(seed: int) -> Image.Image:
     return render(sample_types(rng), rng)
 
 
-def drawn_examples(n: int, seed: int, cache: Path | None, workers: int = 2, progress: bool = False) -> Examples:
+def drawn_examples(n: int, seed: int, cache: Path | None, workers: int = 2, progress: bool = False,
+                   size: int = SIZE, tune: bool = False) -> Examples:
     """Drawn figures; drawing is the slow part, so it happens only when their features are not
     cached (a drawing's types come from its seed alone)."""
     from app.vision.synth import labels_of
@@ -157,8 +210,8 @@ def drawn_examples(n: int, seed: int, cache: Path | None, workers: int = 2, prog
                 drawn.extend(pool.map(_draw, seeds, chunksize=8))
         return [drawn[i] for i in idx]
 
-    feats = _cached_features(images_of, [f"drawn:{s}" for s in seeds], cache, f"drawn-{seed}-{n}", progress)
-    return Examples(feats, [lab[0] for lab in labels], labels, [""] * n, ["drawn"] * n)
+    feats, acts = _encoded(images_of, [f"drawn:{s}" for s in seeds], cache, f"drawn-{seed}-{n}", progress, size, tune)
+    return Examples(feats, [lab[0] for lab in labels], labels, [""] * n, ["drawn"] * n, acts=acts)
 
 
 @dataclass
@@ -171,6 +224,26 @@ class Head:
 
     def logits(self, features: np.ndarray) -> np.ndarray:
         return features @ self.weight.T + self.bias
+
+
+def example_weights(ex: Examples, source_weight: dict[str, float] | None, balance: float):
+    """(type index per example, weight per example with mean 1): source weight times (its type's
+    share of the examples x the number of types) ** -balance."""
+    y = np.array([LABELS.index(t) for t in ex.dominant])
+    share = np.bincount(y, minlength=len(LABELS)) / len(y) * len(LABELS)
+    w = np.array([(source_weight or {}).get(src, 1.0) for src in ex.source]) * share[y] ** -balance
+    return y, w / w.mean()
+
+
+def tuned(ex: Examples, size: int, epochs: int, seed: int, source_weight: dict[str, float] | None,
+          balance: float) -> tuple[dict[str, np.ndarray], tuple[np.ndarray, np.ndarray], Examples]:
+    """Fine-tune the backbone's tail on `ex` (weighted as the head weights it); returns the tail's
+    weights, the (weight, bias) of the linear layer trained with it, and `ex` with its features
+    from the tuned tail."""
+    b = backbone(size=size)
+    y, w = example_weights(ex, source_weight, balance)
+    state, fc_weight, fc_bias = train_tail(b, ex.acts, y, w, len(LABELS), epochs, LR, seed)
+    return state, (fc_weight, fc_bias), dataclasses.replace(ex, features=tail_features(b, state, ex.acts[0]))
 
 
 def fit_head(ex: Examples, components: int = COMPONENTS, c: float = C, seed: int = 0,
@@ -192,10 +265,8 @@ def fit_head(ex: Examples, components: int = COMPONENTS, c: float = C, seed: int
     z = (x - mu) / sd
     pca = PCA(min(components, len(x) - 1, x.shape[1]), random_state=seed).fit(z)
     zp = pca.transform(z)
-    y = np.array([LABELS.index(t) for t in ex.dominant])
-    share = np.bincount(y, minlength=len(LABELS)) / len(y) * len(LABELS)
-    w = np.array([(source_weight or {}).get(src, 1.0) for src in ex.source]) * share[y] ** -balance
-    lr = LogisticRegression(C=c, max_iter=1000).fit(zp, y, sample_weight=w / w.mean())
+    y, w = example_weights(ex, source_weight, balance)
+    lr = LogisticRegression(C=c, max_iter=1000).fit(zp, y, sample_weight=w)
     a = np.zeros((len(LABELS), x.shape[1]))
     b = np.full(len(LABELS), -30.0)  # a type no example shows is never predicted
     a[lr.classes_] = lr.coef_ @ pca.components_
@@ -274,7 +345,8 @@ def picture_same_kind(vectors: np.ndarray, ex: Examples, k: int = 5) -> list[flo
 
 def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int = COMPONENTS, c: float = C,
                    seed: int = 0, source_weight: dict[str, float] | None = None, picture_dims: int = PICTURE_DIMS,
-                   discriminant: float = DISCRIMINANT, balance: float = BALANCE) -> tuple[dict, float]:
+                   discriminant: float = DISCRIMINANT, balance: float = BALANCE, size: int = SIZE,
+                   tune_epochs: int = 0, progress: bool = False) -> tuple[dict, float]:
     """Paper-grouped folds over the labelled real figures (ACL and collection labels alike); each
     fold's head is trained on every other fold plus all drawn figures. Returns the report (per
     source, before and after temperature; and how often a held-out figure's nearest pictures among
@@ -289,17 +361,25 @@ def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int =
     same_kind = np.zeros(len(real.dominant))
     for k in range(folds):
         train = real.subset(fold != k)
-        head = fit_head(_concat([train, drawn]) if drawn is not None and len(drawn.dominant) else train,
-                        components, c, seed, source_weight, picture_dims, discriminant, balance)
+        train = _concat([train, drawn]) if drawn is not None and len(drawn.dominant) else train
         held = fold == k
-        logits[held] = head.logits(real.features[held])
-        v = ((real.features[held] - head.center) / head.scale) @ head.projection
+        held_features, fc = real.features[held], None
+        if tune_epochs > 0:  # this fold's tail never sees its held-out papers
+            state, fc, train = tuned(train, size, tune_epochs, seed + k, source_weight, balance)
+            held_features = tail_features(backbone(size=size), state, real.acts[0][held])
+            if progress:
+                print(f"  fold {k + 1}/{folds}: tail tuned", flush=True)
+        head = fit_head(train, components, c, seed, source_weight, picture_dims, discriminant, balance)
+        if fc is not None:  # the layer trained with the tail types; the fit above gives the projection
+            head = dataclasses.replace(head, weight=fc[0], bias=fc[1])
+        logits[held] = head.logits(held_features)
+        v = ((held_features - head.center) / head.scale) @ head.projection
         same_kind[held] = picture_same_kind(v / np.linalg.norm(v, axis=1, keepdims=True), real.subset(held))
     y = np.array([LABELS.index(t) for t in real.dominant])
     temperature = fit_temperature(logits, y)
     report: dict = {"folds": folds, "components": components, "C": c, "source_weight": source_weight or {},
                     "balance": balance, "picture_dims": picture_dims, "discriminant": discriminant,
-                    "temperature": round(temperature, 3)}
+                    "input_size": size, "tune_epochs": tune_epochs, "temperature": round(temperature, 3)}
     for src in sorted(set(real.source)):
         keep = np.array([s == src for s in real.source])
         sub = real.subset(keep)
@@ -310,10 +390,14 @@ def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int =
     return report, temperature
 
 
-def head_files(head: Head, temperature: float, picture_dims: int = PICTURE_DIMS):
-    """What fills a figure-types version: the head (weight, bias, temperature) and the picture
-    projection (center, scale, projection), as safetensors."""
+def head_files(head: Head, temperature: float, picture_dims: int = PICTURE_DIMS,
+               tail: dict[str, np.ndarray] | None = None):
+    """What fills a figure-types version: the head (weight, bias, temperature), the picture
+    projection (center, scale, projection) and the fine-tuned tail of the backbone if any, as
+    safetensors."""
     def fill(folder: Path) -> None:
+        if tail is not None:
+            save_arrays(folder / TAIL_FILE, tail)
         save_arrays(folder / HEAD_FILE, {"weight": head.weight, "bias": head.bias,
                                          "temperature": np.array([temperature], np.float32)})
         save_arrays(folder / PROJECTION_FILE, {"center": head.center, "scale": head.scale,
@@ -331,34 +415,43 @@ def train_types(parts: dict[str, Examples], store_root: Path, folds: int = 5,
                 components: int = COMPONENTS, c: float = C, seed: int = 0, command: str | None = None,
                 cv_only: bool = False, source_weight: dict[str, float] | None = None,
                 picture_dims: int = PICTURE_DIMS, discriminant: float = DISCRIMINANT, balance: float = BALANCE,
-                keep: int | None = 1) -> dict:
+                keep: int | None = 1, size: int = SIZE, tune_epochs: int = 0, progress: bool = False) -> dict:
     """Cross-validate (the temperature comes from it), then fit on everything and publish a
     figure-types version under the model store root `store_root`. Returns its meta.json."""
     t0 = time.time()
     # one BLAS thread: these fits are small, and threads fighting over two busy cores made them ~40x slower
     with one_blas_thread():
         report, temperature = cross_validate(parts, folds, components, c, seed, source_weight, picture_dims,
-                                             discriminant, balance)
+                                             discriminant, balance, size, tune_epochs, progress)
         if cv_only:
             return report
-        head = fit_head(_concat(list(parts.values())), components, c, seed, source_weight, picture_dims,
-                        discriminant, balance)
-    b = backbone()
+        every, tail, fc = _concat([p for p in parts.values() if len(p.dominant)]), None, None
+        if tune_epochs > 0:
+            tail, fc, every = tuned(every, size, tune_epochs, seed, source_weight, balance)
+        head = fit_head(every, components, c, seed, source_weight, picture_dims, discriminant, balance)
+        if fc is not None:
+            head = dataclasses.replace(head, weight=fc[0], bias=fc[1])
+    b = backbone(size=size)
     examples = {k: {"n": len(p.dominant), "papers": len(set(p.group) - {""}),
                     "by_type": dict(sorted({t: p.dominant.count(t) for t in set(p.dominant)}.items()))}
                 for k, p in parts.items()}
     # the collection's labelled papers are named by the SHA-256 of their PDFs; ACL figures by their paper id
     shas = {g for g in parts["labelled"].group if g} if "labelled" in parts else set()
     acl = sorted({g for g in parts["acl"].group if g}) if "acl" in parts else []
-    meta = make_meta(ARTIFACT, "figure-type head and picture projection over the pretrained backbone's features",
+    what = "figure-type head and picture projection over the pretrained backbone's features"
+    if tail is not None:
+        what += f", with the backbone's last blocks (from {TAIL_START} on) fine-tuned on the same figures"
+    meta = make_meta(ARTIFACT, what,
                      command=command, papers=shas,
                      data={"examples": examples, "acl_paper_ids": acl,
                            "description": "labelled ACL figures, hand-labelled collection crops with text cut "
                                           "from their pages, drawn figures of every type"},
                      metrics=_metrics(report),
                      labels=list(LABELS), backbone=b.name, input_size=b.size, components=components,
-                     picture_dims=picture_dims, discriminant=discriminant, balance=balance, C=c, source_weight=source_weight or {},
+                     fine_tuned_tail={"from_block": TAIL_START, "epochs": tune_epochs, "lr": LR} if tail else None,
+                     picture_dims=picture_dims, discriminant=discriminant, balance=balance, C=c,
+                     source_weight=source_weight or {},
                      temperature=round(temperature, 4), seed=seed, cross_validation=report,
                      seconds=round(time.time() - t0, 1))
-    publish(ARTIFACT, head_files(head, temperature, picture_dims), meta, root=store_root, keep=keep)
+    publish(ARTIFACT, head_files(head, temperature, picture_dims, tail), meta, root=store_root, keep=keep)
     return meta
