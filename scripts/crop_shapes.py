@@ -103,7 +103,6 @@ def build() -> None:
         page.insert_text((x, 250), w, fontsize=10)
         xs.append(x + pymupdf.get_text_length(w, fontsize=10) / 2)
         x += 38
-    levels = [(xs, 238)]
     cur = xs
     y = 238
     while len(cur) > 1:

@@ -27,7 +27,7 @@ def fuzz_app(tmp_path_factory, demo_pdfs):
 
 def test_no_server_errors(fuzz_app):
     """Every operation of the schema, hypothesis-generated requests, no 5xx (501 is documented)."""
-    from hypothesis import given, strategies as st
+    from hypothesis import given
 
     schema = schemathesis.openapi.from_asgi("/api/v1/openapi.json", fuzz_app)
     operations = [r.ok() for r in schema.get_all_operations()]

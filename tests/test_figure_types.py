@@ -3,7 +3,6 @@ weights, the shipped head, the decision rule and the ingest stage."""
 from __future__ import annotations
 
 import random
-import socket
 import subprocess
 import sys
 

@@ -1290,7 +1290,7 @@ def _build_paper(plan: PaperPlan, plans: list[PaperPlan], seed: int, length: int
         hidx = idx_of("results")[0]
         paras[hidx]["sents"].insert(0, rng.choice([
             f"Table 1 summarizes {ctx.metric[0]} of all methods on {_join_and(ctx.datasets[:3])}.",
-            f"The main results are reported in Table 1.",
+            "The main results are reported in Table 1.",
         ]))
         paras[hidx]["floats"].insert(0, table)
         later = [i for i in results_like if i > hidx]
@@ -1533,7 +1533,7 @@ class _Layout:
             self.draw_table(fl, x, yy, width)
 
     def draw_table(self, tb: TableSpec, x: float, y: float, width: float) -> None:
-        page, st = self.page, self.st
+        st = self.st
         size = 7.8
         row_h = 10.5
         first_w = max(_Metrics.width(r[0], st.body_font, size) for r in tb.rows + [tb.header]) + 8

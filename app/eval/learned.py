@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +26,7 @@ from app.eval.recommendation import (TOP, W_GRID, evaluate_ranker, lexical_ranke
                                      paired_p, rerank_ranker, sample_pairs, summarise)
 from app.learn.data import LearnData
 from app.learn.train import TrainConfig
-from app.learn.variants import FCC_VARIANTS, VARIANTS, config_for
+from app.learn.variants import config_for
 
 @dataclass
 class FoldEmbeddings:

@@ -294,7 +294,7 @@ def run_evaluation(data: EvalData, split: Split, seed: int = 0, first_stage: str
 def write_report(report: dict, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(report, indent=1))
-    lines = [f"# figsearch evaluation (same-paper and citing-paper relevance)", "",
+    lines = ["# figsearch evaluation (same-paper and citing-paper relevance)", "",
              f"Figures: {report['n_figures']}; qualifying targets: {report['n_qualifying']}; "
              f"test targets: {report['n_targets']}; validation targets: {report['n_val_targets']}; "
              f"first stage: {report['first_stage']}.", "",

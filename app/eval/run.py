@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.db.session import session_scope
-from app.eval.learned import VARIANTS, evaluate_learned, learned_section, order_methods
+from app.eval.learned import evaluate_learned, learned_section, order_methods
+from app.learn.variants import VARIANTS
 from app.eval.recommendation import EvalData, keep_evaluable, run_evaluation, select_targets, write_report
 from app.search.collection import load_collection
 from app.search.embeddings import default_text_encoder, embed_docs

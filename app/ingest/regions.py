@@ -119,7 +119,7 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
             sx1 = min(sx1, (cx1 + o.bbox[0]) / 2)
         elif o.bbox[2] <= cx0:
             sx0 = max(sx0, (o.bbox[2] + cx0) / 2)
-    W, H = page_rect.width, page_rect.height
+    H = page_rect.height
     up = direction == "above"
     bound = 0.0 if up else H
     for r in obstacles:

@@ -106,7 +106,7 @@ def train_fusion(data: LearnData, cfg: TrainConfig, exclude_papers: set[int] = f
     from app.learn.vocab import Vocab
     from models.fusion import FusionModel
 
-    gen = seed_everything(cfg.seed)
+    seed_everything(cfg.seed)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     dev = pick_device(device)

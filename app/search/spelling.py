@@ -24,7 +24,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Collection, Iterable, Mapping
 
-import numpy as np
 from rapidfuzz.distance import OSA
 
 from app.search.text import analyze

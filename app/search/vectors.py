@@ -29,7 +29,6 @@ HNSW has no GPU implementation in faiss and stays on CPU. Saved indexes are alwa
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
