@@ -460,13 +460,8 @@ def jobs(job_id: Optional[str] = typer.Argument(None, help="One job: show its pe
     typer.echo(f"total: {sum(f['n_figures'] for f in files)} figures, {sum(f['n_tables'] for f in files)} tables")
 
 
-@cli.command("refresh-metadata")
-def refresh_metadata_cmd(data_dir: Optional[Path] = DataDir) -> None:
-    """Read the authors and year of every stored born-digital paper again with the current parser
-    (ingesting a file again skips it as a duplicate)."""
-    from app.ingest.refresh import refresh_metadata
-
-    settings = _settings(data_dir)
+def _with_paper_bar(refresh, settings):
+    """Run a refresh over the stored papers (`refresh(settings, on_paper, total)`) with a progress bar."""
     bar = None
 
     def start(n: int) -> None:
@@ -474,10 +469,19 @@ def refresh_metadata_cmd(data_dir: Optional[Path] = DataDir) -> None:
         bar = _progress(n, "papers")
 
     try:
-        c = refresh_metadata(settings, on_paper=lambda: bar.update(1), total=start)
+        return refresh(settings, on_paper=lambda: bar.update(1), total=start)
     finally:
         if bar is not None:
             bar.close()
+
+
+@cli.command("refresh-metadata")
+def refresh_metadata_cmd(data_dir: Optional[Path] = DataDir) -> None:
+    """Read the authors and year of every stored born-digital paper again with the current parser
+    (ingesting a file again skips it as a duplicate)."""
+    from app.ingest.refresh import refresh_metadata
+
+    c = _with_paper_bar(refresh_metadata, _settings(data_dir))
     typer.echo(f"papers: {c.papers}  authors changed: {c.authors_changed}  years changed: {c.years_changed}  "
                f"without a stored PDF: {c.without_pdf}  unreadable: {c.unreadable}")
 
@@ -488,18 +492,7 @@ def refresh_region_words_cmd(data_dir: Optional[Path] = DataDir) -> None:
     the stored PDFs, for collections ingested before figures kept them; `figsearch index` then uses them."""
     from app.ingest.refresh import refresh_region_words
 
-    settings = _settings(data_dir)
-    bar = None
-
-    def start(n: int) -> None:
-        nonlocal bar
-        bar = _progress(n, "papers")
-
-    try:
-        c = refresh_region_words(settings, on_paper=lambda: bar.update(1), total=start)
-    finally:
-        if bar is not None:
-            bar.close()
+    c = _with_paper_bar(refresh_region_words, _settings(data_dir))
     typer.echo(f"papers: {c.papers}  regions: {c.regions}  with words: {c.with_words}  changed: {c.changed}  "
                f"without a stored PDF: {c.without_pdf}  unreadable: {c.unreadable}")
 

@@ -33,8 +33,31 @@ def refresh_metadata(settings: Settings, on_paper: Callable[[], None] | None = N
     """Re-read every born-digital paper's authors and year; a value the parser no longer finds is
     kept as it was (nothing is lost). `total(n)` is called once with the number of papers,
     `on_paper()` after each."""
+    counts = RefreshCounts()
+    for paper_id, pdf in _stored_pdfs(settings, counts, on_paper, total):
+        try:
+            with pymupdf.open(pdf) as doc:
+                parsed = parse_pdf(doc)
+        except Exception:  # a file that parsed once but not now: keep what the paper has
+            counts.unreadable += 1
+            continue
+        with session_scope(settings.db_url) as s:
+            paper = s.get(Paper, paper_id)
+            if parsed.authors and parsed.authors != paper.authors:
+                paper.authors = parsed.authors
+                counts.authors_changed += 1
+            if parsed.year is not None and parsed.year != paper.year:
+                paper.year = parsed.year
+                counts.years_changed += 1
+    return counts
+
+
+def _stored_pdfs(settings: Settings, counts, on_paper: Callable[[], None] | None,
+                 total: Callable[[int], None] | None):
+    """(paper id, stored PDF) of every born-digital paper, counting papers and those without a
+    stored PDF in `counts`; `total(n)` once before, `on_paper()` after each paper."""
     rows = _born_digital(settings)
-    counts = RefreshCounts(papers=len(rows))
+    counts.papers = len(rows)
     if total:
         total(len(rows))
     for paper_id, sha256 in rows:
@@ -42,23 +65,9 @@ def refresh_metadata(settings: Settings, on_paper: Callable[[], None] | None = N
         if pdf is None:
             counts.without_pdf += 1
         else:
-            try:
-                with pymupdf.open(pdf) as doc:
-                    parsed = parse_pdf(doc)
-            except Exception:  # a file that parsed once but not now: keep what the paper has
-                counts.unreadable += 1
-            else:
-                with session_scope(settings.db_url) as s:
-                    paper = s.get(Paper, paper_id)
-                    if parsed.authors and parsed.authors != paper.authors:
-                        paper.authors = parsed.authors
-                        counts.authors_changed += 1
-                    if parsed.year is not None and parsed.year != paper.year:
-                        paper.year = parsed.year
-                        counts.years_changed += 1
+            yield paper_id, pdf
         if on_paper:
             on_paper()
-    return counts
 
 
 def _born_digital(settings: Settings) -> list[tuple[int, str]]:
@@ -83,28 +92,19 @@ def refresh_region_words(settings: Settings, on_paper: Callable[[], None] | None
     stored PDF (`Figure.region_text`: collections ingested before figures kept theirs have none).
     The index uses them after the next `figsearch index`. `total(n)` is called once with the
     number of papers, `on_paper()` after each."""
-    rows = _born_digital(settings)
-    counts = RegionCounts(papers=len(rows))
-    if total:
-        total(len(rows))
-    for paper_id, sha256 in rows:
-        pdf = stored_pdf(settings.data_dir, sha256)
-        if pdf is None:
-            counts.without_pdf += 1
-        else:
-            try:
-                with session_scope(settings.db_url) as s, pymupdf.open(pdf) as doc:
-                    for fig in s.scalars(select(Figure).where(Figure.paper_id == paper_id)):
-                        if not fig.region_bbox or not 1 <= fig.page <= len(doc):
-                            continue
-                        words = region_words(doc[fig.page - 1], fig.region_bbox)
-                        counts.regions += 1
-                        counts.with_words += bool(words)
-                        if words != (fig.region_text or ""):
-                            fig.region_text = words
-                            counts.changed += 1
-            except (RuntimeError, ValueError, OSError):  # a file that parsed once but not now: keep what it has
-                counts.unreadable += 1
-        if on_paper:
-            on_paper()
+    counts = RegionCounts()
+    for paper_id, pdf in _stored_pdfs(settings, counts, on_paper, total):
+        try:
+            with session_scope(settings.db_url) as s, pymupdf.open(pdf) as doc:
+                for fig in s.scalars(select(Figure).where(Figure.paper_id == paper_id)):
+                    if not fig.region_bbox or not 1 <= fig.page <= len(doc):
+                        continue
+                    words = region_words(doc[fig.page - 1], fig.region_bbox)
+                    counts.regions += 1
+                    counts.with_words += bool(words)
+                    if words != (fig.region_text or ""):
+                        fig.region_text = words
+                        counts.changed += 1
+        except (RuntimeError, ValueError, OSError):  # a file that parsed once but not now: keep what it has
+            counts.unreadable += 1
     return counts
