@@ -989,3 +989,31 @@ def test_words_of_a_font_coded_below_the_letters_are_read_back(tmp_path):
     page.insert_textbox(pymupdf.Rect(72, 300, 295, 700), BODY, fontsize=10)
     f = _figures(_saved(doc, tmp_path / "plain.pdf"), tmp_path)[1]
     assert f.region_text == "Steam Tmall Electronic HR@10 NDCG@10"
+
+
+def test_crop_padding_shows_no_sliver_of_the_caption_under_it(tmp_path):
+    """The stored crop pads its region by a couple of points; where the caption starts right
+    under the region, that padding is left blank instead of showing the caption's first line."""
+    import numpy as np
+    from app.ingest.render import CROP_PADDING, render_crop
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.draw_rect(pymupdf.Rect(80, 80, 290, 200), color=(0, 0, 0), fill=(0.6, 0.6, 0.9), width=1)
+    caption = pymupdf.Rect(80, 200.5, 290, 230)
+    page.draw_rect(caption, color=None, fill=(0, 0, 0))  # stands for the caption's ink
+    region = (79.5, 79.5, 290.5, 200.5)
+
+    def bottom_strip(keep_out):
+        out = tmp_path / str(len(keep_out))
+        out.mkdir()
+        rc = render_crop(page, page.get_displaylist(), region, out, "f", "fig-1", 144, 64, keep_out=keep_out)
+        px = np.asarray(rc.pixels)
+        rows = int(CROP_PADDING * rc.px_per_pt) - 1
+        return px[-rows:], px[: px.shape[0] - rows - 2]
+
+    padded, _ = bottom_strip(())
+    assert padded.min() < 50  # without keep-out the caption shows in the padding
+    blank, body = bottom_strip([tuple(caption)])
+    assert blank.min() == 255
+    assert (body[..., 2] > body[..., 0] + 20).mean() > 0.5  # the region itself is unchanged

@@ -165,7 +165,8 @@ def _emit(page: pymupdf.Page, dl, c: Candidate, out_dir: pathlib.Path, rel_prefi
     crop = c.region if c.region is not None else cap.bbox
     stem = f"{'fig' if cap.kind == 'figure' else 'tab'}-{cap.number}"
     # tables are text: searched by their caption, shown small; render them cheaper than figures
-    rc = render_crop(page, dl, crop, out_dir, rel_prefix, stem, dpi if cap.kind == "figure" else min(dpi, 110), thumb_px)
+    rc = render_crop(page, dl, crop, out_dir, rel_prefix, stem, dpi if cap.kind == "figure" else min(dpi, 110), thumb_px,
+                     keep_out=[cap.bbox] if c.region is not None else ())
     full = union([crop, cap.bbox])
     region_text = region_words(page, crop) if c.region is not None else ""
     label = f"{'Figure' if cap.kind == 'figure' else 'Table'} {cap.number}"

@@ -10,7 +10,7 @@ from typing import Sequence
 from dataclasses import dataclass
 
 import pymupdf
-from PIL import Image
+from PIL import Image, ImageDraw
 
 __all__ = ["CROP_PADDING", "MAX_CROP_PIXELS", "RenderedCrop", "crop_zoom", "cut_panel", "render_crop"]
 
@@ -41,10 +41,14 @@ class RenderedCrop:
 
 
 def render_crop(page: pymupdf.Page, dl, rect, out_dir: pathlib.Path, rel_prefix: str, stem: str,
-                dpi: int, thumb_px: int, max_pixels: int = MAX_CROP_PIXELS) -> RenderedCrop:
+                dpi: int, thumb_px: int, max_pixels: int = MAX_CROP_PIXELS,
+                keep_out: Sequence[Sequence[float]] = ()) -> RenderedCrop:
     """Write the crop and its thumbnail. `dl` is the page's display list (shared by the crops of
-    one page)."""
-    r = pymupdf.Rect(rect) + (-CROP_PADDING, -CROP_PADDING, CROP_PADDING, CROP_PADDING)
+    one page). Where the padding around the region overlaps a box of `keep_out` (the caption
+    printed right under a figure), the padding is left blank, so the crop shows no sliver of
+    the caption's first line; the crop's geometry stays the same."""
+    region = pymupdf.Rect(rect)
+    r = region + (-CROP_PADDING, -CROP_PADDING, CROP_PADDING, CROP_PADDING)
     r &= page.rect
     if r.is_empty or r.width < 1 or r.height < 1:
         r = page.rect
@@ -54,6 +58,7 @@ def render_crop(page: pymupdf.Page, dl, rect, out_dir: pathlib.Path, rel_prefix:
         pix = pymupdf.Pixmap(pymupdf.csRGB, pix)
     img_name, thumb_name = f"{stem}.png", f"{stem}.thumb.png"
     im = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+    _blank_padding(im, r, region, zoom, keep_out)
     im.save(out_dir / img_name, compress_level=1)
     thumb = im.copy()
     thumb.thumbnail((thumb_px, thumb_px), Image.BILINEAR, reducing_gap=2.0)
@@ -61,6 +66,25 @@ def render_crop(page: pymupdf.Page, dl, rect, out_dir: pathlib.Path, rel_prefix:
     prefix = rel_prefix.rstrip("/")
     return RenderedCrop(f"{prefix}/{img_name}", f"{prefix}/{thumb_name}", pix.width, pix.height, im,
                         (r.x0, r.y0), zoom)
+
+
+def _blank_padding(im: Image.Image, crop: pymupdf.Rect, region: pymupdf.Rect, zoom: float,
+                   keep_out: Sequence[Sequence[float]]) -> None:
+    """Paint white the parts of the padding strips (crop minus region) that fall inside a
+    keep-out box."""
+    if not keep_out:
+        return
+    strips = [pymupdf.Rect(crop.x0, crop.y0, crop.x1, region.y0), pymupdf.Rect(crop.x0, region.y1, crop.x1, crop.y1),
+              pymupdf.Rect(crop.x0, crop.y0, region.x0, crop.y1), pymupdf.Rect(region.x1, crop.y0, crop.x1, crop.y1)]
+    draw = ImageDraw.Draw(im)
+    for box in keep_out:
+        for strip in strips:
+            part = strip & pymupdf.Rect(box)
+            if part.is_empty:
+                continue
+            x0, y0 = math.floor((part.x0 - crop.x0) * zoom), math.floor((part.y0 - crop.y0) * zoom)
+            x1, y1 = math.ceil((part.x1 - crop.x0) * zoom), math.ceil((part.y1 - crop.y0) * zoom)
+            draw.rectangle([x0, y0, x1 - 1, y1 - 1], fill=(255, 255, 255))
 
 
 def cut_panel(crop_png: pathlib.Path, region: Sequence[float], panel: Sequence[float]) -> bytes:
