@@ -36,6 +36,8 @@ def main() -> None:
     data = citation_data(settings_for(args.data_dir))
     split = select_targets(data, 5, 5, None, args.seed)
     targets = split.test
+    if not targets:
+        raise SystemExit("no test targets: no figure has 5 others in its paper and 5 in citing or cited papers")
     cfg = data.engine.ranking
     served_w = cfg.weights_of("other_papers")
     lexical_only = engine_candidates(data, targets, "other_papers", 0, 0)

@@ -24,7 +24,8 @@ from app.search.lexical import LexicalIndex
 from app.search.papers import counts_view
 from app.search.text import analyze
 
-MAX_TERMS = 48  # strongest terms kept per figure
+MAX_TERMS = 200  # strongest terms kept per figure: a bound for text-heavy figures (prompts); at 48 the
+# document frequencies counted after pruning missed words common to many figures ("answer", "layer")
 FORMAT = 2  # 1: an earlier layout with its own tf.idf, not read (the next `figsearch index` remakes the part)
 
 
