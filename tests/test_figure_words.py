@@ -27,19 +27,25 @@ def test_cosine_of_the_words_inside_two_figures():
 
 
 def test_rows_keep_only_their_strongest_terms():
-    fw = FigureWords.build([" ".join(f"word{chr(97 + i)}{chr(97 + j)}" for i in range(10) for j in range(10))],
-                           max_terms=12)
-    assert fw.indptr.tolist() == [0, 12]
-    assert np.linalg.norm(fw.weights) == pytest.approx(1.0, abs=1e-6)
+    fw = FigureWords.build([" ".join(f"word{chr(97 + i)}{chr(97 + j)}" for i in range(10) for j in range(10)), "",
+                            "latency throughput"], max_terms=12)
+    assert fw.view.row_ptr.tolist() == [0, 12, 14]  # the figure without words is no row of the view
+    assert fw.view_row.tolist() == [0, -1, 1]
+    assert fw.similarity(0, np.array([0]))[0] == pytest.approx(1.0, abs=1e-6)
 
 
 def test_round_trip(tmp_path):
     fw = FigureWords.build(WORDS)
     fw.save(tmp_path)
     back = FigureWords.load(tmp_path, mmap=True)
-    assert back.vocab == fw.vocab and back.n_docs == 4
+    assert back.view.vocab == fw.view.vocab and back.view.n_docs == 4  # the idf counts figures with words
     for r in range(5):
         assert np.allclose(back.similarity(r, np.arange(5)), fw.similarity(r, np.arange(5)))
+
+
+def test_a_part_of_the_earlier_layout_is_not_read(tmp_path):
+    (tmp_path / "meta.json").write_text('{"n": 5, "n_docs": 4, "vocab": [], "format": 1}')
+    assert FigureWords.load(tmp_path) is None
 
 
 def _docs():

@@ -231,7 +231,7 @@ class LexicalIndex:
                 owner = np.repeat(np.arange(e - s), np.diff(row_ptr[s:e + 1]))
                 v = (1.0 + np.log(row_tf[lo:hi].astype(np.float64))) * self.idf[row_terms[lo:hi]]
                 self.doc_norm[s:e] = np.sqrt(np.bincount(owner, weights=v * v, minlength=e - s))
-            del v, owner
+                del v, owner  # no chunk's temporaries kept while the columns are built
         self._build_columns()
         return self
 

@@ -106,7 +106,7 @@ def text_view(indptr: np.ndarray, tokens: np.ndarray, vocab: list[str], max_term
 
 
 def counts_view(term_counts: Sequence[dict[str, int] | None], max_terms: int) -> LexicalIndex:
-    """One document per paper, given as {term: count} (None or empty: a paper without terms)."""
+    """One document per {term: count} (a paper's body terms, a figure's printed words; None or empty: no terms)."""
     ids: dict[str, int] = {}
     lens = np.fromiter((len(c or ()) for c in term_counts), dtype=np.int64, count=len(term_counts))
     terms = np.fromiter((ids.setdefault(t, len(ids)) for c in term_counts for t in (c or ())), dtype=np.int32,
