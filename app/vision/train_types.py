@@ -346,11 +346,14 @@ def picture_same_kind(vectors: np.ndarray, ex: Examples, k: int = 5) -> list[flo
 def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int = COMPONENTS, c: float = C,
                    seed: int = 0, source_weight: dict[str, float] | None = None, picture_dims: int = PICTURE_DIMS,
                    discriminant: float = DISCRIMINANT, balance: float = BALANCE, size: int = SIZE,
-                   tune_epochs: int = 0, progress: bool = False) -> tuple[dict, float]:
+                   tune_epochs: int = 0, progress: bool = False,
+                   predictions: list | None = None) -> tuple[dict, float]:
     """Paper-grouped folds over the labelled real figures (ACL and collection labels alike); each
     fold's head is trained on every other fold plus all drawn figures. Returns the report (per
     source, before and after temperature; and how often a held-out figure's nearest pictures among
-    the other held-out papers' are of its kind) and the fitted temperature."""
+    the other held-out papers' are of its kind) and the fitted temperature. `predictions`, when
+    given, receives each real figure's held-out type probabilities, so two training recipes can be
+    compared figure by figure on the same folds."""
     real = _concat([p for k, p in parts.items() if k != "drawn"])
     drawn = parts.get("drawn")
     papers = sorted(set(real.group))
@@ -377,6 +380,12 @@ def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int =
         same_kind[held] = picture_same_kind(v / np.linalg.norm(v, axis=1, keepdims=True), real.subset(held))
     y = np.array([LABELS.index(t) for t in real.dominant])
     temperature = fit_temperature(logits, y)
+    if predictions is not None:
+        probs = softmax(logits / temperature)
+        predictions.extend({"source": src, "paper": g, "fold": int(f), "dominant": d, "accepted": a,
+                            "probs": [round(float(p), 5) for p in row]}
+                           for src, g, f, d, a, row in zip(real.source, real.group, fold, real.dominant,
+                                                           real.accepted, probs))
     report: dict = {"folds": folds, "components": components, "C": c, "source_weight": source_weight or {},
                     "balance": balance, "picture_dims": picture_dims, "discriminant": discriminant,
                     "input_size": size, "tune_epochs": tune_epochs, "temperature": round(temperature, 3)}
@@ -415,14 +424,19 @@ def train_types(parts: dict[str, Examples], store_root: Path, folds: int = 5,
                 components: int = COMPONENTS, c: float = C, seed: int = 0, command: str | None = None,
                 cv_only: bool = False, source_weight: dict[str, float] | None = None,
                 picture_dims: int = PICTURE_DIMS, discriminant: float = DISCRIMINANT, balance: float = BALANCE,
-                keep: int | None = 1, size: int = SIZE, tune_epochs: int = 0, progress: bool = False) -> dict:
+                keep: int | None = 1, size: int = SIZE, tune_epochs: int = 0, progress: bool = False,
+                predictions_path: Path | None = None) -> dict:
     """Cross-validate (the temperature comes from it), then fit on everything and publish a
-    figure-types version under the model store root `store_root`. Returns its meta.json."""
+    figure-types version under the model store root `store_root`. Returns its meta.json.
+    `predictions_path`: JSON lines of every labelled figure's held-out type probabilities."""
     t0 = time.time()
+    predictions: list | None = [] if predictions_path is not None else None
     # one BLAS thread: these fits are small, and threads fighting over two busy cores made them ~40x slower
     with one_blas_thread():
         report, temperature = cross_validate(parts, folds, components, c, seed, source_weight, picture_dims,
-                                             discriminant, balance, size, tune_epochs, progress)
+                                             discriminant, balance, size, tune_epochs, progress, predictions)
+        if predictions_path is not None:
+            Path(predictions_path).write_text("".join(json.dumps(p) + "\n" for p in predictions))
         if cv_only:
             return report
         every, tail, fc = _concat([p for p in parts.values() if len(p.dominant)]), None, None
