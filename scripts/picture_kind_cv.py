@@ -107,7 +107,7 @@ def cross_fit(parts, copies, folds: int, seed: int, opts: dict):
         held_feats, copy_feats, fc = real.features[held], copies[held], None
         if TUNE["epochs"] > 0:  # as train-types --fine-tune: this fold's tail, its linear layer types
             state, fc, train = tuned(train, TUNE["size"], TUNE["epochs"], seed + k, opts["source_weight"],
-                                     opts["balance"])
+                                     opts["balance"], TUNE.get("cache"))
             b = backbone(size=TUNE["size"])
             held_feats, copy_feats = tail_features(b, state, real.acts[0][held]), tail_features(b, state, copy_feats)
         head = fit_head(train, **opts)
@@ -173,7 +173,7 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--fine-tune", type=int, default=0, help="epochs of tuning the backbone's tail per fold")
     args = ap.parse_args()
-    TUNE.update(size=args.size, epochs=args.fine_tune)
+    TUNE.update(size=args.size, epochs=args.fine_tune, cache=args.cache)  # fold tails shared with train-types
 
     parts, copies, captions = {}, [], []
     ex, c, cap = acl_part(args.acl, args.cache)

@@ -70,7 +70,7 @@ def register(cli: typer.Typer) -> None:
                              command="figsearch " + " ".join(sys.argv[1:]), cv_only=cv,
                              picture_dims=picture_dims, discriminant=discriminant, balance=balance,
                              keep=1 if out is None else 3, size=size, tune_epochs=fine_tune, progress=True,
-                             predictions_path=cv_predictions,
+                             predictions_path=cv_predictions, cache=cache,
                              source_weight={k: float(v) for k, v in (p.split("=") for p in weights.split(",") if p)})
         typer.echo(json.dumps(report.get("cross_validation", report), indent=2))
 

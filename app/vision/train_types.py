@@ -236,13 +236,29 @@ def example_weights(ex: Examples, source_weight: dict[str, float] | None, balanc
 
 
 def tuned(ex: Examples, size: int, epochs: int, seed: int, source_weight: dict[str, float] | None,
-          balance: float) -> tuple[dict[str, np.ndarray], tuple[np.ndarray, np.ndarray], Examples]:
+          balance: float, cache: Path | None = None) -> tuple[dict[str, np.ndarray], tuple[np.ndarray, np.ndarray],
+                                                              Examples]:
     """Fine-tune the backbone's tail on `ex` (weighted as the head weights it); returns the tail's
     weights, the (weight, bias) of the linear layer trained with it, and `ex` with its features
-    from the tuned tail."""
+    from the tuned tail. Under `cache` a tail is kept by a digest of everything it was trained
+    from, so another evaluation on the same folds does not train it again."""
     b = backbone(size=size)
     y, w = example_weights(ex, source_weight, balance)
-    state, fc_weight, fc_bias = train_tail(b, ex.acts, y, w, len(LABELS), epochs, LR, seed)
+    path = None
+    if cache is not None:
+        h = hashlib.sha256(json.dumps([b.name, size, TAIL_START, VIEWS, epochs, LR, seed]).encode())
+        for part in (y, w, *ex.acts):
+            h.update(np.ascontiguousarray(part).tobytes())
+        path = cache / f"tail-{b.name}-{size}-{epochs}-{h.hexdigest()[:16]}.npz"
+    if path is not None and path.exists():
+        with np.load(path) as z:
+            state = {k[len("tail."):]: z[k] for k in z.files if k.startswith("tail.")}
+            fc_weight, fc_bias = z["fc_weight"], z["fc_bias"]
+    else:
+        state, fc_weight, fc_bias = train_tail(b, ex.acts, y, w, len(LABELS), epochs, LR, seed)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.savez(path, fc_weight=fc_weight, fc_bias=fc_bias, **{f"tail.{k}": v for k, v in state.items()})
     return state, (fc_weight, fc_bias), dataclasses.replace(ex, features=tail_features(b, state, ex.acts[0]))
 
 
@@ -347,7 +363,7 @@ def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int =
                    seed: int = 0, source_weight: dict[str, float] | None = None, picture_dims: int = PICTURE_DIMS,
                    discriminant: float = DISCRIMINANT, balance: float = BALANCE, size: int = SIZE,
                    tune_epochs: int = 0, progress: bool = False,
-                   predictions: list | None = None) -> tuple[dict, float]:
+                   predictions: list | None = None, cache: Path | None = None) -> tuple[dict, float]:
     """Paper-grouped folds over the labelled real figures (ACL and collection labels alike); each
     fold's head is trained on every other fold plus all drawn figures. Returns the report (per
     source, before and after temperature; and how often a held-out figure's nearest pictures among
@@ -368,7 +384,7 @@ def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int =
         held = fold == k
         held_features, fc = real.features[held], None
         if tune_epochs > 0:  # this fold's tail never sees its held-out papers
-            state, fc, train = tuned(train, size, tune_epochs, seed + k, source_weight, balance)
+            state, fc, train = tuned(train, size, tune_epochs, seed + k, source_weight, balance, cache)
             held_features = tail_features(backbone(size=size), state, real.acts[0][held])
             if progress:
                 print(f"  fold {k + 1}/{folds}: tail tuned", flush=True)
@@ -425,7 +441,7 @@ def train_types(parts: dict[str, Examples], store_root: Path, folds: int = 5,
                 cv_only: bool = False, source_weight: dict[str, float] | None = None,
                 picture_dims: int = PICTURE_DIMS, discriminant: float = DISCRIMINANT, balance: float = BALANCE,
                 keep: int | None = 1, size: int = SIZE, tune_epochs: int = 0, progress: bool = False,
-                predictions_path: Path | None = None) -> dict:
+                predictions_path: Path | None = None, cache: Path | None = None) -> dict:
     """Cross-validate (the temperature comes from it), then fit on everything and publish a
     figure-types version under the model store root `store_root`. Returns its meta.json.
     `predictions_path`: JSON lines of every labelled figure's held-out type probabilities."""
@@ -434,14 +450,15 @@ def train_types(parts: dict[str, Examples], store_root: Path, folds: int = 5,
     # one BLAS thread: these fits are small, and threads fighting over two busy cores made them ~40x slower
     with one_blas_thread():
         report, temperature = cross_validate(parts, folds, components, c, seed, source_weight, picture_dims,
-                                             discriminant, balance, size, tune_epochs, progress, predictions)
+                                             discriminant, balance, size, tune_epochs, progress, predictions,
+                                             cache)
         if predictions_path is not None:
             Path(predictions_path).write_text("".join(json.dumps(p) + "\n" for p in predictions))
         if cv_only:
             return report
         every, tail, fc = _concat([p for p in parts.values() if len(p.dominant)]), None, None
         if tune_epochs > 0:
-            tail, fc, every = tuned(every, size, tune_epochs, seed, source_weight, balance)
+            tail, fc, every = tuned(every, size, tune_epochs, seed, source_weight, balance, cache)
         head = fit_head(every, components, c, seed, source_weight, picture_dims, discriminant, balance)
         if fc is not None:
             head = dataclasses.replace(head, weight=fc[0], bias=fc[1])
