@@ -88,3 +88,21 @@ def test_shrunk_view_keeps_the_whole_figure_inside_the_square():
     assert arr.shape == (96, 96, 3)
     # 65-95 % of the square: white margin on at least one side of each axis
     assert rows[-1] - rows[0] < 96 * 0.96 and cols[-1] - cols[0] < 96 * 0.96
+
+
+def test_a_cached_tail_is_reused_not_trained_again(tuned_dir, tmp_path, monkeypatch):
+    from app.vision import train_types as tt
+
+    ex = tuned_dir[2]["acl"]
+    first = tt.tuned(ex, 64, 2, 0, None, 0.0, tmp_path)
+    assert len(list(tmp_path.glob("tail-*.npz"))) == 1
+
+    def refuse(*a, **k):
+        raise AssertionError("trained again")
+
+    monkeypatch.setattr(tt, "train_tail", refuse)
+    again = tt.tuned(ex, 64, 2, 0, None, 0.0, tmp_path)
+    assert all(np.array_equal(first[0][k], again[0][k]) for k in first[0])
+    assert np.array_equal(first[1][0], again[1][0]) and np.array_equal(first[2].features, again[2].features)
+    with pytest.raises(AssertionError):
+        tt.tuned(ex, 64, 2, 1, None, 0.0, tmp_path)  # another seed is another tail

@@ -35,3 +35,20 @@ def test_the_nearest_figures_types_decide_where_the_uploads_pixels_hesitate():
 
     assert bar_before_line(PictureRanking(type_weight=1.0, neighbours=5))
     assert not bar_before_line(PictureRanking(type_weight=1.0, neighbours=0))  # pixels alone: the line chart
+
+
+def test_by_most_likely_type_the_uploads_kind_comes_first_then_the_nearest_picture():
+    cos = np.array([0.90, 0.40, 0.80, 0.30])
+    stored = np.stack([LINE, BAR, LINE, np.array([0.4, 0.6])])
+    upload = np.array([0.3, 0.7])  # a bar chart
+    ranking = PictureRanking(type_weight=4.0, agreement="dominant", neighbours=0)
+    assert rank_by_picture(cos, stored, upload, ranking)[1].tolist() == [1, 3, 0, 2]
+
+
+def test_copies_are_taken_from_the_given_cosine():
+    cos = np.array([0.92, 0.85])  # a copy further from its figure than .95, and a bar chart
+    stored = np.stack([LINE, BAR])
+    upload = np.array([0.0, 1.0])
+    ranking = PictureRanking(type_weight=4.0, neighbours=0)
+    assert rank_by_picture(cos, stored, upload, ranking)[1].tolist() == [1, 0]
+    assert rank_by_picture(cos, stored, upload, PictureRanking(type_weight=4.0, neighbours=0, copy_min=0.9))[1].tolist() == [0, 1]

@@ -37,6 +37,10 @@ def register(cli: typer.Typer) -> None:
                 0, "--fine-tune", min=0,
                 help="Epochs of fine-tuning the backbone's last blocks, whose linear layer then types "
                      "(0: the frozen ImageNet backbone); each cross-validation fold tunes its own."),
+            cv_predictions: Optional[Path] = typer.Option(
+                None, "--cv-predictions", dir_okay=False,
+                help="Write every labelled figure's held-out type probabilities here (JSON lines), to "
+                     "compare recipes figure by figure (scripts/types_cv_compare.py)."),
             out: Optional[Path] = typer.Option(None, "--out", file_okay=False,
                                                help="Model store to publish the figure-types version into, e.g. "
                                                     "DATA_DIR/models to override the shipped one for a collection "
@@ -66,6 +70,7 @@ def register(cli: typer.Typer) -> None:
                              command="figsearch " + " ".join(sys.argv[1:]), cv_only=cv,
                              picture_dims=picture_dims, discriminant=discriminant, balance=balance,
                              keep=1 if out is None else 3, size=size, tune_epochs=fine_tune, progress=True,
+                             predictions_path=cv_predictions, cache=cache,
                              source_weight={k: float(v) for k, v in (p.split("=") for p in weights.split(",") if p)})
         typer.echo(json.dumps(report.get("cross_validation", report), indent=2))
 

@@ -23,10 +23,13 @@ from app.search.fusion import SAME_PICTURE_MIN, order, same_picture_first
 class PictureRanking:
     pool: int = 100
     type_weight: float = 0.5
-    agreement: str = "probability"  # probability that both are of one type | cosine of the type-score vectors
+    # probability that both are of one type | cosine of the type-score vectors | 1 when both have
+    # the same most likely type (with a type weight above 2 that orders by type, then by picture)
+    agreement: str = "probability"
     neighbours: int = 5
     neighbour_weight: float = 0.5
     copies_first: bool = True
+    copy_min: float = SAME_PICTURE_MIN  # picture cosine from which a candidate counts as a copy
 
 
 def upload_types(query_scores: np.ndarray, cos: np.ndarray, cand_scores: np.ndarray, ranking: PictureRanking) -> np.ndarray:
@@ -42,6 +45,8 @@ def upload_types(query_scores: np.ndarray, cos: np.ndarray, cand_scores: np.ndar
 
 def type_agreement(query: np.ndarray, cand_scores: np.ndarray, how: str) -> np.ndarray:
     cand = np.asarray(cand_scores, dtype=np.float64)
+    if how == "dominant":
+        return (cand.argmax(axis=1) == int(np.argmax(query))).astype(np.float64)
     dot = cand @ query
     if how == "probability":
         return dot
@@ -65,4 +70,4 @@ def rank_by_picture(cos: np.ndarray, cand_scores: np.ndarray | None, query_score
         final = cos.copy()
         final[pool] += ranking.type_weight * type_agreement(q, cand_scores[pool], ranking.agreement)
         ranked = np.concatenate([pool[order(final[pool])], by_picture[ranking.pool:]])
-    return final, (same_picture_first(ranked, cos, SAME_PICTURE_MIN) if ranking.copies_first else ranked)
+    return final, (same_picture_first(ranked, cos, ranking.copy_min) if ranking.copies_first else ranked)

@@ -236,13 +236,29 @@ def example_weights(ex: Examples, source_weight: dict[str, float] | None, balanc
 
 
 def tuned(ex: Examples, size: int, epochs: int, seed: int, source_weight: dict[str, float] | None,
-          balance: float) -> tuple[dict[str, np.ndarray], tuple[np.ndarray, np.ndarray], Examples]:
+          balance: float, cache: Path | None = None) -> tuple[dict[str, np.ndarray], tuple[np.ndarray, np.ndarray],
+                                                              Examples]:
     """Fine-tune the backbone's tail on `ex` (weighted as the head weights it); returns the tail's
     weights, the (weight, bias) of the linear layer trained with it, and `ex` with its features
-    from the tuned tail."""
+    from the tuned tail. Under `cache` a tail is kept by a digest of everything it was trained
+    from, so another evaluation on the same folds does not train it again."""
     b = backbone(size=size)
     y, w = example_weights(ex, source_weight, balance)
-    state, fc_weight, fc_bias = train_tail(b, ex.acts, y, w, len(LABELS), epochs, LR, seed)
+    path = None
+    if cache is not None:
+        h = hashlib.sha256(json.dumps([b.name, size, TAIL_START, VIEWS, epochs, LR, seed]).encode())
+        for part in (y, w, *ex.acts):
+            h.update(np.ascontiguousarray(part).tobytes())
+        path = cache / f"tail-{b.name}-{size}-{epochs}-{h.hexdigest()[:16]}.npz"
+    if path is not None and path.exists():
+        with np.load(path) as z:
+            state = {k[len("tail."):]: z[k] for k in z.files if k.startswith("tail.")}
+            fc_weight, fc_bias = z["fc_weight"], z["fc_bias"]
+    else:
+        state, fc_weight, fc_bias = train_tail(b, ex.acts, y, w, len(LABELS), epochs, LR, seed)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.savez(path, fc_weight=fc_weight, fc_bias=fc_bias, **{f"tail.{k}": v for k, v in state.items()})
     return state, (fc_weight, fc_bias), dataclasses.replace(ex, features=tail_features(b, state, ex.acts[0]))
 
 
@@ -346,11 +362,14 @@ def picture_same_kind(vectors: np.ndarray, ex: Examples, k: int = 5) -> list[flo
 def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int = COMPONENTS, c: float = C,
                    seed: int = 0, source_weight: dict[str, float] | None = None, picture_dims: int = PICTURE_DIMS,
                    discriminant: float = DISCRIMINANT, balance: float = BALANCE, size: int = SIZE,
-                   tune_epochs: int = 0, progress: bool = False) -> tuple[dict, float]:
+                   tune_epochs: int = 0, progress: bool = False,
+                   predictions: list | None = None, cache: Path | None = None) -> tuple[dict, float]:
     """Paper-grouped folds over the labelled real figures (ACL and collection labels alike); each
     fold's head is trained on every other fold plus all drawn figures. Returns the report (per
     source, before and after temperature; and how often a held-out figure's nearest pictures among
-    the other held-out papers' are of its kind) and the fitted temperature."""
+    the other held-out papers' are of its kind) and the fitted temperature. `predictions`, when
+    given, receives each real figure's held-out type probabilities, so two training recipes can be
+    compared figure by figure on the same folds."""
     real = _concat([p for k, p in parts.items() if k != "drawn"])
     drawn = parts.get("drawn")
     papers = sorted(set(real.group))
@@ -365,7 +384,7 @@ def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int =
         held = fold == k
         held_features, fc = real.features[held], None
         if tune_epochs > 0:  # this fold's tail never sees its held-out papers
-            state, fc, train = tuned(train, size, tune_epochs, seed + k, source_weight, balance)
+            state, fc, train = tuned(train, size, tune_epochs, seed + k, source_weight, balance, cache)
             held_features = tail_features(backbone(size=size), state, real.acts[0][held])
             if progress:
                 print(f"  fold {k + 1}/{folds}: tail tuned", flush=True)
@@ -377,6 +396,12 @@ def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int =
         same_kind[held] = picture_same_kind(v / np.linalg.norm(v, axis=1, keepdims=True), real.subset(held))
     y = np.array([LABELS.index(t) for t in real.dominant])
     temperature = fit_temperature(logits, y)
+    if predictions is not None:
+        probs = softmax(logits / temperature)
+        predictions.extend({"source": src, "paper": g, "fold": int(f), "dominant": d, "accepted": a,
+                            "probs": [round(float(p), 5) for p in row]}
+                           for src, g, f, d, a, row in zip(real.source, real.group, fold, real.dominant,
+                                                           real.accepted, probs))
     report: dict = {"folds": folds, "components": components, "C": c, "source_weight": source_weight or {},
                     "balance": balance, "picture_dims": picture_dims, "discriminant": discriminant,
                     "input_size": size, "tune_epochs": tune_epochs, "temperature": round(temperature, 3)}
@@ -415,19 +440,25 @@ def train_types(parts: dict[str, Examples], store_root: Path, folds: int = 5,
                 components: int = COMPONENTS, c: float = C, seed: int = 0, command: str | None = None,
                 cv_only: bool = False, source_weight: dict[str, float] | None = None,
                 picture_dims: int = PICTURE_DIMS, discriminant: float = DISCRIMINANT, balance: float = BALANCE,
-                keep: int | None = 1, size: int = SIZE, tune_epochs: int = 0, progress: bool = False) -> dict:
+                keep: int | None = 1, size: int = SIZE, tune_epochs: int = 0, progress: bool = False,
+                predictions_path: Path | None = None, cache: Path | None = None) -> dict:
     """Cross-validate (the temperature comes from it), then fit on everything and publish a
-    figure-types version under the model store root `store_root`. Returns its meta.json."""
+    figure-types version under the model store root `store_root`. Returns its meta.json.
+    `predictions_path`: JSON lines of every labelled figure's held-out type probabilities."""
     t0 = time.time()
+    predictions: list | None = [] if predictions_path is not None else None
     # one BLAS thread: these fits are small, and threads fighting over two busy cores made them ~40x slower
     with one_blas_thread():
         report, temperature = cross_validate(parts, folds, components, c, seed, source_weight, picture_dims,
-                                             discriminant, balance, size, tune_epochs, progress)
+                                             discriminant, balance, size, tune_epochs, progress, predictions,
+                                             cache)
+        if predictions_path is not None:
+            Path(predictions_path).write_text("".join(json.dumps(p) + "\n" for p in predictions))
         if cv_only:
             return report
         every, tail, fc = _concat([p for p in parts.values() if len(p.dominant)]), None, None
         if tune_epochs > 0:
-            tail, fc, every = tuned(every, size, tune_epochs, seed, source_weight, balance)
+            tail, fc, every = tuned(every, size, tune_epochs, seed, source_weight, balance, cache)
         head = fit_head(every, components, c, seed, source_weight, picture_dims, discriminant, balance)
         if fc is not None:
             head = dataclasses.replace(head, weight=fc[0], bias=fc[1])

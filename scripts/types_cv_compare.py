@@ -1,0 +1,152 @@
+"""Figure-type recipes compared figure by figure on the same paper-grouped folds, and the rule that
+lists the types a figure shows chosen on those folds.
+
+Input: the held-out type probabilities `figsearch train-types --cv-predictions FILE` writes (one
+line per labelled figure: source, paper, fold, dominant, accepted types, probabilities).
+
+    python scripts/types_cv_compare.py compare A.jsonl B.jsonl   # B - A, paper bootstrap 95% CI
+    python scripts/types_cv_compare.py shown A.jsonl             # the listing threshold, nested
+
+`compare`: per source, dominant accuracy, shown accuracy (the dominant type is one the figure
+shows) and mean recall over types of both files, and the paired difference with its paper-cluster
+bootstrap interval (the two files must come from the same folds and labels).
+
+`shown`: a figure's type list is its dominant type and every other type scoring at least the
+threshold. For each fold the threshold is chosen on the other folds (micro F1 of the listed types
+against the labelled ones) and scored on the fold, so the printed figures are held out. It also
+scores a second way to pick the dominant type: the type most likely to be among those the figure
+shows (its probability plus the others' times how often, on the other folds' labels, a figure of
+that dominant type also shows it), against the most probable dominant type.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from app.stats import cluster_ci
+from app.vision.figure_types import LABELS
+
+GRID = [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5]
+REAL = ("acl", "labelled")  # the figures labelled by looking (page-text crops are cut, not labelled)
+
+
+def read(path: Path) -> list[dict]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def _scores(rows: list[dict], pred: list[str]) -> dict:
+    dom = [float(p == r["dominant"]) for p, r in zip(pred, rows)]
+    shown = [float(p in r["accepted"]) for p, r in zip(pred, rows)]
+    recall = [np.mean([d for d, r in zip(dom, rows) if r["dominant"] == t])
+              for t in sorted({r["dominant"] for r in rows})]
+    return {"n": len(rows), "dominant": round(float(np.mean(dom)), 3), "shown": round(float(np.mean(shown)), 3),
+            "mean_recall": round(float(np.mean(recall)), 3)}, dom, shown
+
+
+def argmax_types(rows: list[dict]) -> list[str]:
+    return [LABELS[int(np.argmax(r["probs"]))] for r in rows]
+
+
+def compare(a_rows: list[dict], b_rows: list[dict]) -> dict:
+    if [(r["paper"], r["dominant"], r["fold"]) for r in a_rows] != [(r["paper"], r["dominant"], r["fold"]) for r in b_rows]:
+        raise SystemExit("the two files hold different figures or folds")
+    out = {}
+    for src in REAL + ("real",):
+        keep = [i for i, r in enumerate(a_rows) if r["source"] == src or (src == "real" and r["source"] in REAL)]
+        a, b = [a_rows[i] for i in keep], [b_rows[i] for i in keep]
+        (sa, da, ha), (sb, db, hb) = _scores(a, argmax_types(a)), _scores(b, argmax_types(b))
+        papers = [r["paper"] for r in a]
+        out[src] = {"A": sa, "B": sb,
+                    "dominant_B_minus_A": round(sb["dominant"] - sa["dominant"], 3),
+                    "dominant_ci95": cluster_ci(papers, [y - x for x, y in zip(da, db)], digits=3),
+                    "shown_B_minus_A": round(sb["shown"] - sa["shown"], 3),
+                    "shown_ci95": cluster_ci(papers, [y - x for x, y in zip(ha, hb)], digits=3)}
+    return out
+
+
+def listed(probs: np.ndarray, threshold: float) -> list[set[int]]:
+    top = probs.argmax(axis=1)
+    return [{int(t)} | set(np.flatnonzero(p >= threshold).tolist()) for t, p in zip(top, probs)]
+
+
+def list_quality(rows: list[dict], probs: np.ndarray, threshold: float) -> dict:
+    tp = fp = fn = 0
+    for r, got in zip(rows, listed(probs, threshold)):
+        want = {LABELS.index(t) for t in r["accepted"]}
+        tp, fp, fn = tp + len(got & want), fp + len(got - want), fn + len(want - got)
+    p, rc = tp / max(tp + fp, 1), tp / max(tp + fn, 1)
+    return {"precision": round(p, 3), "recall": round(rc, 3), "f1": round(2 * p * rc / max(p + rc, 1e-9), 3),
+            "types_listed_per_figure": round((tp + fp) / max(len(rows), 1), 3)}
+
+
+def also_shown(rows: list[dict]) -> np.ndarray:
+    """(types, types): how often a figure of dominant type d (row) shows type t (column)."""
+    m = np.eye(len(LABELS))
+    counts = np.zeros((len(LABELS), len(LABELS)))
+    for r in rows:
+        d = LABELS.index(r["dominant"])
+        for t in r["accepted"]:
+            counts[d, LABELS.index(t)] += 1
+    n = np.array([sum(r["dominant"] == t for r in rows) for t in LABELS], dtype=float)
+    seen = n > 0
+    m[seen] = counts[seen] / n[seen, None]
+    np.fill_diagonal(m, 1.0)
+    return m
+
+
+def shown(rows: list[dict]) -> dict:
+    rows = [r for r in rows if r["source"] in REAL]
+    probs = np.array([r["probs"] for r in rows])
+    fold = np.array([r["fold"] for r in rows])
+    chosen, nested_pred, by_shown_pred = {}, [None] * len(rows), [None] * len(rows)
+    held_lists: list[tuple[int, set[int]]] = []
+    for k in sorted(set(fold.tolist())):
+        train, held = np.flatnonzero(fold != k), np.flatnonzero(fold == k)
+        tr_rows = [rows[i] for i in train]
+        best = max(GRID, key=lambda t: (list_quality(tr_rows, probs[train], t)["f1"], -t))
+        chosen[k] = best
+        for i, got in zip(held, listed(probs[held], best)):
+            held_lists.append((int(i), got))
+        m = also_shown(tr_rows)
+        for i in held:
+            nested_pred[i] = LABELS[int(np.argmax(probs[i]))]
+            by_shown_pred[i] = LABELS[int(np.argmax(probs[i] @ m))]
+    tp = fp = fn = 0
+    for i, got in held_lists:
+        want = {LABELS.index(t) for t in rows[i]["accepted"]}
+        tp, fp, fn = tp + len(got & want), fp + len(got - want), fn + len(want - got)
+    p, rc = tp / max(tp + fp, 1), tp / max(tp + fn, 1)
+    papers = [r["paper"] for r in rows]
+    s_arg, d_arg, h_arg = _scores(rows, nested_pred)
+    s_sh, d_sh, h_sh = _scores(rows, by_shown_pred)
+    return {"n": len(rows),
+            "threshold_per_fold": chosen,
+            "held_out_list": {"precision": round(p, 3), "recall": round(rc, 3),
+                              "f1": round(2 * p * rc / max(p + rc, 1e-9), 3),
+                              "types_listed_per_figure": round((tp + fp) / len(rows), 3)},
+            "every_threshold_all_folds": {str(t): list_quality(rows, probs, t) for t in GRID},
+            "dominant_most_probable": s_arg,
+            "dominant_most_likely_shown": s_sh,
+            "most_likely_shown_minus_most_probable": {
+                "dominant_ci95": cluster_ci(papers, [b - a for a, b in zip(d_arg, d_sh)], digits=3),
+                "shown_ci95": cluster_ci(papers, [b - a for a, b in zip(h_arg, h_sh)], digits=3)}}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("compare")
+    c.add_argument("a", type=Path)
+    c.add_argument("b", type=Path)
+    s = sub.add_parser("shown")
+    s.add_argument("predictions", type=Path)
+    args = ap.parse_args()
+    report = compare(read(args.a), read(args.b)) if args.cmd == "compare" else shown(read(args.predictions))
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
