@@ -162,10 +162,10 @@ class RescoredIVFPQ:
     def ntotal(self) -> int:
         return 0 if self.index is None else int(self.index.ntotal)
 
-    def search(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, q: np.ndarray, k: int, rescore: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-k (rows, exact cosines) per query row; the first stage returns max(k, rescore)
-        candidates, which are re-scored from the float16 rows."""
-        n_cand = min(max(k, self.rescore), self.ntotal)
+        candidates (`rescore` defaults to the index's), which are re-scored from the float16 rows."""
+        n_cand = min(max(k, self.rescore if rescore is None else int(rescore)), self.ntotal)
         _, cand = self.index.search(np.ascontiguousarray(q, dtype=np.float32), n_cand)
         out_rows = np.full((len(q), k), -1, np.int64)
         out_scores = np.zeros((len(q), k), np.float32)
