@@ -116,7 +116,7 @@ def test_ivfpq_rescored_from_disk_matches_exact_search(tmp_path):
 def test_nearest_candidates_rescore_few_rows(tmp_path, monkeypatch):
     """Candidates for a re-ranking re-score CANDIDATE_RESCORE rows per wanted neighbour, not the
     index's `rescore`, and still carry exact cosines; a flat index answers them exactly."""
-    import app.search.ann as ann
+    from app.search import ann
     from app.search.vector_segments import SegmentedVectors
 
     x = _clustered(6_000)
