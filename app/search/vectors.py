@@ -117,10 +117,14 @@ class VectorIndex:
     def add(self, ids, vecs) -> None:
         """Add vectors (normalised here) under the given ids. The ANN index is updated lazily."""
         ids = np.asarray(ids, dtype=np.int64).ravel()
-        vecs = l2_normalize(vecs)
+        vecs = np.asarray(vecs)
+        if vecs.ndim == 1:
+            vecs = vecs[None, :]
         if vecs.shape != (len(ids), self.dim):
             raise ValueError(f"expected ({len(ids)}, {self.dim}) vectors, got {vecs.shape}")
-        self._store.append(vecs)
+        # normalised a block at a time: a million vectors need no float32 copy of them all
+        for s in range(0, len(vecs), 65_536):
+            self._store.append(l2_normalize(vecs[s:s + 65_536]))
         self._pending_ids.append(ids)
         self._sorted_ids = None
 
