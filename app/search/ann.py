@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -52,9 +53,12 @@ def pq_factory(dim: int, nlist: int) -> str:
 class RowStore:
     """float16 rows, appended in order and read back by row number.
 
-    On disk (`path` given) rows are appended with plain writes (never through a map, so writing
-    ten million rows does not make them resident) and read through a read-only memory map;
-    without a path they are kept in memory (small collections, tests).
+    On disk (`path` given) rows are appended with plain writes and read back with one `pread` per
+    row, never through a memory map: a query reads a few hundred rows scattered over the file, and
+    each fault on a map also maps the cached pages around it (the kernel's fault-around, 64 KB),
+    so a mapped file of ten million rows became resident in the serving process within a few
+    hundred queries; read, the rows stay in the page cache, shared and dropped under pressure.
+    Without a path they are kept in memory (small collections, tests).
     """
 
     def __init__(self, dim: int, path: Path | None = None):
@@ -62,12 +66,17 @@ class RowStore:
         self.path = None if path is None else Path(path)
         self._mem: list[np.ndarray] = []
         self._n = 0
-        self._map: np.ndarray | None = None
+        self._map: np.ndarray | None = None   # the rows in memory, as one array
+        self._fd: int | None = None
         if self.path is not None and self.path.exists():
             self._n = self.path.stat().st_size // (self.dim * STORE_DTYPE.itemsize)
 
     def __len__(self) -> int:
         return self._n
+
+    def __del__(self):
+        if getattr(self, "_fd", None) is not None:
+            os.close(self._fd)
 
     def append(self, rows: np.ndarray) -> None:
         rows = np.ascontiguousarray(rows, dtype=STORE_DTYPE)
@@ -83,26 +92,27 @@ class RowStore:
         self._map = None
 
     def _array(self) -> np.ndarray:
+        """The rows of an in-memory store as one array."""
         if self._map is None:
-            if self.path is None:
-                self._mem = [np.concatenate(self._mem)] if len(self._mem) > 1 else self._mem
-                self._map = self._mem[0] if self._mem else np.zeros((0, self.dim), STORE_DTYPE)
-            else:
-                # a plain array over the mapping: np.memmap's own indexing wrapper costs more than
-                # gathering a query's re-scored rows
-                self._map = (np.memmap(self.path, dtype=STORE_DTYPE, mode="r", shape=(self._n, self.dim))
-                             .view(np.ndarray) if self._n else np.zeros((0, self.dim), STORE_DTYPE))
+            self._mem = [np.concatenate(self._mem)] if len(self._mem) > 1 else self._mem
+            self._map = self._mem[0] if self._mem else np.zeros((0, self.dim), STORE_DTYPE)
         return self._map
 
     def rows(self, rows) -> np.ndarray:
-        """float32 copies of the chosen rows (read in ascending order: fewer page faults)."""
+        """float32 copies of the chosen rows."""
         rows = np.asarray(rows, dtype=np.int64)
         if len(rows) == 0:
             return np.zeros((0, self.dim), np.float32)
-        order = np.argsort(rows, kind="stable")
-        out = np.empty((len(rows), self.dim), np.float32)
-        out[order] = self._array()[rows[order]]
-        return out
+        if len(rows) and (rows.min() < 0 or rows.max() >= self._n):
+            raise IndexError(f"row out of range 0..{self._n - 1}")
+        if self.path is None:
+            return self._array()[rows].astype(np.float32)
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        width = self.dim * STORE_DTYPE.itemsize
+        unique, where = np.unique(rows, return_inverse=True)  # ascending offsets, each row read once
+        buf = b"".join([os.pread(self._fd, width, r * width) for r in unique.tolist()])
+        return np.frombuffer(buf, dtype=STORE_DTYPE).reshape(-1, self.dim)[where.ravel()].astype(np.float32)
 
     def read(self, start: int, stop: int) -> np.ndarray:
         """Rows [start, stop) as float32, read without mapping (bulk reads at build time)."""
