@@ -1,15 +1,16 @@
 """Compressed vector search for large collections: FAISS IVF-PQ codes in memory, exact
-re-scoring of the best candidates from float16 rows memory-mapped from disk.
+re-scoring of the best candidates from float16 rows read from disk.
 
 Why: an exact or 8-bit index keeps every vector in memory (384 bytes a 384-d vector with SQ8,
 3.8 GB at ten million figures, more for float32). Product-quantised codes take `dim / 8` bytes a
 vector (48 for 384-d), and their approximate scores only have to bring the true neighbours into
 the first `rescore` candidates: those are then scored exactly from the float16 rows, which stay on
-disk and are read through a memory map, so the resident set is the rows that queries touch.
+disk and are read a row at a time (`RowStore`), so nothing of them is resident in the process.
 The rows double as the vector store (`rows`), so nothing is kept twice.
 
 Parameters (see README for the measurements): about sqrt(n) coarse cells, `dim / 8`
-sub-quantisers of 8 bits, `nprobe` cells probed and `rescore` candidates re-scored per query.
+sub-quantisers of 8 bits, `nprobe` cells probed and `rescore` candidates re-scored per query
+(fewer where the neighbours are only candidates of a re-ranking: `VectorIndex.nearest_candidates`).
 """
 from __future__ import annotations
 

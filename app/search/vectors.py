@@ -12,7 +12,7 @@ Metric: inner product on L2-normalised vectors (= cosine); `add` normalises.
 kind="auto" picks:
   * n < 200k: exact IndexFlatIP (brute force is fast enough and perfectly accurate);
   * otherwise IVF-PQ with exact re-scoring ("ivfpq", app/search/ann.py): `dim / 8` bytes of codes
-    per vector in memory, the vectors as float16 rows on disk (memory-mapped; they are also the
+    per vector in memory, the vectors as float16 rows on disk (read a row at a time; they are also the
     store `vectors_for` reads), the best `rescore` (2,000) candidates of `pq_nprobe` (32) cells
     re-scored exactly. scripts/ann_sweep.py on 1M of the benchmark's vectors: recall@100 against
     exact search .996 (worst query .97) for a figure's vector as the query, .941 re-scoring 1,000;
@@ -288,13 +288,14 @@ class VectorIndex:
     def nearest_candidates(self, vecs, k: int) -> tuple[np.ndarray, np.ndarray]:
         """About the k nearest (ids, exact cosines), as candidates for a re-ranking: IVF-PQ
         re-scores only `CANDIDATE_RESCORE * k` rows instead of `rescore`, since each is a random
-        read of the memory-mapped rows and a re-ranking misses little without the exact top k."""
+        read from disk and a re-ranking misses little without the exact top k (at 3M figures the
+        top 10 of related figures and of text search were the same in 60 queries each)."""
         return self.search(vecs, k, rescore=CANDIDATE_RESCORE * int(k))
 
     # --------------------------------------------------------- persistence
     def save(self, path_dir: str | Path) -> None:
         """ids.npy, meta.json and the index: index.faiss (CPU form) holding the vectors, or for
-        IVF-PQ the codes (index.faiss) plus the float16 rows (vectors.f16, memory-mapped at load)."""
+        IVF-PQ the codes (index.faiss) plus the float16 rows (vectors.f16, read from disk as needed)."""
         import faiss
 
         self.build()
@@ -326,7 +327,7 @@ class VectorIndex:
     def load(cls, path_dir: str | Path, gpu: str = "auto", mmap: bool = False) -> "VectorIndex":
         """A saved index. Indexes saved with a separate vector copy (vectors.npy, earlier
         versions) keep reading their vectors from it, memory-mapped with `mmap`. IVF-PQ rows
-        are always memory-mapped (that is their point)."""
+        always stay on disk (that is their point)."""
         import faiss
 
         d = Path(path_dir)
