@@ -105,12 +105,38 @@ def test_ivfpq_rescored_from_disk_matches_exact_search(tmp_path):
     assert (tmp_path / "build" / "vectors.f16").stat().st_size == 6_000 * 64 * 2
     pq.save(tmp_path / "saved")
     back = VectorIndex.load(tmp_path / "saved", gpu="off")
-    assert isinstance(back._ann.store._array().base, np.memmap)  # read from the file, not loaded
+    assert back._ann.store.path is not None and not back._ann.store._mem  # read from the file, not loaded
     b, bs = back.search(q, 10)
     assert b.tolist() == p.tolist()
     back.add([1], q[:1])                                 # grows without retraining
     assert back.search(q[:1], 1)[0][0, 0] == 1
     np.testing.assert_allclose(back.vectors_for([1]), q[:1], atol=2e-3)
+
+
+def test_nearest_candidates_rescore_few_rows(tmp_path, monkeypatch):
+    """Candidates for a re-ranking re-score CANDIDATE_RESCORE rows per wanted neighbour, not the
+    index's `rescore`, and still carry exact cosines; a flat index answers them exactly."""
+    from app.search import ann
+    from app.search.vector_segments import SegmentedVectors
+
+    x = _clustered(6_000)
+    q = _clustered(5, seed=1)
+    pq = VectorIndex(64, kind="ivfpq", gpu="off", store_dir=tmp_path, rescore=400, pq_nprobe=64)
+    pq.add(np.arange(6_000), x)
+    pq.build()
+    read = []
+    original = ann.RowStore.rows
+    monkeypatch.setattr(ann.RowStore, "rows", lambda self, rows: read.append(len(rows)) or original(self, rows))
+    ids, sims = pq.nearest_candidates(q[:1], 10)
+    assert read == [40] and (ids >= 0).all()
+    np.testing.assert_allclose(sims[0], pq.vectors_for(ids[0]) @ (q[0] / np.linalg.norm(q[0])), atol=1e-5)
+    read.clear()
+    pq.search(q[:1], 10)
+    assert read == [400]
+    flat = VectorIndex(64, kind="flat", gpu="off")
+    flat.add(np.arange(6_000), x)
+    parts = SegmentedVectors.of(flat)
+    assert parts.nearest_candidates(q, 10)[0].tolist() == flat.search(q, 10)[0].tolist()
 
 
 def test_loads_an_index_saved_with_a_vector_copy(tmp_path):

@@ -39,7 +39,7 @@ from scipy.special import zeta
 
 from app.extras import require
 from app.search.doc_table import Captions, DocTable
-from app.search.papers import PaperIndex, csr_from_tokens, figures_view, strongest_terms_index
+from app.search.papers import PaperIndex, csr_from_tokens, csr_rows, figures_view, strongest_rows_index
 from app.search.searcher import QueryVocabulary, Searcher
 from app.search.segments import SegmentedIndex
 from app.search.text import analyze
@@ -175,50 +175,94 @@ def synthetic_papers(col: dict, lexical, centres: np.ndarray, rng, dim: int,
     """Paper-level views of a synthetic collection: title + abstract of ~120 tokens (its topic's
     words, general words), all figure texts of the paper (from the figure index), the body's 300
     most frequent terms with their counts (as stored at ingest), a vector near its topic.
-    Generated `PAPER_BLOCK` papers at a time: the title + abstract rows are counted per block, so
-    the token streams of a million papers never exist at once."""
+    The title + abstract and body rows are generated `PAPER_BLOCK` papers at a time from each
+    block's own random stream, when the views' passes read them (`_paper_rows`), so the rows of a
+    million papers never exist at once."""
     pids, starts = np.unique(col["paper_ids"], return_index=True)
     topic = col["topic"][starts]
     n_terms = len(col["vocab"])
     n_general = n_terms - 4_000
     n = len(pids)
-    pv = np.empty((n, dim), np.float32)
-    text_nnz = np.zeros(n, np.int64)
-    text_terms, text_tf = [], []
-    body_ptr = np.arange(n + 1, dtype=np.int64) * BODY_TERMS
-    body_terms = np.empty(n * BODY_TERMS, dtype=np.int32)
-    body_tf = np.empty(n * BODY_TERMS, dtype=np.uint16)
     tf_cdf = _capped_zipf_cdf(1.6, 500)
+
+    def text_block(s: int, e: int, block_rng):
+        lens = block_rng.integers(80, 160, size=e - s)
+        owner = np.repeat(np.arange(s, e), lens)
+        tokens = block_rng.integers(0, n_general, size=len(owner), dtype=np.int32)
+        is_topic = block_rng.random(len(owner)) < 0.4
+        tokens[is_topic] = (n_general + (topic[owner[is_topic]] * 13
+                                         + block_rng.integers(0, 80, int(is_topic.sum()))) % 4_000)
+        return csr_from_tokens(np.r_[0, np.cumsum(lens)], tokens, n_terms)
+
+    def body_block(s: int, e: int, block_rng):
+        owner = np.repeat(np.arange(s, e), BODY_TERMS)
+        terms = block_rng.integers(0, n_general, size=len(owner), dtype=np.int32)
+        on_topic = block_rng.random(len(owner)) < 0.5
+        terms[on_topic] = n_general + (topic[owner[on_topic]] * 13
+                                       + block_rng.integers(0, 80, int(on_topic.sum()))) % 4_000
+        tf = (1 + np.searchsorted(tf_cdf, block_rng.random(len(owner)))).astype(np.uint16)
+        return np.arange(e - s + 1, dtype=np.int64) * BODY_TERMS, terms, tf
+
+    pv = np.empty((n, dim), np.float16)   # stored as float16 rows anyway
     for s in range(0, n, PAPER_BLOCK):
         e = min(n, s + PAPER_BLOCK)
-        lens = rng.integers(80, 160, size=e - s)
-        owner = np.repeat(np.arange(s, e), lens)
-        tokens = rng.integers(0, n_general, size=len(owner), dtype=np.int32)
-        is_topic = rng.random(len(owner)) < 0.4
-        tokens[is_topic] = (n_general + (topic[owner[is_topic]] * 13
-                                         + rng.integers(0, 80, int(is_topic.sum()))) % 4_000)
-        ptr, terms, tf = csr_from_tokens(np.r_[0, np.cumsum(lens)], tokens, n_terms)
-        text_nnz[s:e] = np.diff(ptr)
-        text_terms.append(terms)
-        text_tf.append(tf)
-        pv[s:e] = centres[topic[s:e]]
-        pv[s:e] += rng.standard_normal((e - s, dim), dtype=np.float32) * np.float32(1.2 / np.sqrt(dim))
-        owner = np.repeat(np.arange(s, e), BODY_TERMS)
-        terms = rng.integers(0, n_general, size=len(owner), dtype=np.int32)
-        on_topic = rng.random(len(owner)) < 0.5
-        terms[on_topic] = n_general + (topic[owner[on_topic]] * 13
-                                       + rng.integers(0, 80, int(on_topic.sum()))) % 4_000
-        body_terms[s * BODY_TERMS:e * BODY_TERMS] = terms
-        body_tf[s * BODY_TERMS:e * BODY_TERMS] = 1 + np.searchsorted(tf_cdf, rng.random(len(owner)))
-    text_ptr = np.r_[0, np.cumsum(text_nnz)]
-    text = strongest_terms_index(text_ptr, np.concatenate(text_terms), np.concatenate(text_tf), col["vocab"],
-                                 np.arange(n), np.arange(n + 1), PAPER_TERMS)
-    del text_terms, text_tf
-    body = strongest_terms_index(body_ptr, body_terms, body_tf, col["vocab"], np.arange(n),
-                                 np.arange(n + 1), PAPER_TERMS)
-    del body_terms, body_tf
-    return PaperIndex.from_parts(pids, pv, text, figures_view(lexical, col["paper_ids"], pids, PAPER_TERMS),
-                                 vector_kind, body)
+        pv[s:e] = centres[topic[s:e]] + rng.standard_normal((e - s, dim), dtype=np.float32) * np.float32(
+            1.2 / np.sqrt(dim))
+    every, one_each = np.arange(n), np.arange(n + 1)
+    text = strongest_rows_index(_paper_rows(n, text_block, [col["seed"], 17]), col["vocab"], every, one_each,
+                                PAPER_TERMS)
+    body = strongest_rows_index(_paper_rows(n, body_block, [col["seed"], 19]), col["vocab"], every, one_each,
+                                PAPER_TERMS)
+    figures = figures_view(_SegmentByPass(lexical) if getattr(lexical, "path", None) else lexical, col["paper_ids"],
+                           pids, PAPER_TERMS)
+    return PaperIndex.from_parts(pids, pv, text, figures, vector_kind, body)
+
+
+class _SegmentByPass:
+    """The rows of a saved SegmentedIndex for a pass that reads them in order (the papers' figure
+    views): the index is opened again whenever the pass enters another segment, so the mapped
+    pages read so far are unmapped and leave the resident set, where clean file pages count until
+    then (all the by-document rows: about 4 GB at ten million figures)."""
+
+    def __init__(self, lexical: SegmentedIndex):
+        self.vocab, self._path, self._bases = lexical.vocab, lexical.path, lexical.bases
+        self._index, self._segment = None, -1
+
+    def rows(self, docs: np.ndarray):
+        docs = np.asarray(docs, dtype=np.int64)
+        segment = int(np.searchsorted(self._bases, docs.min(), side="right")) - 1 if len(docs) else self._segment
+        if segment != self._segment or self._index is None:
+            self._index = None
+            self._index, self._segment = SegmentedIndex.open(self._path, mmap=True), segment
+        return self._index.rows(docs)
+
+
+def _paper_rows(n: int, make_block, seed: list[int]):
+    """rows(docs) -> (indptr, term ids, counts) of papers whose rows `make_block(start, stop, rng)`
+    generates `PAPER_BLOCK` at a time (as a CSR), block b from the random stream seed + [b]: the
+    same rows on every read, and only the block last read is kept (the views read in order)."""
+    last: dict = {}
+
+    def rows(docs: np.ndarray):
+        docs = np.asarray(docs, dtype=np.int64)
+        blocks = docs // PAPER_BLOCK
+        ptrs, terms, tfs = [np.zeros(1, np.int64)], [], []
+        for run in np.split(np.arange(len(docs)), np.flatnonzero(np.diff(blocks)) + 1):
+            if not len(run):
+                continue
+            b = int(blocks[run[0]])
+            if last.get("block") != b:
+                last.clear()
+                s = b * PAPER_BLOCK
+                last["block"], last["rows"] = b, csr_rows(*make_block(s, min(n, s + PAPER_BLOCK),
+                                                                      np.random.default_rng([*seed, b])))
+            ptr, t, c = last["rows"](docs[run] - b * PAPER_BLOCK)
+            ptrs.append(ptrs[-1][-1] + ptr[1:])
+            terms.append(t)
+            tfs.append(c)
+        cat = (lambda parts, dt: np.concatenate(parts) if parts else np.zeros(0, dt))
+        return np.concatenate(ptrs), cat(terms, np.int32), cat(tfs, np.uint16)
+    return rows
 
 
 def collection_docs(col: dict, start: int = 0, stop: int | None = None) -> list[list[str]]:

@@ -1,20 +1,22 @@
 """Compressed vector search for large collections: FAISS IVF-PQ codes in memory, exact
-re-scoring of the best candidates from float16 rows memory-mapped from disk.
+re-scoring of the best candidates from float16 rows read from disk.
 
 Why: an exact or 8-bit index keeps every vector in memory (384 bytes a 384-d vector with SQ8,
 3.8 GB at ten million figures, more for float32). Product-quantised codes take `dim / 8` bytes a
 vector (48 for 384-d), and their approximate scores only have to bring the true neighbours into
 the first `rescore` candidates: those are then scored exactly from the float16 rows, which stay on
-disk and are read through a memory map, so the resident set is the rows that queries touch.
+disk and are read a row at a time (`RowStore`), so nothing of them is resident in the process.
 The rows double as the vector store (`rows`), so nothing is kept twice.
 
 Parameters (see README for the measurements): about sqrt(n) coarse cells, `dim / 8`
-sub-quantisers of 8 bits, `nprobe` cells probed and `rescore` candidates re-scored per query.
+sub-quantisers of 8 bits, `nprobe` cells probed and `rescore` candidates re-scored per query
+(fewer where the neighbours are only candidates of a re-ranking: `VectorIndex.nearest_candidates`).
 """
 from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -52,9 +54,12 @@ def pq_factory(dim: int, nlist: int) -> str:
 class RowStore:
     """float16 rows, appended in order and read back by row number.
 
-    On disk (`path` given) rows are appended with plain writes (never through a map, so writing
-    ten million rows does not make them resident) and read through a read-only memory map;
-    without a path they are kept in memory (small collections, tests).
+    On disk (`path` given) rows are appended with plain writes and read back with one `pread` per
+    row, never through a memory map: a query reads a few hundred rows scattered over the file, and
+    each fault on a map also maps the cached pages around it (the kernel's fault-around, 64 KB),
+    so a mapped file of ten million rows became resident in the serving process within a few
+    hundred queries; read, the rows stay in the page cache, shared and dropped under pressure.
+    Without a path they are kept in memory (small collections, tests).
     """
 
     def __init__(self, dim: int, path: Path | None = None):
@@ -62,12 +67,17 @@ class RowStore:
         self.path = None if path is None else Path(path)
         self._mem: list[np.ndarray] = []
         self._n = 0
-        self._map: np.ndarray | None = None
+        self._map: np.ndarray | None = None   # the rows in memory, as one array
+        self._fd: int | None = None
         if self.path is not None and self.path.exists():
             self._n = self.path.stat().st_size // (self.dim * STORE_DTYPE.itemsize)
 
     def __len__(self) -> int:
         return self._n
+
+    def __del__(self):
+        if getattr(self, "_fd", None) is not None:
+            os.close(self._fd)
 
     def append(self, rows: np.ndarray) -> None:
         rows = np.ascontiguousarray(rows, dtype=STORE_DTYPE)
@@ -83,26 +93,27 @@ class RowStore:
         self._map = None
 
     def _array(self) -> np.ndarray:
+        """The rows of an in-memory store as one array."""
         if self._map is None:
-            if self.path is None:
-                self._mem = [np.concatenate(self._mem)] if len(self._mem) > 1 else self._mem
-                self._map = self._mem[0] if self._mem else np.zeros((0, self.dim), STORE_DTYPE)
-            else:
-                # a plain array over the mapping: np.memmap's own indexing wrapper costs more than
-                # gathering a query's re-scored rows
-                self._map = (np.memmap(self.path, dtype=STORE_DTYPE, mode="r", shape=(self._n, self.dim))
-                             .view(np.ndarray) if self._n else np.zeros((0, self.dim), STORE_DTYPE))
+            self._mem = [np.concatenate(self._mem)] if len(self._mem) > 1 else self._mem
+            self._map = self._mem[0] if self._mem else np.zeros((0, self.dim), STORE_DTYPE)
         return self._map
 
     def rows(self, rows) -> np.ndarray:
-        """float32 copies of the chosen rows (read in ascending order: fewer page faults)."""
+        """float32 copies of the chosen rows."""
         rows = np.asarray(rows, dtype=np.int64)
         if len(rows) == 0:
             return np.zeros((0, self.dim), np.float32)
-        order = np.argsort(rows, kind="stable")
-        out = np.empty((len(rows), self.dim), np.float32)
-        out[order] = self._array()[rows[order]]
-        return out
+        if len(rows) and (rows.min() < 0 or rows.max() >= self._n):
+            raise IndexError(f"row out of range 0..{self._n - 1}")
+        if self.path is None:
+            return self._array()[rows].astype(np.float32)
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        width = self.dim * STORE_DTYPE.itemsize
+        unique, where = np.unique(rows, return_inverse=True)  # ascending offsets, each row read once
+        buf = b"".join([os.pread(self._fd, width, r * width) for r in unique.tolist()])
+        return np.frombuffer(buf, dtype=STORE_DTYPE).reshape(-1, self.dim)[where.ravel()].astype(np.float32)
 
     def read(self, start: int, stop: int) -> np.ndarray:
         """Rows [start, stop) as float32, read without mapping (bulk reads at build time)."""
@@ -162,10 +173,10 @@ class RescoredIVFPQ:
     def ntotal(self) -> int:
         return 0 if self.index is None else int(self.index.ntotal)
 
-    def search(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, q: np.ndarray, k: int, rescore: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-k (rows, exact cosines) per query row; the first stage returns max(k, rescore)
-        candidates, which are re-scored from the float16 rows."""
-        n_cand = min(max(k, self.rescore), self.ntotal)
+        candidates (`rescore` defaults to the index's), which are re-scored from the float16 rows."""
+        n_cand = min(max(k, self.rescore if rescore is None else int(rescore)), self.ntotal)
         _, cand = self.index.search(np.ascontiguousarray(q, dtype=np.float32), n_cand)
         out_rows = np.full((len(q), k), -1, np.int64)
         out_scores = np.zeros((len(q), k), np.float32)

@@ -202,7 +202,7 @@ class PaperIndex:
         view's cosine."""
         me = int(self.rows([paper_id])[0])
         if self.dense is not None:
-            ids, _ = self.dense.search(self.dense.vectors_for([me]), pool * n + 1)
+            ids, _ = self.dense.nearest_candidates(self.dense.vectors_for([me]), pool * n + 1)
             rows = ids[0][(ids[0] >= 0) & (ids[0] != me)]
         elif self.text is not None:
             q, qtf = self.text.doc_terms(me)

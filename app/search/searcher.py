@@ -307,7 +307,7 @@ class Searcher:
             rows, scores = rows[keep][:candidates], scores[keep][:candidates]
         extra = []
         if self.vectors is not None and union_dense > 0:
-            ids, _ = self.vectors.search(self.vectors.vectors_for([row]), union_dense + 1 + n_own)
+            ids, _ = self.vectors.nearest_candidates(self.vectors.vectors_for([row]), union_dense + 1 + n_own)
             extra.append(ids[0][ids[0] >= 0])
         if scope == "other_papers" and self.papers is not None and union_papers > 0:
             for p in self.papers.related(own_paper, union_papers).tolist():
@@ -471,7 +471,7 @@ class Searcher:
                 scores = np.r_[scores, lex.score_docs(q, lex.query_weights(q, qtf), best)]
         if qvec is not None:
             pool = union_dense + (400 if len(type_codes) and ti.scores is None else 0)
-            ids, sims = self.vectors.search(qvec[None, :], pool)
+            ids, sims = self.vectors.nearest_candidates(qvec[None, :], pool)
             ids, sims = ids[0], sims[0]
             ok = ids >= 0
             near = ok & (sims >= dense_min)

@@ -70,15 +70,21 @@ class SegmentedVectors:
         return int(self.bases[-1])
 
     # --------------------------------------------------------------- queries
-    def search(self, vecs, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k (rows, cosines) of the live rows per query row, shape (nq, k); missing slots -1."""
+    def nearest_candidates(self, vecs, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """About the k nearest live rows, as candidates for a re-ranking (VectorIndex.nearest_candidates)."""
+        return self.search(vecs, k, candidates_only=True)
+
+    def search(self, vecs, k: int, candidates_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k (rows, cosines) of the live rows per query row, shape (nq, k); missing slots -1.
+        `candidates_only`: each segment answers with its `nearest_candidates`."""
         q = np.atleast_2d(np.asarray(vecs, dtype=np.float32))
         k = int(k)
         all_ids, all_sims = [], []
         for i, seg in enumerate(self.segments):
             lo, hi = int(self.bases[i]), int(self.bases[i + 1])
             n_deleted = int(self.deleted[lo:hi].sum())
-            ids, sims = seg.search(q, min(k + n_deleted, hi - lo))
+            ask = seg.nearest_candidates if candidates_only else seg.search
+            ids, sims = ask(q, min(k + n_deleted, hi - lo))
             sims = np.where((ids >= 0) & ~self.deleted[np.maximum(ids, 0)], sims, -np.inf)
             all_ids.append(ids)
             all_sims.append(sims)

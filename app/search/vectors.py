@@ -12,7 +12,7 @@ Metric: inner product on L2-normalised vectors (= cosine); `add` normalises.
 kind="auto" picks:
   * n < 200k: exact IndexFlatIP (brute force is fast enough and perfectly accurate);
   * otherwise IVF-PQ with exact re-scoring ("ivfpq", app/search/ann.py): `dim / 8` bytes of codes
-    per vector in memory, the vectors as float16 rows on disk (memory-mapped; they are also the
+    per vector in memory, the vectors as float16 rows on disk (read a row at a time; they are also the
     store `vectors_for` reads), the best `rescore` (2,000) candidates of `pq_nprobe` (32) cells
     re-scored exactly. scripts/ann_sweep.py on 1M of the benchmark's vectors: recall@100 against
     exact search .996 (worst query .97) for a figure's vector as the query, .941 re-scoring 1,000;
@@ -39,6 +39,9 @@ FLAT_MAX = 200_000
 KINDS = ("auto", "flat", "hnsw", "ivf", "ivfpq")
 PQ_NPROBE = 32      # IVF-PQ cells probed per query (scripts/ann_sweep.py)
 PQ_RESCORE = 2000   # IVF-PQ candidates re-scored exactly per query (scripts/ann_sweep.py: recall@100 .996 at 1M, .941 with 1,000)
+# IVF-PQ rows re-scored per wanted neighbour when the neighbours are only candidates of a
+# re-ranking that computes its own cosines (`nearest_candidates`)
+CANDIDATE_RESCORE = 4
 
 
 def gpu_available() -> bool:
@@ -114,10 +117,14 @@ class VectorIndex:
     def add(self, ids, vecs) -> None:
         """Add vectors (normalised here) under the given ids. The ANN index is updated lazily."""
         ids = np.asarray(ids, dtype=np.int64).ravel()
-        vecs = l2_normalize(vecs)
+        vecs = np.asarray(vecs)
+        if vecs.ndim == 1:
+            vecs = vecs[None, :]
         if vecs.shape != (len(ids), self.dim):
             raise ValueError(f"expected ({len(ids)}, {self.dim}) vectors, got {vecs.shape}")
-        self._store.append(vecs)
+        # normalised a block at a time: a million vectors need no float32 copy of them all
+        for s in range(0, len(vecs), 65_536):
+            self._store.append(l2_normalize(vecs[s:s + 65_536]))
         self._pending_ids.append(ids)
         self._sorted_ids = None
 
@@ -259,15 +266,16 @@ class VectorIndex:
         self._ids = np.concatenate([self._ids, new_ids]) if n_old else new_ids
         self._sorted_ids = None
 
-    def search(self, vecs, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k (ids, cosine scores) per query row, shape (nq, k); missing slots have id -1."""
+    def search(self, vecs, k: int, rescore: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k (ids, cosine scores) per query row, shape (nq, k); missing slots have id -1.
+        `rescore`: IVF-PQ candidates re-scored exactly (default: the index's `rescore`)."""
         self.build()
         q = l2_normalize(vecs)
         k = int(k)
         if len(self._ids) == 0 or k <= 0:
             return np.full((len(q), max(k, 0)), -1, np.int64), np.zeros((len(q), max(k, 0)), np.float32)
         if self._ann is not None:
-            rows, scores = self._ann.search(q, min(k, len(self._ids)))
+            rows, scores = self._ann.search(q, min(k, len(self._ids)), rescore)
         else:
             scores, rows = self._index.search(q, min(k, len(self._ids)))
         ids = np.where(rows >= 0, self._ids[np.maximum(rows, 0)], -1)
@@ -277,10 +285,17 @@ class VectorIndex:
             scores = np.pad(scores, ((0, 0), (0, pad)))
         return ids, scores
 
+    def nearest_candidates(self, vecs, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """About the k nearest (ids, exact cosines), as candidates for a re-ranking: IVF-PQ
+        re-scores only `CANDIDATE_RESCORE * k` rows instead of `rescore`, since each is a random
+        read from disk and a re-ranking misses little without the exact top k (at 3M figures the
+        top 10 of related figures and of text search were the same in 60 queries each)."""
+        return self.search(vecs, k, rescore=CANDIDATE_RESCORE * int(k))
+
     # --------------------------------------------------------- persistence
     def save(self, path_dir: str | Path) -> None:
         """ids.npy, meta.json and the index: index.faiss (CPU form) holding the vectors, or for
-        IVF-PQ the codes (index.faiss) plus the float16 rows (vectors.f16, memory-mapped at load)."""
+        IVF-PQ the codes (index.faiss) plus the float16 rows (vectors.f16, read from disk as needed)."""
         import faiss
 
         self.build()
@@ -312,7 +327,7 @@ class VectorIndex:
     def load(cls, path_dir: str | Path, gpu: str = "auto", mmap: bool = False) -> "VectorIndex":
         """A saved index. Indexes saved with a separate vector copy (vectors.npy, earlier
         versions) keep reading their vectors from it, memory-mapped with `mmap`. IVF-PQ rows
-        are always memory-mapped (that is their point)."""
+        always stay on disk (that is their point)."""
         import faiss
 
         d = Path(path_dir)
