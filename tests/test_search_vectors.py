@@ -189,3 +189,27 @@ def test_empty_and_padding():
     vi.add([1, 2], np.eye(8)[:2])
     ids, _ = vi.search(np.eye(8)[:1], 4)
     assert ids[0, :2].tolist() == [1, 2] and ids[0, 2:].tolist() == [-1, -1]
+
+
+def test_row_store_reads_the_same_rows_mapped_or_by_pread(tmp_path):
+    """A small row file is read through a map, a large one a row at a time: same rows either way,
+    in the order asked, repeats included."""
+    from app.search.ann import RowStore
+
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal((500, 24)).astype(np.float16)
+    store = RowStore(24, tmp_path / "rows.f16")
+    store.append(data[:300])
+    store.append(data[300:])
+    ask = np.array([499, 3, 3, 250, 0, 17])
+    mapped = store.rows(ask)
+    assert store._mapped() and store._fd is None
+    store.MAP_MAX_BYTES = 1000
+    store._map = None
+    assert not store._mapped()
+    by_pread = store.rows(ask)
+    assert store._fd is not None
+    np.testing.assert_array_equal(mapped, data[ask].astype(np.float32))
+    np.testing.assert_array_equal(by_pread, mapped)
+    with pytest.raises(IndexError):
+        store.rows([500])

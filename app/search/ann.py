@@ -54,20 +54,24 @@ def pq_factory(dim: int, nlist: int) -> str:
 class RowStore:
     """float16 rows, appended in order and read back by row number.
 
-    On disk (`path` given) rows are appended with plain writes and read back with one `pread` per
-    row, never through a memory map: a query reads a few hundred rows scattered over the file, and
-    each fault on a map also maps the cached pages around it (the kernel's fault-around, 64 KB),
-    so a mapped file of ten million rows became resident in the serving process within a few
-    hundred queries; read, the rows stay in the page cache, shared and dropped under pressure.
+    On disk (`path` given) rows are appended with plain writes. A file of at most
+    `MAP_MAX_BYTES` is read through a memory map: queries soon touch most of its pages anyway, and
+    gathering mapped rows costs far less than a system call per row. A larger file is read with
+    one `pread` per row: a query reads a few hundred rows scattered over it, and every page a map
+    touches stays mapped (with the cached pages around it, the kernel's fault-around), so a mapped
+    file of ten million rows became resident in the serving process within a few hundred queries;
+    read, the rows stay in the page cache, shared and dropped under pressure.
     Without a path they are kept in memory (small collections, tests).
     """
+
+    MAP_MAX_BYTES = 1 << 30
 
     def __init__(self, dim: int, path: Path | None = None):
         self.dim = int(dim)
         self.path = None if path is None else Path(path)
         self._mem: list[np.ndarray] = []
         self._n = 0
-        self._map: np.ndarray | None = None   # the rows in memory, as one array
+        self._map: np.ndarray | None = None   # the rows in memory or mapped, as one array
         self._fd: int | None = None
         if self.path is not None and self.path.exists():
             self._n = self.path.stat().st_size // (self.dim * STORE_DTYPE.itemsize)
@@ -92,11 +96,20 @@ class RowStore:
         self._n += len(rows)
         self._map = None
 
+    def _mapped(self) -> bool:
+        return self.path is None or self._n * self.dim * STORE_DTYPE.itemsize <= self.MAP_MAX_BYTES
+
     def _array(self) -> np.ndarray:
-        """The rows of an in-memory store as one array."""
+        """The rows of an in-memory or mapped store as one array."""
         if self._map is None:
-            self._mem = [np.concatenate(self._mem)] if len(self._mem) > 1 else self._mem
-            self._map = self._mem[0] if self._mem else np.zeros((0, self.dim), STORE_DTYPE)
+            if self.path is None:
+                self._mem = [np.concatenate(self._mem)] if len(self._mem) > 1 else self._mem
+                self._map = self._mem[0] if self._mem else np.zeros((0, self.dim), STORE_DTYPE)
+            else:
+                # a plain array over the mapping: np.memmap's own indexing wrapper costs more than
+                # gathering a query's re-scored rows
+                self._map = (np.memmap(self.path, dtype=STORE_DTYPE, mode="r", shape=(self._n, self.dim))
+                             .view(np.ndarray) if self._n else np.zeros((0, self.dim), STORE_DTYPE))
         return self._map
 
     def rows(self, rows) -> np.ndarray:
@@ -106,7 +119,7 @@ class RowStore:
             return np.zeros((0, self.dim), np.float32)
         if len(rows) and (rows.min() < 0 or rows.max() >= self._n):
             raise IndexError(f"row out of range 0..{self._n - 1}")
-        if self.path is None:
+        if self._mapped():
             return self._array()[rows].astype(np.float32)
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDONLY)
