@@ -5,7 +5,8 @@ Why: an exact or 8-bit index keeps every vector in memory (384 bytes a 384-d vec
 3.8 GB at ten million figures, more for float32). Product-quantised codes take `dim / 8` bytes a
 vector (48 for 384-d), and their approximate scores only have to bring the true neighbours into
 the first `rescore` candidates: those are then scored exactly from the float16 rows, which stay on
-disk and are read a row at a time (`RowStore`), so nothing of them is resident in the process.
+disk (`RowStore`: a file of up to 1 GiB memory-mapped, a larger one read a row at a time, so
+the rows of a large collection never become resident in the process).
 The rows double as the vector store (`rows`), so nothing is kept twice.
 
 Parameters (see README for the measurements): about sqrt(n) coarse cells, `dim / 8`

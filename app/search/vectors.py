@@ -12,8 +12,8 @@ Metric: inner product on L2-normalised vectors (= cosine); `add` normalises.
 kind="auto" picks:
   * n < 200k: exact IndexFlatIP (brute force is fast enough and perfectly accurate);
   * otherwise IVF-PQ with exact re-scoring ("ivfpq", app/search/ann.py): `dim / 8` bytes of codes
-    per vector in memory, the vectors as float16 rows on disk (read a row at a time; they are also the
-    store `vectors_for` reads), the best `rescore` (2,000) candidates of `pq_nprobe` (32) cells
+    per vector in memory, the vectors as float16 rows on disk (`RowStore`: mapped up to 1 GiB,
+    read a row at a time above; they are also the store `vectors_for` reads), the best `rescore` (2,000) candidates of `pq_nprobe` (32) cells
     re-scored exactly. scripts/ann_sweep.py on 1M of the benchmark's vectors: recall@100 against
     exact search .996 (worst query .97) for a figure's vector as the query, .941 re-scoring 1,000;
     a random unit vector as the query is the hard case (.71; .84-.90 with 64-128 cells and 4,000
@@ -295,7 +295,7 @@ class VectorIndex:
     # --------------------------------------------------------- persistence
     def save(self, path_dir: str | Path) -> None:
         """ids.npy, meta.json and the index: index.faiss (CPU form) holding the vectors, or for
-        IVF-PQ the codes (index.faiss) plus the float16 rows (vectors.f16, read from disk as needed)."""
+        IVF-PQ the codes (index.faiss) plus the float16 rows (vectors.f16, read from disk as needed: `RowStore`)."""
         import faiss
 
         self.build()
