@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import app  # noqa: F401  sets the OpenMP wait policy before any test module imports PyTorch
+
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus"
 PG_ADMIN_URL = os.environ.get("FIGSEARCH_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
