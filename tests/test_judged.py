@@ -37,3 +37,27 @@ def test_the_judged_set_is_well_formed():
         assert r["grade"] in (0, 1, 2) and r["judge"]
         assert r["query"]["sha256"] != r["candidate"]["sha256"]  # related figures of *other* papers
         assert len(r["query"]["sha256"]) == 64 and isinstance(r["candidate"]["number"], int)
+
+
+def test_a_guarded_fit_starts_from_the_default_weights():
+    """A floor that lexical alone and every single step from it miss is still met: the guarded
+    search starts from the defaults (the guard's reference) instead of returning lexical alone."""
+    import numpy as np
+
+    from app.eval.fit import QueryCandidates, fit_on
+    from app.eval.judged import Judged
+
+    rng = np.random.default_rng(0)
+    cands, grades = {}, {}
+    for q in range(4):
+        ids = np.arange(100 * q, 100 * q + 12)
+        cands[q] = QueryCandidates(ids, ids // 3, {s: rng.random(12) for s in ("lexical", "visual", "paper_body")})
+        grades[q] = {int(f): int(g) for f, g in zip(ids, rng.integers(0, 3, 12))}
+    judged = Judged(grades, {q: q for q in grades}, 0)
+
+    def shortfall(w):  # met only with two signals at once (as a citation floor above the defaults' own)
+        return 0.0 if w.get("visual", 0) >= 1 and w.get("paper_body", 0) >= 3 else 0.5
+
+    weights = fit_on(cands, judged, list(cands), max_per_paper=3, guard=(shortfall, "two signals at once"))
+    assert shortfall(weights) == 0.0
+    assert fit_on(cands, judged, list(cands), max_per_paper=3)  # unguarded: still a fit from lexical alone

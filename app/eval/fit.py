@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from app.eval.judged import Judged, baseline_rankers, evaluate_rankings, query_metrics
-from app.search.fusion import GRID, diversify, fit_weights, fuse, order
+from app.search.fusion import DEFAULT_WEIGHTS, GRID, diversify, fit_weights, fuse, order
 
 # figure-level signals and paper-level ones: the weights searched (lexical is the anchor)
 FIT_SIGNALS = ("text", "visual", "type", "type_scores", "figure_words", "paper", "paper_text", "paper_body",
@@ -64,8 +64,11 @@ def rank_candidates(c: QueryCandidates, weights: dict, max_per_paper: int, judge
 
 def objective(cands: dict[int, QueryCandidates], judged: Judged, queries: list[int], weights: dict,
               max_per_paper: int, guard=None) -> float:
-    if guard is not None and not guard[0](weights):
-        return -1.0  # below every allowed weight set: the fit keeps the best that passes the guard
+    """Mean nDCG@5 + close fill + related fill (0 to 3); weights short of the guard's floor score
+    below every allowed set, less so the nearer they are, so the search walks towards the floor."""
+    shortfall = guard[0](weights) if guard is not None else 0.0
+    if shortfall > 0:
+        return -1.0 - shortfall
     vals = []
     for q in queries:
         m = query_metrics(rank_candidates(cands[q], weights, max_per_paper), judged.grades[q])
@@ -75,11 +78,14 @@ def objective(cands: dict[int, QueryCandidates], judged: Judged, queries: list[i
 
 def fit_on(cands, judged: Judged, queries: list[int], max_per_paper: int, guard=None,
            without: tuple[str, ...] = ()) -> dict[str, float]:
-    """Weights of the signals the candidates carry (those in `without` left at 0)."""
+    """Weights of the signals the candidates carry (those in `without` left at 0). A guarded search
+    starts from the default weights, the guard's reference: from lexical alone, no single step
+    reaches a floor above the default weights' citation precision."""
     present = tuple(s for s in FIT_SIGNALS
                     if s not in without and any(cands[q].signals.get(s) is not None for q in queries))
     weights, _ = fit_weights(lambda w: objective(cands, judged, queries, w, max_per_paper, guard),
-                             ("lexical",) + present, anchor="lexical", grid=GRID, rounds=3)
+                             ("lexical",) + present, anchor="lexical", grid=GRID, rounds=3,
+                             start=DEFAULT_WEIGHTS["other_papers"] if guard is not None else None)
     return {k: v for k, v in weights.items() if v}
 
 
@@ -95,7 +101,8 @@ def cross_validate(engine, judged: Judged, n_folds: int = 4, seed: int = 0, guar
                    without: tuple[str, ...] = ()) -> dict:
     """Held-out judged metrics of weights fitted on the other folds, beside the comparison
     rankings (not fitted) on the same queries; plus the weights fitted on every query. `guard`
-    ((check, description)) rules out weights that fail `check` (the citation protocol's floor);
+    ((shortfall, description)) rules out weights whose `shortfall` is above 0 (how far below the
+    citation protocol's floor, as a share of the floor);
     the signals in `without` are not fitted (weight 0: the same folds without them)."""
     cands = served_candidates(engine, judged)
     queries = sorted(cands)
