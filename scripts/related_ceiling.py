@@ -13,7 +13,7 @@ the top five of the served ranking, of each --weights set over the served candid
 --fit FILE's held-out top fives (`figsearch fit`'s fit.json). Unjudged slots count as grade 0 in
 every judged metric, which is a bias against any ranking that differs from the judged pools.
 
-  python scripts/related_ceiling.py [--data-dir DIR] [--weights '{"lexical": 1, ...}'] [--fit fit.json]
+  python scripts/related_ceiling.py [--per-query] [--data-dir DIR] [--weights '{"lexical": 1, ...}'] [--fit fit.json]
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def oracle_fill(grade_paper: list[tuple[float, object]], max_per_paper: int) -> 
     return sum(grade_paper[i][0] >= 1.5 for i in top.tolist()) / TOP
 
 
-def known_close(rows: list[dict], max_per_paper: int) -> None:
+def known_close(rows: list[dict], max_per_paper: int, per_query: bool = False) -> None:
     """The known grade-2 candidates per query and the oracle close fill, by each judge."""
     for judge in JUDGES:
         by_query: dict[tuple, dict[tuple, float]] = {}
@@ -60,6 +60,9 @@ def known_close(rows: list[dict], max_per_paper: int) -> None:
               "queries with 0/1/2/3/4/5+: " + "/".join(str(hist.get(i, 0)) for i in range(TOP + 1)))
         print(f"  oracle close fill over the judged candidates: {np.mean(capped):.3f} (at most {max_per_paper} "
               f"of a paper first), {np.mean(free):.3f} (no cap)")
+        if per_query:
+            print("  per query (paper sha256[:8] kind number: grade-2 candidates / papers / judged candidates): " +
+                  ", ".join(f"{q[0][:8]} {q[1]} {q[2]}: {n2[q]}/{papers2[q]}/{len(by_query[q])}" for q in sorted(by_query)))
 
 
 def served_side(args) -> None:
@@ -100,8 +103,9 @@ def main() -> None:
     ap.add_argument("--fit", action="append", default=[], type=Path, help="a `figsearch fit` fit.json (held-out top fives)")
     ap.add_argument("--max-per-paper", type=int, default=RankingConfig().max_per_paper,
                     help="the cap of the judged candidates' oracle (default: the ranking config's)")
+    ap.add_argument("--per-query", action="store_true", help="also list each query's counts")
     args = ap.parse_args()
-    known_close([r for p in JUDGMENTS for r in read_judgments(p)], args.max_per_paper)
+    known_close([r for p in JUDGMENTS for r in read_judgments(p)], args.max_per_paper, args.per_query)
     if args.data_dir:
         served_side(args)
 
