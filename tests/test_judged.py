@@ -61,3 +61,15 @@ def test_a_guarded_fit_starts_from_the_default_weights():
     weights = fit_on(cands, judged, list(cands), max_per_paper=3, guard=(shortfall, "two signals at once"))
     assert shortfall(weights) == 0.0
     assert fit_on(cands, judged, list(cands), max_per_paper=3)  # unguarded: still a fit from lexical alone
+
+
+def test_the_fit_report_says_when_the_floor_is_missed():
+    from app.eval.fit import judged_report_md
+
+    row = {"close_fill": .2, "close_fill_ci95": [.1, .3], "related_fill": .7, "related_fill_ci95": [.6, .8],
+           "ndcg@5": .5, "unjudged": .1}
+    result = {"n_queries": 2, "n_papers": 2, "rankings": {"fitted_held_out": row, "served": row},
+              "guard": "citation p@5 >= 1.5 x the defaults'", "guard_shortfall": {"folds": [0.0, 0.1], "final": 0.1}}
+    assert "NOT met by 2 of the 3 weight sets" in judged_report_md(result)
+    result["guard_shortfall"] = {"folds": [0.0, 0.0], "final": 0.0}
+    assert "Met by every weight set" in judged_report_md(result)

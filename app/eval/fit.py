@@ -21,6 +21,7 @@ import numpy as np
 
 from app.eval.judged import Judged, baseline_rankers, evaluate_rankings, query_metrics
 from app.search.fusion import DEFAULT_WEIGHTS, GRID, diversify, fit_weights, fuse, order
+from app.stats import paired_by_paper
 
 # figure-level signals and paper-level ones: the weights searched (lexical is the anchor)
 FIT_SIGNALS = ("text", "visual", "type", "type_scores", "figure_words", "paper", "paper_text", "paper_body",
@@ -118,10 +119,16 @@ def cross_validate(engine, judged: Judged, n_folds: int = 4, seed: int = 0, guar
             held[q] = rank_candidates(cands[q], w, mpp)
     rankers = {"fitted_held_out": lambda q: held[q][:5], **baseline_rankers(engine)}
     report = evaluate_rankings(judged, rankers, queries)
+    papers = [judged.paper_of_query[q] for q in queries]
+    versus = {m: paired_by_paper(papers, report["fitted_held_out"]["per_query"][m], report["served"]["per_query"][m])
+              for m in ("close_fill", "related_fill", "ndcg@5")}
     final = fit_on(cands, judged, queries, mpp, guard, without)
-    return {"n_queries": len(queries), "guard": guard[1] if guard else None, "without": list(without),
+    # the search keeps the weights nearest the floor when none on the grid reaches it: say so
+    shortfall = {"folds": [guard[0](w) for w in fold_weights], "final": guard[0](final)} if guard else None
+    return {"n_queries": len(queries), "guard": guard[1] if guard else None, "guard_shortfall": shortfall,
+            "without": list(without),
             "n_papers": len({judged.paper_of_query[q] for q in queries}),
-            "folds": n_folds, "seed": seed, "fold_weights": fold_weights, "weights": final, "rankings": report,
+            "folds": n_folds, "seed": seed, "fold_weights": fold_weights, "fitted_minus_served": versus, "weights": final, "rankings": report,
             "held_out_top5": {str(q): held[q][:5] for q in queries}}
 
 
@@ -174,6 +181,18 @@ def judged_report_md(result: dict, title: str = "Related figures in other papers
         lines += ["", f"fitted_held_out graded by {o['judge']} ({o['n_queries']} queries, never fitted on): close fill "
                       f"{o['close_fill']:.3f} [{ci[0]:.2f}, {ci[1]:.2f}], related fill "
                       f"{o['related_fill']:.3f}, nDCG@5 {o['ndcg@5']:.3f}, unjudged {o['unjudged']:.3f}."]
+    versus = result.get("fitted_minus_served")
+    if versus:
+        lines += ["", "fitted_held_out - served, paired by paper [95% bootstrap]: " + "; ".join(
+            f"{m} {d['mean_diff']:+.3f} [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}]" for m, d in versus.items())
+            + " (the served weights may have been fitted on these grades: in-sample for them)"]
+    short = result.get("guard_shortfall")
+    if short:
+        missed = sum(v > 0 for v in short["folds"] + [short["final"]])
+        lines += ["", f"Guard: {result['guard']}. " + (
+            f"NOT met by {missed} of the {len(short['folds']) + 1} weight sets: no weights on the grid reach it, the "
+            f"search kept the nearest (final weights {short['final']:.1%} below; folds "
+            + ", ".join(f"{v:.1%}" for v in short["folds"]) + ")." if missed else "Met by every weight set.")]
     if "weights" in result:
         lines += ["", f"fitted_held_out: weights fitted on the other {result['folds'] - 1} folds (grouped by paper); "
                       f"per fold: {result['fold_weights']}", f"weights fitted on every query (shipped by `figsearch fit`): "

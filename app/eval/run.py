@@ -164,7 +164,9 @@ def fit_judged(settings, judgments: list[Path], out: Path, folds: int = 4, seed:
     md = judged_report_md(result, "Ranking weights fitted on judged related figures (held-out folds)")
     (out / "fit.md").write_text(md)
     version = None
-    if publish:
+    if publish and (result["guard_shortfall"] or {}).get("final", 0) > 0:
+        md += "\nNot published: the weights fitted on every query miss the citation floor.\n"
+    elif publish:
         cfg = fitted_config(engine, result, judgments, " ".join(["figsearch"] + sys.argv[1:]))
         version = publish_ranking(index_root(settings), cfg)
     return md, version
