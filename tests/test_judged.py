@@ -39,9 +39,9 @@ def test_the_judged_set_is_well_formed():
         assert len(r["query"]["sha256"]) == 64 and isinstance(r["candidate"]["number"], int)
 
 
-def test_a_guarded_fit_starts_from_the_default_weights():
-    """A floor that lexical alone and every single step from it miss is still met: the guarded
-    search starts from the defaults (the guard's reference) instead of returning lexical alone."""
+def test_a_guarded_fit_walks_towards_the_floor():
+    """A floor that lexical alone and every single step from it miss is still met: weights below
+    it score by how far below, so the search moves towards it instead of returning lexical alone."""
     import numpy as np
 
     from app.eval.fit import QueryCandidates, fit_on
@@ -56,7 +56,7 @@ def test_a_guarded_fit_starts_from_the_default_weights():
     judged = Judged(grades, {q: q for q in grades}, 0)
 
     def shortfall(w):  # met only with two signals at once (as a citation floor above the defaults' own)
-        return 0.0 if w.get("visual", 0) >= 1 and w.get("paper_body", 0) >= 3 else 0.5
+        return 0.5 * (w.get("visual", 0) < 1) + 0.5 * (w.get("paper_body", 0) < 3)
 
     weights = fit_on(cands, judged, list(cands), max_per_paper=3, guard=(shortfall, "two signals at once"))
     assert shortfall(weights) == 0.0

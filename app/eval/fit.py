@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from app.eval.judged import Judged, baseline_rankers, evaluate_rankings, query_metrics
-from app.search.fusion import DEFAULT_WEIGHTS, GRID, diversify, fit_weights, fuse, order
+from app.search.fusion import GRID, diversify, fit_weights, fuse, order
 from app.stats import paired_by_paper
 
 # figure-level signals and paper-level ones: the weights searched (lexical is the anchor)
@@ -79,14 +79,13 @@ def objective(cands: dict[int, QueryCandidates], judged: Judged, queries: list[i
 
 def fit_on(cands, judged: Judged, queries: list[int], max_per_paper: int, guard=None,
            without: tuple[str, ...] = ()) -> dict[str, float]:
-    """Weights of the signals the candidates carry (those in `without` left at 0). A guarded search
-    starts from the default weights, the guard's reference: from lexical alone, no single step
-    reaches a floor above the default weights' citation precision."""
+    """Weights of the signals the candidates carry (those in `without` left at 0). The search starts
+    from lexical alone, never from weights fitted on these grades (the held-out folds would leak);
+    under a guard, the shortfall in `objective` leads it towards the floor."""
     present = tuple(s for s in FIT_SIGNALS
                     if s not in without and any(cands[q].signals.get(s) is not None for q in queries))
     weights, _ = fit_weights(lambda w: objective(cands, judged, queries, w, max_per_paper, guard),
-                             ("lexical",) + present, anchor="lexical", grid=GRID, rounds=3,
-                             start=DEFAULT_WEIGHTS["other_papers"] if guard is not None else None)
+                             ("lexical",) + present, anchor="lexical", grid=GRID, rounds=3)
     return {k: v for k, v in weights.items() if v}
 
 

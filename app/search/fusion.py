@@ -122,15 +122,12 @@ GRID = (0.0, 0.1, 0.3, 1.0, 3.0, 10.0)
 
 
 def fit_weights(evaluate: Callable[[dict[str, float]], float], signals: tuple[str, ...],
-                anchor: str, grid: tuple[float, ...] = GRID, rounds: int = 2,
-                start: Mapping[str, float] | None = None) -> tuple[dict[str, float], float]:
-    """Coordinate search over a small grid, `anchor`'s weight fixed at 1 (scores are scale-free),
-    from `anchor` alone or from `start` (a constrained search needs a start near what it allows).
+                anchor: str, grid: tuple[float, ...] = GRID, rounds: int = 2) -> tuple[dict[str, float], float]:
+    """Coordinate search over a small grid, `anchor`'s weight fixed at 1 (scores are scale-free).
 
     `evaluate(weights)` returns the validation metric (higher is better). Cheap and transparent:
     a handful of signals needs no solver, and every fitted value is one of a few round numbers."""
-    start = start or {}
-    weights = {s: (1.0 if s == anchor else float(start.get(s, 0.0))) for s in signals}
+    weights = {s: (1.0 if s == anchor else 0.0) for s in signals}
     best = evaluate(weights)
     for _ in range(rounds):
         changed = False
