@@ -62,7 +62,8 @@ def known_close(rows: list[dict], max_per_paper: int, per_query: bool = False) -
               f"of a paper first), {np.mean(free):.3f} (no cap)")
         if per_query:
             print("  per query (paper sha256[:8] kind number: grade-2 candidates / papers / judged candidates): " +
-                  ", ".join(f"{q[0][:8]} {q[1]} {q[2]}: {n2[q]}/{papers2[q]}/{len(by_query[q])}" for q in sorted(by_query)))
+                  ", ".join(f"{q[0][:8]} {q[1]} {q[2]}: {n2[q]}/{papers2[q]}/{len(by_query[q])}"
+                            for q in sorted(by_query)))
 
 
 def served_side(args) -> None:
@@ -99,8 +100,10 @@ def served_side(args) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data-dir", help="also the served first stage and the rankings' unjudged shares")
-    ap.add_argument("--weights", action="append", default=[], help="a weight set (JSON object) over the served candidates")
-    ap.add_argument("--fit", action="append", default=[], type=Path, help="a `figsearch fit` fit.json (held-out top fives)")
+    ap.add_argument("--weights", action="append", default=[],
+                    help="a weight set (JSON object) over the served candidates")
+    ap.add_argument("--fit", action="append", default=[], type=Path,
+                    help="a `figsearch fit` fit.json (held-out top fives)")
     ap.add_argument("--max-per-paper", type=int, default=RankingConfig().max_per_paper,
                     help="the cap of the judged candidates' oracle (default: the ranking config's)")
     ap.add_argument("--per-query", action="store_true", help="also list each query's counts")

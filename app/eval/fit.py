@@ -127,7 +127,8 @@ def cross_validate(engine, judged: Judged, n_folds: int = 4, seed: int = 0, guar
     return {"n_queries": len(queries), "guard": guard[1] if guard else None, "guard_shortfall": shortfall,
             "without": list(without),
             "n_papers": len({judged.paper_of_query[q] for q in queries}),
-            "folds": n_folds, "seed": seed, "fold_weights": fold_weights, "fitted_minus_served": versus, "weights": final, "rankings": report,
+            "folds": n_folds, "seed": seed, "fold_weights": fold_weights, "fitted_minus_served": versus,
+            "weights": final, "rankings": report,
             "held_out_top5": {str(q): held[q][:5] for q in queries}}
 
 
