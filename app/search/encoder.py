@@ -23,6 +23,11 @@ import numpy as np
 
 DIM = 384
 
+# One model load at a time in a process: two threads importing transformers' lazy modules at once
+# (an API's encoder thread beside another encoder) can fail half-way ("Could not import module
+# 'BertModel'"), which left search lexical-only.
+_LOAD_LOCK = threading.Lock()
+
 
 def cpu_prefers_bf16() -> bool:
     """bf16 matmul faster than fp32 on this CPU: AMX tiles (Linux /proc/cpuinfo flags). With
@@ -61,10 +66,9 @@ class TextEncoder:
         self._num_threads = num_threads
         self._model = None
         self._tok = None
-        self._lock = threading.Lock()
 
     def _load(self):
-        with self._lock:
+        with _LOAD_LOCK:
             if self._model is not None:
                 return
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
