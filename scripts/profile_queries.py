@@ -5,7 +5,10 @@ memory-mapped, as a server does, and times related figures (`other_papers`, as t
 text search (a random query vector stands in for MiniLM) and search by picture, one query at a time: wall-clock latency, and the CPU time of the querying thread (`_cpu_`:
 what the query costs, less dependent on what else the machine runs).
 
-    python scripts/profile_queries.py DIR/version --queries 200 [--profile similar] [--seed 3]
+    python scripts/profile_queries.py DIR/version --queries 200 [--profile similar] [--seed 3] [--results F]
+
+`--results F` writes each query's top ten (figure ids) to F as JSON, so two versions of the code
+can be checked to rank alike on the same saved version.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import cProfile
 import json
 import pstats
 import time
+import zlib
 
 import numpy as np
 
@@ -27,11 +31,13 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--profile", choices=["similar", "search", "picture"], default=None)
     ap.add_argument("--top", type=int, default=30, help="profile lines printed")
+    ap.add_argument("--results", default=None, help="write each query's top ten figure ids here (JSON)")
     args = ap.parse_args()
 
     s = Searcher.load(args.version_dir, mmap=True, check=False)
     dim = s.vectors.dim
-    s.encoder = lambda q: np.random.default_rng(abs(hash(q[0])) % 2**32).standard_normal((1, dim)).astype(np.float32)
+    # seeded by the text's checksum (str hashes differ between processes): runs compare query for query
+    s.encoder = lambda q: np.random.default_rng(zlib.crc32(q[0].encode())).standard_normal((1, dim)).astype(np.float32)
     rng = np.random.default_rng(args.seed)
     targets = rng.integers(0, len(s), size=args.queries).tolist()
     words = s.lexical().vocab
@@ -44,7 +50,7 @@ def main() -> None:
     for name, run in runs.items():
         for i in range(min(10, args.queries)):  # warm-up
             run(i)
-    out = {}
+    out, results = {}, {}
     for name, run in runs.items():
         if name == "picture" and pictures is None:
             continue
@@ -54,17 +60,21 @@ def main() -> None:
             if prof:
                 prof.enable()
             t, c = time.perf_counter(), time.thread_time()
-            run(i)
+            hits = run(i)
             lat.append(time.perf_counter() - t)
             cpu.append(time.thread_time() - c)
             if prof:
                 prof.disable()
+            results.setdefault(name, []).append([h.figure_id for h in hits])
         out[f"{name}_p50_ms"] = round(float(np.percentile(lat, 50)) * 1e3, 2)
         out[f"{name}_p99_ms"] = round(float(np.percentile(lat, 99)) * 1e3, 2)
         out[f"{name}_cpu_p50_ms"] = round(float(np.percentile(cpu, 50)) * 1e3, 2)
         if prof:
             pstats.Stats(prof).sort_stats("cumulative").print_stats(args.top)
     print(json.dumps(out))
+    if args.results:
+        with open(args.results, "w") as f:
+            json.dump(results, f)
 
 
 if __name__ == "__main__":
