@@ -217,22 +217,22 @@ class PostingsSegment:
         """(document ids, counts, postings per term) of several terms' lists one after the other,
         as `postings` gives each: decoded into one array (a query's lists are read together, and
         one buffer saves an allocation per list and the copy that joining them costs)."""
-        terms = [int(t) for t in terms]
-        col_ptr = self.col_ptr
-        lens = np.array([int(col_ptr[t + 1] - col_ptr[t]) if t < self.n_terms else 0 for t in terms], np.int64)
+        terms = np.asarray(terms, dtype=np.int64)
+        known = terms < self.n_terms            # terms newer than the segment have no postings here
+        t = np.where(known, terms, 0) if self.n_terms else np.zeros(0, np.int64)
+        lens = np.where(known, self.col_ptr[t + 1] - self.col_ptr[t], 0).astype(np.int64) if self.n_terms \
+            else np.zeros(len(terms), np.int64)
         ids = np.empty(int(lens.sum()), np.int64)
         tf = np.empty(len(ids), np.uint8)
         at = 0
-        for t, n in zip(terms, lens.tolist()):
+        # the lists' bounds read in one gather each, not one NumPy scalar at a time
+        for n, s, w, o, first in zip(lens.tolist(), self.col_ptr[t].tolist(), self.col_width[t].tolist(),
+                                     self.col_off[t].tolist(), self.col_first[t].tolist()):
             if not n:
                 continue
-            s = int(col_ptr[t])
-            w = int(self.col_width[t])
-            o = int(self.col_off[t])
-            gaps = self.col_bytes[o:o + (n - 1) * w].view(_GAP_TYPES[w])
-            ids[at] = self.col_first[t]
-            np.cumsum(gaps, out=ids[at + 1:at + n], dtype=np.int64)
-            ids[at + 1:at + n] += ids[at]
+            ids[at] = first
+            np.cumsum(self.col_bytes[o:o + (n - 1) * w].view(_GAP_TYPES[w]), out=ids[at + 1:at + n], dtype=np.int64)
+            ids[at + 1:at + n] += first
             tf[at:at + n] = self.col_tf[s:s + n]
             at += n
         return ids, tf, lens

@@ -51,8 +51,11 @@ def _sum_by_doc(ids: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     bits low, so that a plain value sort groups each document's weights (faster than an argsort)."""
     key = (ids.astype(np.uint64) << np.uint64(32)) | w.astype(np.float32).view(np.uint32)
     key.sort()
-    ids = (key >> np.uint64(32)).astype(np.int64)
-    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    ids = (key >> np.uint64(32)).view(np.int64)   # below 2**32: the same numbers, no copy
+    first = np.empty(len(ids), bool)
+    first[:1] = True
+    np.not_equal(ids[1:], ids[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
     return ids[starts], np.add.reduceat(key.astype(np.uint32).view(np.float32).astype(np.float64), starts)
 
 
