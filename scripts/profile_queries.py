@@ -5,7 +5,12 @@ memory-mapped, as a server does, and times related figures (`other_papers`, as t
 text search (a random query vector stands in for MiniLM) and search by picture, one query at a time: wall-clock latency, and the CPU time of the querying thread (`_cpu_`:
 what the query costs, less dependent on what else the machine runs).
 
-    python scripts/profile_queries.py DIR/version --queries 200 [--profile similar] [--seed 3]
+    python scripts/profile_queries.py DIR/version --queries 200 [--profile similar] [--seed 3] [--results F]
+
+`--results F` writes each query's top ten (figure ids) to F as JSON, so two versions of the code
+can be checked to rank alike on the same saved version. `--parts` adds the CPU time per related-
+figures query spent in each of its parts (`SIMILAR_PARTS`; parts nest: the first stage holds the
+pass over postings and the re-scoring), without a profiler's overhead.
 """
 from __future__ import annotations
 
@@ -14,10 +19,49 @@ import cProfile
 import json
 import pstats
 import time
+import zlib
 
 import numpy as np
 
+from app.search.ann import RowStore
+from app.search.papers import PaperIndex
 from app.search.searcher import Searcher
+from app.search.segments import SegmentedIndex
+from app.search.vectors import VectorIndex
+
+# (class, method, label) timed by --parts
+SIMILAR_PARTS = [(Searcher, "lexical_first_stage", "first_stage"),
+                 (SegmentedIndex, "_accumulate", "first_stage.postings_pass"),
+                 (SegmentedIndex, "score_docs", "lexical_rescoring"),
+                 (VectorIndex, "nearest_candidates", "nearest_texts_and_papers"),
+                 (RowStore, "rows", "vector_rows_read"),
+                 (PaperIndex, "related", "related_papers"),
+                 (PaperIndex, "similarity", "paper_views"),
+                 (Searcher, "signals", "signals")]
+
+
+def timed_parts(parts) -> tuple[dict[str, float], callable]:
+    """Wrap each (class, method) so that its calls add their thread CPU seconds to the returned
+    dict under its label; the second value puts the methods back."""
+    spent: dict[str, float] = {}
+    saved = []
+    for owner, name, label in parts:
+        raw = owner.__dict__[name]
+        fn = raw.__func__ if isinstance(raw, classmethod) else raw
+
+        def timed(*a, _fn=fn, _label=label, **k):
+            t = time.thread_time()
+            try:
+                return _fn(*a, **k)
+            finally:
+                spent[_label] = spent.get(_label, 0.0) + time.thread_time() - t
+        setattr(owner, name, classmethod(timed) if isinstance(raw, classmethod) else timed)
+        saved.append((owner, name, raw))
+
+    def restore():
+        for owner, name, raw in saved:
+            setattr(owner, name, raw)
+    return spent, restore
 
 
 def main() -> None:
@@ -27,11 +71,14 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--profile", choices=["similar", "search", "picture"], default=None)
     ap.add_argument("--top", type=int, default=30, help="profile lines printed")
+    ap.add_argument("--results", default=None, help="write each query's top ten figure ids here (JSON)")
+    ap.add_argument("--parts", action="store_true", help="CPU ms per related-figures query in each of its parts")
     args = ap.parse_args()
 
     s = Searcher.load(args.version_dir, mmap=True, check=False)
     dim = s.vectors.dim
-    s.encoder = lambda q: np.random.default_rng(abs(hash(q[0])) % 2**32).standard_normal((1, dim)).astype(np.float32)
+    # seeded by the text's checksum (str hashes differ between processes): runs compare query for query
+    s.encoder = lambda q: np.random.default_rng(zlib.crc32(q[0].encode())).standard_normal((1, dim)).astype(np.float32)
     rng = np.random.default_rng(args.seed)
     targets = rng.integers(0, len(s), size=args.queries).tolist()
     words = s.lexical().vocab
@@ -44,27 +91,36 @@ def main() -> None:
     for name, run in runs.items():
         for i in range(min(10, args.queries)):  # warm-up
             run(i)
-    out = {}
+    out, results = {}, {}
     for name, run in runs.items():
         if name == "picture" and pictures is None:
             continue
         prof = cProfile.Profile() if name == args.profile else None
+        spent, restore = timed_parts(SIMILAR_PARTS) if args.parts and name == "similar" else (None, None)
         lat, cpu = [], []
         for i in range(args.queries):
             if prof:
                 prof.enable()
             t, c = time.perf_counter(), time.thread_time()
-            run(i)
+            hits = run(i)
             lat.append(time.perf_counter() - t)
             cpu.append(time.thread_time() - c)
             if prof:
                 prof.disable()
+            results.setdefault(name, []).append([h.figure_id for h in hits])
         out[f"{name}_p50_ms"] = round(float(np.percentile(lat, 50)) * 1e3, 2)
         out[f"{name}_p99_ms"] = round(float(np.percentile(lat, 99)) * 1e3, 2)
         out[f"{name}_cpu_p50_ms"] = round(float(np.percentile(cpu, 50)) * 1e3, 2)
+        if spent is not None:
+            restore()
+            out[f"{name}_cpu_mean_ms"] = round(float(np.mean(cpu)) * 1e3, 2)
+            out.update({f"{name}_cpu_mean_ms.{k}": round(v / args.queries * 1e3, 2) for k, v in spent.items()})
         if prof:
             pstats.Stats(prof).sort_stats("cumulative").print_stats(args.top)
     print(json.dumps(out))
+    if args.results:
+        with open(args.results, "w") as f:
+            json.dump(results, f)
 
 
 if __name__ == "__main__":

@@ -131,6 +131,13 @@ def bm25_tf_part(tf: np.ndarray, doc_len: np.ndarray, avgdl: float, k1: float, b
     return tf * (k1 + 1.0) / (tf + kd)
 
 
+def query_hits(weighted: np.ndarray, terms: np.ndarray) -> np.ndarray:
+    """Positions in `terms` (gathered rows) of the terms a query weighs (`weighted`: one bool per
+    term id): a lookup in a table of bytes that stays in cache, instead of gathering every
+    entry's float64 query weight to find the few that are not zero."""
+    return np.flatnonzero(np.take(weighted, terms))
+
+
 def select_terms(q: np.ndarray, qtf: np.ndarray, idf: np.ndarray, df: np.ndarray,
                  max_query_terms: int | None, max_postings: int | None,
                  vocab: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -474,11 +481,11 @@ class LexicalIndex:
         qdense = np.zeros(len(self.vocab))
         qdense[q] = qw
         indptr, terms, tf = self._gather_doc_rows(docs)
-        qv = qdense[terms]
-        hit = np.flatnonzero(qv)
+        hit = query_hits(qdense != 0, terms)
         owner = np.searchsorted(indptr, hit, side="right") - 1  # the chosen doc of each hit
-        w = self._weights(docs[owner], terms[hit], tf[hit])
-        return np.bincount(owner, weights=w * qv[hit], minlength=len(docs))
+        terms = terms[hit]
+        w = self._weights(docs[owner], terms, tf[hit])
+        return np.bincount(owner, weights=w * qdense[terms], minlength=len(docs))
 
     def _gather_doc_rows(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(indptr, term ids, counts) of the chosen docs' rows, in their order: scipy's C++ row
@@ -612,9 +619,9 @@ class LexicalIndex:
         self = cls()
         self.method, self.k1, self.b, self.epsilon = meta["method"], meta["k1"], meta["b"], meta["epsilon"]
         self.n_docs, self.avgdl = int(meta["n_docs"]), float(meta["avgdl"])
-        for name in cls._ARRAYS:
+        for name in cls._ARRAYS:  # plain ndarray views of the maps: np.memmap's indexing wrapper costs more than a query's gathers
             setattr(self, name, np.load(d / f"{name}.npy", mmap_mode="r" if mmap else None,
-                                        allow_pickle=False))
+                                        allow_pickle=False).view(np.ndarray))
         self.vocab = json.loads((d / "vocab.json").read_text())
         self._nonneg = bool(meta.get("nonneg", True))
         return self

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -44,6 +45,7 @@ _ARRAYS = ("doc_len", "row_ptr", "row_terms", "row_tf", "col_ptr", "col_first", 
            "col_bytes", "col_tf", "col_tfmax", "col_dlmin")
 _IMPACT_ARRAYS = ("imp_docs", "imp_tf", "imp_ladder")   # absent from segments written before them
 IMPACT_LEVELS = 64         # levels of the saturation (0, k1+1] in the ladder, equal widths
+_GAP_TYPES = {1: "<u1", 2: "<u2", 4: "<u4"}   # bytes per gap -> how a list's gaps are stored
 _IMPACT_FINE = 1 << 16     # finer quantisation that orders postings inside a level
 
 
@@ -208,19 +210,32 @@ class PostingsSegment:
 
     def postings(self, term: int) -> tuple[np.ndarray, np.ndarray]:
         """(document ids, counts) of one term, ascending ids."""
-        if term >= self.n_terms:
-            return np.zeros(0, np.int64), np.zeros(0, np.uint8)
-        s, e = int(self.col_ptr[term]), int(self.col_ptr[term + 1])
-        if s == e:
-            return np.zeros(0, np.int64), np.zeros(0, np.uint8)
-        w = int(self.col_width[term])
-        o = int(self.col_off[term])
-        gaps = self.col_bytes[o:o + (e - s - 1) * w].view({1: "<u1", 2: "<u2", 4: "<u4"}[w])
-        ids = np.empty(e - s, np.int64)
-        ids[0] = self.col_first[term]
-        np.cumsum(gaps, out=ids[1:], dtype=np.int64)
-        ids[1:] += ids[0]
-        return ids, self.col_tf[s:e]
+        ids, tf, _ = self.postings_of([term])
+        return ids, tf
+
+    def postings_of(self, terms: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(document ids, counts, postings per term) of several terms' lists one after the other,
+        as `postings` gives each: decoded into one array (a query's lists are read together, and
+        one buffer saves an allocation per list and the copy that joining them costs)."""
+        terms = np.asarray(terms, dtype=np.int64)
+        known = terms < self.n_terms            # terms newer than the segment have no postings here
+        t = np.where(known, terms, 0) if self.n_terms else np.zeros(0, np.int64)
+        lens = np.where(known, self.col_ptr[t + 1] - self.col_ptr[t], 0).astype(np.int64) if self.n_terms \
+            else np.zeros(len(terms), np.int64)
+        ids = np.empty(int(lens.sum()), np.int64)
+        tf = np.empty(len(ids), np.uint8)
+        at = 0
+        # the lists' bounds read in one gather each, not one NumPy scalar at a time
+        for n, s, w, o, first in zip(lens.tolist(), self.col_ptr[t].tolist(), self.col_width[t].tolist(),
+                                     self.col_off[t].tolist(), self.col_first[t].tolist()):
+            if not n:
+                continue
+            ids[at] = first
+            np.cumsum(self.col_bytes[o:o + (n - 1) * w].view(_GAP_TYPES[w]), out=ids[at + 1:at + n], dtype=np.int64)
+            ids[at + 1:at + n] += first
+            tf[at:at + n] = self.col_tf[s:s + n]
+            at += n
+        return ids, tf, lens
 
     def impact_heads(self, terms: np.ndarray, depths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(document ids, counts, position in `terms`) of the first `depths` postings of each term

@@ -36,7 +36,7 @@ import scipy.sparse as sp
 
 from app.model_store.versions import link_tree
 
-from .lexical import LexicalIndex, _csr_from_tokens, _topk, bm25_idf, bm25_tf_part, select_terms
+from .lexical import LexicalIndex, _csr_from_tokens, _topk, bm25_idf, bm25_tf_part, query_hits, select_terms
 from .postings import IMPACT_LEVELS, PostingsSegment
 
 _PROBE_POSTINGS = 20_000   # postings of the most selective terms read to estimate the k-th score
@@ -51,8 +51,11 @@ def _sum_by_doc(ids: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     bits low, so that a plain value sort groups each document's weights (faster than an argsort)."""
     key = (ids.astype(np.uint64) << np.uint64(32)) | w.astype(np.float32).view(np.uint32)
     key.sort()
-    ids = (key >> np.uint64(32)).astype(np.int64)
-    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    ids = (key >> np.uint64(32)).view(np.int64)   # below 2**32: the same numbers, no copy
+    first = np.empty(len(ids), bool)
+    first[:1] = True
+    np.not_equal(ids[1:], ids[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
     return ids[starts], np.add.reduceat(key.astype(np.uint32).view(np.float32).astype(np.float64), starts)
 
 
@@ -440,37 +443,41 @@ class SegmentedIndex:
         out_docs, out_scores = [], []
         k1p = self.k1 + 1.0
         for i, seg in enumerate(self.segments):
-            ids_parts, tf_parts, lens = [], [], []
-            for t in q.tolist():
-                ids, tf = seg.postings(t)
-                ids_parts.append(ids)
-                tf_parts.append(tf)
-                lens.append(len(ids))
-            if not sum(lens):
+            ids, tf, lens = seg.postings_of(q.tolist())
+            if not len(ids):
                 continue
-            ids = np.concatenate(ids_parts)
-            tf = np.concatenate(tf_parts)
             if len(ids) * 4 > seg.n_docs:
                 tf = tf.astype(np.float64)
                 w = np.repeat(np.asarray(qw, np.float64) * k1p, lens) * tf / (tf + self._length_norms(i)[ids])
                 acc = np.bincount(ids, weights=w, minlength=seg.n_docs)
                 docs = np.flatnonzero(acc)
-                scores = acc[docs]
+                docs, scores = self._live(i, docs, acc[docs])
             else:
-                # float32 weights (what the sort key holds), computed in one pass over the segment
-                tf = tf.astype(np.float32)
-                w = np.repeat(np.asarray(qw, np.float32) * np.float32(k1p), lens) * tf
-                w /= tf + self._length_norms(i, np.float32)[ids]
-                docs, scores = _sum_by_doc(ids, w)
-            docs = docs + int(self.bases[i])
-            if self._n_deleted:
-                alive = ~self.deleted[docs]
-                docs, scores = docs[alive], scores[alive]
+                docs, scores = self._posting_sums(i, ids, tf, np.repeat(np.asarray(qw, np.float32), lens))
             out_docs.append(docs)
             out_scores.append(scores)
         if not out_docs:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
         return np.concatenate(out_docs), np.concatenate(out_scores)
+
+    def _posting_sums(self, i: int, ids: np.ndarray, tf: np.ndarray, qw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(documents, summed weights) of postings of segment i (local ids, counts, each one's
+        query weight in float32): float32 weights, as the sort key holds them, computed in one
+        pass; documents numbered across segments, deleted ones dropped. The one weighting of a
+        pass over postings, whole lists or their impact-ordered heads."""
+        tf = tf.astype(np.float32)
+        w = qw * np.float32(self.k1 + 1.0) * tf
+        w /= tf + np.take(self._length_norms(i, np.float32), ids)
+        docs, scores = _sum_by_doc(ids, w)
+        return self._live(i, docs, scores)
+
+    def _live(self, i: int, docs: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Segment i's local documents numbered across segments, with their scores, deleted ones dropped."""
+        docs = docs + int(self.bases[i])
+        if self._n_deleted:
+            alive = ~self.deleted[docs]
+            docs, scores = docs[alive], scores[alive]
+        return docs, scores
 
     def _brute(self, q, qw, k, exclude, positive_only=True):
         docs, scores = self._accumulate(q, qw)
@@ -547,20 +554,11 @@ class SegmentedIndex:
         ql, qwl = q[live], qw[live]
         depth = self._impact_depths(ql, qwl, postings)
         out_docs, out_scores = [], []
-        k1p = self.k1 + 1.0
         for i, seg in enumerate(self.segments):
-            norm = self._length_norms(i, np.float32)
             ids, tf, owner = seg.impact_heads(ql, depth[i])
             if not len(ids):
                 continue
-            tf = tf.astype(np.float32)
-            w = (qwl.astype(np.float32) * np.float32(k1p))[owner] * tf
-            w /= tf + norm[ids]
-            docs, scores = _sum_by_doc(ids, w)
-            docs = docs + int(self.bases[i])
-            if self._n_deleted:
-                alive = ~self.deleted[docs]
-                docs, scores = docs[alive], scores[alive]
+            docs, scores = self._posting_sums(i, ids, tf, qwl.astype(np.float32)[owner])
             out_docs.append(docs)
             out_scores.append(scores)
         if not out_docs:
@@ -613,17 +611,18 @@ class SegmentedIndex:
             return out
         qdense = np.zeros(len(self.vocab))
         qdense[np.asarray(q, np.int64)] = np.asarray(qw, np.float64) * self.idf[np.asarray(q, np.int64)]
+        weighted = qdense != 0
         seg_of = np.searchsorted(self.bases, docs, side="right") - 1
         for i in np.unique(seg_of).tolist():
             where = np.flatnonzero(seg_of == i)
             seg = self.segments[i]
             local = docs[where] - int(self.bases[i])
             indptr, terms, tf = seg.rows(local)
-            qv = qdense[terms]
-            hit = np.flatnonzero(qv)
+            hit = query_hits(weighted, terms)
             owner = np.searchsorted(indptr, hit, side="right") - 1
+            qv = qdense[terms[hit]]
             tfh = tf[hit].astype(np.float64)
-            w = qv[hit] * (self.k1 + 1.0) * tfh / (tfh + self._length_norms(i)[local[owner]])
+            w = qv * (self.k1 + 1.0) * tfh / (tfh + self._length_norms(i)[local[owner]])
             out[where] = np.bincount(owner, weights=w, minlength=len(where))
         return out
 
