@@ -30,6 +30,7 @@ import numpy as np
 
 from app.stats import cluster_ci
 from app.vision.figure_types import LABELS
+from app.vision.train_types import shown_given_dominant
 
 MIX = [0.0, 0.25, 0.5, 0.75, 1.0]  # weight of "most likely shown" against "most probable"
 GRID = [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5]
@@ -85,25 +86,11 @@ def list_quality(rows: list[dict], probs: np.ndarray, threshold: float) -> dict:
             "types_listed_per_figure": round((tp + fp) / max(len(rows), 1), 3)}
 
 
-def also_shown(rows: list[dict]) -> np.ndarray:
-    """(types, types): how often a figure of dominant type d (row) shows type t (column)."""
-    m = np.eye(len(LABELS))
-    counts = np.zeros((len(LABELS), len(LABELS)))
-    for r in rows:
-        d = LABELS.index(r["dominant"])
-        for t in r["accepted"]:
-            counts[d, LABELS.index(t)] += 1
-    n = np.array([sum(r["dominant"] == t for r in rows) for t in LABELS], dtype=float)
-    seen = n > 0
-    m[seen] = counts[seen] / n[seen, None]
-    np.fill_diagonal(m, 1.0)
-    return m
-
-
-def mixed_dominant(probs: np.ndarray, m: np.ndarray, mix: float) -> np.ndarray:
-    """Per figure, the index of the type scoring highest by (1 - mix) x its probability + mix x
-    its probability of being shown (`m`: also_shown)."""
-    return np.argmax(probs @ ((1.0 - mix) * np.eye(len(LABELS)) + mix * m), axis=1)
+def mixed_dominant(probs: np.ndarray, train_rows: list[dict], mix: float) -> np.ndarray:
+    """Per figure, the index of its dominant type chosen with shown_given_dominant of that mix,
+    counted on `train_rows`."""
+    rates = shown_given_dominant([r["dominant"] for r in train_rows], [r["accepted"] for r in train_rows], mix)
+    return np.argmax(probs @ rates, axis=1)
 
 
 def shown(rows: list[dict]) -> dict:
@@ -120,17 +107,16 @@ def shown(rows: list[dict]) -> dict:
         chosen[k] = best
         for i, got in zip(held, listed(probs[held], best)):
             held_lists.append((int(i), got))
-        m = also_shown(tr_rows)
-        for i in held:
+        for i, j in zip(held, mixed_dominant(probs[held], tr_rows, 1.0)):
             nested_pred[i] = LABELS[int(np.argmax(probs[i]))]
-            by_shown_pred[i] = LABELS[int(np.argmax(probs[i] @ m))]
+            by_shown_pred[i] = LABELS[int(j)]
 
         def both(mix: float) -> float:
-            s, _, _ = _scores(tr_rows, [LABELS[j] for j in mixed_dominant(probs[train], m, mix)])
+            s, _, _ = _scores(tr_rows, [LABELS[j] for j in mixed_dominant(probs[train], tr_rows, mix)])
             return s["dominant"] + s["shown"]
 
         mix_chosen[k] = max(MIX, key=lambda a: (both(a), -a))
-        for i, j in zip(held, mixed_dominant(probs[held], m, mix_chosen[k])):
+        for i, j in zip(held, mixed_dominant(probs[held], tr_rows, mix_chosen[k])):
             mix_pred[i] = LABELS[int(j)]
     tp = fp = fn = 0
     for i, got in held_lists:
