@@ -6,6 +6,10 @@ line per labelled figure: source, paper, fold, dominant, accepted types, probabi
 
     python scripts/types_cv_compare.py compare A.jsonl B.jsonl   # B - A, paper bootstrap 95% CI
     python scripts/types_cv_compare.py shown A.jsonl             # the listing threshold, nested
+    python scripts/types_cv_compare.py gold A.json B.json        # two `eval-types --out` reports
+
+`gold`: two `figsearch eval-types` reports on the same labels (two models, or one before and
+after a rule), dominant and shown accuracy figure by figure, B - A with its paper bootstrap 95% CI.
 
 `compare`: per source, dominant accuracy, shown accuracy (the dominant type is one the figure
 shows) and mean recall over types of both files, and the paired difference with its paper-cluster
@@ -145,6 +149,23 @@ def shown(rows: list[dict]) -> dict:
                 "shown_ci95": cluster_ci(papers, [b - a for a, b in zip(h_arg, h_mix)], digits=3)}}
 
 
+def gold(a_report: dict, b_report: dict) -> dict:
+    key = lambda p: (p["sha256"], p["number"])
+    a = {key(p): p for p in a_report["per_figure"]}
+    both = [(a[key(p)], p) for p in b_report["per_figure"] if key(p) in a]
+    papers = [x["sha256"] for x, _ in both]
+    out = {"n": len(both), "papers": len(set(papers))}
+    for name, right in (("dominant", lambda p: p["predicted"] == p["gold"]),
+                        ("shown", lambda p: p["predicted"] in p["gold_types"])):
+        ra, rb = [float(right(x)) for x, _ in both], [float(right(y)) for _, y in both]
+        out[name] = {"A": round(float(np.mean(ra)), 3), "B": round(float(np.mean(rb)), 3),
+                     "B_minus_A": round(float(np.mean(rb) - np.mean(ra)), 3),
+                     "ci95": cluster_ci(papers, [y - x for x, y in zip(ra, rb)], digits=3),
+                     "only_A_right": int(sum(x > y for x, y in zip(ra, rb))),
+                     "only_B_right": int(sum(y > x for x, y in zip(ra, rb)))}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -153,8 +174,16 @@ def main() -> None:
     c.add_argument("b", type=Path)
     s = sub.add_parser("shown")
     s.add_argument("predictions", type=Path)
+    g = sub.add_parser("gold")
+    g.add_argument("a", type=Path)
+    g.add_argument("b", type=Path)
     args = ap.parse_args()
-    report = compare(read(args.a), read(args.b)) if args.cmd == "compare" else shown(read(args.predictions))
+    if args.cmd == "compare":
+        report = compare(read(args.a), read(args.b))
+    elif args.cmd == "gold":
+        report = gold(json.loads(args.a.read_text()), json.loads(args.b.read_text()))
+    else:
+        report = shown(read(args.predictions))
     print(json.dumps(report, indent=2))
 
 
