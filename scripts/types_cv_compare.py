@@ -6,6 +6,10 @@ line per labelled figure: source, paper, fold, dominant, accepted types, probabi
 
     python scripts/types_cv_compare.py compare A.jsonl B.jsonl   # B - A, paper bootstrap 95% CI
     python scripts/types_cv_compare.py shown A.jsonl             # the listing threshold, nested
+    python scripts/types_cv_compare.py gold A.json B.json        # two `eval-types --out` reports
+
+`gold`: two `figsearch eval-types` reports on the same labels (two models, or one before and
+after a rule), dominant and shown accuracy figure by figure, B - A with its paper bootstrap 95% CI.
 
 `compare`: per source, dominant accuracy, shown accuracy (the dominant type is one the figure
 shows) and mean recall over types of both files, and the paired difference with its paper-cluster
@@ -16,7 +20,9 @@ threshold. For each fold the threshold is chosen on the other folds (micro F1 of
 against the labelled ones) and scored on the fold, so the printed figures are held out. It also
 scores a second way to pick the dominant type: the type most likely to be among those the figure
 shows (its probability plus the others' times how often, on the other folds' labels, a figure of
-that dominant type also shows it), against the most probable dominant type.
+that dominant type also shows it), against the most probable dominant type, and a mix of the
+two scores (weight of the "shown" score chosen per fold on the other folds, by dominant plus shown
+accuracy).
 """
 from __future__ import annotations
 
@@ -28,7 +34,9 @@ import numpy as np
 
 from app.stats import cluster_ci
 from app.vision.figure_types import LABELS
+from app.vision.train_types import shown_given_dominant
 
+MIX = [0.0, 0.25, 0.5, 0.75, 1.0]  # weight of "most likely shown" against "most probable"
 GRID = [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5]
 REAL = ("acl", "labelled")  # the figures labelled by looking (page-text crops are cut, not labelled)
 
@@ -82,19 +90,11 @@ def list_quality(rows: list[dict], probs: np.ndarray, threshold: float) -> dict:
             "types_listed_per_figure": round((tp + fp) / max(len(rows), 1), 3)}
 
 
-def also_shown(rows: list[dict]) -> np.ndarray:
-    """(types, types): how often a figure of dominant type d (row) shows type t (column)."""
-    m = np.eye(len(LABELS))
-    counts = np.zeros((len(LABELS), len(LABELS)))
-    for r in rows:
-        d = LABELS.index(r["dominant"])
-        for t in r["accepted"]:
-            counts[d, LABELS.index(t)] += 1
-    n = np.array([sum(r["dominant"] == t for r in rows) for t in LABELS], dtype=float)
-    seen = n > 0
-    m[seen] = counts[seen] / n[seen, None]
-    np.fill_diagonal(m, 1.0)
-    return m
+def mixed_dominant(probs: np.ndarray, train_rows: list[dict], mix: float) -> np.ndarray:
+    """Per figure, the index of its dominant type chosen with shown_given_dominant of that mix,
+    counted on `train_rows`."""
+    rates = shown_given_dominant([r["dominant"] for r in train_rows], [r["accepted"] for r in train_rows], mix)
+    return np.argmax(probs @ rates, axis=1)
 
 
 def shown(rows: list[dict]) -> dict:
@@ -102,6 +102,7 @@ def shown(rows: list[dict]) -> dict:
     probs = np.array([r["probs"] for r in rows])
     fold = np.array([r["fold"] for r in rows])
     chosen, nested_pred, by_shown_pred = {}, [None] * len(rows), [None] * len(rows)
+    mix_chosen, mix_pred = {}, [None] * len(rows)
     held_lists: list[tuple[int, set[int]]] = []
     for k in sorted(set(fold.tolist())):
         train, held = np.flatnonzero(fold != k), np.flatnonzero(fold == k)
@@ -110,10 +111,17 @@ def shown(rows: list[dict]) -> dict:
         chosen[k] = best
         for i, got in zip(held, listed(probs[held], best)):
             held_lists.append((int(i), got))
-        m = also_shown(tr_rows)
-        for i in held:
+        for i, j in zip(held, mixed_dominant(probs[held], tr_rows, 1.0)):
             nested_pred[i] = LABELS[int(np.argmax(probs[i]))]
-            by_shown_pred[i] = LABELS[int(np.argmax(probs[i] @ m))]
+            by_shown_pred[i] = LABELS[int(j)]
+
+        def both(mix: float) -> float:
+            s, _, _ = _scores(tr_rows, [LABELS[j] for j in mixed_dominant(probs[train], tr_rows, mix)])
+            return s["dominant"] + s["shown"]
+
+        mix_chosen[k] = max(MIX, key=lambda a: (both(a), -a))
+        for i, j in zip(held, mixed_dominant(probs[held], tr_rows, mix_chosen[k])):
+            mix_pred[i] = LABELS[int(j)]
     tp = fp = fn = 0
     for i, got in held_lists:
         want = {LABELS.index(t) for t in rows[i]["accepted"]}
@@ -122,6 +130,7 @@ def shown(rows: list[dict]) -> dict:
     papers = [r["paper"] for r in rows]
     s_arg, d_arg, h_arg = _scores(rows, nested_pred)
     s_sh, d_sh, h_sh = _scores(rows, by_shown_pred)
+    s_mix, d_mix, h_mix = _scores(rows, mix_pred)
     return {"n": len(rows),
             "threshold_per_fold": chosen,
             "held_out_list": {"precision": round(p, 3), "recall": round(rc, 3),
@@ -132,7 +141,29 @@ def shown(rows: list[dict]) -> dict:
             "dominant_most_likely_shown": s_sh,
             "most_likely_shown_minus_most_probable": {
                 "dominant_ci95": cluster_ci(papers, [b - a for a, b in zip(d_arg, d_sh)], digits=3),
-                "shown_ci95": cluster_ci(papers, [b - a for a, b in zip(h_arg, h_sh)], digits=3)}}
+                "shown_ci95": cluster_ci(papers, [b - a for a, b in zip(h_arg, h_sh)], digits=3)},
+            "mix_per_fold": mix_chosen,
+            "dominant_mixed": s_mix,
+            "mixed_minus_most_probable": {
+                "dominant_ci95": cluster_ci(papers, [b - a for a, b in zip(d_arg, d_mix)], digits=3),
+                "shown_ci95": cluster_ci(papers, [b - a for a, b in zip(h_arg, h_mix)], digits=3)}}
+
+
+def gold(a_report: dict, b_report: dict) -> dict:
+    key = lambda p: (p["sha256"], p["number"])
+    a = {key(p): p for p in a_report["per_figure"]}
+    both = [(a[key(p)], p) for p in b_report["per_figure"] if key(p) in a]
+    papers = [x["sha256"] for x, _ in both]
+    out = {"n": len(both), "papers": len(set(papers))}
+    for name, right in (("dominant", lambda p: p["predicted"] == p["gold"]),
+                        ("shown", lambda p: p["predicted"] in p["gold_types"])):
+        ra, rb = [float(right(x)) for x, _ in both], [float(right(y)) for _, y in both]
+        out[name] = {"A": round(float(np.mean(ra)), 3), "B": round(float(np.mean(rb)), 3),
+                     "B_minus_A": round(float(np.mean(rb) - np.mean(ra)), 3),
+                     "ci95": cluster_ci(papers, [y - x for x, y in zip(ra, rb)], digits=3),
+                     "only_A_right": int(sum(x > y for x, y in zip(ra, rb))),
+                     "only_B_right": int(sum(y > x for x, y in zip(ra, rb)))}
+    return out
 
 
 def main() -> None:
@@ -143,8 +174,16 @@ def main() -> None:
     c.add_argument("b", type=Path)
     s = sub.add_parser("shown")
     s.add_argument("predictions", type=Path)
+    g = sub.add_parser("gold")
+    g.add_argument("a", type=Path)
+    g.add_argument("b", type=Path)
     args = ap.parse_args()
-    report = compare(read(args.a), read(args.b)) if args.cmd == "compare" else shown(read(args.predictions))
+    if args.cmd == "compare":
+        report = compare(read(args.a), read(args.b))
+    elif args.cmd == "gold":
+        report = gold(json.loads(args.a.read_text()), json.loads(args.b.read_text()))
+    else:
+        report = shown(read(args.predictions))
     print(json.dumps(report, indent=2))
 
 

@@ -31,6 +31,26 @@ def test_decide_dominant_first_then_types_shown():
     assert [t["type"] for t in r.figure_types] == ["bar_chart", "line_chart"]
 
 
+def test_dominant_type_by_what_the_figure_most_likely_shows():
+    """A figure torn between bar chart (.45) and line chart (.40), where bar-chart figures often
+    show lines too but line-chart figures never bars: it shows a line chart either way (.74), a
+    bar chart only if it is one (.45)."""
+    from app.vision.train_types import shown_given_dominant
+
+    dominant = ["bar_chart"] * 4 + ["line_chart"] * 4
+    accepted = [["bar_chart", "line_chart"]] * 3 + [["bar_chart"]] + [["line_chart"]] * 4
+    rates = shown_given_dominant(dominant, accepted)
+    line, bar = LABELS.index("line_chart"), LABELS.index("bar_chart")
+    assert rates[bar, line] == 0.75 and rates[line, bar] == 0 and rates[line, line] == 1
+    assert np.allclose(shown_given_dominant(dominant, accepted, 0.0), np.eye(len(LABELS)))
+    p = np.full(len(LABELS), 0.15 / (len(LABELS) - 2))
+    p[bar], p[line] = 0.45, 0.40
+    assert decide(p).figure_type == "bar_chart"
+    r = decide(p, rates)
+    assert r.figure_type == "line_chart"
+    assert [t["type"] for t in r.figure_types] == ["line_chart", "bar_chart"]
+
+
 def test_labels_of_puts_the_most_frequent_panel_type_first():
     assert labels_of(["line_chart", "bar_chart", "bar_chart"]) == ["bar_chart", "line_chart"]
 
@@ -203,6 +223,10 @@ def test_train_types_publishes_a_store_version_that_a_data_dir_uses(tmp_path):
     assert projection(data).dim == 4 and projection().dim == 128
     probs = head.probabilities(feats)
     assert np.mean([LABELS[i] == t for i, t in zip(probs.argmax(1), dominant)]) > 0.8
+    train_types(parts, data / "models", folds=2, components=8, picture_dims=4, dominant_by_shown=1.0)
+    rates = load_arrays(resolve(ARTIFACT, data).path / "figure_types.safetensors")["shown_given_dominant"]
+    assert np.allclose(rates, np.eye(len(LABELS)))  # every figure shows its dominant type only
+    assert type_head(data).shown_given_dominant is not None
 
 
 def test_discriminant_picture_axes_bring_same_kind_pictures_closer():

@@ -41,6 +41,11 @@ def register(cli: typer.Typer) -> None:
                 None, "--cv-predictions", dir_okay=False,
                 help="Write every labelled figure's held-out type probabilities here (JSON lines), to "
                      "compare recipes figure by figure (scripts/types_cv_compare.py)."),
+            dominant_by_shown: float = typer.Option(
+                0.0, "--dominant-by-shown", min=0.0, max=1.0,
+                help="Choose the dominant type as the one most likely among the types a figure shows "
+                     "(1), the most probable one (0), or a mix; how often a type comes with another is "
+                     "counted on the labelled figures and ships with the head."),
             out: Optional[Path] = typer.Option(None, "--out", file_okay=False,
                                                help="Model store to publish the figure-types version into, e.g. "
                                                     "DATA_DIR/models to override the shipped one for a collection "
@@ -70,7 +75,7 @@ def register(cli: typer.Typer) -> None:
                              command="figsearch " + " ".join(sys.argv[1:]), cv_only=cv,
                              picture_dims=picture_dims, discriminant=discriminant, balance=balance,
                              keep=1 if out is None else 3, size=size, tune_epochs=fine_tune, progress=True,
-                             predictions_path=cv_predictions, cache=cache,
+                             predictions_path=cv_predictions, cache=cache, dominant_by_shown=dominant_by_shown,
                              source_weight={k: float(v) for k, v in (p.split("=") for p in weights.split(",") if p)})
         typer.echo(json.dumps(report.get("cross_validation", report), indent=2))
 

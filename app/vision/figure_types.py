@@ -32,12 +32,17 @@ class TypeScores:
     scores: dict[str, float]  # every type's score
 
 
-def decide(probs: np.ndarray) -> TypeScores:
-    """Probabilities (one per LABELS) -> dominant type and the list of types shown."""
-    order = np.argsort(-probs)
+def decide(probs: np.ndarray, shown_given_dominant: np.ndarray | None = None) -> TypeScores:
+    """Probabilities (one per LABELS) -> dominant type and the list of types shown (the dominant
+    one, the most probable one, every other from SHOWN on). The dominant type is the most probable
+    one, or with `shown_given_dominant` (row d: how often a figure of dominant type d shows each
+    type) the one scoring highest by probs @ shown_given_dominant: a figure torn between two
+    types, one of which usually comes with the other, is named by the one it shows either way."""
+    order = np.argsort(-probs, kind="stable")
+    dominant = int(order[0]) if shown_given_dominant is None else int(np.argmax(probs @ shown_given_dominant))
     every = {t: round(float(s), 3) for t, s in zip(LABELS, probs)}
-    shown = [int(i) for k, i in enumerate(order) if k == 0 or probs[i] >= SHOWN]
-    return TypeScores(LABELS[int(order[0])], [{"type": LABELS[i], "score": every[LABELS[i]]} for i in shown], every)
+    shown = [dominant] + [int(i) for k, i in enumerate(order) if i != dominant and (k == 0 or probs[i] >= SHOWN)]
+    return TypeScores(LABELS[dominant], [{"type": LABELS[i], "score": every[LABELS[i]]} for i in shown], every)
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
@@ -48,13 +53,15 @@ def softmax(logits: np.ndarray) -> np.ndarray:
 
 class TypeHead:
     """logits = features @ weight.T + bias (standardisation folded in), divided by the fitted
-    temperature."""
+    temperature; the dominant type chosen with the version's shown_given_dominant when it has one
+    (see decide)."""
 
     def __init__(self, weights: Path):
         state = load_arrays(weights)
         self.weight = state["weight"].astype(np.float32)
         self.bias = state["bias"].astype(np.float32)
         self.temperature = float(state["temperature"].reshape(-1)[0])
+        self.shown_given_dominant = state.get("shown_given_dominant")
         if self.weight.shape[0] != len(LABELS):
             raise ValueError(f"{weights}: {self.weight.shape[0]} types, the vocabulary has {len(LABELS)}")
 
@@ -62,7 +69,7 @@ class TypeHead:
         return softmax((features @ self.weight.T + self.bias) / self.temperature)
 
     def classify(self, features: np.ndarray) -> list[TypeScores]:
-        return [decide(p) for p in self.probabilities(features)]
+        return [decide(p, self.shown_given_dominant) for p in self.probabilities(features)]
 
 
 _lock = threading.Lock()

@@ -49,6 +49,7 @@ PICTURE_DIMS = 128  # the picture vector's length (memory at a million figures)
 DISCRIMINANT = 0.0  # weight of the type-discriminant axes of the picture vector (0: principal axes only)
 BALANCE = 0.0  # how far examples of rare types are weighted up (0: not at all, 1: every type counts the same)
 C = 0.1
+LABELLED = ("acl", "labelled")  # figures labelled by looking (page-text crops are cut, drawn ones drawn)
 
 
 @dataclass
@@ -308,6 +309,24 @@ def _picture_projection(pca, zp: np.ndarray, y: np.ndarray, dims: int, discrimin
     return np.concatenate([base[:, :kept], discriminant * scale * (base @ axes)], axis=1)
 
 
+def shown_given_dominant(dominant: list[str], accepted: list[list[str]], mix: float = 1.0) -> np.ndarray:
+    """(types, types): row d, how often a labelled figure of dominant type d shows each type
+    (1 on the diagonal; the identity row for a type no figure has as dominant), mixed with the
+    identity: (1 - mix) I + mix x those rates. With it the dominant type is the one most likely
+    among the types shown (app/vision/figure_types.decide); mix 0 keeps the most probable type."""
+    n = len(LABELS)
+    counts, rows = np.zeros((n, n)), np.zeros(n)
+    for d, acc in zip(dominant, accepted):
+        i = LABELS.index(d)
+        rows[i] += 1
+        for t in set(acc) | {d}:
+            counts[i, LABELS.index(t)] += 1
+    rates = np.eye(n)
+    seen = rows > 0
+    rates[seen] = counts[seen] / rows[seen, None]
+    return (1.0 - mix) * np.eye(n) + mix * rates
+
+
 def fit_temperature(logits: np.ndarray, y: np.ndarray) -> float:
     """The temperature minimising the negative log-likelihood of the true types."""
     from scipy.optimize import minimize_scalar
@@ -319,8 +338,7 @@ def fit_temperature(logits: np.ndarray, y: np.ndarray) -> float:
     return float(minimize_scalar(nll, bounds=(0.05, 20.0), method="bounded").x)
 
 
-def _report(ex: Examples, probs: np.ndarray) -> dict:
-    pred = [LABELS[i] for i in probs.argmax(axis=1)]
+def _report(ex: Examples, pred: list[str]) -> dict:
     recall = {}
     for t in sorted(set(ex.dominant)):
         idx = [i for i, d in enumerate(ex.dominant) if d == t]
@@ -334,7 +352,7 @@ def _report(ex: Examples, probs: np.ndarray) -> dict:
 
 def reliability(probs: np.ndarray, dominant: list[str], bins=(0.0, 0.5, 0.7, 0.8, 0.9, 0.95, 1.01)) -> list[dict]:
     """Per band of the top score: how many figures, their mean score, and how often the top type is
-    the labelled dominant type."""
+    the labelled dominant type (what the temperature is fitted for)."""
     top, pred = probs.max(axis=1), probs.argmax(axis=1)
     right = np.array([LABELS[p] == d for p, d in zip(pred, dominant)])
     out = []
@@ -363,13 +381,16 @@ def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int =
                    seed: int = 0, source_weight: dict[str, float] | None = None, picture_dims: int = PICTURE_DIMS,
                    discriminant: float = DISCRIMINANT, balance: float = BALANCE, size: int = SIZE,
                    tune_epochs: int = 0, progress: bool = False,
-                   predictions: list | None = None, cache: Path | None = None) -> tuple[dict, float]:
+                   predictions: list | None = None, cache: Path | None = None,
+                   dominant_by_shown: float = 0.0) -> tuple[dict, float]:
     """Paper-grouped folds over the labelled real figures (ACL and collection labels alike); each
     fold's head is trained on every other fold plus all drawn figures. Returns the report (per
     source, before and after temperature; and how often a held-out figure's nearest pictures among
     the other held-out papers' are of its kind) and the fitted temperature. `predictions`, when
     given, receives each real figure's held-out type probabilities, so two training recipes can be
-    compared figure by figure on the same folds."""
+    compared figure by figure on the same folds. `dominant_by_shown`: the mix of
+    shown_given_dominant the dominant type is chosen with, its rates counted on each fold's
+    training figures."""
     real = _concat([p for k, p in parts.items() if k != "drawn"])
     drawn = parts.get("drawn")
     papers = sorted(set(real.group))
@@ -378,6 +399,7 @@ def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int =
     fold = np.array([fold_of[g] for g in real.group])
     logits = np.zeros((len(real.dominant), len(LABELS)), np.float32)
     same_kind = np.zeros(len(real.dominant))
+    rates = np.zeros((len(real.dominant), len(LABELS), len(LABELS)))  # per figure, its fold's
     for k in range(folds):
         train = real.subset(fold != k)
         train = _concat([train, drawn]) if drawn is not None and len(drawn.dominant) else train
@@ -392,39 +414,45 @@ def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int =
         if fc is not None:  # the layer trained with the tail types; the fit above gives the projection
             head = dataclasses.replace(head, weight=fc[0], bias=fc[1])
         logits[held] = head.logits(held_features)
+        labelled = [i for i in np.flatnonzero(fold != k) if real.source[i] in LABELLED]
+        rates[held] = shown_given_dominant([real.dominant[i] for i in labelled], [real.accepted[i] for i in labelled],
+                                           dominant_by_shown)
         v = ((held_features - head.center) / head.scale) @ head.projection
         same_kind[held] = picture_same_kind(v / np.linalg.norm(v, axis=1, keepdims=True), real.subset(held))
     y = np.array([LABELS.index(t) for t in real.dominant])
     temperature = fit_temperature(logits, y)
+    probs_all = softmax(logits / temperature)
     if predictions is not None:
-        probs = softmax(logits / temperature)
         predictions.extend({"source": src, "paper": g, "fold": int(f), "dominant": d, "accepted": a,
                             "probs": [round(float(p), 5) for p in row]}
                            for src, g, f, d, a, row in zip(real.source, real.group, fold, real.dominant,
-                                                           real.accepted, probs))
+                                                           real.accepted, probs_all))
     report: dict = {"folds": folds, "components": components, "C": c, "source_weight": source_weight or {},
                     "balance": balance, "picture_dims": picture_dims, "discriminant": discriminant,
                     "input_size": size, "tune_epochs": tune_epochs, "temperature": round(temperature, 3)}
+    pred = [LABELS[i] for i in np.einsum("nt,nts->ns", probs_all, rates).argmax(axis=1)]
     for src in sorted(set(real.source)):
         keep = np.array([s == src for s in real.source])
         sub = real.subset(keep)
-        probs = softmax(logits[keep] / temperature)
-        report[src] = _report(sub, probs) | {"picture_same_kind_at_5": round(float(same_kind[keep].mean()), 3),
-                                             "reliability": reliability(probs, sub.dominant)}
-    report["reliability_all"] = reliability(softmax(logits / temperature), real.dominant)
+        report[src] = _report(sub, [p for p, k in zip(pred, keep) if k]) | {
+            "picture_same_kind_at_5": round(float(same_kind[keep].mean()), 3),
+            "reliability": reliability(probs_all[keep], sub.dominant)}
+    report["reliability_all"] = reliability(probs_all, real.dominant)
     return report, temperature
 
 
 def head_files(head: Head, temperature: float, picture_dims: int = PICTURE_DIMS,
-               tail: dict[str, np.ndarray] | None = None):
-    """What fills a figure-types version: the head (weight, bias, temperature), the picture
-    projection (center, scale, projection) and the fine-tuned tail of the backbone if any, as
-    safetensors."""
+               tail: dict[str, np.ndarray] | None = None, dominant_rates: np.ndarray | None = None):
+    """What fills a figure-types version: the head (weight, bias, temperature, and
+    shown_given_dominant when the dominant type is chosen with it), the picture projection
+    (center, scale, projection) and the fine-tuned tail of the backbone if any, as safetensors."""
     def fill(folder: Path) -> None:
         if tail is not None:
             save_arrays(folder / TAIL_FILE, tail)
-        save_arrays(folder / HEAD_FILE, {"weight": head.weight, "bias": head.bias,
-                                         "temperature": np.array([temperature], np.float32)})
+        arrays = {"weight": head.weight, "bias": head.bias, "temperature": np.array([temperature], np.float32)}
+        if dominant_rates is not None:
+            arrays["shown_given_dominant"] = dominant_rates.astype(np.float32)
+        save_arrays(folder / HEAD_FILE, arrays)
         save_arrays(folder / PROJECTION_FILE, {"center": head.center, "scale": head.scale,
                                                "projection": np.ascontiguousarray(head.projection[:, :picture_dims])})
     return fill
@@ -441,17 +469,20 @@ def train_types(parts: dict[str, Examples], store_root: Path, folds: int = 5,
                 cv_only: bool = False, source_weight: dict[str, float] | None = None,
                 picture_dims: int = PICTURE_DIMS, discriminant: float = DISCRIMINANT, balance: float = BALANCE,
                 keep: int | None = 1, size: int = SIZE, tune_epochs: int = 0, progress: bool = False,
-                predictions_path: Path | None = None, cache: Path | None = None) -> dict:
+                predictions_path: Path | None = None, cache: Path | None = None,
+                dominant_by_shown: float = 0.0) -> dict:
     """Cross-validate (the temperature comes from it), then fit on everything and publish a
     figure-types version under the model store root `store_root`. Returns its meta.json.
-    `predictions_path`: JSON lines of every labelled figure's held-out type probabilities."""
+    `predictions_path`: JSON lines of every labelled figure's held-out type probabilities.
+    `dominant_by_shown` > 0: the version chooses the dominant type with shown_given_dominant of
+    that mix, counted on every labelled figure."""
     t0 = time.time()
     predictions: list | None = [] if predictions_path is not None else None
     # one BLAS thread: these fits are small, and threads fighting over two busy cores made them ~40x slower
     with one_blas_thread():
         report, temperature = cross_validate(parts, folds, components, c, seed, source_weight, picture_dims,
                                              discriminant, balance, size, tune_epochs, progress, predictions,
-                                             cache)
+                                             cache, dominant_by_shown)
         if predictions_path is not None:
             Path(predictions_path).write_text("".join(json.dumps(p) + "\n" for p in predictions))
         if cv_only:
@@ -481,8 +512,14 @@ def train_types(parts: dict[str, Examples], store_root: Path, folds: int = 5,
                      labels=list(LABELS), backbone=b.name, input_size=b.size, components=components,
                      fine_tuned_tail={"from_block": TAIL_START, "epochs": tune_epochs, "lr": LR} if tail else None,
                      picture_dims=picture_dims, discriminant=discriminant, balance=balance, C=c,
+                     dominant_by_shown=dominant_by_shown,
                      source_weight=source_weight or {},
                      temperature=round(temperature, 4), seed=seed, cross_validation=report,
                      seconds=round(time.time() - t0, 1))
-    publish(ARTIFACT, head_files(head, temperature, picture_dims, tail), meta, root=store_root, keep=keep)
+    rates = None
+    if dominant_by_shown > 0:
+        labelled = [i for i, src in enumerate(every.source) if src in LABELLED]
+        rates = shown_given_dominant([every.dominant[i] for i in labelled], [every.accepted[i] for i in labelled],
+                                     dominant_by_shown)
+    publish(ARTIFACT, head_files(head, temperature, picture_dims, tail, rates), meta, root=store_root, keep=keep)
     return meta
