@@ -6,9 +6,9 @@ its independent parts (one segment's postings and another's; the first stage and
 texts and papers) can use a second core. Results are the same bits: every part computes what it
 computed alone, and the parts' results are put together in the same order.
 
-It helps only while a core is idle: at 3M figures on a quiet 2-core machine related figures' wall
-p50 went from about 20 to 16 ms, p99 from 29 to 22 ms; with another session busy, nothing (README,
-Measurements, "threads per query"). `FIGSEARCH_QUERY_THREADS` sets how many threads a query may
+It helps only while a core is idle: on a quiet 2-core machine related figures' wall p50 went from
+10.5 to 8.5 ms at 1M figures and 20.9 to 20.2 ms at 3M, p99 from 28.8 to 25.1 ms at 3M, for 10-32%
+more CPU; with another session busy, nothing (README, Measurements, "threads per query"). `FIGSEARCH_QUERY_THREADS` sets how many threads a query may
 use (1 = everything in the calling thread). A part that no thread has started when the caller needs it is run by the caller, so a
 part may itself split into parts without waiting for a thread that waits for it.
 """
