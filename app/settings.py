@@ -63,6 +63,9 @@ class Settings(BaseSettings):
     faiss_gpu: str = Field("auto", pattern="^(auto|on|off)$", description="Move the FAISS index to a GPU.")
     dense: bool = Field(True, description="Use MiniLM embeddings for re-ranking (off = lexical only).")
     auto_index: bool = Field(True, description="Refresh the search index after each ingest job.")
+    query_threads: int = Field(2, ge=1, le=64, description="Threads one query may use for its independent parts "
+                                                           "(index segments; the first stage of related figures "
+                                                           "beside its nearest-vector lookups); 1 = one thread.")
     index_max_segments: int = Field(8, ge=1, description="A build that grows the index by a segment merges all "
                                                          "segments into one when there would be more than this many.")
 

@@ -2,8 +2,9 @@
 
 `figsearch bench --work-dir DIR` leaves the version it served under DIR/version; this loads it
 memory-mapped, as a server does, and times related figures (`other_papers`, as the API asks),
-text search (a random query vector stands in for MiniLM) and search by picture, one query at a time: wall-clock latency, and the CPU time of the querying thread (`_cpu_`:
-what the query costs, less dependent on what else the machine runs).
+text search (a random query vector stands in for MiniLM) and search by picture, one query at a time: wall-clock latency, the CPU time of the querying thread (`_cpu_`:
+what the query costs, less dependent on what else the machine runs) and of the whole process
+(`_process_cpu_`: with the query's helper threads, FIGSEARCH_QUERY_THREADS > 1).
 
     python scripts/profile_queries.py DIR/version --queries 200 [--profile similar] [--seed 3] [--results F]
 
@@ -97,20 +98,23 @@ def main() -> None:
             continue
         prof = cProfile.Profile() if name == args.profile else None
         spent, restore = timed_parts(SIMILAR_PARTS) if args.parts and name == "similar" else (None, None)
-        lat, cpu = [], []
+        lat, cpu, process_cpu = [], [], []
         for i in range(args.queries):
             if prof:
                 prof.enable()
-            t, c = time.perf_counter(), time.thread_time()
+            t, c, pc = time.perf_counter(), time.thread_time(), time.process_time()
             hits = run(i)
             lat.append(time.perf_counter() - t)
             cpu.append(time.thread_time() - c)
+            process_cpu.append(time.process_time() - pc)
             if prof:
                 prof.disable()
             results.setdefault(name, []).append([h.figure_id for h in hits])
         out[f"{name}_p50_ms"] = round(float(np.percentile(lat, 50)) * 1e3, 2)
         out[f"{name}_p99_ms"] = round(float(np.percentile(lat, 99)) * 1e3, 2)
         out[f"{name}_cpu_p50_ms"] = round(float(np.percentile(cpu, 50)) * 1e3, 2)
+        out[f"{name}_process_cpu_p50_ms"] = round(float(np.percentile(process_cpu, 50)) * 1e3, 2)
+        out[f"{name}_process_cpu_p99_ms"] = round(float(np.percentile(process_cpu, 99)) * 1e3, 2)
         if spent is not None:
             restore()
             out[f"{name}_cpu_mean_ms"] = round(float(np.mean(cpu)) * 1e3, 2)

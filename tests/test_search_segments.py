@@ -331,3 +331,48 @@ def test_first_stage_passes_equal_a_plain_computation(monkeypatch):
             m.setattr(segments.SegmentedIndex, "score_docs", _plain_score_docs)
             plain = index.search_terms(q, qtf, k=20, exclude=d, max_query_terms=8, rescore=200)
         assert np.array_equal(fast[0], plain[0]) and np.array_equal(fast[1], plain[1])
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_segments_searched_side_by_side_rank_as_one_after_another(threads):
+    """With more threads per query the segments' postings are read side by side; every number is
+    the same bit as when they are read one after another, so results do not depend on the setting."""
+    from app.search.query_threads import query_threads, set_query_threads
+
+    docs = _docs(6000, seed=7, vocab=500)
+    index = SegmentedIndex()
+    for s in range(0, 6000, 2000):
+        index.add_documents(docs[s:s + 2000])
+    index.delete([10, 2100, 5999])
+    rng = np.random.default_rng(1)
+    q_all, _ = index.query_vector([f"w{i}" for i in range(500)])
+    before = query_threads()
+    try:
+        for q in [q_all[np.argsort(-index.df[q_all])[:3]], rng.choice(q_all, 30, replace=False)]:
+            qtf = rng.integers(1, 4, len(q)).astype(np.float64)
+            cand = np.sort(rng.choice(index.n_docs, 700, replace=False))
+            runs = []
+            for n in (1, threads):
+                set_query_threads(n)
+                runs.append((index._accumulate(q, qtf * index.idf[q]), index.score_docs(q, qtf, cand),
+                             index.search_terms(q, qtf, k=20, max_query_terms=8, rescore=200)))
+            (acc1, s1, top1), (acc2, s2, top2) = runs
+            assert all(np.array_equal(a, b) for a, b in zip(acc1 + top1, acc2 + top2))
+            assert np.array_equal(s1, s2)
+    finally:
+        set_query_threads(before)
+
+
+def test_parts_of_parts_finish_with_one_helper_thread():
+    """A part that splits into parts does not wait for the only helper thread while that thread
+    waits for it: parts no thread has started are run by the caller."""
+    from app.search.query_threads import query_threads, run_parts, set_query_threads
+
+    before = query_threads()
+    set_query_threads(2)
+    try:
+        inner = lambda base: run_parts([lambda: base, lambda: base + 1, lambda: base + 2])
+        assert run_parts([lambda: inner(0), lambda: inner(10), lambda: inner(20)]) == [
+            [0, 1, 2], [10, 11, 12], [20, 21, 22]]
+    finally:
+        set_query_threads(before)

@@ -380,3 +380,21 @@ def test_text_query_falls_back_to_the_closest_spelling_once():
     assert same.query == "model" and [h.figure_id for h in same] == [h.figure_id for h in hits]
     none = eng.search("baselne", k=5, rerank=False)  # no close frequent word: nothing
     assert none == [] and none.query == "baselne"
+
+
+def test_related_figures_rank_alike_whatever_the_threads_per_query(engine):
+    """The first stage beside the nearest-vector lookups (two threads) ranks exactly as one after
+    the other (one thread): the same figures, the same scores and signals to the bit."""
+    from app.search.query_threads import query_threads, set_query_threads
+
+    before = query_threads()
+    runs = []
+    try:
+        for n in (1, 2):
+            set_query_threads(n)
+            runs.append([(h.figure_id, h.score, h.lexical_score, h.embedding_score) for fid in (100, 103, 106)
+                         for scope in ("all", "other_papers") for h in engine.similar(fid, k=8, scope=scope,
+                                                                                      union_dense=4)])
+    finally:
+        set_query_threads(before)
+    assert runs[0] and runs[0] == runs[1]

@@ -37,6 +37,7 @@ from app.search.fusion import SCOPES, diversify, fuse, order, same_picture_first
 from app.search.index_parts import read_parts, write_parts
 from app.search.lexical import LexicalIndex
 from app.search.one_thread import one_thread
+from app.search.query_threads import run_parts
 from app.search.picture_rank import PictureRanking, rank_by_picture
 from app.search.papers import PaperIndex
 from app.search.ranking import RankingConfig
@@ -301,17 +302,23 @@ class Searcher:
             rows = rows[(rows != row) & self.types.kind_mask(rows, self.types.kind_of_row(row))]
             return rows, lex.score_docs(q, lex.query_weights(q, qtf), rows)
         n_own = len(docs.rows_of_paper(own_paper)) if scope == "other_papers" else 0
-        rows, scores = self.lexical_first_stage(lex, q, qtf, candidates + n_own, exclude=row, exact=exact)
+
+        def nearest() -> list[np.ndarray]:
+            """The figures of the nearest texts and of the nearest papers, which join the lexical ones."""
+            extra = []
+            if self.vectors is not None and union_dense > 0:
+                ids, _ = self.vectors.nearest_candidates(self.vectors.vectors_for([row]), union_dense + 1 + n_own)
+                extra.append(ids[0][ids[0] >= 0])
+            if scope == "other_papers" and self.papers is not None and union_papers > 0:
+                for p in self.papers.related(own_paper, union_papers).tolist():
+                    extra.append(docs.rows_of_paper(p)[:self.ranking.rows_per_related_paper])
+            return extra
+
+        (rows, scores), extra = run_parts(
+            [lambda: self.lexical_first_stage(lex, q, qtf, candidates + n_own, exclude=row, exact=exact), nearest])
         if scope == "other_papers":
             keep = docs.paper_ids[rows] != own_paper
             rows, scores = rows[keep][:candidates], scores[keep][:candidates]
-        extra = []
-        if self.vectors is not None and union_dense > 0:
-            ids, _ = self.vectors.nearest_candidates(self.vectors.vectors_for([row]), union_dense + 1 + n_own)
-            extra.append(ids[0][ids[0] >= 0])
-        if scope == "other_papers" and self.papers is not None and union_papers > 0:
-            for p in self.papers.related(own_paper, union_papers).tolist():
-                extra.append(docs.rows_of_paper(p)[:self.ranking.rows_per_related_paper])
         if extra:
             more = np.unique(np.concatenate(extra))
             more = more[(more != row) & ~np.isin(more, rows)]

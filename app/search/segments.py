@@ -23,6 +23,7 @@ d/deleted.npy and one directory per segment under d/segments/, memory-mapped whe
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import secrets
@@ -38,6 +39,7 @@ from app.model_store.versions import link_tree
 
 from .lexical import LexicalIndex, _csr_from_tokens, _topk, bm25_idf, bm25_tf_part, query_hits, select_terms
 from .postings import IMPACT_LEVELS, PostingsSegment
+from .query_threads import run_parts
 
 _PROBE_POSTINGS = 20_000   # postings of the most selective terms read to estimate the k-th score
 _PROBE_DOCS = 300          # documents fully scored for that estimate (>= k)
@@ -440,25 +442,27 @@ class SegmentedIndex:
 
     def _accumulate(self, q: np.ndarray, qw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(documents, summed weights) over the postings of terms q, deleted documents dropped."""
-        out_docs, out_scores = [], []
         k1p = self.k1 + 1.0
-        for i, seg in enumerate(self.segments):
-            ids, tf, lens = seg.postings_of(q.tolist())
+        terms = q.tolist()
+
+        def segment_sums(i: int):
+            seg = self.segments[i]
+            ids, tf, lens = seg.postings_of(terms)
             if not len(ids):
-                continue
+                return None
             if len(ids) * 4 > seg.n_docs:
                 tf = tf.astype(np.float64)
                 w = np.repeat(np.asarray(qw, np.float64) * k1p, lens) * tf / (tf + self._length_norms(i)[ids])
                 acc = np.bincount(ids, weights=w, minlength=seg.n_docs)
                 docs = np.flatnonzero(acc)
-                docs, scores = self._live(i, docs, acc[docs])
-            else:
-                docs, scores = self._posting_sums(i, ids, tf, np.repeat(np.asarray(qw, np.float32), lens))
-            out_docs.append(docs)
-            out_scores.append(scores)
-        if not out_docs:
+                return self._live(i, docs, acc[docs])
+            return self._posting_sums(i, ids, tf, np.repeat(np.asarray(qw, np.float32), lens))
+
+        found = [r for r in run_parts([functools.partial(segment_sums, i) for i in range(len(self.segments))])
+                 if r is not None]
+        if not found:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
-        return np.concatenate(out_docs), np.concatenate(out_scores)
+        return np.concatenate([d for d, _ in found]), np.concatenate([s for _, s in found])
 
     def _posting_sums(self, i: int, ids: np.ndarray, tf: np.ndarray, qw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(documents, summed weights) of postings of segment i (local ids, counts, each one's
@@ -613,7 +617,8 @@ class SegmentedIndex:
         qdense[np.asarray(q, np.int64)] = np.asarray(qw, np.float64) * self.idf[np.asarray(q, np.int64)]
         weighted = qdense != 0
         seg_of = np.searchsorted(self.bases, docs, side="right") - 1
-        for i in np.unique(seg_of).tolist():
+
+        def segment_scores(i: int) -> None:
             where = np.flatnonzero(seg_of == i)
             seg = self.segments[i]
             local = docs[where] - int(self.bases[i])
@@ -624,6 +629,8 @@ class SegmentedIndex:
             tfh = tf[hit].astype(np.float64)
             w = qv * (self.k1 + 1.0) * tfh / (tfh + self._length_norms(i)[local[owner]])
             out[where] = np.bincount(owner, weights=w, minlength=len(where))
+
+        run_parts([functools.partial(segment_scores, i) for i in np.unique(seg_of).tolist()])
         return out
 
     def score(self, query_tokens: Iterable[str], docs: np.ndarray) -> np.ndarray:
