@@ -298,16 +298,22 @@ def _plain_score_docs(index, q, qtf, docs):
     return out
 
 
+def _three_segments_with_deletes(seed: int, deleted: list[int]) -> SegmentedIndex:
+    """6,000 documents in three segments of 2,000, some deleted: every path across segments."""
+    docs = _docs(6000, seed=seed, vocab=500)
+    index = SegmentedIndex()
+    for s in range(0, 6000, 2000):
+        index.add_documents(docs[s:s + 2000])
+    index.delete(deleted)
+    return index
+
+
 def test_first_stage_passes_equal_a_plain_computation(monkeypatch):
     """The vectorised pass over postings and the exact re-scoring give the same numbers, to the
     bit, as the plain computation, so related figures rank exactly as before they were sped up."""
     import app.search.segments as segments
 
-    docs = _docs(6000, seed=5, vocab=500)
-    index = SegmentedIndex()
-    for s in range(0, 6000, 2000):
-        index.add_documents(docs[s:s + 2000])
-    index.delete([3, 2500, 4999])
+    index = _three_segments_with_deletes(seed=5, deleted=[3, 2500, 4999])
     rng = np.random.default_rng(0)
     q_all, qtf_all = index.query_vector([f"w{i}" for i in range(500)])
     common = q_all[np.argsort(-index.df[q_all])[:3]]     # long lists: the dense branch
@@ -339,11 +345,7 @@ def test_segments_searched_side_by_side_rank_as_one_after_another(threads):
     the same bit as when they are read one after another, so results do not depend on the setting."""
     from app.search.query_threads import query_threads, set_query_threads
 
-    docs = _docs(6000, seed=7, vocab=500)
-    index = SegmentedIndex()
-    for s in range(0, 6000, 2000):
-        index.add_documents(docs[s:s + 2000])
-    index.delete([10, 2100, 5999])
+    index = _three_segments_with_deletes(seed=7, deleted=[10, 2100, 5999])
     rng = np.random.default_rng(1)
     q_all, _ = index.query_vector([f"w{i}" for i in range(500)])
     before = query_threads()
