@@ -13,18 +13,17 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 from datetime import date
 
 import pymupdf
 
 from app.labels import CAPTION_PARAGRAPH_RE
-from app.ingest.sections import SectionTrail
 from app.ingest.layout import DocumentLayout, Line, PageLayout, build_layout, clean_text, is_bold, join_spans
 from app.ingest.types import ParsedPaper
 
-__all__ = ["caption_boxes", "parse_pdf", "region_boxes", "split_sentences"]
+__all__ = ["caption_boxes", "parse_pdf", "split_sentences"]
 
 _MAX_YEAR = date.today().year + 1
 
@@ -42,7 +41,6 @@ class _Block:
     x1: float = 0.0
     y1: float = 0.0
     col: str = "s"  # "l", "r" (two-column page) or "s" (spanning / single column)
-    run_in: dict[int, str] = field(default_factory=dict)  # id(line) -> the run-in heading cut off it
 
     def update_bbox(self) -> None:
         self.x0 = min(ln.x0 for ln in self.lines)
@@ -58,23 +56,22 @@ class _Block:
 _NUMBERING_RE = re.compile(r"^[\d.IVX]+$")
 
 
-def _drop_run_in_heading(ln: Line) -> tuple[Line, str]:
+def _drop_run_in_heading(ln: Line) -> Line:
     """'4.2 Results. Figure 3 shows ...': a bold (numbered) heading that runs into its paragraph
-    is cut off, so the paragraph's text (and its figure mentions) stays body text; returned with
-    the heading ('' when there is none)."""
+    is cut off, so the paragraph's text (and its figure mentions) stays body text."""
     spans = ln.spans
     k = 0
     while k < len(spans) and (is_bold(spans[k]) or _NUMBERING_RE.match(spans[k]["text"].strip() or "x")
                               or not spans[k]["text"].strip(".: ")):
         k += 1
     if k == 0 or k >= len(spans) or any(is_bold(sp) for sp in spans[k:]):
-        return ln, ""
+        return ln
     head = "".join(sp["text"] for sp in spans[:k]).strip()
     if not any(is_bold(sp) for sp in spans[:k]) or not re.search(r"[A-Za-z]{2}", head) or head[-1:] not in ".:":
-        return ln, ""
+        return ln
     rest = spans[k:]
     text = clean_text(join_spans(rest)).strip()
-    return (replace(ln, spans=rest, text=text, x0=rest[0]["bbox"][0]), clean_text(head)) if text else (ln, "")
+    return replace(ln, spans=rest, text=text, x0=rest[0]["bbox"][0]) if text else ln
 
 
 def _page_blocks(page: PageLayout) -> tuple[list[_Block], list[str]]:
@@ -92,7 +89,6 @@ def _page_blocks(page: PageLayout) -> tuple[list[_Block], list[str]]:
     for bi in sorted(by_block):
         raw = sorted(by_block[bi], key=lambda l: (round(l.yc), l.x0))
         merged: list[Line] = []
-        run_in: dict[int, str] = {}
         for ln in raw:
             if merged:
                 prev = merged[-1]
@@ -110,17 +106,13 @@ def _page_blocks(page: PageLayout) -> tuple[list[_Block], list[str]]:
                         if len(ln.text.strip()) > len(prev.text.strip()) / 2:
                             prev.size = max(prev.size, ln.size)
                         continue
-            cut, head = _drop_run_in_heading(replace(ln, size=ln.largest_piece_size))
-            merged.append(cut)
-            if head:
-                run_in[id(cut)] = head
+            merged.append(_drop_run_in_heading(replace(ln, size=ln.largest_piece_size)))
         merged.sort(key=lambda l: (l.y0, l.x0))  # the original vertical order
         for ln in merged:
             ln.text = re.sub(r"\s+", " ", ln.text).strip()
         merged = [ln for ln in merged if ln.text]
         if merged:
-            blk = _Block(merged, page.number, run_in={i: h for i, h in run_in.items()
-                                                      if any(id(ln) == i for ln in merged)})
+            blk = _Block(merged, page.number)
             blk.update_bbox()
             blocks.append(blk)
     return blocks, rotated
@@ -744,50 +736,22 @@ def caption_boxes(figures) -> dict[int, list[list[float]]]:
     return dict(out)
 
 
-def region_boxes(figures) -> dict[int, list[list[float]]]:
-    """The graphic (or table grid) boxes of extracted figures and tables by 0-based page: the
-    words printed inside them are never section headings."""
-    out: dict[int, list[list[float]]] = defaultdict(list)
-    for f in figures:
-        if f.region_bbox:
-            out[f.page - 1].append(f.region_bbox)
-    return dict(out)
-
-
-def _heading_words(ln: Line) -> str:
-    """A heading line's own words: the bold lead of a line whose plain rest is running text
-    ('Effect of depth It has been ...' -> 'Effect of depth')."""
-    if not ln.bold or all(is_bold(sp) for sp in ln.spans if sp["text"].strip()):
-        return ln.text
-    lead = []
-    for sp in ln.spans:
-        if sp["text"].strip() and not is_bold(sp) and not _NUMBERING_RE.match(sp["text"].strip()):
-            break
-        lead.append(sp)
-    return (clean_text(join_spans(lead)).strip() if lead else "") or ln.text
-
-
-def _box_at(ln: Line, page: int, boxes: Mapping[int, Sequence[Sequence[float]]] | None) -> int | None:
-    """The index of the box of its page (a caption, a graphic) the line's centre lies in, if any."""
-    if not boxes:
-        return None
+def _in_caption(ln: Line, page: int, captions: Mapping[int, Sequence[Sequence[float]]] | None) -> bool:
+    """Whether the line's centre lies in one of the caption boxes of its page."""
+    if not captions:
+        return False
     x, y = (ln.x0 + ln.x1) / 2, (ln.y0 + ln.y1) / 2
-    for i, b in enumerate(boxes.get(page, ())):
-        if b[0] - 1 <= x <= b[2] + 1 and b[1] - 1 <= y <= b[3] + 1:
-            return i
-    return None
+    return any(b[0] - 1 <= x <= b[2] + 1 and b[1] - 1 <= y <= b[3] + 1 for b in captions.get(page, ()))
 
 
 def parse_pdf(doc: pymupdf.Document, max_pages: int | None = None,
               layout: DocumentLayout | None = None,
-              captions: Mapping[int, Sequence[Sequence[float]]] | None = None,
-              regions: Mapping[int, Sequence[Sequence[float]]] | None = None) -> ParsedPaper:
+              captions: Mapping[int, Sequence[Sequence[float]]] | None = None) -> ParsedPaper:
     """Parse an opened PyMuPDF document (the caller owns and closes it). `layout` is the
     document's page model when the caller built it already (figure extraction shares it).
     `captions` maps a 0-based page number to the boxes of the captions found there: their lines
     never enter the body text (a caption's second block, or a caption printed in the flow of a
-    column, would otherwise become body sentences and the context of mentions); `regions` (same
-    form) are the graphics and table grids, whose bold or large words are not section headings."""
+    column, would otherwise become body sentences and the context of mentions)."""
     n_pages = doc.page_count
     paper = ParsedPaper(n_pages=n_pages)
     meta = doc.metadata or {}
@@ -881,54 +845,35 @@ def parse_pdf(doc: pymupdf.Document, max_pages: int | None = None,
         if ln.bold or ln.size >= body_size + 0.8:
             heading_styled[bi] += 1
     units: list[list[Line]] = []
-    unit_sections: list[list[str]] = []  # the heading trail each unit starts under
-    trail = SectionTrail()
-    heading_block = None  # the block of the heading just read (a heading on two lines)
     cur_block = None
     skipping = False  # inside CCS concepts / keywords / ACM reference format
     for i in body_idx:
         ln, bi, _ = flat[i]
         if id(ln) in skip_ids:
             continue
-        cap = _box_at(ln, ordered[bi].page, captions)
-        if cap is not None:
-            paper.caption_sections.setdefault((ordered[bi].page, cap), trail.path)
+        if _in_caption(ln, ordered[bi].page, captions):
             units.append([])  # a caption: hard paragraph boundary, text dropped
-            unit_sections.append(trail.path)
-            cur_block = heading_block = None
+            cur_block = None
             continue
         styled = ln.bold or ln.size >= body_size + 0.8
         if (
             _is_heading(ln, body_size)
             and (styled and heading_styled[bi] <= 2 or not styled and _SECTION_NO_RE.match(ln.text))
         ) or _META_HEAD_RE.match(ln.text):
-            if _box_at(ln, ordered[bi].page, regions) is not None:
-                pass  # words printed in a figure
-            elif heading_block == bi and not _SECTION_NO_RE.match(ln.text):
-                trail.continue_heading(_heading_words(ln))
-            else:
-                trail.heading(_heading_words(ln), (round(ln.size * 2) / 2, ln.bold))
             units.append([])  # heading: hard paragraph boundary, text dropped
-            unit_sections.append(trail.path)
-            cur_block, heading_block = None, bi
+            cur_block = None
             skipping = bool(_META_HEAD_RE.match(ln.text))
             continue
-        heading_block = None
         if skipping:
             continue
-        head = ordered[bi].run_in.get(id(ln))
-        if head:  # its paragraph is the next unit when it starts a block (the body text is as before)
-            trail.run_in(head)
         if bi != cur_block or not units:
             units.append([])
-            unit_sections.append(trail.path)
             cur_block = bi
         units[-1].append(ln)
 
     paras: list[str] = []
-    para_sections: list[list[str]] = []
     hard_break = True
-    for u, section in zip(units, unit_sections):
+    for u in units:
         if not u:
             hard_break = True
             continue
@@ -950,11 +895,7 @@ def parse_pdf(doc: pymupdf.Document, max_pages: int | None = None,
             paras[-1] = _join_lines([paras[-1], text])
         else:
             paras.append(text)
-            para_sections.append(section)
         hard_break = False
     paper.body_text = "\n".join(paras)
-    for text, section in zip(paras, para_sections):  # split_sentences(body_text), paragraph by paragraph
-        sentences = split_sentences(text)
-        paper.sentences.extend(sentences)
-        paper.sentence_sections.extend([section] * len(sentences))
+    paper.sentences = split_sentences(paper.body_text)
     return paper

@@ -17,11 +17,6 @@ class ParsedPaper:
     body_text: str = ""  # reading order, references section excluded
     sentences: list[str] = field(default_factory=list)  # body sentences in reading order
     references: list[str] = field(default_factory=list)  # one string per reference entry
-    # the heading trail (outermost first) each sentence sits under, aligned with `sentences`
-    sentence_sections: list[list[str]] = field(default_factory=list)
-    # (0-based page, index of the caption box on that page as given to the parser) -> the
-    # heading trail where the caption sits in reading order
-    caption_sections: dict[tuple[int, int], list[str]] = field(default_factory=dict)
 
 
 @dataclass
