@@ -10,12 +10,15 @@ Signals:
   caption1  MiniLM cosine of the two captions' first sentences only (figure label removed)
   section   tf.idf cosine of the headings above the two figures (the trail of section, subsection and
             run-in paragraph headings where each is first mentioned, else where its caption sits;
-            app/ingest/sections.py), idf over every figure of the index
+            `heading_trails`: the parser's reading order and heading rule, read again from the
+            stored PDFs), idf over every figure and table of the index
   section_inner  the same over the innermost heading only
   section_minilm MiniLM cosine of the two heading trails
   section_cap    as `section`, always where the caption sits
   section_type   `section` where the two figures share their type (the served same-type signal), else 0
   section_caption MiniLM cosine of the innermost heading + the caption's first sentence
+  section_role   1 when the innermost headings that name a purpose (`ROLES`: ablation, sensitivity,
+                 case study, efficiency, deployment, data, results, the model) name the same one
 
   python scripts/related_signal_trials.py --data-dir DIR --signal plots [--seeds 0,1,2]
 """
@@ -293,6 +296,36 @@ def section_type_signal(engine, cands, settings) -> None:
         c.signals["section_type"] = c.signals.pop("section") * (np.asarray(c.signals["type"]) > 0)
 
 
+# what a section is for, by the words headings use for it (first match wins, innermost heading first)
+ROLES = (
+    ("ablation", r"ablation|component|variant|module|effect of|impact of|influence of|contribution"),
+    ("sensitivity", r"sensitiv|hyper.?param|parameter|robust"),
+    ("case study", r"case stud|visuali|qualitative|example|interpretab|illustrat"),
+    ("efficiency", r"efficien|latency|runtime|running time|complexity|speed|scalab|cost|memory"),
+    ("deployment", r"online|a/b|deploy|serving|production|system"),
+    ("data", r"dataset|data analysis|statistic|observation|motivation|preliminar|empirical|analysis"),
+    ("results", r"result|performance|comparison|evaluation|experiment"),
+    ("model", r"architecture|framework|model|method|approach|network|layer|design|overview|propos"),
+    ("introduction", r"introduction"),
+)
+
+
+def role(trail: list[str]) -> str:
+    for heading in reversed(trail):
+        for name, words in ROLES:
+            if re.search(words, heading, re.I):
+                return name
+    return ""
+
+
+def section_role_signal(engine, cands, settings) -> None:
+    sections = figure_sections(settings)
+    roles = {f: role(_trail(sections, f, "any")) for f in sections}
+    for q, c in cands.items():
+        a = roles.get(q, "")
+        c.signals["section_role"] = np.array([float(bool(a) and roles.get(int(f), "") == a) for f in c.figure_ids])
+
+
 def _section_minilm(with_caption: bool):
     def signal(engine, cands, settings) -> None:
         from app.search.encoder import default_encoder
@@ -319,7 +352,7 @@ def _section_minilm(with_caption: bool):
 SIGNALS = {"plots": plots_signal, "caption1": caption1_signal, "section": _section_tfidf("any"),
            "section_inner": _section_tfidf("inner"), "section_cap": _section_tfidf("cap"),
            "section_minilm": _section_minilm(False), "section_caption": _section_minilm(True),
-           "section_type": section_type_signal}
+           "section_type": section_type_signal, "section_role": section_role_signal}
 
 
 def main() -> None:
