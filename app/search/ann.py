@@ -194,11 +194,17 @@ class RescoredIVFPQ:
     def ntotal(self) -> int:
         return 0 if self.index is None else int(self.index.ntotal)
 
-    def search(self, q: np.ndarray, k: int, rescore: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, q: np.ndarray, k: int, rescore: int | None = None,
+               nprobe: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-k (rows, exact cosines) per query row; the first stage returns max(k, rescore)
-        candidates (`rescore` defaults to the index's), which are re-scored from the float16 rows."""
+        candidates (`rescore` defaults to the index's) of `nprobe` cells (default: the index's),
+        which are re-scored from the float16 rows."""
+        import faiss
+
         n_cand = min(max(k, self.rescore if rescore is None else int(rescore)), self.ntotal)
-        _, cand = self.index.search(np.ascontiguousarray(q, dtype=np.float32), n_cand)
+        params = None if nprobe is None else faiss.SearchParametersIVF(
+            nprobe=min(int(nprobe), faiss.extract_index_ivf(self.index).nlist))
+        _, cand = self.index.search(np.ascontiguousarray(q, dtype=np.float32), n_cand, params=params)
         out_rows = np.full((len(q), k), -1, np.int64)
         out_scores = np.zeros((len(q), k), np.float32)
         for i in range(len(q)):
