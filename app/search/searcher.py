@@ -232,11 +232,15 @@ class Searcher:
         """Every signal of candidate `rows` relative to the figure at `row` (see fusion.py)."""
         rows = np.asarray(rows, dtype=np.int64)
         out: dict[str, np.ndarray | None] = {"lexical": np.asarray(lex_scores, dtype=np.float64)}
-        for name, vecs in (("text", self.vectors), ("visual", self.visual)):
-            out[name] = None
-            if vecs is not None and len(rows):
-                v = vecs.vectors_for(np.r_[row, rows])  # one lookup: the figure first
-                out[name] = (v[1:] @ v[0]).astype(np.float64)
+
+        def cosines(vecs) -> np.ndarray | None:
+            if vecs is None or not len(rows):
+                return None
+            v = vecs.vectors_for(np.r_[row, rows])  # one lookup: the figure first
+            return (v[1:] @ v[0]).astype(np.float64)
+
+        # the text and picture rows (read from disk on big collections) side by side
+        out["text"], out["visual"] = run_parts([lambda: cosines(self.vectors), lambda: cosines(self.visual)])
         out["type"] = self.types.same_type(row, rows)
         out["type_scores"] = self.types.score_cosine(row, rows)
         out["figure_words"] = None if self.figure_words is None else self.figure_words.similarity(row, rows)
