@@ -213,3 +213,22 @@ def test_row_store_reads_the_same_rows_mapped_or_by_pread(tmp_path):
     np.testing.assert_array_equal(by_pread, mapped)
     with pytest.raises(IndexError):
         store.rows([500])
+
+
+def test_candidate_searches_probe_fewer_cells(tmp_path, monkeypatch):
+    """Candidates for a re-ranking come from CANDIDATE_NPROBE cells of an IVF or IVF-PQ index,
+    full searches from the index's own number: with one cell the candidates are those of a
+    one-cell search, which differ from a full search's."""
+    from app.search import vectors
+
+    monkeypatch.setattr(vectors, "CANDIDATE_NPROBE", 1)
+    x = _clustered(6_000)
+    q = _clustered(20, seed=1)
+    ivf = VectorIndex(64, kind="ivf", gpu="off", nlist=32, nprobe=32)
+    pq = VectorIndex(64, kind="ivfpq", gpu="off", store_dir=tmp_path, rescore=400, pq_nprobe=64)
+    for index in (ivf, pq):
+        index.add(np.arange(6_000), x)
+        index.build()
+        one = index.search(q, 10, rescore=40, nprobe=1)[0]
+        assert index.nearest_candidates(q, 10)[0].tolist() == one.tolist()
+        assert one.tolist() != index.search(q, 10, rescore=40)[0].tolist()

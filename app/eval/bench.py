@@ -17,7 +17,7 @@ first_stage_speedup_vs_rank_bm25 := (rank_bm25.BM25Okapi.get_scores time per que
 "more like this" queries (a figure's whole text, target excluded, top-100), our side with the
 engine's first-stage settings (Searcher.first_stage_budget: exact below 120k postings, otherwise
 the 32 best terms within that budget + exact rescoring of 2000 candidates; past a million
-documents postings x5 and re-scored candidates x4 per tenfold growth; its
+documents postings x10/3 and re-scored candidates x5 per tenfold growth; its
 recall of the exact top-100 is reported as
 first_stage_recall_at_100_vs_exact, and the exact path's latency as first_stage_exact_p50_ms).
 rank_bm25 cannot hold

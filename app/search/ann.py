@@ -61,7 +61,10 @@ class RowStore:
     one `pread` per row: a query reads a few hundred rows scattered over it, and every page a map
     touches stays mapped (with the cached pages around it, the kernel's fault-around), so a mapped
     file of ten million rows became resident in the serving process within a few hundred queries;
-    read, the rows stay in the page cache, shared and dropped under pressure.
+    read, the rows stay in the page cache, shared and dropped under pressure. The rows of one call
+    are first announced to the kernel (`POSIX_FADV_WILLNEED`), so those not in the page cache are
+    read from disk side by side: 250 random rows of the 7.7 GB row file of ten million figures took
+    8.0 ms one read after another, 2.7 ms announced (0.8 / 0.9 ms when cached).
     Without a path they are kept in memory (small collections, tests).
     """
 
@@ -126,7 +129,11 @@ class RowStore:
             self._fd = os.open(self.path, os.O_RDONLY)
         width = self.dim * STORE_DTYPE.itemsize
         unique, where = np.unique(rows, return_inverse=True)  # ascending offsets, each row read once
-        buf = b"".join([os.pread(self._fd, width, r * width) for r in unique.tolist()])
+        offsets = (unique * width).tolist()
+        if len(offsets) > 1:  # the rows not in the page cache are read all at once, not one read after another
+            for offset in offsets:
+                os.posix_fadvise(self._fd, offset, width, os.POSIX_FADV_WILLNEED)
+        buf = b"".join([os.pread(self._fd, width, offset) for offset in offsets])
         return np.frombuffer(buf, dtype=STORE_DTYPE).reshape(-1, self.dim)[where.ravel()].astype(np.float32)
 
     def read(self, start: int, stop: int) -> np.ndarray:
@@ -187,11 +194,17 @@ class RescoredIVFPQ:
     def ntotal(self) -> int:
         return 0 if self.index is None else int(self.index.ntotal)
 
-    def search(self, q: np.ndarray, k: int, rescore: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, q: np.ndarray, k: int, rescore: int | None = None,
+               nprobe: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-k (rows, exact cosines) per query row; the first stage returns max(k, rescore)
-        candidates (`rescore` defaults to the index's), which are re-scored from the float16 rows."""
+        candidates (`rescore` defaults to the index's) of `nprobe` cells (default: the index's),
+        which are re-scored from the float16 rows."""
+        import faiss
+
         n_cand = min(max(k, self.rescore if rescore is None else int(rescore)), self.ntotal)
-        _, cand = self.index.search(np.ascontiguousarray(q, dtype=np.float32), n_cand)
+        params = None if nprobe is None else faiss.SearchParametersIVF(
+            nprobe=min(int(nprobe), faiss.extract_index_ivf(self.index).nlist))
+        _, cand = self.index.search(np.ascontiguousarray(q, dtype=np.float32), n_cand, params=params)
         out_rows = np.full((len(q), k), -1, np.int64)
         out_scores = np.zeros((len(q), k), np.float32)
         for i in range(len(q)):

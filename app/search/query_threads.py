@@ -3,7 +3,8 @@
 Why: on a big collection one related-figures query spends most of its time in NumPy and FAISS
 calls that release the GIL (the pass over each segment's postings, the nearest-vector scans), so
 its independent parts (one segment's postings and another's; the first stage and the nearest
-texts and papers) can use a second core. Results are the same bits: every part computes what it
+texts and papers; the text and picture rows the re-ranker reads, which wait on the disk when they
+are not cached) can use a second core. Results are the same bits: every part computes what it
 computed alone, and the parts' results are put together in the same order.
 
 It helps only while a core is idle: on a quiet 2-core machine related figures' wall p50 went from

@@ -232,11 +232,15 @@ class Searcher:
         """Every signal of candidate `rows` relative to the figure at `row` (see fusion.py)."""
         rows = np.asarray(rows, dtype=np.int64)
         out: dict[str, np.ndarray | None] = {"lexical": np.asarray(lex_scores, dtype=np.float64)}
-        for name, vecs in (("text", self.vectors), ("visual", self.visual)):
-            out[name] = None
-            if vecs is not None and len(rows):
-                v = vecs.vectors_for(np.r_[row, rows])  # one lookup: the figure first
-                out[name] = (v[1:] @ v[0]).astype(np.float64)
+
+        def cosines(vecs) -> np.ndarray | None:
+            if vecs is None or not len(rows):
+                return None
+            v = vecs.vectors_for(np.r_[row, rows])  # one lookup: the figure first
+            return (v[1:] @ v[0]).astype(np.float64)
+
+        # the text and picture rows (read from disk on big collections) side by side
+        out["text"], out["visual"] = run_parts([lambda: cosines(self.vectors), lambda: cosines(self.visual)])
         out["type"] = self.types.same_type(row, rows)
         out["type_scores"] = self.types.score_cosine(row, rows)
         out["figure_words"] = None if self.figure_words is None else self.figure_words.similarity(row, rows)
@@ -254,16 +258,18 @@ class Searcher:
     # Queries whose whole text has <= 120k postings are exact. `similar(..., exact=True)` always
     # scans everything. Past a million documents both grow with the collection (a term's list
     # does, so a fixed budget keeps fewer of the best terms; the pool of candidates grows too):
-    # postings x5 and re-scored candidates x4 per tenfold growth. At ten million synthetic figures
-    # (600,000 postings, 8,000 re-scored) recall .991 on the 25 targets it was chosen on, .996 and
-    # .987 on 25 and 50 others, where 1,200,000 postings and 4,000 re-scored gave .966 / .983 at
-    # about the same cost (scripts/first_stage_sweep.py, README). Re-scoring reads one row per
+    # postings x10/3 and re-scored candidates x5 per tenfold growth. At ten million synthetic
+    # figures (400,000 postings, 10,000 re-scored) recall of the exact top 100 .985 and .986 (worst
+    # .85 and .89) on two sets of 50 targets, against .977 and .993 (worst .40 and .96) with the
+    # earlier 600,000 / 8,000, for about a fifth less CPU time: re-scored candidates cost less than
+    # postings for the same recall, and a budget that skips fewer of the best terms' lists has a
+    # better worst case (scripts/first_stage_sweep.py, README). Re-scoring reads one row per
     # candidate: cheap while the rows are in the page cache, a page read each when they are not.
     similar_max_terms = 32
     similar_max_postings = 120_000
     similar_rescore = 2000
-    similar_postings_growth = 5      # per tenfold growth past a million documents
-    similar_rescore_growth = 4
+    similar_postings_growth = 10 / 3   # per tenfold growth past a million documents
+    similar_rescore_growth = 5
 
     @classmethod
     def first_stage_budget(cls, n_docs: int) -> dict:
