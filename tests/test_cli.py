@@ -58,9 +58,11 @@ def test_json_summary_and_usage_errors(demo_pdfs, tmp_path):
     assert run(["papers", "--data-dir", str(data), "--format", "xml"], check=False).returncode != 0
 
 
-def test_index_search_similar_contract(demo_ingested, demo_indexed, tmp_path):
-    unindexed = copy_data_dir(demo_ingested, tmp_path / "unindexed")
-    assert "no search index" in run(["search", "plot", "--data-dir", str(unindexed)], check=False).stderr
+def test_index_search_similar_contract(demo_ingested, demo_ingested_one, demo_indexed, tmp_path):
+    for i, ingested in enumerate((demo_ingested, demo_ingested_one)):  # with and without an index folder
+        unindexed = copy_data_dir(ingested, tmp_path / f"unindexed-{i}")
+        r = run(["search", "plot", "--data-dir", str(unindexed)], check=False)
+        assert r.returncode == 2 and "no search index" in r.stderr, r.stderr[-500:]
     indexed, out = demo_indexed  # `figsearch index` on the same ingested collection
     assert "figures" in out and "newly embedded" in out
     data = copy_data_dir(indexed, tmp_path)
