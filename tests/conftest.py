@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -52,6 +54,47 @@ def demo_pdfs(tmp_path_factory) -> list[Path]:
 
     out = tmp_path_factory.mktemp("demo-pdfs")
     return generate_collection(out, n_papers=6, seed=1)
+
+
+def cli_run(args: list[str], timeout: float = 300) -> subprocess.CompletedProcess:
+    """`figsearch ARGS` in embedded mode without the automatic index refresh; fails the test on a non-zero exit."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FIGSEARCH_")}
+    env["FIGSEARCH_AUTO_INDEX"] = "false"
+    r = subprocess.run([sys.executable, "-m", "app.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=timeout)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+@pytest.fixture(scope="session")
+def demo_ingested_one(demo_pdfs, tmp_path_factory) -> Path:
+    """A data dir holding the first generated paper, from `figsearch ingest` (no index). Shared:
+    tests that write copy it first (copy_data_dir)."""
+    data = tmp_path_factory.mktemp("demo-one") / "data"
+    cli_run(["ingest", str(demo_pdfs[0]), "--data-dir", str(data)])
+    return data
+
+
+@pytest.fixture(scope="session")
+def demo_ingested(demo_pdfs, tmp_path_factory) -> Path:
+    """A data dir holding the generated collection, from `figsearch ingest` (no index). Shared:
+    tests that write copy it first (copy_data_dir)."""
+    data = tmp_path_factory.mktemp("demo-ingested") / "data"
+    cli_run(["ingest", str(demo_pdfs[0].parent), "--data-dir", str(data)])
+    return data
+
+
+@pytest.fixture(scope="session")
+def demo_indexed(demo_ingested, tmp_path_factory) -> tuple[Path, str]:
+    """A copy of demo_ingested after `figsearch index`, and what that command printed. Shared:
+    tests that write copy it first (copy_data_dir)."""
+    data = copy_data_dir(demo_ingested, tmp_path_factory.mktemp("demo-indexed"))
+    return data, cli_run(["index", "--data-dir", str(data)]).stdout
+
+
+def copy_data_dir(data: Path, parent: Path) -> Path:
+    """A private copy (parent/data) of a shared data dir, for a test that writes to it."""
+    return Path(shutil.copytree(data, parent / "data"))
 
 
 @pytest.fixture()

@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 
 from app.api.main import create_app
 from app.settings import Settings
+from tests.conftest import copy_data_dir
 from tests.test_api import AUTH, TOKEN, assert_problem
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,10 +89,8 @@ def test_admin_token_never_makes_a_token_for_a_data_dir_without_a_collection(tmp
     assert r.returncode == 1 and str(empty.resolve()) in r.stderr and not (empty / "admin-token").exists()
 
 
-def test_admin_token_of_a_served_or_ingested_data_dir(tmp_path, demo_pdfs):
-    data = tmp_path / "d"
-    r = _cli(["ingest", str(demo_pdfs[0]), "--data-dir", str(data)], {"FIGSEARCH_AUTO_INDEX": "false"})
-    assert r.returncode == 0, r.stderr
+def test_admin_token_of_a_served_or_ingested_data_dir(tmp_path, demo_ingested_one):
+    data = copy_data_dir(demo_ingested_one, tmp_path)  # a collection from `figsearch ingest`
     first = _cli(["admin-token", "--data-dir", str(data)])  # a collection: its server will read this token
     assert first.returncode == 0, first.stderr
     token = first.stdout.strip()

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from tests import badfiles
+from tests.conftest import copy_data_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGSEARCH = [sys.executable, "-m", "app.cli"]
@@ -57,12 +58,14 @@ def test_json_summary_and_usage_errors(demo_pdfs, tmp_path):
     assert run(["papers", "--data-dir", str(data), "--format", "xml"], check=False).returncode != 0
 
 
-def test_index_search_similar_contract(demo_pdfs, tmp_path):
-    data = tmp_path / "data"
-    run(["ingest", str(demo_pdfs[0].parent), "--data-dir", str(data)])
-    assert "no search index" in run(["search", "plot", "--data-dir", str(data)], check=False).stderr
-    out = run(["index", "--data-dir", str(data)]).stdout
+def test_index_search_similar_contract(demo_ingested, demo_ingested_one, demo_indexed, tmp_path):
+    for i, ingested in enumerate((demo_ingested, demo_ingested_one)):  # with and without an index folder
+        unindexed = copy_data_dir(ingested, tmp_path / f"unindexed-{i}")
+        r = run(["search", "plot", "--data-dir", str(unindexed)], check=False)
+        assert r.returncode == 2 and "no search index" in r.stderr, r.stderr[-500:]
+    indexed, out = demo_indexed  # `figsearch index` on the same ingested collection
     assert "figures" in out and "newly embedded" in out
+    data = copy_data_dir(indexed, tmp_path)
     every_item = run(["figures", "--data-dir", str(data)]).stdout.splitlines()
     retyped = run(["index", "--retype", "--data-dir", str(data)]).stdout
     assert f"figure types: {len(every_item)} figures classified" in retyped
@@ -94,11 +97,10 @@ def test_index_search_similar_contract(demo_pdfs, tmp_path):
     assert 0.0 <= copies["copy_keeps_type"] <= 1.0
 
 
-def test_refresh_metadata_reads_stored_papers_again(demo_pdfs, tmp_path):
+def test_refresh_metadata_reads_stored_papers_again(demo_ingested_one, tmp_path):
     import sqlite3
 
-    data = tmp_path / "data"
-    run(["ingest", str(demo_pdfs[0]), "--data-dir", str(data)])
+    data = copy_data_dir(demo_ingested_one, tmp_path)
     before = [json.loads(l) for l in run(["papers", "--data-dir", str(data)]).stdout.splitlines()][0]
     assert before["authors"] and before["year"]
     with sqlite3.connect(data / "figsearch.db") as db:  # as an older parser might have left them
@@ -111,11 +113,10 @@ def test_refresh_metadata_reads_stored_papers_again(demo_pdfs, tmp_path):
     assert "authors changed: 0  years changed: 0" in run(["refresh-metadata", "--data-dir", str(data)]).stdout
 
 
-def test_refresh_region_words_reads_the_words_inside_stored_figures_again(demo_pdfs, tmp_path):
+def test_refresh_region_words_reads_the_words_inside_stored_figures_again(demo_ingested_one, tmp_path):
     import sqlite3
 
-    data = tmp_path / "data"
-    run(["ingest", str(demo_pdfs[0]), "--data-dir", str(data)])
+    data = copy_data_dir(demo_ingested_one, tmp_path)
     with sqlite3.connect(data / "figsearch.db") as db:
         before = dict(db.execute("select id, region_text from figures where region_bbox is not null"))
         assert before and any(before.values())  # the demo's plots print their axis words

@@ -63,6 +63,7 @@ def test_tuned_tail_ships_loads_offline_and_changes_the_features(tuned_dir, monk
     assert np.allclose(f_tuned, again, rtol=0.02, atol=0.02)
     # stored picture vectors of the frozen model are never mixed with the tuned one's
     assert "tuned" in picture_model_name(data) and picture_model_name(data) != picture_model_name()
+    assert picture_model_name(data).startswith(f"{tuned.name}-{tuned.size}-tuned")  # names the network it reads
     got = encode_pictures(images, data_dir=data)
     head = type_head(data)
     assert np.allclose([max(t.scores.values()) for t in got.types],
@@ -78,6 +79,17 @@ def test_the_shipped_model_reads_its_tuned_tail():
     assert b.size == found.meta["input_size"]
     img = [render(["line_chart"], random.Random(3))]
     assert not np.allclose(b.features(img), Backbone("mobilenet_v2", b.size).features(img), rtol=0.05, atol=0.05)
+
+
+def test_naming_the_picture_vectors_loads_no_network(monkeypatch):
+    """An index build whose picture vectors are all stored reads their model's name only."""
+    import app.vision.backbone as backbone_module
+
+    monkeypatch.setattr(backbone_module, "_loaded", {})
+    name = picture_model_name()
+    assert backbone_module._loaded == {}
+    b = backbone_for()
+    assert name.startswith(f"{b.name}-{b.size}") and len(backbone_module._loaded) == 1
 
 
 def test_shrunk_view_keeps_the_whole_figure_inside_the_square():

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from app.api.main import create_app
 from app.settings import Settings
+from tests.conftest import copy_data_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,10 +27,8 @@ def run(args, check=True):
     return r
 
 
-def test_fit_publishes_one_config_that_api_cli_and_eval_rank_with(demo_pdfs, tmp_path):
-    data = tmp_path / "data"
-    run(["ingest", str(demo_pdfs[0].parent), "--data-dir", str(data)])
-    run(["index", "--data-dir", str(data)])
+def test_fit_publishes_one_config_that_api_cli_and_eval_rank_with(demo_indexed, tmp_path):
+    data = copy_data_dir(demo_indexed[0], tmp_path)  # the generated collection, ingested and indexed
     figs = [json.loads(l) for l in run(["figures", "--data-dir", str(data), "--kind", "figure"]).stdout.splitlines()]
     papers = {p["paper_id"]: p["sha256"] for p in
               (json.loads(l) for l in run(["papers", "--data-dir", str(data)]).stdout.splitlines())}

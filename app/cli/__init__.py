@@ -547,16 +547,18 @@ def _searcher(settings: Settings, with_encoder: bool):
     from app.pipeline.searching import open_searcher
 
     root = index_root(settings)
-    encoder = None
-    if with_encoder and settings.dense:
-        from app.learn.embed import text_query_encoder  # MiniLM, or the trained model's text branch
-
-        encoder = text_query_encoder(settings.data_dir)
     try:
-        return open_searcher(root, encoder=encoder, gpu=settings.faiss_gpu)
+        if not root.is_dir():  # papers ingested, nothing indexed yet
+            raise FileNotFoundError(root)
+        engine = open_searcher(root, gpu=settings.faiss_gpu)
     except FileNotFoundError:
         typer.echo(f"error: no search index in {root}; run `figsearch index --data-dir {settings.data_dir}`", err=True)
         raise typer.Exit(2)
+    if with_encoder and settings.dense:  # imported once there is an index to search: loading PyTorch takes seconds
+        from app.learn.embed import text_query_encoder  # MiniLM, or the trained model's text branch
+
+        engine.encoder = text_query_encoder(settings.data_dir)
+    return engine
 
 
 def _print_hits(hits, json_out: bool, reasons_of=None) -> None:

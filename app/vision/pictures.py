@@ -21,7 +21,7 @@ import numpy as np
 from PIL import Image
 
 from app.model_store import load_arrays, resolve
-from app.vision.backbone import SIZE, Backbone, backbone
+from app.vision.backbone import NAME, SIZE, Backbone, backbone
 from app.vision.figure_types import ARTIFACT, TypeScores, type_head
 
 PROJECTION_FILE = "pictures.safetensors"
@@ -63,14 +63,20 @@ def projection(data_dir: Path | None = None) -> Projection:
         return _projections[str(path)]
 
 
+def _backbone_spec(data_dir: Path | None) -> tuple[int, Path | None]:
+    """(input size, fine-tuned tail file or None) of the figure-types version in use."""
+    found = resolve(ARTIFACT, data_dir)
+    if found is None:
+        return SIZE, None
+    tail = found.path / TAIL_FILE
+    return int(found.meta.get("input_size", SIZE)), tail if tail.exists() else None
+
+
 def backbone_for(data_dir: Path | None = None) -> Backbone:
     """The backbone the figure-types version in use reads: its input size, its fine-tuned tail if
     it has one."""
-    found = resolve(ARTIFACT, data_dir)
-    if found is None:
-        return backbone()
-    tail = found.path / TAIL_FILE
-    return backbone(size=int(found.meta.get("input_size", SIZE)), tail=tail if tail.exists() else None)
+    size, tail = _backbone_spec(data_dir)
+    return backbone(size=size, tail=tail)
 
 
 def _tail_tag(data_dir: Path | None) -> str:
@@ -89,9 +95,10 @@ _tail_tags: dict[str, str] = {}
 
 def picture_model_name(data_dir: Path | None = None) -> str:
     """Names the vectors `encode_pictures` makes (backbone, input size, fine-tuned tail, projection),
-    so stored vectors of another model are never mixed with new ones."""
-    b = backbone_for(data_dir)
-    return f"{b.name}-{b.size}{_tail_tag(data_dir)}-{projection(data_dir).tag}"
+    so stored vectors of another model are never mixed with new ones. Read from the model store
+    without loading the network: an index build whose vectors are all stored never needs it."""
+    size, _ = _backbone_spec(data_dir)
+    return f"{NAME}-{size}{_tail_tag(data_dir)}-{projection(data_dir).tag}"
 
 
 @dataclass
