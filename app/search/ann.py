@@ -52,6 +52,16 @@ def pq_factory(dim: int, nlist: int) -> str:
     return f"IVF{nlist},PQ{m}"
 
 
+def ivf_search_params(index, nprobe: int | None):
+    """FAISS search parameters probing `nprobe` cells of an IVF index (at most all of them), or
+    None for the index's own setting."""
+    if nprobe is None:
+        return None
+    import faiss
+
+    return faiss.SearchParametersIVF(nprobe=min(int(nprobe), faiss.extract_index_ivf(index).nlist))
+
+
 class RowStore:
     """float16 rows, appended in order and read back by row number.
 
@@ -199,12 +209,9 @@ class RescoredIVFPQ:
         """Top-k (rows, exact cosines) per query row; the first stage returns max(k, rescore)
         candidates (`rescore` defaults to the index's) of `nprobe` cells (default: the index's),
         which are re-scored from the float16 rows."""
-        import faiss
-
         n_cand = min(max(k, self.rescore if rescore is None else int(rescore)), self.ntotal)
-        params = None if nprobe is None else faiss.SearchParametersIVF(
-            nprobe=min(int(nprobe), faiss.extract_index_ivf(self.index).nlist))
-        _, cand = self.index.search(np.ascontiguousarray(q, dtype=np.float32), n_cand, params=params)
+        _, cand = self.index.search(np.ascontiguousarray(q, dtype=np.float32), n_cand,
+                                    params=ivf_search_params(self.index, nprobe))
         out_rows = np.full((len(q), k), -1, np.int64)
         out_scores = np.zeros((len(q), k), np.float32)
         for i in range(len(q)):

@@ -9,8 +9,9 @@ computed alone, and the parts' results are put together in the same order.
 
 It helps only while a core is idle: on a quiet 2-core machine related figures' wall p50 went from
 10.5 to 8.5 ms at 1M figures and 20.9 to 20.2 ms at 3M, p99 from 28.8 to 25.1 ms at 3M, for 10-32%
-more CPU; with another session busy, nothing (README, Measurements, "threads per query"). `FIGSEARCH_QUERY_THREADS` sets how many threads a query may
-use (1 = everything in the calling thread). A part that no thread has started when the caller needs it is run by the caller, so a
+more CPU; with another session busy, nothing (README, Measurements, "threads per query").
+`FIGSEARCH_QUERY_THREADS` sets how many threads a query may use (1 = everything in the calling
+thread). A part that no thread has started when the caller needs it is run by the caller, so a
 part may itself split into parts without waiting for a thread that waits for it.
 """
 from __future__ import annotations

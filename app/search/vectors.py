@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .ann import STORE_FILE, RescoredIVFPQ, RowStore, nlist_for
+from .ann import STORE_FILE, RescoredIVFPQ, RowStore, ivf_search_params, nlist_for
 
 FLAT_MAX = 200_000
 KINDS = ("auto", "flat", "hnsw", "ivf", "ivfpq")
@@ -276,8 +276,6 @@ class VectorIndex:
         """Top-k (ids, cosine scores) per query row, shape (nq, k); missing slots have id -1.
         `rescore`: IVF-PQ candidates re-scored exactly (default: the index's `rescore`);
         `nprobe`: cells an IVF index on the CPU probes (default: the index's)."""
-        import faiss
-
         self.build()
         q = l2_normalize(vecs)
         k = int(k)
@@ -286,8 +284,8 @@ class VectorIndex:
         if self._ann is not None:
             rows, scores = self._ann.search(q, min(k, len(self._ids)), rescore, nprobe)
         elif nprobe is not None and self._built_kind == "ivf" and not self._on_gpu():
-            params = faiss.SearchParametersIVF(nprobe=min(int(nprobe), faiss.extract_index_ivf(self._index).nlist))
-            scores, rows = self._index.search(q, min(k, len(self._ids)), params=params)
+            scores, rows = self._index.search(q, min(k, len(self._ids)),
+                                              params=ivf_search_params(self._index, nprobe))
         else:
             scores, rows = self._index.search(q, min(k, len(self._ids)))
         ids = np.where(rows >= 0, self._ids[np.maximum(rows, 0)], -1)
