@@ -56,13 +56,17 @@ def demo_pdfs(tmp_path_factory) -> list[Path]:
     return generate_collection(out, n_papers=6, seed=1)
 
 
-def cli_run(args: list[str], timeout: float = 300) -> subprocess.CompletedProcess:
-    """`figsearch ARGS` in embedded mode without the automatic index refresh; fails the test on a non-zero exit."""
+def cli_run(args: list[str], env_extra: dict | None = None, check: bool = True,
+            timeout: float = 300) -> subprocess.CompletedProcess:
+    """`figsearch ARGS` in embedded mode without the automatic index refresh (FIGSEARCH_ settings of
+    the test process dropped, `env_extra` added); with `check`, fails the test on a non-zero exit."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FIGSEARCH_")}
     env["FIGSEARCH_AUTO_INDEX"] = "false"
+    env.update(env_extra or {})
     r = subprocess.run([sys.executable, "-m", "app.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True,
                        timeout=timeout)
-    assert r.returncode == 0, r.stderr
+    if check:
+        assert r.returncode == 0, r.stderr
     return r
 
 

@@ -2,26 +2,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 from tests import badfiles
-from tests.conftest import copy_data_dir
+from tests.conftest import cli_run, copy_data_dir
 
-ROOT = Path(__file__).resolve().parents[1]
-FIGSEARCH = [sys.executable, "-m", "app.cli"]
-
-
-def run(args, env_extra=None, check=True, timeout=300):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FIGSEARCH_")}
-    env["FIGSEARCH_AUTO_INDEX"] = "false"  # ingestion contract only; the search test indexes itself
-    env.update(env_extra or {})
-    r = subprocess.run(FIGSEARCH + args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
-    if check:
-        assert r.returncode == 0, r.stderr
-    return r
+run = cli_run  # ingestion contract only (no automatic index); the search test indexes itself
 
 
 def test_ingest_papers_figures_contract(demo_pdfs, tmp_path):

@@ -3,28 +3,16 @@ the judged evaluation rank related figures with it, returning the same list for 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 from fastapi.testclient import TestClient
 
 from app.api.main import create_app
 from app.settings import Settings
-from tests.conftest import copy_data_dir
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import cli_run, copy_data_dir
 
 
 def run(args, check=True):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FIGSEARCH_")}
-    env["FIGSEARCH_AUTO_INDEX"] = "false"
-    r = subprocess.run([sys.executable, "-m", "app.cli"] + args, cwd=ROOT, env=env, capture_output=True,
-                       text=True, timeout=600)
-    if check:
-        assert r.returncode == 0, r.stderr
-    return r
+    return cli_run(args, check=check, timeout=600)
 
 
 def test_fit_publishes_one_config_that_api_cli_and_eval_rank_with(demo_indexed, tmp_path):
