@@ -16,6 +16,7 @@ COPY app ./app
 COPY workers ./workers
 COPY models ./models
 COPY migrations ./migrations
+COPY frontend ./frontend
 RUN python -m pip install --upgrade pip \
     && python -m pip install torch==2.13.0 --index-url ${TORCH_INDEX} \
     && python -m pip install -e . \

@@ -34,7 +34,7 @@ def test_dockerfile_copies_existing_paths():
 
 def test_wheel_ships_the_web_ui_and_migrations(tmp_path):
     """A non-editable install serves the UI, migrates and runs: the wheel holds every file of
-    app/ (the web UI, weights, vocabularies) and migrations/, where the code looks for them."""
+    app/ (weights, vocabularies), frontend/ (the web UI) and migrations/, where the code looks for them."""
     import subprocess
     import sys
     import zipfile
@@ -43,7 +43,7 @@ def test_wheel_ships_the_web_ui_and_migrations(tmp_path):
     from app.db.session import MIGRATIONS_DIR
 
     app_dir = ROOT / "app"
-    assert FRONTEND_DIR.is_relative_to(app_dir)  # inside the package, not next to it
+    assert FRONTEND_DIR.parent == app_dir.parent and (FRONTEND_DIR / "__init__.py").exists()  # top-level package
     assert MIGRATIONS_DIR.parent == app_dir.parent and (MIGRATIONS_DIR / "__init__.py").exists()  # top-level package
     # build from a clean copy: a stale build/ or *.egg-info/SOURCES.txt in the tree would mask a
     # file that the package-data patterns miss
@@ -54,7 +54,7 @@ def test_wheel_ships_the_web_ui_and_migrations(tmp_path):
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
-    for name in ("app", "workers", "models", "migrations"):
+    for name in ("app", "workers", "models", "migrations", "frontend"):
         shutil.copytree(ROOT / name, src / name, ignore=skip)
     out = tmp_path / "wheel"
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
@@ -67,7 +67,7 @@ def test_wheel_ships_the_web_ui_and_migrations(tmp_path):
         assert files
         missing = [str(p.relative_to(ROOT)) for p in files if str(p.relative_to(ROOT)) not in names]
         assert not missing, missing
-    assert "app/frontend/index.html" in names and "app/frontend/js/app.js" in names
+    assert "frontend/index.html" in names and "frontend/js/app.js" in names
 
 
 def _settings_table_script():

@@ -35,7 +35,7 @@ from app.settings import Settings, admin_token_source, generated_token_notice, r
 
 log = logging.getLogger(__name__)
 
-FRONTEND_DIR = Path(__file__).resolve().parents[1] / "frontend"  # package data (pyproject)
+FRONTEND_DIR = Path(__file__).resolve().parents[2] / "frontend"  # the top-level package's data (pyproject)
 API_PREFIX = "/api/v1"
 LEFTOVER_SWEEP_S = 300.0  # upload folders without a job are removed once untouched for 10 minutes
 VERSION = "0.1.0"
