@@ -57,7 +57,9 @@ def test_index_search_similar_contract(demo_ingested, demo_ingested_one, demo_in
     figs = [json.loads(l) for l in run(["figures", "--data-dir", str(data), "--kind", "figure"]).stdout.splitlines()]
     target = figs[0]
     word = max((w.strip(".,:;()") for w in target["caption"].split()), key=len)
-    hits = json.loads(run(["search", word, "--k", "5", "--data-dir", str(data), "--json"]).stdout)
+    searched = run(["search", word, "--k", "5", "--data-dir", str(data), "--json"])
+    assert "Loading weights" not in searched.stderr  # the text encoder loads without a progress bar
+    hits = json.loads(searched.stdout)
     assert hits and len(hits) <= 5
     keys = {"figure_id", "paper_id", "score", "lexical_score", "embedding_score", "caption"}
     assert all(keys <= set(h) for h in hits)

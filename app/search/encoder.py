@@ -75,7 +75,11 @@ class TextEncoder:
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             import torch
             from transformers import AutoModel, AutoTokenizer
+            from transformers.utils import logging as transformers_logging
 
+            # the weights are read from a local package: a loading bar would only clutter the
+            # output of `figsearch` commands and the server's log
+            transformers_logging.disable_progress_bar()
             path = self._path or model_path()
             device = self._device or ("cuda" if torch.cuda.is_available() else "cpu")
             if device == "cpu":
