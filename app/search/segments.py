@@ -532,7 +532,7 @@ class SegmentedIndex:
             ids, tf, owner = seg.impact_heads(ql, depth[i])
             if not len(ids):
                 continue
-            docs, scores = sum_postings(seg.n_docs, ids, tf, owner, qwl, self.k1 + 1.0,
+            docs, scores = sum_postings(ids, tf, owner, qwl, self.k1 + 1.0,
                                         self._length_norms(i, np.float32), self._segment_deleted(i))
             out_docs.append(docs + int(self.bases[i]))
             out_scores.append(scores)
