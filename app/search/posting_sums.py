@@ -1,11 +1,13 @@
-"""Compiled loops of the lexical first stage: one pass over a segment's postings that decodes the
-gap-coded lists, weighs each posting by BM25 and adds it into a dense per-document accumulator,
-and the exact re-scoring of chosen documents' rows.
+"""Compiled loops of the lexical first stage: the pass over a segment's postings (decode the
+gap-coded lists, weigh each posting by BM25, sum the weights per document), the k-th largest of
+the summed scores, and the exact re-scoring of chosen documents' rows.
 
-Why compiled: at 10M figures the first stage of related figures reads 400,000 postings a query;
-in NumPy the pass is several whole-array steps (decode, weigh, sort by document, sum runs) and was
-about 60% of the first stage's CPU time, at NumPy's floor (docs/scaling.md). A loop that adds each
-posting where its document's sum is kept reads every posting once.
+Why compiled: at 10M figures the first stage of related figures reads 400,000 postings a query; in
+NumPy the pass was several whole-array steps (decode, weigh, sort by document, sum runs), 23 ms
+of CPU a query at NumPy's floor. Here it reads each posting once and keeps the sums of one block
+of 32,768 documents at a time (every list is read up to the block's end), so that the sums, the
+marks of the documents touched and the documents' length norms stay in the CPU cache: 7 ms
+(docs/scaling.md).
 
 The numbers are those of the NumPy computation they replace, to the bit: each weight is computed
 with the same operations in the same precision, and a document's weights (float32 on the common
@@ -13,11 +15,12 @@ path) are summed in float64, where the sum of a few dozen float32 numbers within
 ten of each other is exact, so the order of the additions does not change it
 (tests/test_search_segments.py compares them with a plain computation).
 
-Compilation: numba compiles each function once per process, on first use, and keeps the machine
-code in its cache (next to this file, or in NUMBA_CACHE_DIR / the user's cache directory when this
-directory is read-only), so a new process loads it in milliseconds; `warm_up` compiles or loads
-them before the first query. The loops release the GIL, so the segments of one query run side by
-side on the query's threads (app.search.query_threads).
+Compilation: numba compiles each function once, on first use, and keeps the machine code in its
+cache (next to this file, or in NUMBA_CACHE_DIR / the user's cache directory when this directory
+is read-only; with no writable cache directory it compiles in every process, about 5 s), so a new
+process loads it in well under a second; `warm_up` does that when a lexical index is opened, before
+the first query. The loops release the GIL, so the segments of one query run side by side on the
+query's threads (app.search.query_threads).
 """
 from __future__ import annotations
 
