@@ -6,7 +6,7 @@ Why compiled: at 10M figures the first stage of related figures reads 400,000 po
 NumPy the pass was several whole-array steps (decode, weigh, sort by document, sum runs), 23 ms
 of CPU a query at NumPy's floor. Here it reads each posting once and keeps the sums of one block
 of 32,768 documents at a time (every list is read up to the block's end), so that the sums, the
-marks of the documents touched and the documents' length norms stay in the CPU cache: 7 ms
+marks of the documents touched and the documents' lengths stay in the CPU cache: 6 ms
 (docs/scaling.md).
 
 The numbers are those of the NumPy computation they replace, to the bit: each weight is computed
@@ -63,24 +63,23 @@ def _collect_block(b0, b1, acc, marks, deleted, docs_out, sums_out, n):
 
 
 @_jit
-def _preread(norms, b0, b1):
-    """Read one length norm per cache line of documents b0..b1-1, in order: a sequential read
+def _preread(doc_len, b0, b1):
+    """Read one document length per cache line of documents b0..b1-1, in order: a sequential read
     that the hardware prefetches, where the postings' random reads of them missed the cache one at
     a time (the pass over a 10M collection's postings took 11.5 ms a query without, 6.5 with)."""
-    step = 64 // norms.itemsize
-    total = 0.0
-    for i in range(b0, b1, step):
-        total += norms[i]
+    total = 0
+    for i in range(b0, b1, 32):
+        total += doc_len[i]
     return total
 
 
 @_jit
 def _sum_lists(col_ptr, col_first, col_off, col_width, col_bytes, col_tf, terms, qw64, qw32, k1p, wide,
-               norms64, norms32, deleted, docs_out, sums_out):
+               doc_len, norms64, norms32, deleted, docs_out, sums_out):
     """The lists of `terms`, gap-coded as PostingsSegment stores them, summed per document one block
     of documents at a time: every list is read up to the block's end, where its cursor waits for
     the next block. A document's weights are added in the order of `terms`."""
-    n_docs = len(norms32)
+    n_docs = len(doc_len)
     n_terms = len(col_ptr) - 1
     k1p32 = np.float32(k1p)
     nt = len(terms)
@@ -101,7 +100,7 @@ def _sum_lists(col_ptr, col_first, col_off, col_width, col_bytes, col_tf, terms,
     for b0 in range(0, n_docs, BLOCK):
         b1 = min(b0 + BLOCK, n_docs)
         # adding 0 * the pre-read sum changes no bit and keeps the compiler from dropping the read
-        acc[0] += 0.0 * (_preread(norms64, b0, b1) if wide else _preread(norms32, b0, b1))
+        acc[0] += 0.0 * _preread(doc_len, b0, b1)
         for j in range(nt):
             g = pos[j]
             if g >= count[j] or doc[j] >= b1:
@@ -116,10 +115,10 @@ def _sum_lists(col_ptr, col_first, col_off, col_width, col_bytes, col_tf, terms,
             while True:
                 if wide:
                     t64 = np.float64(col_tf[s + g])
-                    x = wq64 * t64 / (t64 + norms64[d])
+                    x = wq64 * t64 / (t64 + norms64[doc_len[d]])
                 else:
                     t32 = np.float32(col_tf[s + g])
-                    x = np.float64(wq32 * t32 / (t32 + norms32[d]))
+                    x = np.float64(wq32 * t32 / (t32 + norms32[doc_len[d]]))
                 marks[(d - b0) >> 6] |= np.uint64(1) << np.uint64((d - b0) & 63)
                 acc[d - b0] += x
                 g += 1
@@ -144,10 +143,10 @@ def _sum_lists(col_ptr, col_first, col_off, col_width, col_bytes, col_tf, terms,
 
 
 @_jit
-def _sum_sorted(ids, tf, starts, qw32, k1p, norms32, deleted, docs_out, sums_out):
+def _sum_sorted(ids, tf, starts, qw32, k1p, doc_len, norms32, deleted, docs_out, sums_out):
     """As `_sum_lists` (float32 weights) for lists already read: list j is ids[starts[j]:starts[j+1]]
     (ascending documents), with counts tf."""
-    n_docs = len(norms32)
+    n_docs = len(doc_len)
     k1p32 = np.float32(k1p)
     nt = len(starts) - 1
     pos = starts[:-1].copy()
@@ -156,7 +155,7 @@ def _sum_sorted(ids, tf, starts, qw32, k1p, norms32, deleted, docs_out, sums_out
     n = 0
     for b0 in range(0, n_docs, BLOCK):
         b1 = min(b0 + BLOCK, n_docs)
-        acc[0] += 0.0 * _preread(norms32, b0, b1)
+        acc[0] += 0.0 * _preread(doc_len, b0, b1)
         for j in range(nt):
             wq32 = qw32[j] * k1p32
             p = pos[j]
@@ -164,7 +163,7 @@ def _sum_sorted(ids, tf, starts, qw32, k1p, norms32, deleted, docs_out, sums_out
                 d = ids[p]
                 t32 = np.float32(tf[p])
                 marks[(d - b0) >> 6] |= np.uint64(1) << np.uint64((d - b0) & 63)
-                acc[d - b0] += np.float64(wq32 * t32 / (t32 + norms32[d]))
+                acc[d - b0] += np.float64(wq32 * t32 / (t32 + norms32[doc_len[d]]))
                 p += 1
             pos[j] = p
         n = _collect_block(b0, b1, acc, marks, deleted, docs_out, sums_out, n)
@@ -172,7 +171,7 @@ def _sum_sorted(ids, tf, starts, qw32, k1p, norms32, deleted, docs_out, sums_out
 
 
 @_jit
-def _score_rows(row_ptr, row_terms, row_tf, docs, weighted, qdense, k1p, norms64, out):
+def _score_rows(row_ptr, row_terms, row_tf, docs, weighted, qdense, k1p, doc_len, norms64, out):
     """Exact BM25 of each chosen document: its row's weighed terms added in row order (`weighted`,
     one byte per term, finds them: a table that stays in cache, unlike the float64 weights)."""
     for i in range(len(docs)):
@@ -181,7 +180,7 @@ def _score_rows(row_ptr, row_terms, row_tf, docs, weighted, qdense, k1p, norms64
         for p in range(row_ptr[d], row_ptr[d + 1]):
             if weighted[row_terms[p]]:
                 t = np.float64(row_tf[p])
-                s += qdense[row_terms[p]] * k1p * t / (t + norms64[d])
+                s += qdense[row_terms[p]] * k1p * t / (t + norms64[doc_len[d]])
         out[i] = s
 
 
@@ -232,9 +231,9 @@ def _weights(qw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def sum_lists(seg, terms: np.ndarray, qw: np.ndarray, k1p: float, wide: bool, norms64: np.ndarray,
               norms32: np.ndarray, deleted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(local documents ascending, summed weights) of the whole lists of `terms` in segment `seg`
-    (a PostingsSegment), each posting weighed qw * k1p * tf / (tf + norm): in float64 if `wide`,
-    else in float32 (then summed in float64); documents marked in `deleted` (the segment's slice
-    of the tombstones) left out."""
+    (a PostingsSegment), each posting weighed qw * k1p * tf / (tf + norm), norm = norms[document
+    length] (the index's tables): in float64 if `wide`, else in float32 (then summed in float64);
+    documents marked in `deleted` (the segment's slice of the tombstones) left out."""
     terms = np.asarray(terms, np.int64)
     n_max = int(np.asarray(seg.df(terms)).sum())
     docs_out = np.empty(n_max, np.int64)
@@ -243,34 +242,35 @@ def sum_lists(seg, terms: np.ndarray, qw: np.ndarray, k1p: float, wide: bool, no
     n = _sum_lists(_readonly(seg.col_ptr, np.int64), _readonly(seg.col_first, np.int32),
                    _readonly(seg.col_off, np.int64), _readonly(seg.col_width, np.uint8),
                    _readonly(seg.col_bytes, np.uint8), _readonly(seg.col_tf, np.uint8), terms, qw64, qw32,
-                   float(k1p), bool(wide), _readonly(norms64, np.float64), _readonly(norms32, np.float32),
-                   _readonly(deleted, np.bool_), docs_out, sums_out)
+                   float(k1p), bool(wide), _readonly(seg.doc_len, np.uint16), _readonly(norms64, np.float64),
+                   _readonly(norms32, np.float32), _readonly(deleted, np.bool_), docs_out, sums_out)
     return docs_out[:n], sums_out[:n]
 
 
 def sum_postings(ids: np.ndarray, tf: np.ndarray, owner: np.ndarray, qw: np.ndarray, k1p: float,
-                 norms32: np.ndarray, deleted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                 doc_len: np.ndarray, norms32: np.ndarray, deleted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """As `sum_lists` (float32 weights) for postings already read in any order: local ids, counts
-    and each posting's position in `qw`."""
+    and each posting's position in `qw`, the segment's document lengths."""
     order = np.lexsort((ids, owner))
     starts = np.searchsorted(owner[order], np.arange(len(qw) + 1))
     docs_out = np.empty(len(ids), np.int64)
     sums_out = np.empty(len(ids), np.float64)
     _, qw32 = _weights(qw)
     n = _sum_sorted(_readonly(ids[order], np.int64), _readonly(tf[order], np.uint8), _readonly(starts, np.int64),
-                    qw32, float(k1p), _readonly(norms32, np.float32), _readonly(deleted, np.bool_), docs_out,
-                    sums_out)
+                    qw32, float(k1p), _readonly(doc_len, np.uint16), _readonly(norms32, np.float32),
+                    _readonly(deleted, np.bool_), docs_out, sums_out)
     return docs_out[:n], sums_out[:n]
 
 
 def score_rows(seg, local: np.ndarray, weighted: np.ndarray, qdense: np.ndarray, k1p: float,
                norms64: np.ndarray) -> np.ndarray:
     """Exact BM25 of segment `seg`'s documents `local` for the dense query weights `qdense`
-    (`weighted`: qdense != 0)."""
+    (`weighted`: qdense != 0; `norms64`: the norm of each document length)."""
     out = np.zeros(len(local))
     _score_rows(_readonly(seg.row_ptr, np.int64), _readonly(seg.row_terms, np.int32),
                 _readonly(seg.row_tf, np.uint8), _readonly(local, np.int64), _readonly(weighted, np.bool_),
-                _readonly(qdense, np.float64), float(k1p), _readonly(norms64, np.float64), out)
+                _readonly(qdense, np.float64), float(k1p), _readonly(seg.doc_len, np.uint16),
+                _readonly(norms64, np.float64), out)
     return out
 
 
@@ -287,11 +287,11 @@ def warm_up() -> None:
     from .postings import PostingsSegment
 
     seg = PostingsSegment.build(np.array([0, 2, 3]), np.array([0, 1, 1]), np.array([1, 2, 1]), np.array([3, 2]), 2)
-    norms = np.ones(seg.n_docs)
+    norms = np.ones(int(seg.doc_len.max()) + 1)
     deleted = np.zeros(seg.n_docs, bool)
     for wide in (False, True):
         sum_lists(seg, np.array([0, 1]), np.ones(2), 2.5, wide, norms, norms.astype(np.float32), deleted)
-    sum_postings(np.array([0, 1]), np.array([1, 1], np.uint8), np.array([0, 0]), np.ones(1), 2.5,
+    sum_postings(np.array([0, 1]), np.array([1, 1], np.uint8), np.array([0, 0]), np.ones(1), 2.5, seg.doc_len,
                  norms.astype(np.float32), deleted)
     score_rows(seg, np.array([0, 1]), np.ones(2, bool), np.ones(2), 2.5, norms)
     kth_largest(np.array([1.0, 2.0]), 1)

@@ -39,7 +39,7 @@ from app.model_store.versions import link_tree
 
 from .lexical import LexicalIndex, _csr_from_tokens, _topk, bm25_idf, bm25_tf_part, select_terms
 from .posting_sums import score_rows, sum_lists, sum_postings, warm_up
-from .postings import IMPACT_LEVELS, PostingsSegment
+from .postings import IMPACT_LEVELS, LEN_MAX, PostingsSegment
 from .query_threads import run_parts
 
 _PROBE_POSTINGS = 20_000   # postings of the most selective terms read to estimate the k-th score
@@ -70,7 +70,7 @@ class SegmentedIndex:
         self._df = np.zeros(0, np.int64)
         self._total_len = 0
         self._idf: np.ndarray | None = None
-        self._norms: dict[int, tuple] = {}
+        self._norms: dict = {}
 
     # -------------------------------------------------------------- content
     @property
@@ -307,17 +307,17 @@ class SegmentedIndex:
     def _tf_part(self, tf: np.ndarray, doc_len: np.ndarray) -> np.ndarray:
         return bm25_tf_part(tf, doc_len, self.avgdl, self.k1, self.b)
 
-    def _length_norms(self, i: int, dtype=np.float64) -> np.ndarray:
-        """k1 * (1 - b + b * dl / avgdl) of segment i's documents (float64, or a float32 copy),
-        kept until the average length changes: a posting's weight is then tf * (k1 + 1) / (tf + norm)."""
-        key = (i, self._total_len, self.n_live)
-        cached = self._norms.get(i)
-        if cached is None or cached[0] != key:
-            dl = np.asarray(self.segments[i].doc_len, dtype=np.float64)
+    def _norm_table(self, dtype=np.float64) -> np.ndarray:
+        """k1 * (1 - b + b * dl / avgdl) of every stored document length dl (float64, or a float32
+        copy), kept until the average length changes: a posting's weight is then
+        tf * (k1 + 1) / (tf + norm). Looked up by length, so that a pass over postings reads two
+        bytes of length per document rather than four or eight of norm."""
+        key = (self._total_len, self.n_live)
+        if self._norms.get("key") != key:
+            dl = np.arange(LEN_MAX + 1, dtype=np.float64)
             norm = self.k1 * (1.0 - self.b + self.b * dl / self.avgdl)
-            cached = (key, norm, norm.astype(np.float32))
-            self._norms[i] = cached
-        return cached[1] if dtype == np.float64 else cached[2]
+            self._norms = {"key": key, np.float64: norm, np.float32: norm.astype(np.float32)}
+        return self._norms[np.float64 if dtype == np.float64 else np.float32]
 
     # --------------------------------------------------------------- queries
     def query_vector(self, query_tokens: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -438,7 +438,7 @@ class SegmentedIndex:
         def segment_sums(i: int):
             seg = self.segments[i]
             wide = int(seg.df(terms).sum()) * 4 > seg.n_docs
-            docs, sums = sum_lists(seg, terms, qw, k1p, wide, self._length_norms(i), self._length_norms(i, np.float32),
+            docs, sums = sum_lists(seg, terms, qw, k1p, wide, self._norm_table(), self._norm_table(np.float32),
                                    self._segment_deleted(i))
             return (docs + int(self.bases[i]), sums) if len(docs) else None
 
@@ -533,7 +533,7 @@ class SegmentedIndex:
             if not len(ids):
                 continue
             docs, scores = sum_postings(ids, tf, owner, qwl, self.k1 + 1.0,
-                                        self._length_norms(i, np.float32), self._segment_deleted(i))
+                                        seg.doc_len, self._norm_table(np.float32), self._segment_deleted(i))
             out_docs.append(docs + int(self.bases[i]))
             out_scores.append(scores)
         if not out_docs:
@@ -592,7 +592,7 @@ class SegmentedIndex:
         def segment_scores(i: int) -> None:
             where = np.flatnonzero(seg_of == i)
             out[where] = score_rows(self.segments[i], docs[where] - int(self.bases[i]), weighted, qdense,
-                                    self.k1 + 1.0, self._length_norms(i))
+                                    self.k1 + 1.0, self._norm_table())
 
         run_parts([functools.partial(segment_scores, i) for i in np.unique(seg_of).tolist()])
         return out
