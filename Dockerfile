@@ -23,6 +23,9 @@ RUN python -m pip install --upgrade pip \
     && if [ "${FAISS}" != "faiss-cpu" ]; then python -m pip uninstall -y faiss-cpu && python -m pip install ${FAISS}; fi
 RUN useradd --create-home figsearch && mkdir -p /data && chown figsearch /data
 USER figsearch
+# the compiled loops of the lexical first stage, cached in the user's cache directory, so that a
+# new container's first query does not wait seconds for numba to compile them
+RUN python -c "from app.search.posting_sums import warm_up; warm_up()"
 VOLUME ["/data"]
 EXPOSE 8000
 # No default admin token: set FIGSEARCH_ADMIN_TOKEN (>= 24 characters), or the server generates a

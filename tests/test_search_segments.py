@@ -259,6 +259,12 @@ def test_tfidf_of_segments_ranks_as_one_index_of_the_live_documents():
     assert seg.reweighted("bm25") is seg
 
 
+def _plain_norms(index, seg):
+    """k1 * (1 - b + b * dl / avgdl) of each of a segment's documents, in float64."""
+    dl = np.asarray(seg.doc_len, np.float64)
+    return index.k1 * (1.0 - index.b + index.b * dl / index.avgdl)
+
+
 def _plain_accumulate(index, q, qw):
     """The first stage's pass over postings written plainly, a list at a time: weights in float64
     when the lists cover over a quarter of the segment (summed in list order), else in float32
@@ -268,7 +274,7 @@ def _plain_accumulate(index, q, qw):
         lists = [seg.postings(t) for t in q.tolist()]
         wide = sum(len(ids) for ids, _ in lists) * 4 > seg.n_docs
         dtype = np.float64 if wide else np.float32
-        norm = index._length_norms(i, dtype)
+        norm = _plain_norms(index, seg).astype(dtype)
         sums = {}
         for (ids, tf), wq in zip(lists, np.asarray(qw, dtype).tolist()):
             tf = tf.astype(dtype)
@@ -291,7 +297,7 @@ def _plain_score_docs(index, q, qtf, docs):
     for j, d in enumerate(docs.tolist()):
         i = index._segment_of(d)
         terms, tf = index.segments[i].row(d - int(index.bases[i]))
-        norm = index._length_norms(i)[d - int(index.bases[i])]
+        norm = _plain_norms(index, index.segments[i])[d - int(index.bases[i])]
         hit = [(t, float(c)) for t, c in zip(terms.tolist(), tf.tolist()) if weight.get(t, 0.0) != 0]
         w = np.asarray([weight[t] * (index.k1 + 1.0) * c / (c + norm) for t, c in hit])
         out[j] = np.bincount(np.zeros(len(w), np.int64), weights=w, minlength=1)[0]

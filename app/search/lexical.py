@@ -27,6 +27,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from .posting_sums import kth_largest
+
 try:  # scipy's C++ SMMP and row-gather kernels (private but stable for a decade); public API is the fallback
     from scipy.sparse._sparsetools import csr_matmat as _csr_matmat, csr_row_index as _csr_row_index
 except ImportError:  # pragma: no cover
@@ -96,7 +98,7 @@ def _csr_view(data: np.ndarray, indices: np.ndarray, ptr: np.ndarray, shape: tup
 def _topk(docs: np.ndarray, scores: np.ndarray, k: int):
     """Top-k by descending score, ties broken by ascending doc index (deterministic)."""
     if len(scores) > k:
-        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        kth = kth_largest(scores, k)
         keep = scores >= kth
         docs, scores = docs[keep], scores[keep]
     order = np.lexsort((docs, -scores))[:k]

@@ -251,10 +251,10 @@ class Searcher:
         return out
 
     # First stage of `similar` on big collections (see LexicalIndex.search_terms): candidates from
-    # the figure's 32 best terms (posting lists <= 120k entries in total, which the lexical index
-    # merges by sorting), top 2000 rescored exactly with the whole text. Measured (tie-aware)
-    # recall of the exact lexical top-100 at 1M synthetic figures: mean 0.998, worst of 100
-    # targets 0.97 (the same as with a 200k budget; a 1000-doc rescore drops the worst to 0.80).
+    # the figure's 32 best terms (posting lists <= 120k entries in total, summed per document in
+    # one compiled pass: app/search/posting_sums.py), top 2000 rescored exactly with the whole
+    # text. Measured (tie-aware) recall of the exact lexical top-100 at 1M synthetic figures:
+    # mean 0.998, worst of 100 targets 0.97 (the same as with a 200k budget; a 1000-doc rescore drops the worst to 0.80).
     # Queries whose whole text has <= 120k postings are exact. `similar(..., exact=True)` always
     # scans everything. Past a million documents both grow with the collection (a term's list
     # does, so a fixed budget keeps fewer of the best terms; the pool of candidates grows too):

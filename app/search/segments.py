@@ -37,8 +37,9 @@ import scipy.sparse as sp
 
 from app.model_store.versions import link_tree
 
-from .lexical import LexicalIndex, _csr_from_tokens, _topk, bm25_idf, bm25_tf_part, query_hits, select_terms
-from .postings import IMPACT_LEVELS, PostingsSegment
+from .lexical import LexicalIndex, _csr_from_tokens, _topk, bm25_idf, bm25_tf_part, select_terms
+from .posting_sums import score_rows, sum_lists, sum_postings, warm_up
+from .postings import IMPACT_LEVELS, LEN_MAX, PostingsSegment
 from .query_threads import run_parts
 
 _PROBE_POSTINGS = 20_000   # postings of the most selective terms read to estimate the k-th score
@@ -46,19 +47,6 @@ _PROBE_DOCS = 300          # documents fully scored for that estimate (>= k)
 _MAXSCORE_MIN = 200_000    # below this many postings every list is read
 _CAND_CAP = 20_000         # above this many candidates after pruning, every list is read
 _SLACK = 1e-6              # relative margin on the bounds: pruning never drops a true hit
-
-
-def _sum_by_doc(ids: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct ids, summed weights): one 64-bit key per posting, id high and the float32 weight's
-    bits low, so that a plain value sort groups each document's weights (faster than an argsort)."""
-    key = (ids.astype(np.uint64) << np.uint64(32)) | w.astype(np.float32).view(np.uint32)
-    key.sort()
-    ids = (key >> np.uint64(32)).view(np.int64)   # below 2**32: the same numbers, no copy
-    first = np.empty(len(ids), bool)
-    first[:1] = True
-    np.not_equal(ids[1:], ids[:-1], out=first[1:])
-    starts = np.flatnonzero(first)
-    return ids[starts], np.add.reduceat(key.astype(np.uint32).view(np.float32).astype(np.float64), starts)
 
 
 class SegmentedIndex:
@@ -82,7 +70,7 @@ class SegmentedIndex:
         self._df = np.zeros(0, np.int64)
         self._total_len = 0
         self._idf: np.ndarray | None = None
-        self._norms: dict[int, tuple] = {}
+        self._norms: dict = {}
 
     # -------------------------------------------------------------- content
     @property
@@ -319,17 +307,17 @@ class SegmentedIndex:
     def _tf_part(self, tf: np.ndarray, doc_len: np.ndarray) -> np.ndarray:
         return bm25_tf_part(tf, doc_len, self.avgdl, self.k1, self.b)
 
-    def _length_norms(self, i: int, dtype=np.float64) -> np.ndarray:
-        """k1 * (1 - b + b * dl / avgdl) of segment i's documents (float64, or a float32 copy),
-        kept until the average length changes: a posting's weight is then tf * (k1 + 1) / (tf + norm)."""
-        key = (i, self._total_len, self.n_live)
-        cached = self._norms.get(i)
-        if cached is None or cached[0] != key:
-            dl = np.asarray(self.segments[i].doc_len, dtype=np.float64)
+    def _norm_table(self, dtype=np.float64) -> np.ndarray:
+        """k1 * (1 - b + b * dl / avgdl) of every stored document length dl (float64, or a float32
+        copy), kept until the average length changes: a posting's weight is then
+        tf * (k1 + 1) / (tf + norm). Looked up by length, so that a pass over postings reads two
+        bytes of length per document rather than four or eight of norm."""
+        key = (self._total_len, self.n_live)
+        if self._norms.get("key") != key:
+            dl = np.arange(LEN_MAX + 1, dtype=np.float64)
             norm = self.k1 * (1.0 - self.b + self.b * dl / self.avgdl)
-            cached = (key, norm, norm.astype(np.float32))
-            self._norms[i] = cached
-        return cached[1] if dtype == np.float64 else cached[2]
+            self._norms = {"key": key, np.float64: norm, np.float32: norm.astype(np.float32)}
+        return self._norms[np.float64 if dtype == np.float64 else np.float32]
 
     # --------------------------------------------------------------- queries
     def query_vector(self, query_tokens: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -441,22 +429,18 @@ class SegmentedIndex:
         return self._maxscore(q, qtf, df, k, exclude)
 
     def _accumulate(self, q: np.ndarray, qw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(documents, summed weights) over the postings of terms q, deleted documents dropped."""
+        """(documents, summed weights) over the postings of terms q, deleted documents dropped,
+        ascending within each segment. Weights in float64 when the lists cover over a quarter of
+        a segment, else in float32 (as the pass held them when it sorted them by document)."""
         k1p = self.k1 + 1.0
-        terms = q.tolist()
+        terms = np.asarray(q, np.int64)
 
         def segment_sums(i: int):
             seg = self.segments[i]
-            ids, tf, lens = seg.postings_of(terms)
-            if not len(ids):
-                return None
-            if len(ids) * 4 > seg.n_docs:
-                tf = tf.astype(np.float64)
-                w = np.repeat(np.asarray(qw, np.float64) * k1p, lens) * tf / (tf + self._length_norms(i)[ids])
-                acc = np.bincount(ids, weights=w, minlength=seg.n_docs)
-                docs = np.flatnonzero(acc)
-                return self._live(i, docs, acc[docs])
-            return self._posting_sums(i, ids, tf, np.repeat(np.asarray(qw, np.float32), lens))
+            wide = int(seg.df(terms).sum()) * 4 > seg.n_docs
+            docs, sums = sum_lists(seg, terms, qw, k1p, wide, self._norm_table(), self._norm_table(np.float32),
+                                   self._segment_deleted(i))
+            return (docs + int(self.bases[i]), sums) if len(docs) else None
 
         found = [r for r in run_parts([functools.partial(segment_sums, i) for i in range(len(self.segments))])
                  if r is not None]
@@ -464,24 +448,10 @@ class SegmentedIndex:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
         return np.concatenate([d for d, _ in found]), np.concatenate([s for _, s in found])
 
-    def _posting_sums(self, i: int, ids: np.ndarray, tf: np.ndarray, qw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(documents, summed weights) of postings of segment i (local ids, counts, each one's
-        query weight in float32): float32 weights, as the sort key holds them, computed in one
-        pass; documents numbered across segments, deleted ones dropped. The one weighting of a
-        pass over postings, whole lists or their impact-ordered heads."""
-        tf = tf.astype(np.float32)
-        w = qw * np.float32(self.k1 + 1.0) * tf
-        w /= tf + np.take(self._length_norms(i, np.float32), ids)
-        docs, scores = _sum_by_doc(ids, w)
-        return self._live(i, docs, scores)
-
-    def _live(self, i: int, docs: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Segment i's local documents numbered across segments, with their scores, deleted ones dropped."""
-        docs = docs + int(self.bases[i])
-        if self._n_deleted:
-            alive = ~self.deleted[docs]
-            docs, scores = docs[alive], scores[alive]
-        return docs, scores
+    def _segment_deleted(self, i: int) -> np.ndarray:
+        """Segment i's slice of the tombstones."""
+        base = int(self.bases[i])
+        return self.deleted[base:base + self.segments[i].n_docs]
 
     def _brute(self, q, qw, k, exclude, positive_only=True):
         docs, scores = self._accumulate(q, qw)
@@ -562,8 +532,9 @@ class SegmentedIndex:
             ids, tf, owner = seg.impact_heads(ql, depth[i])
             if not len(ids):
                 continue
-            docs, scores = self._posting_sums(i, ids, tf, qwl.astype(np.float32)[owner])
-            out_docs.append(docs)
+            docs, scores = sum_postings(ids, tf, owner, qwl, self.k1 + 1.0,
+                                        seg.doc_len, self._norm_table(np.float32), self._segment_deleted(i))
+            out_docs.append(docs + int(self.bases[i]))
             out_scores.append(scores)
         if not out_docs:
             return empty
@@ -620,15 +591,8 @@ class SegmentedIndex:
 
         def segment_scores(i: int) -> None:
             where = np.flatnonzero(seg_of == i)
-            seg = self.segments[i]
-            local = docs[where] - int(self.bases[i])
-            indptr, terms, tf = seg.rows(local)
-            hit = query_hits(weighted, terms)
-            owner = np.searchsorted(indptr, hit, side="right") - 1
-            qv = qdense[terms[hit]]
-            tfh = tf[hit].astype(np.float64)
-            w = qv * (self.k1 + 1.0) * tfh / (tfh + self._length_norms(i)[local[owner]])
-            out[where] = np.bincount(owner, weights=w, minlength=len(where))
+            out[where] = score_rows(self.segments[i], docs[where] - int(self.bases[i]), weighted, qdense,
+                                    self.k1 + 1.0, self._norm_table())
 
         run_parts([functools.partial(segment_scores, i) for i in np.unique(seg_of).tolist()])
         return out
@@ -710,6 +674,7 @@ class SegmentedIndex:
             self._adopt(PostingsSegment.load(d / "segments" / name, mmap=mmap), name)
         self.deleted = np.load(d / "deleted.npy")[:self.n_docs].copy()
         self._leave_statistics(np.flatnonzero(self.deleted))
+        warm_up()   # a served index's first query does not wait for the compiled loops
         return self
 
     def __repr__(self) -> str:
