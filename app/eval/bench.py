@@ -29,6 +29,7 @@ from __future__ import annotations
 import gc
 import resource
 import shutil
+import sys
 import tempfile
 import time
 from contextlib import nullcontext
@@ -409,12 +410,19 @@ def build_lexical(col: dict, root: Path, n_figures: int, segment_docs: int, log=
     return lexical, cap_offsets, t_lex
 
 
+def _progress_log(verbose: bool):
+    """Progress lines go to stderr, so that stdout holds only the results (`--json` parses)."""
+    if not verbose:
+        return lambda *a: None
+    return lambda *a: print("[bench]", *a, file=sys.stderr, flush=True)
+
+
 def build_lexical_only(n_figures: int, root: str | Path, seed: int = 0, segment_docs: int = 1_000_000,
                        add_figures: int = 10_000, verbose: bool = True) -> dict:
     """Only the lexical segments of the benchmark's collection (the same documents, numbered and
     cut into segments as `run_bench` does), without vectors, paper views or queries: a first stage
     can then be studied at ten million figures in minutes and a few GB."""
-    log = (lambda *a: print("[bench]", *a, flush=True)) if verbose else (lambda *a: None)
+    log = _progress_log(verbose)
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     col = synthetic_collection(n_figures + add_figures, seed=seed, tokens=False)
@@ -424,32 +432,42 @@ def build_lexical_only(n_figures: int, root: str | Path, seed: int = 0, segment_
 
 
 _SERVE = """
-import json, sys
+import json, sys, time
 import numpy as np
-from app.eval.bench import _current_rss_mb
+from app.eval.bench import SERVED_SIMILAR, _current_rss_mb, _pct
 from app.search.searcher import Searcher
 d, targets, texts, dim = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[4])
 s = Searcher.load(d, mmap=True, check=False)
 s.encoder = lambda q: np.random.default_rng(abs(hash(q[0])) % 2**32).standard_normal((1, dim)).astype(np.float32)
 loaded = _current_rss_mb()
-for fid in targets:
-    s.similar(fid, k=10, scope="other_papers")
-for q in texts:
-    s.search(q, k=10)
-for fid in targets:
-    s.by_picture(s.visual.vectors_for([fid])[0], k=10)
+def timed(ask, items):
+    out = []
+    for x in items:
+        t = time.perf_counter()
+        ask(x)
+        out.append(time.perf_counter() - t)
+    return out
+warm = targets[:10]  # as the benchmark's own process, ten warm-up queries first
+timed(lambda fid: s.similar(fid, k=10, **SERVED_SIMILAR), warm)
+timed(lambda q: s.search(q, k=10), texts[:10])
+sim = timed(lambda fid: s.similar(fid, k=10, **SERVED_SIMILAR), targets)
+txt = timed(lambda q: s.search(q, k=10), texts)
+pic = timed(lambda fid: s.by_picture(s.visual.vectors_for([fid])[0], k=10), targets)
 print(json.dumps({"served_rss_loaded_mb": loaded, "served_rss_mb": _current_rss_mb(),
                   "served_rss_anon_mb": _current_rss_mb("RssAnon"), "served_rss_file_mb": _current_rss_mb("RssFile"),
-                  "served_queries": 2 * len(targets) + len(texts)}))
+                  "served_queries": len(warm) + len(texts[:10]) + 2 * len(targets) + len(texts),
+                  "served_similar_p50_ms": _pct(sim, 50), "served_similar_p99_ms": _pct(sim, 99),
+                  "served_search_p50_ms": _pct(txt, 50), "served_search_p99_ms": _pct(txt, 99),
+                  "served_by_picture_p50_ms": _pct(pic, 50), "served_by_picture_p99_ms": _pct(pic, 99)}))
 """
 
 
 def _served_rss(version_dir: Path, targets, texts, dim: int) -> dict:
-    """Resident memory of a fresh process that loads the saved version (memory-mapped) and
-    answers related-figure, text and picture queries."""
+    """Resident memory and query latency of a fresh process that loads the saved version
+    (memory-mapped) and answers related-figure, text and picture queries: what a server sees,
+    where the benchmark's own process also holds what building left behind."""
     import json
     import subprocess
-    import sys
 
     out = subprocess.run([sys.executable, "-c", _SERVE, str(version_dir), json.dumps([int(t) for t in targets]),
                           json.dumps(list(texts)), str(dim)], capture_output=True, text=True, check=True)
@@ -493,7 +511,7 @@ def run_bench(n_figures: int, dim: int = 384, seed: int = 0, queries: int = 200,
     vectors' float16 rows behind their compressed codes, captions and paper views. Finally
     `add_figures` new figures are added (a new segment, vectors appended) and timed.
     """
-    log = (lambda *a: print("[bench]", *a, flush=True)) if verbose else (lambda *a: None)
+    log = _progress_log(verbose)
     own_dir = work_dir is None
     root = Path(tempfile.mkdtemp(prefix="figsearch-bench-")) if own_dir else Path(work_dir)
     root.mkdir(parents=True, exist_ok=True)
@@ -655,8 +673,10 @@ def _run(n_figures, dim, seed, queries, oracle_docs, oracle_queries, vector_kind
     t = time.perf_counter()
     engine.save_version_dir(root / "version")
     res["save_version_s"] = round(time.perf_counter() - t, 2)
-    res.update(_served_rss(root / "version", targets[: max(1, queries // 2)], texts[: max(1, queries // 2)], dim))
-    log(f"served from disk: rss {res['served_rss_mb']} MB after {res['served_queries']} queries")
+    res.update(_served_rss(root / "version", targets, texts[: max(1, queries // 2)], dim))
+    log(f"served from disk: rss {res['served_rss_mb']} MB after {res['served_queries']} queries; "
+        f"similar p50 {res['served_similar_p50_ms']:.2f} ms, search p50 {res['served_search_p50_ms']:.2f} ms, "
+        f"by picture p50 {res['served_by_picture_p50_ms']:.2f} ms")
 
     # --- first-stage recall of the vector indexes against exact search over the same rows
     n_rec = max(1, min(50, queries // 4))
@@ -724,6 +744,5 @@ def _run(n_figures, dim, seed, queries, oracle_docs, oracle_queries, vector_kind
 
 if __name__ == "__main__":  # pragma: no cover
     import json
-    import sys
 
     print(json.dumps(run_bench(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000), indent=1))
