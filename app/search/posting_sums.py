@@ -24,8 +24,12 @@ query's threads (app.search.query_threads).
 """
 from __future__ import annotations
 
+import functools
+
 import numba
 import numpy as np
+
+from .postings import PostingsSegment
 
 _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
 # The loops are written out whole: with their steps as separate compiled functions (even inlined
@@ -281,11 +285,10 @@ def kth_largest(scores: np.ndarray, k: int) -> float:
     return float(_kth_largest(_readonly(scores, np.float64), int(k)))
 
 
+@functools.cache
 def warm_up() -> None:
     """Compile (or load from the cache) every loop for the types segments give it, so that a
-    serving process does not pay the compilation on its first query."""
-    from .postings import PostingsSegment
-
+    serving process does not pay the compilation on its first query; once per process."""
     seg = PostingsSegment.build(np.array([0, 2, 3]), np.array([0, 1, 1]), np.array([1, 2, 1]), np.array([3, 2]), 2)
     norms = np.ones(int(seg.doc_len.max()) + 1)
     deleted = np.zeros(seg.n_docs, bool)

@@ -70,7 +70,7 @@ class SegmentedIndex:
         self._df = np.zeros(0, np.int64)
         self._total_len = 0
         self._idf: np.ndarray | None = None
-        self._norms: dict = {}
+        self._norms: tuple | None = None   # (statistics they were computed for, float64, float32)
 
     # -------------------------------------------------------------- content
     @property
@@ -222,7 +222,7 @@ class SegmentedIndex:
         self.segments, self.names = [], []
         self.bases = np.zeros(1, np.int64)
         self._df, self._total_len, self._idf = np.zeros(len(self.vocab), np.int64), 0, None
-        self._norms = {}
+        self._norms = None
         for i, seg in enumerate(segments):
             if i == first:
                 self._adopt(merged, None)
@@ -313,11 +313,11 @@ class SegmentedIndex:
         tf * (k1 + 1) / (tf + norm). Looked up by length, so that a pass over postings reads two
         bytes of length per document rather than four or eight of norm."""
         key = (self._total_len, self.n_live)
-        if self._norms.get("key") != key:
+        if self._norms is None or self._norms[0] != key:
             dl = np.arange(LEN_MAX + 1, dtype=np.float64)
             norm = self.k1 * (1.0 - self.b + self.b * dl / self.avgdl)
-            self._norms = {"key": key, np.float64: norm, np.float32: norm.astype(np.float32)}
-        return self._norms[np.float64 if dtype == np.float64 else np.float32]
+            self._norms = (key, norm, norm.astype(np.float32))
+        return self._norms[1] if dtype == np.float64 else self._norms[2]
 
     # --------------------------------------------------------------- queries
     def query_vector(self, query_tokens: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
