@@ -11,7 +11,8 @@ what the query costs, less dependent on what else the machine runs) and of the w
 `--results F` writes each query's top ten (figure ids) to F as JSON, so two versions of the code
 can be checked to rank alike on the same saved version. `--parts` adds the CPU time per related-
 figures query spent in each of its parts (`SIMILAR_PARTS`; parts nest: the first stage holds the
-pass over postings and the re-scoring), without a profiler's overhead.
+pass over postings and the re-scoring), without a profiler's overhead. Each kind of query also
+reports its page faults and kernel CPU time a query.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import argparse
 import cProfile
 import json
 import pstats
+import resource
 import time
 import zlib
 
@@ -99,6 +101,7 @@ def main() -> None:
         prof = cProfile.Profile() if name == args.profile else None
         spent, restore = timed_parts(SIMILAR_PARTS) if args.parts and name == "similar" else (None, None)
         lat, cpu, process_cpu = [], [], []
+        before = resource.getrusage(resource.RUSAGE_SELF)
         for i in range(args.queries):
             if prof:
                 prof.enable()
@@ -110,6 +113,12 @@ def main() -> None:
             if prof:
                 prof.disable()
             results.setdefault(name, []).append([h.figure_id for h in hits])
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        # page faults and kernel time a query: a memory-mapped page touched for the first time in
+        # this process faults even when the page cache holds it (minor), or reads the disk (major)
+        out[f"{name}_minor_faults_mean"] = round((after.ru_minflt - before.ru_minflt) / args.queries, 1)
+        out[f"{name}_major_faults_mean"] = round((after.ru_majflt - before.ru_majflt) / args.queries, 1)
+        out[f"{name}_system_cpu_mean_ms"] = round((after.ru_stime - before.ru_stime) / args.queries * 1e3, 2)
         out[f"{name}_p50_ms"] = round(float(np.percentile(lat, 50)) * 1e3, 2)
         out[f"{name}_p99_ms"] = round(float(np.percentile(lat, 99)) * 1e3, 2)
         out[f"{name}_cpu_p50_ms"] = round(float(np.percentile(cpu, 50)) * 1e3, 2)

@@ -12,7 +12,8 @@ def test_bench_json_reports_build_latency_recall_and_the_served_process(tmp_path
     res = json.loads(r.stdout)
     for key in ("build_s", "peak_rss_mb", "similar_p50_ms", "similar_p99_ms", "search_p50_ms", "by_picture_p50_ms",
                 "first_stage_recall_at_100_vs_exact", "add_figures_s", "served_rss_mb",
-                "served_similar_p50_ms", "served_similar_p99_ms", "served_search_p50_ms", "served_by_picture_p50_ms"):
+                "served_similar_p50_ms", "served_similar_p99_ms", "served_search_p50_ms", "served_by_picture_p50_ms",
+                "rss_before_serving_mb"):
         assert isinstance(res[key], (int, float)) and res[key] >= 0, key
     assert res["served_similar_p50_ms"] <= res["served_similar_p99_ms"]
     assert res["served_queries"] == 10 + 10 + 2 * 20 + 10  # warm-up, then every target twice and half the texts

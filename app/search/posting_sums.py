@@ -28,12 +28,39 @@ import functools
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from .postings import PostingsSegment
 
 _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
 # The loops are written out whole: with their steps as separate compiled functions (even inlined
 # by numba) a posting took 35-40 ns instead of about 5.
+
+# Re-scoring reads the rows of thousands of documents scattered over gigabytes: each row's first
+# bytes are a cache (and TLB) miss. Announcing the rows a few documents ahead lets those misses
+# overlap: at 10M figures 1.0 -> 0.6 ms per 1,000 rows (docs/scaling.md).
+ROWS_AHEAD = 8         # a row's terms and counts are fetched this many documents ahead
+OFFSETS_AHEAD = 16     # its offset and length twice as far, so the row's address is known by then
+
+
+@intrinsic
+def _prefetch(typingctx, arr, idx):
+    """Hint the CPU to bring arr[idx] into its cache (LLVM's prefetch: read, no temporal
+    locality hint, data cache). A hint only: it never faults, whatever idx is within arr."""
+    def codegen(context, builder, signature, args):
+        arr_type = signature.args[0]
+        array = context.make_array(arr_type)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, arr_type, array, [args[1]], wraparound=False)
+        byte_ptr = builder.bitcast(ptr, ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr.type, i32, i32, i32]),
+                                            "llvm.prefetch.p0")
+        builder.call(fn, [byte_ptr, i32(0), i32(0), i32(1)])
+        return context.get_dummy_value()
+    return numba.types.void(arr, idx), codegen
+
 
 BLOCK = 32_768   # documents summed at a time: their sums, lengths and marks stay in the L2 cache
 
@@ -177,8 +204,17 @@ def _sum_sorted(ids, tf, starts, qw32, k1p, doc_len, norms32, deleted, docs_out,
 @_jit
 def _score_rows(row_ptr, row_terms, row_tf, docs, weighted, qdense, k1p, doc_len, norms64, out):
     """Exact BM25 of each chosen document: its row's weighed terms added in row order (`weighted`,
-    one byte per term, finds them: a table that stays in cache, unlike the float64 weights)."""
-    for i in range(len(docs)):
+    one byte per term, finds them: a table that stays in cache, unlike the float64 weights). The
+    rows of the documents a little further on are announced first (`_prefetch`)."""
+    n = len(docs)
+    for i in range(n):
+        if i + OFFSETS_AHEAD < n:
+            _prefetch(row_ptr, docs[i + OFFSETS_AHEAD])
+            _prefetch(doc_len, docs[i + OFFSETS_AHEAD])
+        if i + ROWS_AHEAD < n:
+            start = row_ptr[docs[i + ROWS_AHEAD]]
+            _prefetch(row_terms, start)
+            _prefetch(row_tf, start)
         d = docs[i]
         s = 0.0
         for p in range(row_ptr[d], row_ptr[d + 1]):
