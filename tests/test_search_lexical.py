@@ -172,3 +172,28 @@ def test_from_token_ids_equals_build(corpus):
     b = LexicalIndex.from_token_ids(indptr, toks, a.vocab)
     np.testing.assert_array_equal(a.col_w, b.col_w)
     np.testing.assert_array_equal(a.row_terms, b.row_terms)
+
+
+def test_tfidf_scores_of_chosen_docs_compiled_equal_numpy_to_the_bit(monkeypatch):
+    """tf.idf views (paper-level similarity) score chosen documents with a compiled loop; its numbers
+    are those of the NumPy computation, counts above 255 and rows of norm 0 included."""
+    rng = np.random.default_rng(5)
+    n, n_terms = 3_000, 800
+    lens = rng.integers(0, 40, n)
+    row_ptr = np.r_[0, np.cumsum(lens)].astype(np.int64)
+    terms = np.concatenate([np.sort(rng.choice(n_terms, size=m, replace=False)) for m in lens]).astype(np.int32)
+    tf = rng.choice(np.array([1, 1, 1, 2, 3, 7, 300, 65535], np.uint16), size=len(terms))
+    idx = LexicalIndex.from_counts(row_ptr, terms, tf, lens.astype(np.float64), [f"w{i}" for i in range(n_terms)],
+                                   method="tfidf")
+    assert L._compiled_rows(idx)
+    docs = rng.integers(0, n, 500)
+    for _ in range(5):
+        q = rng.choice(n_terms, size=30, replace=False)
+        qw = rng.random(30)
+        compiled = idx.score_docs(q, qw, docs)
+        with monkeypatch.context() as m:
+            m.setattr(L, "_compiled_rows", lambda index: False)
+            plain = idx.score_docs(q, qw, docs)
+        assert compiled.any() and np.array_equal(compiled, plain)
+    with pytest.raises(IndexError):
+        idx.score_docs(q, qw, np.array([n]))

@@ -27,7 +27,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .posting_sums import kth_largest
+from .posting_sums import kth_largest, score_rows_tfidf
 
 try:  # scipy's C++ SMMP and row-gather kernels (private but stable for a decade); public API is the fallback
     from scipy.sparse._sparsetools import csr_matmat as _csr_matmat, csr_row_index as _csr_row_index
@@ -131,6 +131,13 @@ def bm25_tf_part(tf: np.ndarray, doc_len: np.ndarray, avgdl: float, k1: float, b
     tf = np.asarray(tf, dtype=np.float64)
     kd = k1 * (1.0 - b + b * np.asarray(doc_len, dtype=np.float64) / avgdl)
     return tf * (k1 + 1.0) / (tf + kd)
+
+
+def _compiled_rows(index: "LexicalIndex") -> bool:
+    """Whether the index's rows have the types the compiled scoring loop reads in place (others,
+    e.g. wider counts, would need a copy of the whole rows at every query)."""
+    return (index.row_ptr.dtype == np.int64 and index.row_terms.dtype == np.int32 and index.row_tf.dtype == np.uint16
+            and index.doc_norm.dtype == np.float64 and len(index.doc_norm) == index.n_docs)
 
 
 def query_hits(weighted: np.ndarray, terms: np.ndarray) -> np.ndarray:
@@ -482,6 +489,11 @@ class LexicalIndex:
             return np.zeros(len(docs))
         qdense = np.zeros(len(self.vocab))
         qdense[q] = qw
+        if self.method == "tfidf" and _compiled_rows(self):
+            if docs.min() < 0 or docs.max() >= self.n_docs:  # the compiled loop does not check bounds
+                raise IndexError("doc index out of range")
+            return score_rows_tfidf(self.row_ptr, self.row_terms, self.row_tf, docs, qdense != 0, qdense, self.idf,
+                                    self.doc_norm)
         indptr, terms, tf = self._gather_doc_rows(docs)
         hit = query_hits(qdense != 0, terms)
         owner = np.searchsorted(indptr, hit, side="right") - 1  # the chosen doc of each hit

@@ -225,6 +225,33 @@ def _score_rows(row_ptr, row_terms, row_tf, docs, weighted, qdense, k1p, doc_len
 
 
 @_jit
+def _score_rows_tfidf(row_ptr, row_terms, row_tf, docs, weighted, qdense, idf, doc_norm, log_tf, out):
+    """tf.idf cosine numerators of each chosen document: every weighed term's float32 weight
+    ((1 + ln tf) * idf / the row's norm, as the index stores it), times the query's weight, added
+    in row order. The rows further on are announced first, as in `_score_rows`."""
+    n = len(docs)
+    for i in range(n):
+        if i + OFFSETS_AHEAD < n:
+            _prefetch(row_ptr, docs[i + OFFSETS_AHEAD])
+            _prefetch(doc_norm, docs[i + OFFSETS_AHEAD])
+        if i + ROWS_AHEAD < n:
+            start = row_ptr[docs[i + ROWS_AHEAD]]
+            _prefetch(row_terms, start)
+            _prefetch(row_tf, start)
+        d = docs[i]
+        norm = doc_norm[d]
+        if not norm > 0:
+            norm = 1.0
+        s = 0.0
+        for p in range(row_ptr[d], row_ptr[d + 1]):
+            t = row_terms[p]
+            if weighted[t]:
+                w = np.float32(log_tf[row_tf[p]] * idf[t] / norm)
+                s += np.float64(w) * qdense[t]
+        out[i] = s
+
+
+@_jit
 def _kth_largest(scores, k):
     """The k-th largest of `scores` (1 <= k <= len): a histogram of 4,096 buckets between the
     smallest and the largest finds the bucket that holds it, then only that bucket is sorted (two
@@ -314,6 +341,26 @@ def score_rows(seg, local: np.ndarray, weighted: np.ndarray, qdense: np.ndarray,
     return out
 
 
+@functools.cache
+def _one_plus_log_tf() -> np.ndarray:
+    """1 + ln(tf) for every stored count (uint16), by NumPy's log: the very numbers the index's
+    weights were computed with (ln 0 = -inf is never read: stored counts are >= 1)."""
+    with np.errstate(divide="ignore"):
+        return 1.0 + np.log(np.arange(1 << 16, dtype=np.float64))
+
+
+def score_rows_tfidf(row_ptr: np.ndarray, row_terms: np.ndarray, row_tf: np.ndarray, docs: np.ndarray,
+                     weighted: np.ndarray, qdense: np.ndarray, idf: np.ndarray, doc_norm: np.ndarray) -> np.ndarray:
+    """Scores of the documents `docs` of a tf.idf index (CSR rows; uint16 counts) for the dense query
+    weights `qdense` (`weighted`: qdense != 0)."""
+    out = np.zeros(len(docs))
+    log_tf = _one_plus_log_tf()
+    _score_rows_tfidf(_readonly(row_ptr, np.int64), _readonly(row_terms, np.int32), _readonly(row_tf, np.uint16),
+                      _readonly(docs, np.int64), _readonly(weighted, np.bool_), _readonly(qdense, np.float64),
+                      _readonly(idf, np.float64), _readonly(doc_norm, np.float64), log_tf, out)
+    return out
+
+
 def kth_largest(scores: np.ndarray, k: int) -> float:
     """The k-th largest of `scores` (1 <= k <= len(scores)), as a float."""
     if not 1 <= k <= len(scores):
@@ -333,4 +380,6 @@ def warm_up() -> None:
     sum_postings(np.array([0, 1]), np.array([1, 1], np.uint8), np.array([0, 0]), np.ones(1), 2.5, seg.doc_len,
                  norms.astype(np.float32), deleted)
     score_rows(seg, np.array([0, 1]), np.ones(2, bool), np.ones(2), 2.5, norms)
+    score_rows_tfidf(seg.row_ptr, seg.row_terms, seg.row_tf.astype(np.uint16), np.array([0, 1]), np.ones(2, bool),
+                     np.ones(2), np.ones(2), np.ones(2))
     kth_largest(np.array([1.0, 2.0]), 1)
