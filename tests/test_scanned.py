@@ -237,3 +237,52 @@ def test_tesseract_limit_is_set_only_while_tesseract_runs():
             assert os.environ["OMP_THREAD_LIMIT"] == "1"
         assert os.environ["OMP_THREAD_LIMIT"] == "1"
     assert os.environ.get("OMP_THREAD_LIMIT") == before
+
+
+def _page_with(ink_boxes, lines, w=420, h=560, px_per_pt=2.0):
+    """An OcrPage whose image is white with black rectangles at `ink_boxes` (points)."""
+    from app.ingest.scanned.ocr import OcrPage
+
+    img = np.full((int(h * px_per_pt), int(w * px_per_pt)), 245.0)
+    for x0, y0, x1, y1 in ink_boxes:
+        img[int(y0 * px_per_pt):int(y1 * px_per_pt), int(x0 * px_per_pt):int(x1 * px_per_pt)] = 20
+    img = np.clip(img + np.random.default_rng(0).normal(0, 4, img.shape), 0, 255).astype(np.uint8)
+    return OcrPage(lines=lines, width=w, height=h, image=img, px_per_pt=px_per_pt)
+
+
+def test_running_head_and_page_number_stay_out_of_figure_regions():
+    """A running head repeated on another page, above a figure at the top of the page, and a lone
+    page number under a table at the foot of the page, are not parts of their regions."""
+    from app.ingest.scanned.captions import find_captions
+    from app.ingest.scanned.ocr import OcrLine
+    from app.ingest.scanned.regions import Layout, find_regions, running_texts
+
+    head = (150.0, 30.0, 270.0, 38.0)
+    graphic, table, number = (80.0, 60.0, 340.0, 200.0), (60.0, 380.0, 360.0, 470.0), (205.0, 520.0, 215.0, 528.0)
+    lines = [OcrLine("Srivastava, Hinton and Salakhutdinov", head, [], 1, 1),
+             OcrLine("Figure 1: Revenue under three reserve prices.", (40.0, 210.0, 380.0, 222.0), [], 2, 1),
+             OcrLine("Table 1: Bids and prices of the auction.", (40.0, 360.0, 380.0, 372.0), [], 3, 1),
+             OcrLine("17", number, [], 4, 1)]
+    page = _page_with([head, graphic, table, number], lines)
+    other = _page_with([head], [OcrLine("Srivastava, Hinton and Salakhutdinov", head, [], 1, 1)])
+    lay = Layout(body_h=9.0, text_x0=40, text_x1=380, page_w=420, running=running_texts([page, other]))
+    regions = {cap.kind: r for cap, r in find_regions(page, find_captions(lines), lay)}
+    assert regions["figure"] is not None and abs(regions["figure"][1] - 60) <= 1, regions
+    assert regions["table"] is not None and abs(regions["table"][3] - 470) <= 1, regions
+    # a line near the top that no other page repeats (a figure's own title) stays in
+    lay = Layout(body_h=9.0, text_x0=40, text_x1=380, page_w=420, running=running_texts([page]))
+    regions = {cap.kind: r for cap, r in find_regions(page, find_captions(lines), lay)}
+    assert abs(regions["figure"][1] - 30) <= 1, regions
+
+
+def test_caption_labels_misread_by_ocr_are_still_captions():
+    """A bold full stop read as a comma, and a roman one read as '!', still start captions; a
+    sentence that begins with a figure reference does not."""
+    from app.ingest.scanned.captions import find_captions
+    from app.ingest.scanned.ocr import OcrLine
+
+    lines = [OcrLine("Figure 3, CTR variance across all ads for several keywords.", (40, 100, 380, 110), [], 1, 1),
+             OcrLine("TABLE!", (40, 300, 80, 310), [], 2, 1),
+             OcrLine("Figure 4, which we show below, has no caption here.", (40, 400, 380, 410), [], 3, 1)]
+    got = [(c.kind, c.number) for c in find_captions(lines)]
+    assert got == [("figure", 3), ("table", 1)]

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from app.ingest.scanned.ocr import OcrLine
 from app.labels import CAPTION_RE
 
-_LABEL_FIX_RE = re.compile(r"^(\W{0,2})(Fig(?:ure)?s?\.?|FIG(?:URE)?S?\.?|Table|TABLE|Tab\.)\s*([0-9IlO|]{1,3})(?=\W|$)")
-_DIGIT_FIX = str.maketrans({"I": "1", "l": "1", "|": "1", "O": "0"})
+_LABEL_FIX_RE = re.compile(r"^(\W{0,2})(Fig(?:ure)?s?\.?|FIG(?:URE)?S?\.?|Table|TABLE|Tab\.)\s*([0-9IlO|!]{1,3})(?=\W|$)")
+_DIGIT_FIX = str.maketrans({"I": "1", "l": "1", "|": "1", "!": "1", "O": "0"})
 _DELIMS = ":.|-\u2013\u2014"
+# a bold full stop after the number often reads as a comma: "Figure 3, CTR variance across ..."
+_COMMA_DELIM_RE = re.compile(r"^,\s+[A-Z]")
 _REFERENCE_RE = re.compile(r"^\s*(?:[-\u2013\u2014,]\s*\d|and\s+\d|to\s+\d|\))")
 
 
@@ -49,7 +51,7 @@ def _caption_start(line: OcrLine, prev: OcrLine | None) -> tuple[str, int, str, 
     rest = m.group("rest").lstrip()
     if _REFERENCE_RE.match(m.group("rest")):
         return None
-    delim = rest[:1] in _DELIMS and rest[:1] != ""
+    delim = rest[:1] in _DELIMS and rest[:1] != "" or bool(_COMMA_DELIM_RE.match(rest))
     alone = rest.strip(_DELIMS + " ") == ""
     if not (delim or alone):
         return None

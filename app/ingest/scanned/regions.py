@@ -26,7 +26,9 @@ MAX_CROP_DPI = 300
 _HEADING_RE = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|[IVX]{1,4}\.)\s+[A-Z][A-Za-z]{3,}")
 _SUBLABEL_RE = re.compile(r"^\W{0,2}\(?[a-hA-H]\)\s")
 OUTWARD_PT = 15.0
-NEAR_LINES = 3.0  # text lines this close (in body-line heights) to a caption may be its panel labels  # how far a graphic may reach beyond its column's text
+NEAR_LINES = 3.0  # text lines this close (in body-line heights) to a caption may be its panel labels
+RUNNING_BAND = 0.1  # share of the page height at its top and bottom where running heads and page numbers sit
+_PAGE_NUMBER_RE = re.compile(r"^\W{0,2}(?:\d{1,4}|[ivxlc]{1,6})\W{0,2}$", re.I)
 
 
 @dataclass
@@ -38,14 +40,49 @@ class Layout:
     text_x1: float = 558.0
     two_column: bool = False
     page_w: float = 612.0
+    running: frozenset[str] = frozenset()  # letters of the lines that head or foot several pages
 
 
 def _dense(ln: OcrLine, body_h: float) -> bool:
     return len(ln.text) * body_h * 0.42 >= 0.75 * (ln.box[2] - ln.box[0])
 
 
+def _letters(text: str) -> str:
+    return re.sub(r"[^a-z]", "", text.lower())
+
+
+def _in_running_band(ln: OcrLine, page: OcrPage) -> bool:
+    return ln.box[3] <= RUNNING_BAND * page.height or ln.box[1] >= (1 - RUNNING_BAND) * page.height
+
+
+def running_texts(pages: list[OcrPage]) -> frozenset[str]:
+    """Letters of the lines near the top or bottom edge that come back on another page: running
+    heads and footers (a page's own title or a figure's label does not repeat there)."""
+    pages_of: dict[str, set[int]] = {}
+    for pno, page in enumerate(pages):
+        for ln in page.lines:
+            key = _letters(ln.text)
+            if len(key) >= 3 and _in_running_band(ln, page):
+                pages_of.setdefault(key, set()).add(pno)
+    return frozenset(k for k, v in pages_of.items() if len(v) >= 2)
+
+
+def _running_line(ln: OcrLine, page: OcrPage, lay: Layout, ink: np.ndarray, s: float) -> bool:
+    """A running head, footer or page number: near the page's top or bottom edge, repeated on
+    other pages (or a lone number), with a blank band between it and the page's content."""
+    if not _in_running_band(ln, page):
+        return False
+    if _letters(ln.text) not in lay.running and not _PAGE_NUMBER_RE.match(ln.text.strip()):
+        return False
+    gap = lay.body_h
+    top = ln.box[3] <= RUNNING_BAND * page.height
+    r0, r1 = (ln.box[3] + 1, ln.box[3] + gap) if top else (ln.box[1] - gap, ln.box[1] - 1)
+    band = ink[max(int(r0 * s), 0):max(int(r1 * s), 0)]
+    return band.size > 0 and int(band.sum()) <= SPECK_PT2 * s * s
+
+
 def doc_layout(pages: list[OcrPage]) -> Layout:
-    lay = Layout(page_w=pages[0].width if pages else 612.0)
+    lay = Layout(page_w=pages[0].width if pages else 612.0, running=running_texts(pages))
     long_lines = [ln for p in pages for ln in p.lines if len(ln.text) >= 40 and ln.conf >= 60]
     if not long_lines:
         lay.text_x0, lay.text_x1 = 0.08 * lay.page_w, 0.92 * lay.page_w
@@ -131,7 +168,7 @@ def _obstacles(page: OcrPage, caps: list[OcrCaption], lay: Layout, ink: np.ndarr
         if n_body >= 2 and n_body >= 0.5 * len(lines):
             body.update(id(ln) for ln in lines)
     boxes = [ln.box for ln in page.lines if id(ln) not in caption_lines
-             and (id(ln) in body or _text_only_row(ln, ink, s, span))]
+             and (id(ln) in body or _text_only_row(ln, ink, s, span) or _running_line(ln, page, lay, ink, s))]
     return boxes + [c.box for c in caps]
 
 
