@@ -286,3 +286,28 @@ def test_caption_labels_misread_by_ocr_are_still_captions():
              OcrLine("Figure 4, which we show below, has no caption here.", (40, 400, 380, 410), [], 3, 1)]
     got = [(c.kind, c.number) for c in find_captions(lines)]
     assert got == [("figure", 3), ("table", 1)]
+
+
+def test_faint_frame_inside_the_model_figure_box_is_part_of_the_region():
+    """A figure drawn in a pale frame with light grid lines: the pixels alone see only its dark
+    content; with the model's picture box over it the region reaches the faint frame."""
+    from app.ingest.layout_model import LayoutBox
+    from app.ingest.scanned.captions import find_captions
+    from app.ingest.scanned.ocr import OcrLine
+    from app.ingest.scanned.regions import Layout, find_regions
+
+    frame, content = (60.0, 60.0, 360.0, 200.0), (80.0, 70.0, 340.0, 190.0)
+    lines = [OcrLine("Figure 1: Revenue under three reserve prices.", (40.0, 210.0, 380.0, 222.0), [], 2, 1)]
+    page = _page_with([content], lines)
+    s = page.px_per_pt
+    pale = page.image.copy()
+    x0, y0, x1, y1 = (int(v * s) for v in frame)
+    for r0, r1, c0, c1 in ((y0, y0 + 3, x0, x1), (y1 - 3, y1, x0, x1), (y0, y1, x0, x0 + 3), (y0, y1, x1 - 3, x1)):
+        pale[r0:r1, c0:c1] = 212  # a light grey frame, lighter than the ink threshold
+    page.image = pale
+    lay = Layout(body_h=9.0, text_x0=40, text_x1=380, page_w=420)
+    caps = find_captions(lines)
+    (_, alone), = find_regions(page, caps, lay)
+    assert alone is not None and abs(alone[1] - 70) <= 1  # the pixels alone: the dark content
+    (_, got), = find_regions(page, caps, lay, [LayoutBox("picture", (58.0, 58.0, 362.0, 202.0))])
+    assert got is not None and all(abs(a - b) <= 1.5 for a, b in zip(got, frame)), got

@@ -27,6 +27,7 @@ _HEADING_RE = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|[IVX]{1,4}\.)\s+[A-Z
 _SUBLABEL_RE = re.compile(r"^\W{0,2}\(?[a-hA-H]\)\s")
 OUTWARD_PT = 15.0
 NEAR_LINES = 3.0  # text lines this close (in body-line heights) to a caption may be its panel labels
+FAINT_LEVELS = 22  # grey levels below the paper's that count as faint ink inside a model's figure box
 RUNNING_BAND = 0.1  # share of the page height at its top and bottom where running heads and page numbers sit
 _PAGE_NUMBER_RE = re.compile(r"^\W{0,2}(?:\d{1,4}|[ivxlc]{1,6})\W{0,2}$", re.I)
 
@@ -183,11 +184,13 @@ def _outward(span: tuple[float, float], lay: Layout) -> tuple[float, float]:
 
 
 def _model_region(cap: OcrCaption, region: tuple | None, boxes: list, others: list[tuple], caps: list[OcrCaption],
-                  span: tuple[float, float], lay: Layout, ink: np.ndarray, s: float) -> tuple | None:
+                  span: tuple[float, float], lay: Layout, ink: np.ndarray, s: float,
+                  faint: np.ndarray | None = None) -> tuple | None:
     """The caption's region grown by the layout model's boxes of its kind that overlap it or, with
     no region, that lie right above or below the caption in its column span: the ink inside
-    their union. None when the model adds nothing, or when the grown region would take in a line
-    of running text or another caption that the pixel region did not hold."""
+    their union, faint ink included (`faint`: light grid lines, pale fills and frames, which the
+    model sees as part of the figure). None when the model adds nothing, or when the grown region
+    would take in a line of running text or another caption that the pixel region did not hold."""
     want = "picture" if cap.kind == "figure" else "table"
     cx0, cy0, cx1, cy1 = cap.box
     near = 2.5 * lay.body_h + 6
@@ -245,7 +248,7 @@ def _model_region(cap: OcrCaption, region: tuple | None, boxes: list, others: li
         framed_h[id(holder)] += o[3] - o[1]
     if any(framed_h[id(m)] > 0.35 * (m[3] - m[1]) for m in picked):
         return None
-    grown = _ink_box(ink, s, *win)
+    grown = _ink_box(ink if faint is None else faint, s, *win)
     if grown is None:
         return None
     model = (min(m[0] for m in picked), min(m[1] for m in picked), max(m[2] for m in picked), max(m[3] for m in picked))
@@ -270,6 +273,7 @@ def find_regions(page: OcrPage, caps: list[OcrCaption], lay: Layout,
     step = max(1, int(s // 2))  # work at about 144 dpi
     grey = page.image[::step, ::step]
     ink = grey < min(otsu_threshold(grey), 200)
+    faint = grey < max(min(otsu_threshold(grey), 200), float(np.median(grey)) - FAINT_LEVELS)
     s_small = s / step
     margin = 0.035 * page.height
     out = []
@@ -292,7 +296,8 @@ def find_regions(page: OcrPage, caps: list[OcrCaption], lay: Layout,
             first = side(up_first, NEAR_LINES * lay.body_h)
         region = first if first is not None else second
         if boxes:
-            region = _model_region(cap, region, boxes, others, caps, (sx0, sx1), lay, ink, s_small) or region
+            region = _model_region(cap, region, boxes, others, caps, (sx0, sx1), lay, ink, s_small,
+                                   faint) or region
         out.append((cap, region))
     return out
 
