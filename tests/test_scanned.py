@@ -311,3 +311,32 @@ def test_faint_frame_inside_the_model_figure_box_is_part_of_the_region():
     assert alone is not None and abs(alone[1] - 70) <= 1  # the pixels alone: the dark content
     (_, got), = find_regions(page, caps, lay, [LayoutBox("picture", (58.0, 58.0, 362.0, 202.0))])
     assert got is not None and all(abs(a - b) <= 1.5 for a, b in zip(got, frame)), got
+
+
+def test_label_alone_takes_its_title_line_and_table_rows_do_not_bound_the_table():
+    """'Table 1' alone on its line with its title on the next (another OCR paragraph, the table's
+    rows following in it): the caption is the label and the title; rows of a two-column table
+    ('N, N^T    Number of nodes in the graph') read like prose but do not end the table's region."""
+    from app.ingest.scanned.captions import find_captions
+    from app.ingest.scanned.ocr import OcrLine, OcrWord
+    from app.ingest.scanned.regions import Layout, find_regions
+
+    def row(y, symbol, text):
+        words = [OcrWord(symbol, 95.0, (50.0, y, 62.0, y + 7))]
+        x = 160.0
+        for t in text.split():
+            words.append(OcrWord(t, 95.0, (x, y, x + 6 * len(t), y + 7)))
+            x += 6 * len(t) + 4
+        return OcrLine(f"{symbol} {text}", (50.0, y, x - 4, y + 7), words, 2, 2)
+
+    rows = [row(140.0 + 12 * k, sym, text) for k, (sym, text) in enumerate(
+        [("N", "Number of nodes in the graph"), ("E", "Number of edges in the graph"),
+         ("h", "Hidden state of the node at time step"), ("o", "Output of the node at time step")])]
+    lines = [OcrLine("Table 1", (45.0, 100.0, 80.0, 108.0), [], 2, 1),
+             OcrLine("Notations used in this paper.", (45.0, 111.0, 170.0, 119.0), [], 2, 2)] + rows
+    caps = find_captions(lines)
+    assert [(c.kind, c.number, c.text) for c in caps] == [("table", 1, "Table 1 Notations used in this paper.")]
+    page = _page_with([(45.0, 130.0, 380.0, 131.5)] + [ln.box for ln in rows] + [(45.0, 190.0, 380.0, 191.5)], lines)
+    lay = Layout(body_h=8.0, text_x0=40, text_x1=380, page_w=420)
+    (_, region), = find_regions(page, caps, lay)
+    assert region is not None and region[1] <= 131 and region[3] >= 190, region

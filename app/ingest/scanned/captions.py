@@ -80,6 +80,23 @@ def _continues(line: OcrLine, prev: OcrLine, first: OcrLine) -> bool:
     return numeric <= 0.4 * len(tokens)
 
 
+def _label_only(text: str) -> bool:
+    m = CAPTION_RE.match(text)
+    return m is not None and m.group("rest").strip(_DELIMS + " ") == ""
+
+
+def _title_under_label(line: OcrLine, label: OcrLine) -> bool:
+    """The line right under a caption label that stands alone: the caption's title, when it is
+    close below, overlaps the label horizontally and is words rather than a row of numbers."""
+    if _caption_start(line, label) is not None or line.box[1] < label.box[1]:
+        return False
+    gap = line.box[1] - label.box[3]
+    overlap = min(line.box[2], label.box[2]) - max(line.box[0], label.box[0])
+    tokens = line.text.split()
+    numeric = sum(1 for t in tokens if not any(c.isalpha() for c in t))
+    return gap <= max(label.height, 1.0) and overlap > 0 and numeric <= 0.4 * len(tokens)
+
+
 def find_captions(lines: list[OcrLine]) -> list[OcrCaption]:
     """Captions of one page, in Tesseract's reading order."""
     caps: list[OcrCaption] = []
@@ -94,9 +111,17 @@ def find_captions(lines: list[OcrLine]) -> list[OcrCaption]:
         own = [lines[i]]
         parts = [text]
         j = i + 1
-        while j < len(lines) and (lines[j].block, lines[j].par) == (lines[i].block, lines[i].par):
+        head, titled = lines[i], False
+        if j < len(lines) and _label_only(text) and _title_under_label(lines[j], head):
+            own.append(lines[j])  # "Table 1" on its own line, its title on the next (another paragraph)
+            parts.append(lines[j].text)
+            head, titled = lines[j], True
+            j += 1
+        while j < len(lines) and (lines[j].block, lines[j].par) == (head.block, head.par):
             if _caption_start(lines[j], lines[j - 1]) is not None or not _continues(lines[j], lines[j - 1], lines[i]):
                 break
+            if titled and lines[j - 1].text.rstrip().endswith("."):
+                break  # such a title is one sentence; what follows in its paragraph is the table's
             own.append(lines[j])
             parts.append(lines[j].text)
             j += 1

@@ -27,6 +27,7 @@ _HEADING_RE = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|[IVX]{1,4}\.)\s+[A-Z
 _SUBLABEL_RE = re.compile(r"^\W{0,2}\(?[a-hA-H]\)\s")
 OUTWARD_PT = 15.0
 NEAR_LINES = 3.0  # text lines this close (in body-line heights) to a caption may be its panel labels
+COLUMN_GAP_LINES = 2.5  # a gap between words wider than this many line heights separates table columns
 FAINT_LEVELS = 22  # grey levels below the paper's that count as faint ink inside a model's figure box
 RUNNING_BAND = 0.1  # share of the page height at its top and bottom where running heads and page numbers sit
 _PAGE_NUMBER_RE = re.compile(r"^\W{0,2}(?:\d{1,4}|[ivxlc]{1,6})\W{0,2}$", re.I)
@@ -141,6 +142,13 @@ def _ink_box(ink: np.ndarray, s: float, x0: float, y0: float, x1: float, y1: flo
     return box
 
 
+def _column_gap(ln: OcrLine) -> bool:
+    """Whether a line has a blank gap between two words wider than prose ever leaves (a few
+    letters): the gap between a table's columns."""
+    xs = sorted(w.box for w in ln.words)
+    return any(b[0] - a[2] > COLUMN_GAP_LINES * max(ln.height, 1.0) for a, b in zip(xs, xs[1:]))
+
+
 def _text_only_row(ln: OcrLine, ink: np.ndarray, s: float, span: tuple[float, float]) -> bool:
     """A well-read line of words with no other ink beside it in its row: prose (author lines,
     paragraphs of another shape), not a label inside a graphic."""
@@ -150,6 +158,8 @@ def _text_only_row(ln: OcrLine, ink: np.ndarray, s: float, span: tuple[float, fl
     if not _HEADING_RE.match(ln.text) and (len(ln.text) < 25 or len(ln.words) < 3 or numeric > 0.4 * len(ln.words)
                                            or _prose_share(ln) < 0.4):
         return False  # tick labels and other number rows belong to plots; section headings bound them
+    if _column_gap(ln):
+        return False  # "N, N^T    Number of nodes in the graph": a table row, not a sentence
     r0, r1 = int(ln.box[1] * s), int(ln.box[3] * s) + 1
     band = ink[max(r0, 0):max(r1, 0)]
     left = band[:, max(int(span[0] * s), 0):max(int((ln.box[0] - 6) * s), 0)]
