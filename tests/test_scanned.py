@@ -340,3 +340,39 @@ def test_label_alone_takes_its_title_line_and_table_rows_do_not_bound_the_table(
     lay = Layout(body_h=8.0, text_x0=40, text_x1=380, page_w=420)
     (_, region), = find_regions(page, caps, lay)
     assert region is not None and region[1] <= 131 and region[3] >= 190, region
+
+
+def _words_line(text, x, y, block, par, h=7.0):
+    """An OCR line of well-read words, a few points apart."""
+    from app.ingest.scanned.ocr import OcrLine, OcrWord
+
+    words = []
+    for t in text.split():
+        words.append(OcrWord(t, 95.0, (x, y, x + 5 * len(t), y + h)))
+        x += 5 * len(t) + 3
+    return OcrLine(text, (words[0].box[0], y, x - 3, y + h), words, block, par)
+
+
+def test_table_box_of_the_model_holds_rows_that_read_like_prose():
+    """A table whose rows are sentences (descriptions of notations): the pixels stop at its first
+    row; the model's table box under the caption gives the whole table."""
+    from app.ingest.layout_model import LayoutBox
+    from app.ingest.scanned.captions import find_captions
+    from app.ingest.scanned.ocr import OcrLine
+    from app.ingest.scanned.regions import Layout, find_regions
+
+    rows = [_words_line(t, 60.0, 140.0 + 11 * k, 2, 1) for k, t in enumerate(
+        ["the probability that the bid request is won at this price",
+         "the predicted value of the auction if the bid is won here",
+         "the estimated number of bid requests during the whole day",
+         "the budget of the campaign that is spent over the whole day",
+         "the bidding strategy that is defined as a function of value",
+         "the rate of winning the bid request with the given bid price"])]
+    lines = [OcrLine("Table 1: Notations and descriptions.", (40.0, 110.0, 250.0, 120.0), [], 1, 1)] + rows
+    page = _page_with([ln.box for ln in rows] + [(55.0, 130.0, 365.0, 131.5), (55.0, 208.0, 365.0, 209.5)], lines)
+    lay = Layout(body_h=7.0, text_x0=40, text_x1=380, page_w=420)
+    caps = find_captions(lines)
+    (_, alone), = find_regions(page, caps, lay)
+    assert alone is not None and alone[3] < 150  # the pixels alone: the rule and the first row
+    (_, got), = find_regions(page, caps, lay, [LayoutBox("table", (54.0, 128.0, 366.0, 211.0))])
+    assert got is not None and got[1] <= 131 and got[3] >= 209, got

@@ -243,7 +243,8 @@ def _model_region(cap: OcrCaption, region: tuple | None, boxes: list, others: li
     xs = [m for m in picked] + ([region] if region is not None else [])
     win = (min(r[0] for r in xs) - 2, min(r[1] for r in xs) - 2, max(r[2] for r in xs) + 2, max(r[3] for r in xs) + 2)
     # running text and other captions stay out; a few prose-like lines inside a picture box (the
-    # sentences of a prompt figure) are the figure's, a picture box full of them is not a figure
+    # sentences of a prompt figure) are the figure's, a picture box full of them is not a figure;
+    # a table box is made of lines of words (notations and their descriptions, pseudo-code)
     framed_h = {id(m): 0.0 for m in picked}
     for o in others:
         if not (o[0] < win[2] and o[2] > win[0] and o[1] < win[3] and o[3] > win[1]):
@@ -256,7 +257,7 @@ def _model_region(cap: OcrCaption, region: tuple | None, boxes: list, others: li
         if holder is None or any(c.box == o for c in caps):
             return None
         framed_h[id(holder)] += o[3] - o[1]
-    if any(framed_h[id(m)] > 0.35 * (m[3] - m[1]) for m in picked):
+    if want == "picture" and any(framed_h[id(m)] > 0.35 * (m[3] - m[1]) for m in picked):
         return None
     grown = _ink_box(ink if faint is None else faint, s, *win)
     if grown is None:
