@@ -376,3 +376,30 @@ def test_table_box_of_the_model_holds_rows_that_read_like_prose():
     assert alone is not None and alone[3] < 150  # the pixels alone: the rule and the first row
     (_, got), = find_regions(page, caps, lay, [LayoutBox("table", (54.0, 128.0, 366.0, 211.0))])
     assert got is not None and got[1] <= 131 and got[3] >= 209, got
+
+
+def test_tables_over_their_captions_are_found_over_them_in_such_a_document():
+    """In a document that puts tables over their captions (the model's table boxes say so where
+    only one side has one), a caption between two tables takes the one above it, not the next
+    table below."""
+    from app.ingest.layout_model import LayoutBox
+    from app.ingest.scanned.captions import find_captions
+    from app.ingest.scanned.ocr import OcrLine
+    from app.ingest.scanned.regions import Layout, find_regions, graphic_sides
+
+    upper, lower = (60.0, 60.0, 360.0, 140.0), (60.0, 170.0, 360.0, 250.0)
+    lines = [OcrLine("Table 2: Target pair performance.", (40.0, 146.0, 300.0, 156.0), [], 1, 1),
+             OcrLine("Table 3: Another target pair.", (40.0, 256.0, 300.0, 266.0), [], 2, 1)]
+    page = _page_with([upper, lower], lines)
+    boxes = [LayoutBox("table", (58.0, 58.0, 362.0, 142.0)), LayoutBox("table", (58.0, 168.0, 362.0, 252.0))]
+    other_caps = find_captions([OcrLine("Table 4: Results.", (40.0, 400.0, 200.0, 410.0), [], 1, 1)])
+    other_boxes = [LayoutBox("table", (58.0, 330.0, 362.0, 396.0))]
+    lay = Layout(body_h=9.0, text_x0=40, text_x1=380, page_w=420)
+    caps = find_captions(lines)
+    lay.graphics_above = graphic_sides([(caps, boxes), (other_caps, other_boxes)], lay)
+    assert lay.graphics_above["table"] is True and lay.graphics_above["figure"] is True
+    regions = {cap.number: r for cap, r in find_regions(page, caps, lay, boxes)}
+    assert regions[2] is not None and abs(regions[2][1] - 60) <= 1 and abs(regions[2][3] - 140) <= 1, regions
+    assert regions[3] is not None and abs(regions[3][1] - 170) <= 1, regions
+    # with no model boxes the usual side holds: tables under their captions
+    assert graphic_sides([(caps, [])], Layout())["table"] is False

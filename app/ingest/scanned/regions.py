@@ -8,7 +8,7 @@ connected components). Crops are cut from the cleaned page image at the scan's r
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +43,7 @@ class Layout:
     two_column: bool = False
     page_w: float = 612.0
     running: frozenset[str] = frozenset()  # letters of the lines that head or foot several pages
+    graphics_above: dict[str, bool] = field(default_factory=lambda: {"figure": True, "table": False})
 
 
 def _dense(ln: OcrLine, body_h: float) -> bool:
@@ -193,6 +194,40 @@ def _outward(span: tuple[float, float], lay: Layout) -> tuple[float, float]:
     return (x0 - OUTWARD_PT, x1) if x1 <= mid + 0.06 * lay.page_w else (x0, x1 + OUTWARD_PT)
 
 
+def _graphic_above(cap: OcrCaption, lay: Layout) -> bool:
+    return lay.graphics_above.get(cap.kind, cap.kind != "table")
+
+
+def graphic_sides(captioned: list[tuple[list[OcrCaption], list]], lay: Layout) -> dict[str, bool]:
+    """Per kind, whether the document puts its graphics above their captions: the majority of the
+    captions with a layout-model box of that kind right next to them on one side only (papers
+    differ: tables under their captions in one style, over them in another); the usual sides
+    where the model says nothing either way."""
+    near = 2.5 * lay.body_h + 6
+    votes = {"figure": 0, "table": 0}
+    for caps, boxes in captioned:
+        for cap in caps:
+            want = "picture" if cap.kind == "figure" else "table"
+            x0, x1 = column_span(cap.box, lay)
+            cy0, cy1 = cap.box[1], cap.box[3]
+            sides = set()
+            for b in boxes:
+                m = b.rect
+                if b.kind != want or min(m[2], x1) - max(m[0], x0) < 0.5 * (m[2] - m[0]):
+                    continue
+                if m[3] <= cy0 + 2 and cy0 - m[3] <= near:
+                    sides.add(True)
+                elif m[1] >= cy1 - 2 and m[1] - cy1 <= near:
+                    sides.add(False)
+            if len(sides) == 1:
+                votes[cap.kind] += 1 if sides.pop() else -1
+    out = dict(lay.graphics_above)
+    for kind, v in votes.items():
+        if v:
+            out[kind] = v > 0
+    return out
+
+
 def _model_region(cap: OcrCaption, region: tuple | None, boxes: list, others: list[tuple], caps: list[OcrCaption],
                   span: tuple[float, float], lay: Layout, ink: np.ndarray, s: float,
                   faint: np.ndarray | None = None) -> tuple | None:
@@ -214,7 +249,7 @@ def _model_region(cap: OcrCaption, region: tuple | None, boxes: list, others: li
     # the model has a box of its kind right next to the caption on the side looked at first, and
     # the pixel region lies on the other side or far away (the pixels stopped at prose-like text
     # inside the figure and went on to the next figure or table): the box wins
-    up_first = cap.kind != "table"
+    up_first = _graphic_above(cap, lay)
     adjacent = [b.rect for b in boxes if b.kind == want and next_to_caption(b.rect)
                 and (b.rect[3] <= cy0 + 2) == up_first]
     if region is not None and adjacent and not any(
@@ -301,7 +336,7 @@ def find_regions(page: OcrPage, caps: list[OcrCaption], lay: Layout,
             bottom = min([b[1] for b in others if b[1] >= cy1 - 1 and b[1] > cy1 + near] + [page.height - margin])
             return _ink_box(ink, s_small, sx0, cy1 + 2, sx1, bottom - 2)
 
-        up_first = cap.kind != "table"
+        up_first = _graphic_above(cap, lay)
         first, second = side(up_first), side(not up_first)
         if first is None and second is None:  # look past text lines hugging the caption (panel labels)
             first = side(up_first, NEAR_LINES * lay.body_h)
