@@ -14,7 +14,7 @@ born-digital: found on the same page, mean region IoU with the born-digital regi
 found), share with IoU >= 0.8, and the model's seconds.
 
 `--jsonl` writes one row per born-digital figure (both variants' pages, regions and IoU);
-`--sheets` writes a PNG per figure whose region (with the model) has IoU < 0.8: the scanned page
+`--sheets` writes a PNG per figure whose region (with the model) has IoU < 0.8 (`--sheet-below`): the scanned page
 with the born-digital region (green), the scanned region (red), its caption (orange) and the
 model's boxes (blue: picture, purple: table, cyan: caption), next to the born-digital crop and
 the scanned crop. `--ocr-cache` keeps the OCR'd pages (pickles) so that reruns skip Tesseract.
@@ -124,6 +124,7 @@ def main() -> None:
                     help="leave out the N papers that SEED draws from each root (an earlier sample)")
     ap.add_argument("--jsonl", type=pathlib.Path, default=None, help="one JSON row per born-digital figure")
     ap.add_argument("--sheets", type=pathlib.Path, default=None, help="contact sheets of figures with IoU < 0.8")
+    ap.add_argument("--sheet-below", type=float, default=0.8, help="IoU (with the model) under which a sheet is drawn")
     ap.add_argument("--ocr-cache", type=pathlib.Path, default=None, help="keep OCR'd pages here for reruns")
     a = ap.parse_args()
     excl = tuple(int(v) for v in a.not_drawn_by.split(":")) if a.not_drawn_by else None
@@ -173,7 +174,7 @@ def main() -> None:
                     row[name] = {"page": g.page if g else None, "iou": round(v, 3),
                                  "region": [round(x, 1) for x in g.region_bbox] if g else None}
                 final = row["pixels+model"]
-                if a.sheets is not None and final["iou"] < 0.8:
+                if a.sheets is not None and final["iou"] < a.sheet_below:
                     g = found["pixels+model"].get(key)
                     page = pages[f.page - 1] if f.page - 1 < len(pages) else None
                     if page is not None and page.image is not None:

@@ -403,3 +403,24 @@ def test_tables_over_their_captions_are_found_over_them_in_such_a_document():
     assert regions[3] is not None and abs(regions[3][1] - 170) <= 1, regions
     # with no model boxes the usual side holds: tables under their captions
     assert graphic_sides([(caps, [])], Layout())["table"] is False
+
+
+def test_unread_running_head_over_the_model_box_is_cut_off_but_panel_labels_stay():
+    """A running head and its rule that the OCR did not read, over a figure at the top of the
+    page, are cut off where the model's picture box begins (a blank band between them); the
+    panel labels between the graphic and its caption stay."""
+    from app.ingest.layout_model import LayoutBox
+    from app.ingest.scanned.captions import find_captions
+    from app.ingest.scanned.ocr import OcrLine
+    from app.ingest.scanned.regions import Layout, find_regions
+
+    head, rule = (120.0, 30.0, 300.0, 37.0), (40.0, 40.0, 380.0, 41.0)
+    graphic, labels = (80.0, 60.0, 340.0, 190.0), (120.0, 200.0, 300.0, 207.0)
+    lines = [OcrLine("Figure 1: Revenue under three reserve prices.", (40.0, 216.0, 380.0, 226.0), [], 2, 1)]
+    page = _page_with([head, rule, graphic, labels], lines)
+    lay = Layout(body_h=9.0, text_x0=40, text_x1=380, page_w=420)
+    caps = find_captions(lines)
+    (_, alone), = find_regions(page, caps, lay)
+    assert alone is not None and alone[1] <= 31  # the pixels alone take the head in
+    (_, got), = find_regions(page, caps, lay, [LayoutBox("picture", (78.0, 58.0, 342.0, 192.0))])
+    assert got is not None and abs(got[1] - 60) <= 1 and abs(got[3] - 207) <= 1, got

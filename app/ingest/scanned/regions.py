@@ -28,6 +28,7 @@ _SUBLABEL_RE = re.compile(r"^\W{0,2}\(?[a-hA-H]\)\s")
 OUTWARD_PT = 15.0
 NEAR_LINES = 3.0  # text lines this close (in body-line heights) to a caption may be its panel labels
 COLUMN_GAP_LINES = 2.5  # a gap between words wider than this many line heights separates table columns
+STRIP_LINES = 3.0  # a strip of ink outside the model's box at most this many body lines tall may be cut off
 FAINT_LEVELS = 22  # grey levels below the paper's that count as faint ink inside a model's figure box
 RUNNING_BAND = 0.1  # share of the page height at its top and bottom where running heads and page numbers sit
 _PAGE_NUMBER_RE = re.compile(r"^\W{0,2}(?:\d{1,4}|[ivxlc]{1,6})\W{0,2}$", re.I)
@@ -308,6 +309,61 @@ def _model_region(cap: OcrCaption, region: tuple | None, boxes: list, others: li
     return grown
 
 
+def _blank_rows(ink: np.ndarray, s: float, x0: float, x1: float, y0: float, y1: float) -> np.ndarray:
+    """Per pixel row of the window, whether it holds no ink (a speck's worth at most)."""
+    win = ink[max(int(y0 * s), 0):max(int(y1 * s), 0), max(int(x0 * s), 0):max(int(x1 * s), 0)]
+    return win.sum(axis=1) <= 2
+
+
+def _trim_strips(region: tuple | None, cap: OcrCaption, boxes: list, lay: Layout, ink: np.ndarray,
+                 s: float) -> tuple | None:
+    """Cut off a thin strip of ink (a line of text, a rule: at most STRIP_LINES body lines) that
+    sticks out of the layout model's box of the caption's kind at the region's far edge, parted
+    from the rest by a blank band of a body line or more: a running head the OCR did not read,
+    a rule under it, a page number."""
+    if region is None:
+        return None
+    want = "picture" if cap.kind == "figure" else "table"
+    over = [b.rect for b in boxes if b.kind == want and min(b.rect[2], region[2]) > max(b.rect[0], region[0])
+            and min(b.rect[3], region[3]) > max(b.rect[1], region[1])]
+    if not over:
+        return region
+    top, bottom = min(m[1] for m in over), max(m[3] for m in over)
+    x0, y0, x1, y1 = region
+    band, strip = lay.body_h, STRIP_LINES * lay.body_h
+    above = y1 <= cap.box[1] + 2  # only the edge away from the caption: labels under a graphic stay
+    if above and top - y0 > 2:  # ink above the model's box
+        blank = _blank_rows(ink, s, x0, x1, y0, min(top + 2, y1))
+        runs = _runs(blank)
+        cut = [(a, b) for a, b in runs if (b - a) / s >= band and a / s <= strip]
+        if cut:
+            y0 = y0 + cut[-1][1] / s
+    if not above and y1 - bottom > 2:  # ink under it
+        start = max(bottom - 2, y0)
+        blank = _blank_rows(ink, s, x0, x1, start, y1)
+        n = len(blank)
+        cut = [(a, b) for a, b in _runs(blank) if (b - a) / s >= band and (n - b) / s <= strip]
+        if cut:
+            y1 = start + cut[0][0] / s
+    if (x0, y0, x1, y1) == region:
+        return region
+    return _ink_box(ink, s, x0 - 1, y0, x1 + 1, y1) or region
+
+
+def _runs(flags: np.ndarray) -> list[tuple[int, int]]:
+    """(start, stop) of the runs of True."""
+    out, start = [], None
+    for i, f in enumerate(flags):
+        if f and start is None:
+            start = i
+        elif not f and start is not None:
+            out.append((start, i))
+            start = None
+    if start is not None:
+        out.append((start, len(flags)))
+    return out
+
+
 def find_regions(page: OcrPage, caps: list[OcrCaption], lay: Layout,
                  boxes: list | None = None) -> list[tuple[OcrCaption, tuple | None]]:
     """For each caption of the page, the graphic's region (points) or None. `boxes` are the
@@ -344,6 +400,7 @@ def find_regions(page: OcrPage, caps: list[OcrCaption], lay: Layout,
         if boxes:
             region = _model_region(cap, region, boxes, others, caps, (sx0, sx1), lay, ink, s_small,
                                    faint) or region
+            region = _trim_strips(region, cap, boxes, lay, faint, s_small)
         out.append((cap, region))
     return out
 
