@@ -424,3 +424,39 @@ def test_unread_running_head_over_the_model_box_is_cut_off_but_panel_labels_stay
     assert alone is not None and alone[1] <= 31  # the pixels alone take the head in
     (_, got), = find_regions(page, caps, lay, [LayoutBox("picture", (78.0, 58.0, 342.0, 192.0))])
     assert got is not None and abs(got[1] - 60) <= 1 and abs(got[3] - 207) <= 1, got
+
+
+def test_caption_joined_with_the_text_beside_it_is_cut_out_of_the_line():
+    """The OCR joined a table's caption with the text of the column beside it into one line, and
+    took a legend right of the caption for its next line: the caption is the piece after the
+    column gap, alone."""
+    from app.ingest.scanned.captions import find_captions
+
+    merged = _words_line("as input the concatenation", 40.0, 100.0, 1, 1)
+    cap = _words_line("Table 2: Example annotations for all four tasks.", 200.0, 100.0, 1, 1)
+    line = type(merged)(merged.text + " " + cap.text, (40.0, 100.0, cap.box[2], 107.0), merged.words + cap.words, 1, 1)
+    legend = _words_line("Steam Electronic Tmall", 330.0, 110.0, 1, 1)
+    caps = find_captions([line, legend])
+    assert [(c.kind, c.number) for c in caps] == [("table", 2)]
+    assert caps[0].box[0] >= 199 and caps[0].box[3] <= 108, caps[0].box
+
+
+def test_table_merged_above_a_figure_is_cut_off_at_the_blank_band():
+    """A table over a figure with no prose between them: the pixels take both for the figure;
+    the model's table box over the blank band between them ends the figure there. Two picture
+    boxes (a figure's two rows of panels) are not cut apart."""
+    from app.ingest.layout_model import LayoutBox
+    from app.ingest.scanned.captions import find_captions
+    from app.ingest.scanned.ocr import OcrLine
+    from app.ingest.scanned.regions import Layout, find_regions
+
+    table, graphic = (60.0, 60.0, 360.0, 130.0), (60.0, 150.0, 360.0, 250.0)
+    lines = [OcrLine("Figure 3: Performance against the number of steps.", (40.0, 260.0, 380.0, 270.0), [], 2, 1)]
+    page = _page_with([table, graphic], lines)
+    lay = Layout(body_h=9.0, text_x0=40, text_x1=380, page_w=420)
+    caps = find_captions(lines)
+    pic = LayoutBox("picture", (58.0, 148.0, 362.0, 252.0))
+    (_, got), = find_regions(page, caps, lay, [LayoutBox("table", (58.0, 58.0, 362.0, 132.0)), pic])
+    assert got is not None and abs(got[1] - 150) <= 1, got
+    (_, got), = find_regions(page, caps, lay, [LayoutBox("picture", (58.0, 58.0, 362.0, 132.0)), pic])
+    assert got is not None and abs(got[1] - 60) <= 1, got

@@ -16,6 +16,7 @@ from app.labels import CAPTION_RE
 _LABEL_FIX_RE = re.compile(r"^(\W{0,2})(Fig(?:ure)?s?\.?|FIG(?:URE)?S?\.?|Table|TABLE|Tab\.)\s*([0-9IlO|!]{1,3})(?=\W|$)")
 _DIGIT_FIX = str.maketrans({"I": "1", "l": "1", "|": "1", "!": "1", "O": "0"})
 _DELIMS = ":.|-\u2013\u2014"
+COLUMN_GAP_LINES = 2.5  # a gap between words wider than this many line heights parts two columns
 # a bold full stop after the number often reads as a comma: "Figure 3, CTR variance across ..."
 _COMMA_DELIM_RE = re.compile(r"^,\s+[A-Z]")
 _REFERENCE_RE = re.compile(r"^\s*(?:[-\u2013\u2014,]\s*\d|and\s+\d|to\s+\d|\))")
@@ -75,6 +76,8 @@ def _continues(line: OcrLine, prev: OcrLine, first: OcrLine) -> bool:
     gap = line.box[1] - prev.box[3]
     if gap > 0.6 * max(prev.height, 1.0) or line.box[0] < first.box[0] - 2 * first.height:
         return False
+    if line.box[0] > (first.box[0] + first.box[2]) / 2:
+        return False  # starts right of the caption's middle: a legend or label beside it, not its next line
     tokens = line.text.split()
     numeric = sum(1 for t in tokens if not any(c.isalpha() for c in t))
     return numeric <= 0.4 * len(tokens)
@@ -97,8 +100,28 @@ def _title_under_label(line: OcrLine, label: OcrLine) -> bool:
     return gap <= max(label.height, 1.0) and overlap > 0 and numeric <= 0.4 * len(tokens)
 
 
+def column_pieces(line: OcrLine) -> list[OcrLine]:
+    """A line cut where a gap between two words is wider than prose ever leaves (a few letters):
+    the columns of a table row, or a caption that the OCR joined with the text beside it."""
+    words = sorted(line.words, key=lambda w: w.box[0])
+    pieces, cur = [], words[:1]
+    for a, b in zip(words, words[1:]):
+        if b.box[0] - a.box[2] > COLUMN_GAP_LINES * max(line.height, 1.0):
+            pieces.append(cur)
+            cur = []
+        cur.append(b)
+    if len(pieces) == 0:
+        return [line]
+    pieces.append(cur)
+    return [OcrLine(" ".join(w.text for w in ws), (min(w.box[0] for w in ws), min(w.box[1] for w in ws),
+                                                  max(w.box[2] for w in ws), max(w.box[3] for w in ws)),
+                    ws, line.block, line.par) for ws in pieces]
+
+
 def find_captions(lines: list[OcrLine]) -> list[OcrCaption]:
-    """Captions of one page, in Tesseract's reading order."""
+    """Captions of one page, in Tesseract's reading order (a line with a column gap read as its
+    pieces)."""
+    lines = [piece for ln in lines for piece in column_pieces(ln)]
     caps: list[OcrCaption] = []
     i = 0
     while i < len(lines):

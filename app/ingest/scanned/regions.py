@@ -16,7 +16,7 @@ from PIL import Image
 from scipy import ndimage
 
 from app.ingest.layout import column_span
-from app.ingest.scanned.captions import OcrCaption
+from app.ingest.scanned.captions import OcrCaption, column_pieces
 from app.ingest.scanned.detect import word_quality
 from app.ingest.scanned.ocr import OcrLine, OcrPage, otsu_threshold
 
@@ -27,7 +27,6 @@ _HEADING_RE = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|[IVX]{1,4}\.)\s+[A-Z
 _SUBLABEL_RE = re.compile(r"^\W{0,2}\(?[a-hA-H]\)\s")
 OUTWARD_PT = 15.0
 NEAR_LINES = 3.0  # text lines this close (in body-line heights) to a caption may be its panel labels
-COLUMN_GAP_LINES = 2.5  # a gap between words wider than this many line heights separates table columns
 STRIP_LINES = 3.0  # a strip of ink outside the model's box at most this many body lines tall may be cut off
 FAINT_LEVELS = 22  # grey levels below the paper's that count as faint ink inside a model's figure box
 RUNNING_BAND = 0.1  # share of the page height at its top and bottom where running heads and page numbers sit
@@ -144,13 +143,6 @@ def _ink_box(ink: np.ndarray, s: float, x0: float, y0: float, x1: float, y1: flo
     return box
 
 
-def _column_gap(ln: OcrLine) -> bool:
-    """Whether a line has a blank gap between two words wider than prose ever leaves (a few
-    letters): the gap between a table's columns."""
-    xs = sorted(w.box for w in ln.words)
-    return any(b[0] - a[2] > COLUMN_GAP_LINES * max(ln.height, 1.0) for a, b in zip(xs, xs[1:]))
-
-
 def _text_only_row(ln: OcrLine, ink: np.ndarray, s: float, span: tuple[float, float]) -> bool:
     """A well-read line of words with no other ink beside it in its row: prose (author lines,
     paragraphs of another shape), not a label inside a graphic."""
@@ -160,7 +152,7 @@ def _text_only_row(ln: OcrLine, ink: np.ndarray, s: float, span: tuple[float, fl
     if not _HEADING_RE.match(ln.text) and (len(ln.text) < 25 or len(ln.words) < 3 or numeric > 0.4 * len(ln.words)
                                            or _prose_share(ln) < 0.4):
         return False  # tick labels and other number rows belong to plots; section headings bound them
-    if _column_gap(ln):
+    if len(column_pieces(ln)) > 1:
         return False  # "N, N^T    Number of nodes in the graph": a table row, not a sentence
     r0, r1 = int(ln.box[1] * s), int(ln.box[3] * s) + 1
     band = ink[max(r0, 0):max(r1, 0)]
@@ -317,10 +309,11 @@ def _blank_rows(ink: np.ndarray, s: float, x0: float, x1: float, y0: float, y1: 
 
 def _trim_strips(region: tuple | None, cap: OcrCaption, boxes: list, lay: Layout, ink: np.ndarray,
                  s: float) -> tuple | None:
-    """Cut off a thin strip of ink (a line of text, a rule: at most STRIP_LINES body lines) that
-    sticks out of the layout model's box of the caption's kind at the region's far edge, parted
-    from the rest by a blank band of a body line or more: a running head the OCR did not read,
-    a rule under it, a page number."""
+    """Cut off what sticks out of the layout model's box of the caption's kind (the one nearest
+    the caption) at the region's far edge, parted from it by a blank band of a body line or more,
+    when it is a thin strip (at most STRIP_LINES body lines: a running head the OCR did not read,
+    a rule under it, a page number) or lies in a model box of the other kind (a table next to a
+    figure with no prose line between them; two picture boxes are often one figure's panels)."""
     if region is None:
         return None
     want = "picture" if cap.kind == "figure" else "table"
@@ -328,21 +321,28 @@ def _trim_strips(region: tuple | None, cap: OcrCaption, boxes: list, lay: Layout
             and min(b.rect[3], region[3]) > max(b.rect[1], region[1])]
     if not over:
         return region
-    top, bottom = min(m[1] for m in over), max(m[3] for m in over)
+    anchor = min(over, key=lambda m: min(abs(cap.box[1] - m[3]), abs(m[1] - cap.box[3])))
     x0, y0, x1, y1 = region
     band, strip = lay.body_h, STRIP_LINES * lay.body_h
+
+    def other_box(lo: float, hi: float) -> bool:
+        return any(b.kind in ("picture", "table") and b.kind != want and b.rect[1] < hi and b.rect[3] > lo
+                   and min(b.rect[2], x1) > max(b.rect[0], x0)
+                   and (b.rect[3] <= anchor[1] + 2 or b.rect[1] >= anchor[3] - 2) for b in boxes)
+
     above = y1 <= cap.box[1] + 2  # only the edge away from the caption: labels under a graphic stay
-    if above and top - y0 > 2:  # ink above the model's box
-        blank = _blank_rows(ink, s, x0, x1, y0, min(top + 2, y1))
-        runs = _runs(blank)
-        cut = [(a, b) for a, b in runs if (b - a) / s >= band and a / s <= strip]
+    if above and anchor[1] - y0 > 2:  # ink above the model's box
+        blank = _blank_rows(ink, s, x0, x1, y0, min(anchor[1] + 2, y1))
+        cut = [(a, b) for a, b in _runs(blank) if (b - a) / s >= band
+               and (a / s <= strip or other_box(y0, y0 + a / s))]
         if cut:
             y0 = y0 + cut[-1][1] / s
-    if not above and y1 - bottom > 2:  # ink under it
-        start = max(bottom - 2, y0)
+    if not above and y1 - anchor[3] > 2:  # ink under it
+        start = max(anchor[3] - 2, y0)
         blank = _blank_rows(ink, s, x0, x1, start, y1)
         n = len(blank)
-        cut = [(a, b) for a, b in _runs(blank) if (b - a) / s >= band and (n - b) / s <= strip]
+        cut = [(a, b) for a, b in _runs(blank) if (b - a) / s >= band
+               and ((n - b) / s <= strip or other_box(start + b / s, y1))]
         if cut:
             y1 = start + cut[0][0] / s
     if (x0, y0, x1, y1) == region:
