@@ -460,3 +460,39 @@ def test_table_merged_above_a_figure_is_cut_off_at_the_blank_band():
     assert got is not None and abs(got[1] - 150) <= 1, got
     (_, got), = find_regions(page, caps, lay, [LayoutBox("picture", (58.0, 58.0, 362.0, 132.0)), pic])
     assert got is not None and abs(got[1] - 60) <= 1, got
+
+
+def test_numbered_pseudo_code_lines_do_not_bound_the_table():
+    """A table of pseudo-code whose numbered lines read like prose: the region runs over all of
+    them (numbered lines one after another are a listing, not running text)."""
+    from app.ingest.scanned.captions import find_captions
+    from app.ingest.scanned.ocr import OcrLine
+    from app.ingest.scanned.regions import Layout, find_regions
+
+    code = ["initialise the weights of all the training examples to one",
+            "train a classifier with the features using the examples",
+            "calculate the error and the coefficient of the classifier",
+            "update the weights for the next iteration of the loop here"]
+    rows = [_words_line(f"{k + 1} {t}", 60.0, 130.0 + 9 * k, 2, k + 1) for k, t in enumerate(code)]
+    lines = [OcrLine("Table 2: Pseudo code for the boosting procedure.", (40.0, 110.0, 300.0, 120.0), [], 1, 1)] + rows
+    page = _page_with([ln.box for ln in rows] + [(55.0, 126.0, 365.0, 127.0), (55.0, 168.0, 365.0, 169.0)], lines)
+    lay = Layout(body_h=7.0, text_x0=40, text_x1=380, page_w=420)
+    (_, got), = find_regions(page, find_captions(lines), lay)
+    assert got is not None and got[1] <= 127 and got[3] >= 168, got
+
+
+def test_table_under_its_caption_over_a_figure_over_its_caption_are_parted():
+    """'Table 2' over its table, right under it a figure over 'Figure 5', no prose between: each
+    caption takes its own graphic, parted at the blank band between them."""
+    from app.ingest.scanned.captions import find_captions
+    from app.ingest.scanned.ocr import OcrLine
+    from app.ingest.scanned.regions import Layout, find_regions
+
+    table, graphic = (60.0, 80.0, 360.0, 150.0), (60.0, 165.0, 360.0, 300.0)
+    lines = [OcrLine("Table 2: Dataset statistics.", (150.0, 64.0, 270.0, 74.0), [], 1, 1),
+             OcrLine("Figure 5: Relationship between the winning rate and the bid.", (40.0, 308.0, 380.0, 318.0), [], 2, 1)]
+    page = _page_with([table, graphic], lines)
+    lay = Layout(body_h=9.0, text_x0=40, text_x1=380, page_w=420)
+    regions = {cap.kind: r for cap, r in find_regions(page, find_captions(lines), lay)}
+    assert regions["table"] is not None and abs(regions["table"][3] - 150) <= 1, regions
+    assert regions["figure"] is not None and abs(regions["figure"][1] - 165) <= 1, regions

@@ -30,6 +30,7 @@ NEAR_LINES = 3.0  # text lines this close (in body-line heights) to a caption ma
 STRIP_LINES = 3.0  # a strip of ink outside the model's box at most this many body lines tall may be cut off
 FAINT_LEVELS = 22  # grey levels below the paper's that count as faint ink inside a model's figure box
 RUNNING_BAND = 0.1  # share of the page height at its top and bottom where running heads and page numbers sit
+_LINE_NUMBER_RE = re.compile(r"^\s*(\d{1,3})(?![\d.,)\]:])")  # "12 calculate ...", "5___P = ..." (OCR'd space)
 _PAGE_NUMBER_RE = re.compile(r"^\W{0,2}(?:\d{1,4}|[ivxlc]{1,6})\W{0,2}$", re.I)
 
 
@@ -172,9 +173,29 @@ def _obstacles(page: OcrPage, caps: list[OcrCaption], lay: Layout, ink: np.ndarr
         n_body = sum(1 for ln in lines if id(ln) in body)
         if n_body >= 2 and n_body >= 0.5 * len(lines):
             body.update(id(ln) for ln in lines)
-    boxes = [ln.box for ln in page.lines if id(ln) not in caption_lines
+    listing = _numbered_lines(page.lines)
+    boxes = [ln.box for ln in page.lines if id(ln) not in caption_lines and id(ln) not in listing
              and (id(ln) in body or _text_only_row(ln, ink, s, span) or _running_line(ln, page, lay, ink, s))]
     return boxes + [c.box for c in caps]
+
+
+def _numbered_lines(lines: list[OcrLine]) -> set[int]:
+    """Lines of a numbered listing (pseudo-code): each starts with a bare number one more or one
+    less than that of a line right above or below it. They read like prose but are a table's
+    or a listing's rows (numbered paragraphs carry "1." or "(1)", not a bare number)."""
+    numbered = []
+    for ln in lines:
+        m = _LINE_NUMBER_RE.match(ln.text)
+        if m:
+            numbered.append((int(m.group(1)), ln))
+    out = set()
+    for n, ln in numbered:
+        for m, other in numbered:
+            if abs(m - n) == 1 and abs(other.box[0] - ln.box[0]) <= 2 * ln.height \
+                    and abs((other.box[1] + other.box[3]) - (ln.box[1] + ln.box[3])) / 2 <= 2.5 * max(ln.height, 1.0):
+                out.add(id(ln))
+                break
+    return out
 
 
 def _outward(span: tuple[float, float], lay: Layout) -> tuple[float, float]:
@@ -402,6 +423,32 @@ def find_regions(page: OcrPage, caps: list[OcrCaption], lay: Layout,
                                    faint) or region
             region = _trim_strips(region, cap, boxes, lay, faint, s_small)
         out.append((cap, region))
+    return _part_shared(out, lay, ink, s_small)
+
+
+def _part_shared(found: list[tuple[OcrCaption, tuple | None]], lay: Layout, ink: np.ndarray,
+                 s: float) -> list[tuple[OcrCaption, tuple | None]]:
+    """Two captions that face each other across the same region (a table under its caption
+    right over a figure above its caption, with no prose between them) both took the whole of
+    it: part it at its widest blank band, the upper part to the caption over it."""
+    out = list(found)
+    for i, (ca, ra) in enumerate(out):
+        for j, (cb, rb) in enumerate(out):
+            if i == j or ra is None or rb is None or not (ca.box[3] <= ra[1] + 2 and rb[3] <= cb.box[1] + 2):
+                continue  # ca over its region, cb under its region
+            lo, hi = max(ra[1], rb[1]), min(ra[3], rb[3])
+            x0, x1 = max(ra[0], rb[0]), min(ra[2], rb[2])
+            if hi - lo < 0.5 * min(ra[3] - ra[1], rb[3] - rb[1]) or x1 - x0 < 0.5 * min(ra[2] - ra[0], rb[2] - rb[0]):
+                continue
+            runs = [(b - a, a, b) for a, b in _runs(_blank_rows(ink, s, x0, x1, lo, hi))]
+            if not runs or max(runs)[0] / s < 0.5 * lay.body_h:
+                continue
+            _, a, b = max(runs)
+            upper = _ink_box(ink, s, ra[0] - 1, ra[1] - 1, ra[2] + 1, lo + a / s)
+            lower = _ink_box(ink, s, rb[0] - 1, lo + b / s, rb[2] + 1, rb[3] + 1)
+            if upper is not None and lower is not None:
+                out[i], out[j] = (ca, upper), (cb, lower)
+                ra = upper
     return out
 
 
