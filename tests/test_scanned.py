@@ -439,6 +439,12 @@ def test_caption_joined_with_the_text_beside_it_is_cut_out_of_the_line():
     caps = find_captions([line, legend])
     assert [(c.kind, c.number) for c in caps] == [("table", 2)]
     assert caps[0].box[0] >= 199 and caps[0].box[3] <= 108, caps[0].box
+    # "Figure 1." (a full stop, not a colon) after the gap starts a caption too: the piece
+    # before the gap is another column's text, not the sentence it would end
+    left = _words_line("for the most common", 40.0, 300.0, 5, 1)
+    right = _words_line("Figure 1. The click rate of an ad", 160.0, 300.0, 5, 1)
+    joined = type(left)(left.text + " " + right.text, (40.0, 296.0, right.box[2], 311.0), left.words + right.words, 5, 1)
+    assert [(c.kind, c.number) for c in find_captions([joined])] == [("figure", 1)]
 
 
 def test_table_merged_above_a_figure_is_cut_off_at_the_blank_band():

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
 from app.ingest.scanned.ocr import OcrLine
 from app.labels import CAPTION_RE
 
@@ -104,9 +106,13 @@ def column_pieces(line: OcrLine) -> list[OcrLine]:
     """A line cut where a gap between two words is wider than prose ever leaves (a few letters):
     the columns of a table row, or a caption that the OCR joined with the text beside it."""
     words = sorted(line.words, key=lambda w: w.box[0])
+    if len(words) < 2:
+        return [line]
+    # the words' height, not the line's: a joined line is as tall as its two rows together
+    gap = COLUMN_GAP_LINES * max(float(np.median([w.box[3] - w.box[1] for w in words])), 1.0)
     pieces, cur = [], words[:1]
     for a, b in zip(words, words[1:]):
-        if b.box[0] - a.box[2] > COLUMN_GAP_LINES * max(line.height, 1.0):
+        if b.box[0] - a.box[2] > gap:
             pieces.append(cur)
             cur = []
         cur.append(b)
@@ -121,11 +127,13 @@ def column_pieces(line: OcrLine) -> list[OcrLine]:
 def find_captions(lines: list[OcrLine]) -> list[OcrCaption]:
     """Captions of one page, in Tesseract's reading order (a line with a column gap read as its
     pieces)."""
-    lines = [piece for ln in lines for piece in column_pieces(ln)]
+    split = [column_pieces(ln) for ln in lines]
+    after_gap = {id(p) for pieces in split for p in pieces[1:]}  # starts a column: nothing before it
+    lines = [piece for pieces in split for piece in pieces]
     caps: list[OcrCaption] = []
     i = 0
     while i < len(lines):
-        prev = lines[i - 1] if i else None
+        prev = lines[i - 1] if i and id(lines[i]) not in after_gap else None
         start = _caption_start(lines[i], prev)
         if start is None:
             i += 1
