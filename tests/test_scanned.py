@@ -237,3 +237,268 @@ def test_tesseract_limit_is_set_only_while_tesseract_runs():
             assert os.environ["OMP_THREAD_LIMIT"] == "1"
         assert os.environ["OMP_THREAD_LIMIT"] == "1"
     assert os.environ.get("OMP_THREAD_LIMIT") == before
+
+
+def _page_with(ink_boxes, lines, w=420, h=560, px_per_pt=2.0):
+    """An OcrPage whose image is white with black rectangles at `ink_boxes` (points)."""
+    from app.ingest.scanned.ocr import OcrPage
+
+    img = np.full((int(h * px_per_pt), int(w * px_per_pt)), 245.0)
+    for x0, y0, x1, y1 in ink_boxes:
+        img[int(y0 * px_per_pt):int(y1 * px_per_pt), int(x0 * px_per_pt):int(x1 * px_per_pt)] = 20
+    img = np.clip(img + np.random.default_rng(0).normal(0, 4, img.shape), 0, 255).astype(np.uint8)
+    return OcrPage(lines=lines, width=w, height=h, image=img, px_per_pt=px_per_pt)
+
+
+def test_running_head_and_page_number_stay_out_of_figure_regions():
+    """A running head repeated on another page, above a figure at the top of the page, and a lone
+    page number under a table at the foot of the page, are not parts of their regions."""
+    from app.ingest.scanned.captions import find_captions
+    from app.ingest.scanned.ocr import OcrLine
+    from app.ingest.scanned.regions import Layout, find_regions, running_texts
+
+    head = (150.0, 30.0, 270.0, 38.0)
+    graphic, table, number = (80.0, 60.0, 340.0, 200.0), (60.0, 380.0, 360.0, 470.0), (205.0, 520.0, 215.0, 528.0)
+    lines = [OcrLine("Srivastava, Hinton and Salakhutdinov", head, [], 1, 1),
+             OcrLine("Figure 1: Revenue under three reserve prices.", (40.0, 210.0, 380.0, 222.0), [], 2, 1),
+             OcrLine("Table 1: Bids and prices of the auction.", (40.0, 360.0, 380.0, 372.0), [], 3, 1),
+             OcrLine("17", number, [], 4, 1)]
+    page = _page_with([head, graphic, table, number], lines)
+    other = _page_with([head], [OcrLine("Srivastava, Hinton and Salakhutdinov", head, [], 1, 1)])
+    lay = Layout(body_h=9.0, text_x0=40, text_x1=380, page_w=420, running=running_texts([page, other]))
+    regions = {cap.kind: r for cap, r in find_regions(page, find_captions(lines), lay)}
+    assert regions["figure"] is not None and abs(regions["figure"][1] - 60) <= 1, regions
+    assert regions["table"] is not None and abs(regions["table"][3] - 470) <= 1, regions
+    # a line near the top that no other page repeats (a figure's own title) stays in
+    lay = Layout(body_h=9.0, text_x0=40, text_x1=380, page_w=420, running=running_texts([page]))
+    regions = {cap.kind: r for cap, r in find_regions(page, find_captions(lines), lay)}
+    assert abs(regions["figure"][1] - 30) <= 1, regions
+
+
+def test_caption_labels_misread_by_ocr_are_still_captions():
+    """A bold full stop read as a comma, and a roman one read as '!', still start captions; a
+    sentence that begins with a figure reference does not."""
+    from app.ingest.scanned.captions import find_captions
+    from app.ingest.scanned.ocr import OcrLine
+
+    lines = [OcrLine("Figure 3, CTR variance across all ads for several keywords.", (40, 100, 380, 110), [], 1, 1),
+             OcrLine("TABLE!", (40, 300, 80, 310), [], 2, 1),
+             OcrLine("Figure 4, which we show below, has no caption here.", (40, 400, 380, 410), [], 3, 1)]
+    got = [(c.kind, c.number) for c in find_captions(lines)]
+    assert got == [("figure", 3), ("table", 1)]
+
+
+def test_faint_frame_inside_the_model_figure_box_is_part_of_the_region():
+    """A figure drawn in a pale frame with light grid lines: the pixels alone see only its dark
+    content; with the model's picture box over it the region reaches the faint frame."""
+    from app.ingest.layout_model import LayoutBox
+    from app.ingest.scanned.captions import find_captions
+    from app.ingest.scanned.ocr import OcrLine
+    from app.ingest.scanned.regions import Layout, find_regions
+
+    frame, content = (60.0, 60.0, 360.0, 200.0), (80.0, 70.0, 340.0, 190.0)
+    lines = [OcrLine("Figure 1: Revenue under three reserve prices.", (40.0, 210.0, 380.0, 222.0), [], 2, 1)]
+    page = _page_with([content], lines)
+    s = page.px_per_pt
+    pale = page.image.copy()
+    x0, y0, x1, y1 = (int(v * s) for v in frame)
+    for r0, r1, c0, c1 in ((y0, y0 + 3, x0, x1), (y1 - 3, y1, x0, x1), (y0, y1, x0, x0 + 3), (y0, y1, x1 - 3, x1)):
+        pale[r0:r1, c0:c1] = 212  # a light grey frame, lighter than the ink threshold
+    page.image = pale
+    lay = Layout(body_h=9.0, text_x0=40, text_x1=380, page_w=420)
+    caps = find_captions(lines)
+    (_, alone), = find_regions(page, caps, lay)
+    assert alone is not None and abs(alone[1] - 70) <= 1  # the pixels alone: the dark content
+    (_, got), = find_regions(page, caps, lay, [LayoutBox("picture", (58.0, 58.0, 362.0, 202.0))])
+    assert got is not None and all(abs(a - b) <= 1.5 for a, b in zip(got, frame)), got
+
+
+def test_label_alone_takes_its_title_line_and_table_rows_do_not_bound_the_table():
+    """'Table 1' alone on its line with its title on the next (another OCR paragraph, the table's
+    rows following in it): the caption is the label and the title; rows of a two-column table
+    ('N, N^T    Number of nodes in the graph') read like prose but do not end the table's region."""
+    from app.ingest.scanned.captions import find_captions
+    from app.ingest.scanned.ocr import OcrLine, OcrWord
+    from app.ingest.scanned.regions import Layout, find_regions
+
+    def row(y, symbol, text):
+        words = [OcrWord(symbol, 95.0, (50.0, y, 62.0, y + 7))]
+        x = 160.0
+        for t in text.split():
+            words.append(OcrWord(t, 95.0, (x, y, x + 6 * len(t), y + 7)))
+            x += 6 * len(t) + 4
+        return OcrLine(f"{symbol} {text}", (50.0, y, x - 4, y + 7), words, 2, 2)
+
+    rows = [row(140.0 + 12 * k, sym, text) for k, (sym, text) in enumerate(
+        [("N", "Number of nodes in the graph"), ("E", "Number of edges in the graph"),
+         ("h", "Hidden state of the node at time step"), ("o", "Output of the node at time step")])]
+    lines = [OcrLine("Table 1", (45.0, 100.0, 80.0, 108.0), [], 2, 1),
+             OcrLine("Notations used in this paper.", (45.0, 111.0, 170.0, 119.0), [], 2, 2)] + rows
+    caps = find_captions(lines)
+    assert [(c.kind, c.number, c.text) for c in caps] == [("table", 1, "Table 1 Notations used in this paper.")]
+    page = _page_with([(45.0, 130.0, 380.0, 131.5)] + [ln.box for ln in rows] + [(45.0, 190.0, 380.0, 191.5)], lines)
+    lay = Layout(body_h=8.0, text_x0=40, text_x1=380, page_w=420)
+    (_, region), = find_regions(page, caps, lay)
+    assert region is not None and region[1] <= 131 and region[3] >= 190, region
+
+
+def _words_line(text, x, y, block, par, h=7.0):
+    """An OCR line of well-read words, a few points apart."""
+    from app.ingest.scanned.ocr import OcrLine, OcrWord
+
+    words = []
+    for t in text.split():
+        words.append(OcrWord(t, 95.0, (x, y, x + 5 * len(t), y + h)))
+        x += 5 * len(t) + 3
+    return OcrLine(text, (words[0].box[0], y, x - 3, y + h), words, block, par)
+
+
+def test_table_box_of_the_model_holds_rows_that_read_like_prose():
+    """A table whose rows are sentences (descriptions of notations): the pixels stop at its first
+    row; the model's table box under the caption gives the whole table."""
+    from app.ingest.layout_model import LayoutBox
+    from app.ingest.scanned.captions import find_captions
+    from app.ingest.scanned.ocr import OcrLine
+    from app.ingest.scanned.regions import Layout, find_regions
+
+    rows = [_words_line(t, 60.0, 140.0 + 11 * k, 2, 1) for k, t in enumerate(
+        ["the probability that the bid request is won at this price",
+         "the predicted value of the auction if the bid is won here",
+         "the estimated number of bid requests during the whole day",
+         "the budget of the campaign that is spent over the whole day",
+         "the bidding strategy that is defined as a function of value",
+         "the rate of winning the bid request with the given bid price"])]
+    lines = [OcrLine("Table 1: Notations and descriptions.", (40.0, 110.0, 250.0, 120.0), [], 1, 1)] + rows
+    page = _page_with([ln.box for ln in rows] + [(55.0, 130.0, 365.0, 131.5), (55.0, 208.0, 365.0, 209.5)], lines)
+    lay = Layout(body_h=7.0, text_x0=40, text_x1=380, page_w=420)
+    caps = find_captions(lines)
+    (_, alone), = find_regions(page, caps, lay)
+    assert alone is not None and alone[3] < 150  # the pixels alone: the rule and the first row
+    (_, got), = find_regions(page, caps, lay, [LayoutBox("table", (54.0, 128.0, 366.0, 211.0))])
+    assert got is not None and got[1] <= 131 and got[3] >= 209, got
+
+
+def test_tables_over_their_captions_are_found_over_them_in_such_a_document():
+    """In a document that puts tables over their captions (the model's table boxes say so where
+    only one side has one), a caption between two tables takes the one above it, not the next
+    table below."""
+    from app.ingest.layout_model import LayoutBox
+    from app.ingest.scanned.captions import find_captions
+    from app.ingest.scanned.ocr import OcrLine
+    from app.ingest.scanned.regions import Layout, find_regions, graphic_sides
+
+    upper, lower = (60.0, 60.0, 360.0, 140.0), (60.0, 170.0, 360.0, 250.0)
+    lines = [OcrLine("Table 2: Target pair performance.", (40.0, 146.0, 300.0, 156.0), [], 1, 1),
+             OcrLine("Table 3: Another target pair.", (40.0, 256.0, 300.0, 266.0), [], 2, 1)]
+    page = _page_with([upper, lower], lines)
+    boxes = [LayoutBox("table", (58.0, 58.0, 362.0, 142.0)), LayoutBox("table", (58.0, 168.0, 362.0, 252.0))]
+    other_caps = find_captions([OcrLine("Table 4: Results.", (40.0, 400.0, 200.0, 410.0), [], 1, 1)])
+    other_boxes = [LayoutBox("table", (58.0, 330.0, 362.0, 396.0))]
+    lay = Layout(body_h=9.0, text_x0=40, text_x1=380, page_w=420)
+    caps = find_captions(lines)
+    lay.graphics_above = graphic_sides([(caps, boxes), (other_caps, other_boxes)], lay)
+    assert lay.graphics_above["table"] is True and lay.graphics_above["figure"] is True
+    regions = {cap.number: r for cap, r in find_regions(page, caps, lay, boxes)}
+    assert regions[2] is not None and abs(regions[2][1] - 60) <= 1 and abs(regions[2][3] - 140) <= 1, regions
+    assert regions[3] is not None and abs(regions[3][1] - 170) <= 1, regions
+    # with no model boxes the usual side holds: tables under their captions
+    assert graphic_sides([(caps, [])], Layout())["table"] is False
+
+
+def test_unread_running_head_over_the_model_box_is_cut_off_but_panel_labels_stay():
+    """A running head and its rule that the OCR did not read, over a figure at the top of the
+    page, are cut off where the model's picture box begins (a blank band between them); the
+    panel labels between the graphic and its caption stay."""
+    from app.ingest.layout_model import LayoutBox
+    from app.ingest.scanned.captions import find_captions
+    from app.ingest.scanned.ocr import OcrLine
+    from app.ingest.scanned.regions import Layout, find_regions
+
+    head, rule = (120.0, 30.0, 300.0, 37.0), (40.0, 40.0, 380.0, 41.0)
+    graphic, labels = (80.0, 60.0, 340.0, 190.0), (120.0, 200.0, 300.0, 207.0)
+    lines = [OcrLine("Figure 1: Revenue under three reserve prices.", (40.0, 216.0, 380.0, 226.0), [], 2, 1)]
+    page = _page_with([head, rule, graphic, labels], lines)
+    lay = Layout(body_h=9.0, text_x0=40, text_x1=380, page_w=420)
+    caps = find_captions(lines)
+    (_, alone), = find_regions(page, caps, lay)
+    assert alone is not None and alone[1] <= 31  # the pixels alone take the head in
+    (_, got), = find_regions(page, caps, lay, [LayoutBox("picture", (78.0, 58.0, 342.0, 192.0))])
+    assert got is not None and abs(got[1] - 60) <= 1 and abs(got[3] - 207) <= 1, got
+
+
+def test_caption_joined_with_the_text_beside_it_is_cut_out_of_the_line():
+    """The OCR joined a table's caption with the text of the column beside it into one line, and
+    took a legend right of the caption for its next line: the caption is the piece after the
+    column gap, alone."""
+    from app.ingest.scanned.captions import find_captions
+
+    merged = _words_line("as input the concatenation", 40.0, 100.0, 1, 1)
+    cap = _words_line("Table 2: Example annotations for all four tasks.", 200.0, 100.0, 1, 1)
+    line = type(merged)(merged.text + " " + cap.text, (40.0, 100.0, cap.box[2], 107.0), merged.words + cap.words, 1, 1)
+    legend = _words_line("Steam Electronic Tmall", 330.0, 110.0, 1, 1)
+    caps = find_captions([line, legend])
+    assert [(c.kind, c.number) for c in caps] == [("table", 2)]
+    assert caps[0].box[0] >= 199 and caps[0].box[3] <= 108, caps[0].box
+    # "Figure 1." (a full stop, not a colon) after the gap starts a caption too: the piece
+    # before the gap is another column's text, not the sentence it would end
+    left = _words_line("for the most common", 40.0, 300.0, 5, 1)
+    right = _words_line("Figure 1. The click rate of an ad", 160.0, 300.0, 5, 1)
+    joined = type(left)(left.text + " " + right.text, (40.0, 296.0, right.box[2], 311.0), left.words + right.words, 5, 1)
+    assert [(c.kind, c.number) for c in find_captions([joined])] == [("figure", 1)]
+
+
+def test_table_merged_above_a_figure_is_cut_off_at_the_blank_band():
+    """A table over a figure with no prose between them: the pixels take both for the figure;
+    the model's table box over the blank band between them ends the figure there. Two picture
+    boxes (a figure's two rows of panels) are not cut apart."""
+    from app.ingest.layout_model import LayoutBox
+    from app.ingest.scanned.captions import find_captions
+    from app.ingest.scanned.ocr import OcrLine
+    from app.ingest.scanned.regions import Layout, find_regions
+
+    table, graphic = (60.0, 60.0, 360.0, 130.0), (60.0, 150.0, 360.0, 250.0)
+    lines = [OcrLine("Figure 3: Performance against the number of steps.", (40.0, 260.0, 380.0, 270.0), [], 2, 1)]
+    page = _page_with([table, graphic], lines)
+    lay = Layout(body_h=9.0, text_x0=40, text_x1=380, page_w=420)
+    caps = find_captions(lines)
+    pic = LayoutBox("picture", (58.0, 148.0, 362.0, 252.0))
+    (_, got), = find_regions(page, caps, lay, [LayoutBox("table", (58.0, 58.0, 362.0, 132.0)), pic])
+    assert got is not None and abs(got[1] - 150) <= 1, got
+    (_, got), = find_regions(page, caps, lay, [LayoutBox("picture", (58.0, 58.0, 362.0, 132.0)), pic])
+    assert got is not None and abs(got[1] - 60) <= 1, got
+
+
+def test_numbered_pseudo_code_lines_do_not_bound_the_table():
+    """A table of pseudo-code whose numbered lines read like prose: the region runs over all of
+    them (numbered lines one after another are a listing, not running text)."""
+    from app.ingest.scanned.captions import find_captions
+    from app.ingest.scanned.ocr import OcrLine
+    from app.ingest.scanned.regions import Layout, find_regions
+
+    code = ["initialise the weights of all the training examples to one",
+            "train a classifier with the features using the examples",
+            "calculate the error and the coefficient of the classifier",
+            "update the weights for the next iteration of the loop here"]
+    rows = [_words_line(f"{k + 1} {t}", 60.0, 130.0 + 9 * k, 2, k + 1) for k, t in enumerate(code)]
+    lines = [OcrLine("Table 2: Pseudo code for the boosting procedure.", (40.0, 110.0, 300.0, 120.0), [], 1, 1)] + rows
+    page = _page_with([ln.box for ln in rows] + [(55.0, 126.0, 365.0, 127.0), (55.0, 168.0, 365.0, 169.0)], lines)
+    lay = Layout(body_h=7.0, text_x0=40, text_x1=380, page_w=420)
+    (_, got), = find_regions(page, find_captions(lines), lay)
+    assert got is not None and got[1] <= 127 and got[3] >= 168, got
+
+
+def test_table_under_its_caption_over_a_figure_over_its_caption_are_parted():
+    """'Table 2' over its table, right under it a figure over 'Figure 5', no prose between: each
+    caption takes its own graphic, parted at the blank band between them."""
+    from app.ingest.scanned.captions import find_captions
+    from app.ingest.scanned.ocr import OcrLine
+    from app.ingest.scanned.regions import Layout, find_regions
+
+    table, graphic = (60.0, 80.0, 360.0, 150.0), (60.0, 165.0, 360.0, 300.0)
+    lines = [OcrLine("Table 2: Dataset statistics.", (150.0, 64.0, 270.0, 74.0), [], 1, 1),
+             OcrLine("Figure 5: Relationship between the winning rate and the bid.", (40.0, 308.0, 380.0, 318.0), [], 2, 1)]
+    page = _page_with([table, graphic], lines)
+    lay = Layout(body_h=9.0, text_x0=40, text_x1=380, page_w=420)
+    regions = {cap.kind: r for cap, r in find_regions(page, find_captions(lines), lay)}
+    assert regions["table"] is not None and abs(regions["table"][3] - 150) <= 1, regions
+    assert regions["figure"] is not None and abs(regions["figure"][1] - 165) <= 1, regions

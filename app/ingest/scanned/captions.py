@@ -10,12 +10,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
 from app.ingest.scanned.ocr import OcrLine
 from app.labels import CAPTION_RE
 
-_LABEL_FIX_RE = re.compile(r"^(\W{0,2})(Fig(?:ure)?s?\.?|FIG(?:URE)?S?\.?|Table|TABLE|Tab\.)\s*([0-9IlO|]{1,3})(?=\W|$)")
-_DIGIT_FIX = str.maketrans({"I": "1", "l": "1", "|": "1", "O": "0"})
+_LABEL_FIX_RE = re.compile(r"^(\W{0,2})(Fig(?:ure)?s?\.?|FIG(?:URE)?S?\.?|Table|TABLE|Tab\.)\s*([0-9IlO|!]{1,3})(?=\W|$)")
+_DIGIT_FIX = str.maketrans({"I": "1", "l": "1", "|": "1", "!": "1", "O": "0"})
 _DELIMS = ":.|-\u2013\u2014"
+COLUMN_GAP_LINES = 2.5  # a gap between words wider than this many line heights parts two columns
+# a bold full stop after the number often reads as a comma: "Figure 3, CTR variance across ..."
+_COMMA_DELIM_RE = re.compile(r"^,\s+[A-Z]")
 _REFERENCE_RE = re.compile(r"^\s*(?:[-\u2013\u2014,]\s*\d|and\s+\d|to\s+\d|\))")
 
 
@@ -49,7 +54,7 @@ def _caption_start(line: OcrLine, prev: OcrLine | None) -> tuple[str, int, str, 
     rest = m.group("rest").lstrip()
     if _REFERENCE_RE.match(m.group("rest")):
         return None
-    delim = rest[:1] in _DELIMS and rest[:1] != ""
+    delim = rest[:1] in _DELIMS and rest[:1] != "" or bool(_COMMA_DELIM_RE.match(rest))
     alone = rest.strip(_DELIMS + " ") == ""
     if not (delim or alone):
         return None
@@ -73,17 +78,62 @@ def _continues(line: OcrLine, prev: OcrLine, first: OcrLine) -> bool:
     gap = line.box[1] - prev.box[3]
     if gap > 0.6 * max(prev.height, 1.0) or line.box[0] < first.box[0] - 2 * first.height:
         return False
+    if line.box[0] > (first.box[0] + first.box[2]) / 2:
+        return False  # starts right of the caption's middle: a legend or label beside it, not its next line
     tokens = line.text.split()
     numeric = sum(1 for t in tokens if not any(c.isalpha() for c in t))
     return numeric <= 0.4 * len(tokens)
 
 
+def _label_only(text: str) -> bool:
+    m = CAPTION_RE.match(text)
+    return m is not None and m.group("rest").strip(_DELIMS + " ") == ""
+
+
+def _title_under_label(line: OcrLine, label: OcrLine) -> bool:
+    """The line right under a caption label that stands alone: the caption's title, when it is
+    close below, overlaps the label horizontally and is words rather than a row of numbers."""
+    if _caption_start(line, label) is not None or line.box[1] < label.box[1]:
+        return False
+    gap = line.box[1] - label.box[3]
+    overlap = min(line.box[2], label.box[2]) - max(line.box[0], label.box[0])
+    tokens = line.text.split()
+    numeric = sum(1 for t in tokens if not any(c.isalpha() for c in t))
+    return gap <= max(label.height, 1.0) and overlap > 0 and numeric <= 0.4 * len(tokens)
+
+
+def column_pieces(line: OcrLine) -> list[OcrLine]:
+    """A line cut where a gap between two words is wider than prose ever leaves (a few letters):
+    the columns of a table row, or a caption that the OCR joined with the text beside it."""
+    words = sorted(line.words, key=lambda w: w.box[0])
+    if len(words) < 2:
+        return [line]
+    # the words' height, not the line's: a joined line is as tall as its two rows together
+    gap = COLUMN_GAP_LINES * max(float(np.median([w.box[3] - w.box[1] for w in words])), 1.0)
+    pieces, cur = [], words[:1]
+    for a, b in zip(words, words[1:]):
+        if b.box[0] - a.box[2] > gap:
+            pieces.append(cur)
+            cur = []
+        cur.append(b)
+    if len(pieces) == 0:
+        return [line]
+    pieces.append(cur)
+    return [OcrLine(" ".join(w.text for w in ws), (min(w.box[0] for w in ws), min(w.box[1] for w in ws),
+                                                  max(w.box[2] for w in ws), max(w.box[3] for w in ws)),
+                    ws, line.block, line.par) for ws in pieces]
+
+
 def find_captions(lines: list[OcrLine]) -> list[OcrCaption]:
-    """Captions of one page, in Tesseract's reading order."""
+    """Captions of one page, in Tesseract's reading order (a line with a column gap read as its
+    pieces)."""
+    split = [column_pieces(ln) for ln in lines]
+    after_gap = {id(p) for pieces in split for p in pieces[1:]}  # starts a column: nothing before it
+    lines = [piece for pieces in split for piece in pieces]
     caps: list[OcrCaption] = []
     i = 0
     while i < len(lines):
-        prev = lines[i - 1] if i else None
+        prev = lines[i - 1] if i and id(lines[i]) not in after_gap else None
         start = _caption_start(lines[i], prev)
         if start is None:
             i += 1
@@ -92,9 +142,17 @@ def find_captions(lines: list[OcrLine]) -> list[OcrCaption]:
         own = [lines[i]]
         parts = [text]
         j = i + 1
-        while j < len(lines) and (lines[j].block, lines[j].par) == (lines[i].block, lines[i].par):
+        head, titled = lines[i], False
+        if j < len(lines) and _label_only(text) and _title_under_label(lines[j], head):
+            own.append(lines[j])  # "Table 1" on its own line, its title on the next (another paragraph)
+            parts.append(lines[j].text)
+            head, titled = lines[j], True
+            j += 1
+        while j < len(lines) and (lines[j].block, lines[j].par) == (head.block, head.par):
             if _caption_start(lines[j], lines[j - 1]) is not None or not _continues(lines[j], lines[j - 1], lines[i]):
                 break
+            if titled and lines[j - 1].text.rstrip().endswith("."):
+                break  # such a title is one sentence; what follows in its paragraph is the table's
             own.append(lines[j])
             parts.append(lines[j].text)
             j += 1

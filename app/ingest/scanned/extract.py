@@ -18,7 +18,7 @@ import pymupdf
 from app.ingest.scanned import detect, image_layout
 from app.ingest.scanned.captions import OcrCaption, find_captions
 from app.ingest.scanned.ocr import OcrPage, layer_page, ocr_image, page_grey
-from app.ingest.scanned.regions import doc_layout, find_regions, save_crop
+from app.ingest.scanned.regions import doc_layout, find_regions, graphic_sides, save_crop
 from app.ingest.scanned.textlayer import add_page
 from app.ingest.types import ExtractedFigure, ParsedPaper
 
@@ -73,12 +73,17 @@ def _figures_from_pages(pages: list[OcrPage | None], out_dir: Path, rel: str, th
     if not real:
         return [], graphics
     lay = doc_layout(real)
-    best: dict[tuple[str, int], tuple[float, int, OcrCaption, tuple | None]] = {}
+    captioned: dict[int, tuple[list[OcrCaption], list]] = {}
     for pno, page in enumerate(pages):
         if page is None or not page.lines:
             continue
         caps = find_captions(page.lines)
         boxes = image_layout.image_boxes(page.image, page.px_per_pt) if caps and page.image is not None else []
+        captioned[pno] = (caps, boxes)
+    lay.graphics_above = graphic_sides(list(captioned.values()), lay)
+    best: dict[tuple[str, int], tuple[float, int, OcrCaption, tuple | None]] = {}
+    for pno, (caps, boxes) in captioned.items():
+        page = pages[pno]
         for cap, region in find_regions(page, caps, lay, boxes):
             if region is not None:
                 graphics.setdefault(pno, []).append(region)

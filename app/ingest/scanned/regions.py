@@ -8,7 +8,7 @@ connected components). Crops are cut from the cleaned page image at the scan's r
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +16,7 @@ from PIL import Image
 from scipy import ndimage
 
 from app.ingest.layout import column_span
-from app.ingest.scanned.captions import OcrCaption
+from app.ingest.scanned.captions import OcrCaption, column_pieces
 from app.ingest.scanned.detect import word_quality
 from app.ingest.scanned.ocr import OcrLine, OcrPage, otsu_threshold
 
@@ -26,7 +26,12 @@ MAX_CROP_DPI = 300
 _HEADING_RE = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|[IVX]{1,4}\.)\s+[A-Z][A-Za-z]{3,}")
 _SUBLABEL_RE = re.compile(r"^\W{0,2}\(?[a-hA-H]\)\s")
 OUTWARD_PT = 15.0
-NEAR_LINES = 3.0  # text lines this close (in body-line heights) to a caption may be its panel labels  # how far a graphic may reach beyond its column's text
+NEAR_LINES = 3.0  # text lines this close (in body-line heights) to a caption may be its panel labels
+STRIP_LINES = 3.0  # a strip of ink outside the model's box at most this many body lines tall may be cut off
+FAINT_LEVELS = 22  # grey levels below the paper's that count as faint ink inside a model's figure box
+RUNNING_BAND = 0.1  # share of the page height at its top and bottom where running heads and page numbers sit
+_LINE_NUMBER_RE = re.compile(r"^\s*(\d{1,3})(?![\d.,)\]:])")  # "12 calculate ...", "5___P = ..." (OCR'd space)
+_PAGE_NUMBER_RE = re.compile(r"^\W{0,2}(?:\d{1,4}|[ivxlc]{1,6})\W{0,2}$", re.I)
 
 
 @dataclass
@@ -38,14 +43,50 @@ class Layout:
     text_x1: float = 558.0
     two_column: bool = False
     page_w: float = 612.0
+    running: frozenset[str] = frozenset()  # letters of the lines that head or foot several pages
+    graphics_above: dict[str, bool] = field(default_factory=lambda: {"figure": True, "table": False})
 
 
 def _dense(ln: OcrLine, body_h: float) -> bool:
     return len(ln.text) * body_h * 0.42 >= 0.75 * (ln.box[2] - ln.box[0])
 
 
+def _letters(text: str) -> str:
+    return re.sub(r"[^a-z]", "", text.lower())
+
+
+def _in_running_band(ln: OcrLine, page: OcrPage) -> bool:
+    return ln.box[3] <= RUNNING_BAND * page.height or ln.box[1] >= (1 - RUNNING_BAND) * page.height
+
+
+def running_texts(pages: list[OcrPage]) -> frozenset[str]:
+    """Letters of the lines near the top or bottom edge that come back on another page: running
+    heads and footers (a page's own title or a figure's label does not repeat there)."""
+    pages_of: dict[str, set[int]] = {}
+    for pno, page in enumerate(pages):
+        for ln in page.lines:
+            key = _letters(ln.text)
+            if len(key) >= 3 and _in_running_band(ln, page):
+                pages_of.setdefault(key, set()).add(pno)
+    return frozenset(k for k, v in pages_of.items() if len(v) >= 2)
+
+
+def _running_line(ln: OcrLine, page: OcrPage, lay: Layout, ink: np.ndarray, s: float) -> bool:
+    """A running head, footer or page number: near the page's top or bottom edge, repeated on
+    other pages (or a lone number), with a blank band between it and the page's content."""
+    if not _in_running_band(ln, page):
+        return False
+    if _letters(ln.text) not in lay.running and not _PAGE_NUMBER_RE.match(ln.text.strip()):
+        return False
+    gap = lay.body_h
+    top = ln.box[3] <= RUNNING_BAND * page.height
+    r0, r1 = (ln.box[3] + 1, ln.box[3] + gap) if top else (ln.box[1] - gap, ln.box[1] - 1)
+    band = ink[max(int(r0 * s), 0):max(int(r1 * s), 0)]
+    return band.size > 0 and int(band.sum()) <= SPECK_PT2 * s * s
+
+
 def doc_layout(pages: list[OcrPage]) -> Layout:
-    lay = Layout(page_w=pages[0].width if pages else 612.0)
+    lay = Layout(page_w=pages[0].width if pages else 612.0, running=running_texts(pages))
     long_lines = [ln for p in pages for ln in p.lines if len(ln.text) >= 40 and ln.conf >= 60]
     if not long_lines:
         lay.text_x0, lay.text_x1 = 0.08 * lay.page_w, 0.92 * lay.page_w
@@ -112,6 +153,8 @@ def _text_only_row(ln: OcrLine, ink: np.ndarray, s: float, span: tuple[float, fl
     if not _HEADING_RE.match(ln.text) and (len(ln.text) < 25 or len(ln.words) < 3 or numeric > 0.4 * len(ln.words)
                                            or _prose_share(ln) < 0.4):
         return False  # tick labels and other number rows belong to plots; section headings bound them
+    if len(column_pieces(ln)) > 1:
+        return False  # "N, N^T    Number of nodes in the graph": a table row, not a sentence
     r0, r1 = int(ln.box[1] * s), int(ln.box[3] * s) + 1
     band = ink[max(r0, 0):max(r1, 0)]
     left = band[:, max(int(span[0] * s), 0):max(int((ln.box[0] - 6) * s), 0)]
@@ -130,9 +173,29 @@ def _obstacles(page: OcrPage, caps: list[OcrCaption], lay: Layout, ink: np.ndarr
         n_body = sum(1 for ln in lines if id(ln) in body)
         if n_body >= 2 and n_body >= 0.5 * len(lines):
             body.update(id(ln) for ln in lines)
-    boxes = [ln.box for ln in page.lines if id(ln) not in caption_lines
-             and (id(ln) in body or _text_only_row(ln, ink, s, span))]
+    listing = _numbered_lines(page.lines)
+    boxes = [ln.box for ln in page.lines if id(ln) not in caption_lines and id(ln) not in listing
+             and (id(ln) in body or _text_only_row(ln, ink, s, span) or _running_line(ln, page, lay, ink, s))]
     return boxes + [c.box for c in caps]
+
+
+def _numbered_lines(lines: list[OcrLine]) -> set[int]:
+    """Lines of a numbered listing (pseudo-code): each starts with a bare number one more or one
+    less than that of a line right above or below it. They read like prose but are a table's
+    or a listing's rows (numbered paragraphs carry "1." or "(1)", not a bare number)."""
+    numbered = []
+    for ln in lines:
+        m = _LINE_NUMBER_RE.match(ln.text)
+        if m:
+            numbered.append((int(m.group(1)), ln))
+    out = set()
+    for n, ln in numbered:
+        for m, other in numbered:
+            if abs(m - n) == 1 and abs(other.box[0] - ln.box[0]) <= 2 * ln.height \
+                    and abs((other.box[1] + other.box[3]) - (ln.box[1] + ln.box[3])) / 2 <= 2.5 * max(ln.height, 1.0):
+                out.add(id(ln))
+                break
+    return out
 
 
 def _outward(span: tuple[float, float], lay: Layout) -> tuple[float, float]:
@@ -145,12 +208,48 @@ def _outward(span: tuple[float, float], lay: Layout) -> tuple[float, float]:
     return (x0 - OUTWARD_PT, x1) if x1 <= mid + 0.06 * lay.page_w else (x0, x1 + OUTWARD_PT)
 
 
+def _graphic_above(cap: OcrCaption, lay: Layout) -> bool:
+    return lay.graphics_above.get(cap.kind, cap.kind != "table")
+
+
+def graphic_sides(captioned: list[tuple[list[OcrCaption], list]], lay: Layout) -> dict[str, bool]:
+    """Per kind, whether the document puts its graphics above their captions: the majority of the
+    captions with a layout-model box of that kind right next to them on one side only (papers
+    differ: tables under their captions in one style, over them in another); the usual sides
+    where the model says nothing either way."""
+    near = 2.5 * lay.body_h + 6
+    votes = {"figure": 0, "table": 0}
+    for caps, boxes in captioned:
+        for cap in caps:
+            want = "picture" if cap.kind == "figure" else "table"
+            x0, x1 = column_span(cap.box, lay)
+            cy0, cy1 = cap.box[1], cap.box[3]
+            sides = set()
+            for b in boxes:
+                m = b.rect
+                if b.kind != want or min(m[2], x1) - max(m[0], x0) < 0.5 * (m[2] - m[0]):
+                    continue
+                if m[3] <= cy0 + 2 and cy0 - m[3] <= near:
+                    sides.add(True)
+                elif m[1] >= cy1 - 2 and m[1] - cy1 <= near:
+                    sides.add(False)
+            if len(sides) == 1:
+                votes[cap.kind] += 1 if sides.pop() else -1
+    out = dict(lay.graphics_above)
+    for kind, v in votes.items():
+        if v:
+            out[kind] = v > 0
+    return out
+
+
 def _model_region(cap: OcrCaption, region: tuple | None, boxes: list, others: list[tuple], caps: list[OcrCaption],
-                  span: tuple[float, float], lay: Layout, ink: np.ndarray, s: float) -> tuple | None:
+                  span: tuple[float, float], lay: Layout, ink: np.ndarray, s: float,
+                  faint: np.ndarray | None = None) -> tuple | None:
     """The caption's region grown by the layout model's boxes of its kind that overlap it or, with
     no region, that lie right above or below the caption in its column span: the ink inside
-    their union. None when the model adds nothing, or when the grown region would take in a line
-    of running text or another caption that the pixel region did not hold."""
+    their union, faint ink included (`faint`: light grid lines, pale fills and frames, which the
+    model sees as part of the figure). None when the model adds nothing, or when the grown region
+    would take in a line of running text or another caption that the pixel region did not hold."""
     want = "picture" if cap.kind == "figure" else "table"
     cx0, cy0, cx1, cy1 = cap.box
     near = 2.5 * lay.body_h + 6
@@ -164,7 +263,7 @@ def _model_region(cap: OcrCaption, region: tuple | None, boxes: list, others: li
     # the model has a box of its kind right next to the caption on the side looked at first, and
     # the pixel region lies on the other side or far away (the pixels stopped at prose-like text
     # inside the figure and went on to the next figure or table): the box wins
-    up_first = cap.kind != "table"
+    up_first = _graphic_above(cap, lay)
     adjacent = [b.rect for b in boxes if b.kind == want and next_to_caption(b.rect)
                 and (b.rect[3] <= cy0 + 2) == up_first]
     if region is not None and adjacent and not any(
@@ -193,7 +292,8 @@ def _model_region(cap: OcrCaption, region: tuple | None, boxes: list, others: li
     xs = [m for m in picked] + ([region] if region is not None else [])
     win = (min(r[0] for r in xs) - 2, min(r[1] for r in xs) - 2, max(r[2] for r in xs) + 2, max(r[3] for r in xs) + 2)
     # running text and other captions stay out; a few prose-like lines inside a picture box (the
-    # sentences of a prompt figure) are the figure's, a picture box full of them is not a figure
+    # sentences of a prompt figure) are the figure's, a picture box full of them is not a figure;
+    # a table box is made of lines of words (notations and their descriptions, pseudo-code)
     framed_h = {id(m): 0.0 for m in picked}
     for o in others:
         if not (o[0] < win[2] and o[2] > win[0] and o[1] < win[3] and o[3] > win[1]):
@@ -206,9 +306,9 @@ def _model_region(cap: OcrCaption, region: tuple | None, boxes: list, others: li
         if holder is None or any(c.box == o for c in caps):
             return None
         framed_h[id(holder)] += o[3] - o[1]
-    if any(framed_h[id(m)] > 0.35 * (m[3] - m[1]) for m in picked):
+    if want == "picture" and any(framed_h[id(m)] > 0.35 * (m[3] - m[1]) for m in picked):
         return None
-    grown = _ink_box(ink, s, *win)
+    grown = _ink_box(ink if faint is None else faint, s, *win)
     if grown is None:
         return None
     model = (min(m[0] for m in picked), min(m[1] for m in picked), max(m[2] for m in picked), max(m[3] for m in picked))
@@ -222,6 +322,69 @@ def _model_region(cap: OcrCaption, region: tuple | None, boxes: list, others: li
     return grown
 
 
+def _blank_rows(ink: np.ndarray, s: float, x0: float, x1: float, y0: float, y1: float) -> np.ndarray:
+    """Per pixel row of the window, whether it holds no ink (a speck's worth at most)."""
+    win = ink[max(int(y0 * s), 0):max(int(y1 * s), 0), max(int(x0 * s), 0):max(int(x1 * s), 0)]
+    return win.sum(axis=1) <= 2
+
+
+def _trim_strips(region: tuple | None, cap: OcrCaption, boxes: list, lay: Layout, ink: np.ndarray,
+                 s: float) -> tuple | None:
+    """Cut off what sticks out of the layout model's box of the caption's kind (the one nearest
+    the caption) at the region's far edge, parted from it by a blank band of a body line or more,
+    when it is a thin strip (at most STRIP_LINES body lines: a running head the OCR did not read,
+    a rule under it, a page number) or lies in a model box of the other kind (a table next to a
+    figure with no prose line between them; two picture boxes are often one figure's panels)."""
+    if region is None:
+        return None
+    want = "picture" if cap.kind == "figure" else "table"
+    over = [b.rect for b in boxes if b.kind == want and min(b.rect[2], region[2]) > max(b.rect[0], region[0])
+            and min(b.rect[3], region[3]) > max(b.rect[1], region[1])]
+    if not over:
+        return region
+    anchor = min(over, key=lambda m: min(abs(cap.box[1] - m[3]), abs(m[1] - cap.box[3])))
+    x0, y0, x1, y1 = region
+    band, strip = lay.body_h, STRIP_LINES * lay.body_h
+
+    def other_box(lo: float, hi: float) -> bool:
+        return any(b.kind in ("picture", "table") and b.kind != want and b.rect[1] < hi and b.rect[3] > lo
+                   and min(b.rect[2], x1) > max(b.rect[0], x0)
+                   and (b.rect[3] <= anchor[1] + 2 or b.rect[1] >= anchor[3] - 2) for b in boxes)
+
+    above = y1 <= cap.box[1] + 2  # only the edge away from the caption: labels under a graphic stay
+    if above and anchor[1] - y0 > 2:  # ink above the model's box
+        blank = _blank_rows(ink, s, x0, x1, y0, min(anchor[1] + 2, y1))
+        cut = [(a, b) for a, b in _runs(blank) if (b - a) / s >= band
+               and (a / s <= strip or other_box(y0, y0 + a / s))]
+        if cut:
+            y0 = y0 + cut[-1][1] / s
+    if not above and y1 - anchor[3] > 2:  # ink under it
+        start = max(anchor[3] - 2, y0)
+        blank = _blank_rows(ink, s, x0, x1, start, y1)
+        n = len(blank)
+        cut = [(a, b) for a, b in _runs(blank) if (b - a) / s >= band
+               and ((n - b) / s <= strip or other_box(start + b / s, y1))]
+        if cut:
+            y1 = start + cut[0][0] / s
+    if (x0, y0, x1, y1) == region:
+        return region
+    return _ink_box(ink, s, x0 - 1, y0, x1 + 1, y1) or region
+
+
+def _runs(flags: np.ndarray) -> list[tuple[int, int]]:
+    """(start, stop) of the runs of True."""
+    out, start = [], None
+    for i, f in enumerate(flags):
+        if f and start is None:
+            start = i
+        elif not f and start is not None:
+            out.append((start, i))
+            start = None
+    if start is not None:
+        out.append((start, len(flags)))
+    return out
+
+
 def find_regions(page: OcrPage, caps: list[OcrCaption], lay: Layout,
                  boxes: list | None = None) -> list[tuple[OcrCaption, tuple | None]]:
     """For each caption of the page, the graphic's region (points) or None. `boxes` are the
@@ -233,6 +396,7 @@ def find_regions(page: OcrPage, caps: list[OcrCaption], lay: Layout,
     step = max(1, int(s // 2))  # work at about 144 dpi
     grey = page.image[::step, ::step]
     ink = grey < min(otsu_threshold(grey), 200)
+    faint = grey < max(min(otsu_threshold(grey), 200), float(np.median(grey)) - FAINT_LEVELS)
     s_small = s / step
     margin = 0.035 * page.height
     out = []
@@ -249,14 +413,42 @@ def find_regions(page: OcrPage, caps: list[OcrCaption], lay: Layout,
             bottom = min([b[1] for b in others if b[1] >= cy1 - 1 and b[1] > cy1 + near] + [page.height - margin])
             return _ink_box(ink, s_small, sx0, cy1 + 2, sx1, bottom - 2)
 
-        up_first = cap.kind != "table"
+        up_first = _graphic_above(cap, lay)
         first, second = side(up_first), side(not up_first)
         if first is None and second is None:  # look past text lines hugging the caption (panel labels)
             first = side(up_first, NEAR_LINES * lay.body_h)
         region = first if first is not None else second
         if boxes:
-            region = _model_region(cap, region, boxes, others, caps, (sx0, sx1), lay, ink, s_small) or region
+            region = _model_region(cap, region, boxes, others, caps, (sx0, sx1), lay, ink, s_small,
+                                   faint) or region
+            region = _trim_strips(region, cap, boxes, lay, faint, s_small)
         out.append((cap, region))
+    return _part_shared(out, lay, ink, s_small)
+
+
+def _part_shared(found: list[tuple[OcrCaption, tuple | None]], lay: Layout, ink: np.ndarray,
+                 s: float) -> list[tuple[OcrCaption, tuple | None]]:
+    """Two captions that face each other across the same region (a table under its caption
+    right over a figure above its caption, with no prose between them) both took the whole of
+    it: part it at its widest blank band, the upper part to the caption over it."""
+    out = list(found)
+    for i, (ca, ra) in enumerate(out):
+        for j, (cb, rb) in enumerate(out):
+            if i == j or ra is None or rb is None or not (ca.box[3] <= ra[1] + 2 and rb[3] <= cb.box[1] + 2):
+                continue  # ca over its region, cb under its region
+            lo, hi = max(ra[1], rb[1]), min(ra[3], rb[3])
+            x0, x1 = max(ra[0], rb[0]), min(ra[2], rb[2])
+            if hi - lo < 0.5 * min(ra[3] - ra[1], rb[3] - rb[1]) or x1 - x0 < 0.5 * min(ra[2] - ra[0], rb[2] - rb[0]):
+                continue
+            runs = [(b - a, a, b) for a, b in _runs(_blank_rows(ink, s, x0, x1, lo, hi))]
+            if not runs or max(runs)[0] / s < 0.5 * lay.body_h:
+                continue
+            _, a, b = max(runs)
+            upper = _ink_box(ink, s, ra[0] - 1, ra[1] - 1, ra[2] + 1, lo + a / s)
+            lower = _ink_box(ink, s, rb[0] - 1, lo + b / s, rb[2] + 1, rb[3] + 1)
+            if upper is not None and lower is not None:
+                out[i], out[j] = (ca, upper), (cb, lower)
+                ra = upper
     return out
 
 
