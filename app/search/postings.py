@@ -34,8 +34,6 @@ from typing import Sequence
 
 import numpy as np
 
-from .preload import populate
-
 try:  # scipy's C++ row gather (private but stable for a decade), as app.search.lexical uses it
     from scipy.sparse._sparsetools import csr_row_index as _csr_row_index
 except ImportError:  # pragma: no cover
@@ -45,7 +43,6 @@ TF_MAX = 255
 LEN_MAX = 65_535
 _ARRAYS = ("doc_len", "row_ptr", "row_terms", "row_tf", "col_ptr", "col_first", "col_off", "col_width",
            "col_bytes", "col_tf", "col_tfmax", "col_dlmin")
-_ROW_ARRAYS = ("doc_len", "row_ptr", "row_terms", "row_tf")   # what re-scoring a document reads
 _IMPACT_ARRAYS = ("imp_docs", "imp_tf", "imp_ladder")   # absent from segments written before them
 IMPACT_LEVELS = 64         # levels of the saturation (0, k1+1] in the ladder, equal widths
 _GAP_TYPES = {1: "<u1", 2: "<u2", 4: "<u4"}   # bytes per gap -> how a list's gaps are stored
@@ -312,9 +309,5 @@ class PostingsSegment:
         d = Path(d)
         # plain ndarray views of the maps: slicing an np.memmap costs microseconds of Python each
         mode = "r" if mmap else None
-        arrays = {name: np.load(d / f"{name}.npy", mmap_mode=mode, allow_pickle=False).view(np.ndarray)
-                  for name in _ARRAYS + _IMPACT_ARRAYS if name in _ARRAYS or (d / f"{name}.npy").exists()}
-        if mmap:   # re-scoring reads random rows: map them in now, not a page fault at a time in queries
-            for name in _ROW_ARRAYS:
-                populate(arrays[name])
-        return cls(arrays)
+        return cls({name: np.load(d / f"{name}.npy", mmap_mode=mode, allow_pickle=False).view(np.ndarray)
+                    for name in _ARRAYS + _IMPACT_ARRAYS if name in _ARRAYS or (d / f"{name}.npy").exists()})
