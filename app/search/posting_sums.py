@@ -40,7 +40,7 @@ _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
 
 # Re-scoring reads the rows of thousands of documents scattered over gigabytes: each row's first
 # bytes are a cache (and TLB) miss. Announcing the rows a few documents ahead lets those misses
-# overlap: at 10M figures 1.0 -> 0.6 ms per 1,000 rows (docs/scaling.md).
+# overlap (README, Measurements: related figures at 10M).
 ROWS_AHEAD = 8         # a row's terms and counts are fetched this many documents ahead
 OFFSETS_AHEAD = 16     # its offset and length twice as far, so the row's address is known by then
 
