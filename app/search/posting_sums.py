@@ -63,6 +63,20 @@ def _prefetch(typingctx, arr, idx):
     return numba.types.void(arr, idx), codegen
 
 
+@numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
+def _announce_rows(row_ptr, row_terms, row_tf, per_doc, docs, i):
+    """Before scoring docs[i]: prefetch the row of the document ROWS_AHEAD further on, and the
+    offset and per-document value (`per_doc`: length or norm) of the one OFFSETS_AHEAD further."""
+    n = len(docs)
+    if i + OFFSETS_AHEAD < n:
+        _prefetch(row_ptr, docs[i + OFFSETS_AHEAD])
+        _prefetch(per_doc, docs[i + OFFSETS_AHEAD])
+    if i + ROWS_AHEAD < n:
+        start = row_ptr[docs[i + ROWS_AHEAD]]
+        _prefetch(row_terms, start)
+        _prefetch(row_tf, start)
+
+
 BLOCK = 32_768   # documents summed at a time: their sums, lengths and marks stay in the L2 cache
 
 
@@ -206,16 +220,9 @@ def _sum_sorted(ids, tf, starts, qw32, k1p, doc_len, norms32, deleted, docs_out,
 def _score_rows(row_ptr, row_terms, row_tf, docs, weighted, qdense, k1p, doc_len, norms64, out):
     """Exact BM25 of each chosen document: its row's weighed terms added in row order (`weighted`,
     one byte per term, finds them: a table that stays in cache, unlike the float64 weights). The
-    rows of the documents a little further on are announced first (`_prefetch`)."""
-    n = len(docs)
-    for i in range(n):
-        if i + OFFSETS_AHEAD < n:
-            _prefetch(row_ptr, docs[i + OFFSETS_AHEAD])
-            _prefetch(doc_len, docs[i + OFFSETS_AHEAD])
-        if i + ROWS_AHEAD < n:
-            start = row_ptr[docs[i + ROWS_AHEAD]]
-            _prefetch(row_terms, start)
-            _prefetch(row_tf, start)
+    rows of the documents a little further on are announced first (`_announce_rows`)."""
+    for i in range(len(docs)):
+        _announce_rows(row_ptr, row_terms, row_tf, doc_len, docs, i)
         d = docs[i]
         s = 0.0
         for p in range(row_ptr[d], row_ptr[d + 1]):
@@ -230,15 +237,8 @@ def _score_rows_tfidf(row_ptr, row_terms, row_tf, docs, weighted, qdense, idf, d
     """tf.idf cosine numerators of each chosen document: every weighed term's float32 weight
     ((1 + ln tf) * idf / the row's norm, as the index stores it), times the query's weight, added
     in row order. The rows further on are announced first, as in `_score_rows`."""
-    n = len(docs)
-    for i in range(n):
-        if i + OFFSETS_AHEAD < n:
-            _prefetch(row_ptr, docs[i + OFFSETS_AHEAD])
-            _prefetch(doc_norm, docs[i + OFFSETS_AHEAD])
-        if i + ROWS_AHEAD < n:
-            start = row_ptr[docs[i + ROWS_AHEAD]]
-            _prefetch(row_terms, start)
-            _prefetch(row_tf, start)
+    for i in range(len(docs)):
+        _announce_rows(row_ptr, row_terms, row_tf, doc_norm, docs, i)
         d = docs[i]
         norm = doc_norm[d]
         if not norm > 0:
