@@ -79,6 +79,9 @@ class Settings(BaseSettings):
     search_rerank: bool = Field(True, description="Dense (MiniLM) re-ranking of free-text /search results.")
     query_cache_size: int = Field(2048, ge=0, description="LRU size of cached query embeddings (0 = off).")
     warm_encoder: bool = Field(True, description="Load the query encoder in the background at startup.")
+    warm_index: bool = Field(True, description="Read the served index version's files into the page cache in the "
+                                               "background after loading it (as much as free memory allows), so "
+                                               "the first queries do not wait on the disk.")
     index_poll_s: float = Field(2.0, ge=0, description="How often the API checks for a new index version.")
     max_page_size: int = Field(100, ge=1, le=1000, description="Largest k/limit a list or search request may ask "
                                                            "for (the API schema states the same bound).")

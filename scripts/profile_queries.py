@@ -8,7 +8,8 @@ what the query costs, less dependent on what else the machine runs) and of the w
 
     python scripts/profile_queries.py DIR/version --queries 200 [--profile similar] [--seed 3] [--results F]
 
-`--results F` writes each query's top ten (figure ids) to F as JSON, so two versions of the code
+`--drop` first drops the version's files from the page cache (as after a reboot); `--warm` reads
+them into it after loading, as the API does (app/search/page_cache.py). `--results F` writes each query's top ten (figure ids) to F as JSON, so two versions of the code
 can be checked to rank alike on the same saved version. `--parts` adds the CPU time per related-
 figures query spent in each of its parts (`SIMILAR_PARTS`; parts nest: the first stage holds the
 pass over postings and the re-scoring), without a profiler's overhead. Each kind of query also
@@ -19,6 +20,8 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import os
+import pathlib
 import pstats
 import resource
 import time
@@ -27,6 +30,7 @@ import zlib
 import numpy as np
 
 from app.search.ann import RowStore
+from app.search.page_cache import warm_version
 from app.search.papers import PaperIndex
 from app.search.searcher import Searcher
 from app.search.segments import SegmentedIndex
@@ -76,9 +80,20 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=30, help="profile lines printed")
     ap.add_argument("--results", default=None, help="write each query's top ten figure ids here (JSON)")
     ap.add_argument("--parts", action="store_true", help="CPU ms per related-figures query in each of its parts")
+    ap.add_argument("--drop", action="store_true",
+                    help="first drop the version's files from the page cache (a server started after a reboot)")
+    ap.add_argument("--warm", action="store_true",
+                    help="read the version's files into the page cache after loading, as the API does")
     args = ap.parse_args()
+    if args.drop:
+        for path in pathlib.Path(args.version_dir).rglob("*"):
+            if path.is_file():
+                fd = os.open(path, os.O_RDONLY)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                os.close(fd)
 
     s = Searcher.load(args.version_dir, mmap=True, check=False)
+    warmed = warm_version(args.version_dir) if args.warm else None
     dim = s.vectors.dim
     # seeded by the text's checksum (str hashes differ between processes): runs compare query for query
     s.encoder = lambda q: np.random.default_rng(zlib.crc32(q[0].encode())).standard_normal((1, dim)).astype(np.float32)
@@ -95,6 +110,9 @@ def main() -> None:
         for i in range(min(10, args.queries)):  # warm-up
             run(i)
     out, results = {}, {}
+    if warmed is not None:
+        out.update(warm_mb=round(warmed.bytes / 2**20, 1), warm_s=round(warmed.seconds, 2),
+                   warm_files_left_out=len(warmed.skipped))
     for name, run in runs.items():
         if name == "picture" and pictures is None:
             continue

@@ -26,6 +26,7 @@ import numpy as np
 
 from app.model_store.versions import choose, current_version, remove_dead_builds
 from app.pipeline.searching import open_searcher
+from app.search.page_cache import warm_version
 from app.search.searcher import Searcher
 
 log = logging.getLogger(__name__)
@@ -69,8 +70,10 @@ class CachedEncoder:
 
 class EngineHolder:
     def __init__(self, index_root: Path, *, poll_s: float = 2.0, gpu: str = "auto",
-                 encoder_factory: Callable[[], Encoder] | None = None, cache_size: int = 2048):
+                 encoder_factory: Callable[[], Encoder] | None = None, cache_size: int = 2048,
+                 warm_index: bool = False):
         self.root = Path(index_root)
+        self.warm_index = warm_index
         self.poll_s = poll_s
         self.gpu = gpu
         self._encoder_factory = encoder_factory
@@ -184,6 +187,19 @@ class EngineHolder:
             self._encoder.clear()
         log.info("search index %s loaded (%d figures) in %.2f s", version, len(eng), time.perf_counter() - t0)
         threading.Thread(target=eng.prepare_spelling, name="figsearch-spelling", daemon=True).start()
+        if self.warm_index:
+            threading.Thread(target=self._warm, args=(version,), name="figsearch-warm-index", daemon=True).start()
+
+    def _warm(self, version: str) -> None:
+        """Read the served version's files into the page cache (page_cache.warm_version), so the
+        first queries after a start or a swap do not wait on the disk."""
+        try:
+            done = warm_version(self.root / version)
+        except OSError:
+            log.exception("could not warm index version %s", version)
+            return
+        log.info("index version %s warmed: %.1f MB of %d files in %.1f s%s", version, done.bytes / 2**20, done.files,
+                 done.seconds, f"; {len(done.skipped)} files left out for lack of memory" if done.skipped else "")
 
     def start(self) -> None:
         """At server start: remove temp folders of index builds that died, then load."""

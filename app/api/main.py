@@ -167,7 +167,7 @@ def create_app(settings: Settings | None = None, *,
     factory = session_factory(settings.db_url)
     holder = EngineHolder(index_root(settings), poll_s=settings.index_poll_s, gpu=settings.faiss_gpu,
                           encoder_factory=encoder_factory or _default_encoder_factory(settings),
-                          cache_size=settings.query_cache_size)
+                          cache_size=settings.query_cache_size, warm_index=settings.warm_index)
     runner = JobRunner(settings, on_index_change=lambda: holder.refresh())
     registry = Registry()
 

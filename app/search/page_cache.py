@@ -1,0 +1,108 @@
+"""Read a saved index version into the operating system's page cache before queries need it.
+
+A version is memory-mapped or read row by row (`RowStore`), so a freshly started server answers
+its first queries from disk: at ten million figures a related-figures query reads about 700
+scattered vector rows and 10,000 lexical rows, and until the cache has filled (a few hundred
+queries) each one waits for hundreds of single-page reads. Reading the files once from start to
+end is sequential I/O, seconds for gigabytes, as search engines do when they open an index
+(Elasticsearch's `index.store.preload`). Nothing is mapped into the process, so its resident
+memory does not grow; the pages belong to the cache, which the kernel may reclaim.
+
+Files are read in the order queries touch them most densely, and only while the memory the
+kernel reports as available (less a reserve) covers them, so warming a version too large for the
+machine stops before it evicts itself.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# What queries read, densest first (fincore after 100 related-figure, text and picture queries
+# on a cold cache): the lexical rows and postings, the float16 vector rows, the paper views' rows,
+# then the small id and score arrays. Files matching none (the paper views' columns, FAISS indexes
+# and JSON, which loading reads whole anyway) are left alone.
+HOT_FILES = (
+    ("lexical/**/row_*.npy", "lexical/**/doc_len.npy", "lexical/**/col_*.npy"),
+    ("vectors/**/*.f16",),
+    ("visual/**/*.f16",),
+    ("papers/*/row_*.npy", "papers/*/doc_*.npy", "papers/*/idf.npy"),
+    ("types/*.npy", "docs/*_ids.npy", "docs/captions_offsets.npy", "**/ids.npy"),
+    ("docs/captions_blob.npy",),
+)
+CHUNK = 4 << 20
+RESERVE_FRACTION = 0.10  # of total memory, kept free for the process and others
+
+
+@dataclass
+class Warmed:
+    """What `warm_version` read: bytes, files, seconds, and the files left out for lack of memory."""
+    bytes: int = 0
+    files: int = 0
+    seconds: float = 0.0
+    skipped: list[str] = field(default_factory=list)
+
+
+def hot_files(version_dir: str | Path) -> list[Path]:
+    """The version's files that queries read, densest first (each listed once)."""
+    root = Path(version_dir)
+    seen: set[Path] = set()
+    out: list[Path] = []
+    for tier in HOT_FILES:
+        for pattern in tier:
+            for path in sorted(root.glob(pattern)):
+                if path.is_file() and path not in seen:
+                    seen.add(path)
+                    out.append(path)
+    return out
+
+
+def memory_budget(reserve_fraction: float = RESERVE_FRACTION) -> int | None:
+    """Bytes the page cache can take without pressing on anything in use: MemAvailable (free
+    memory plus reclaimable cache, this version's cached pages included) less a reserve. None
+    where /proc/meminfo is missing (no limit)."""
+    try:
+        info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+        available = int(info["MemAvailable"].split()[0]) * 1024
+        total = int(info["MemTotal"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return None
+    return max(0, available - int(reserve_fraction * total))
+
+
+def _read_through(path: Path, buf: bytearray) -> int:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
+        offset = 0
+        while True:
+            n = os.preadv(fd, [buf], offset)
+            if n <= 0:
+                return offset
+            offset += n
+    finally:
+        os.close(fd)
+
+
+def warm_version(version_dir: str | Path, budget: int | None = -1) -> Warmed:
+    """Read the version's hot files through the page cache while they fit in `budget` bytes
+    (-1: `memory_budget()`; None: no limit). A file that would pass the budget is skipped, and
+    so is every later one, so the densest files win."""
+    if budget == -1:
+        budget = memory_budget()
+    t0 = time.perf_counter()
+    done = Warmed()
+    buf = bytearray(CHUNK)
+    for path in hot_files(version_dir):
+        size = path.stat().st_size
+        if done.skipped or (budget is not None and done.bytes + size > budget):
+            done.skipped.append(str(path.relative_to(version_dir)))
+            continue
+        try:
+            done.bytes += _read_through(path, buf)
+        except FileNotFoundError:  # a version removed while it was being warmed
+            break
+        done.files += 1
+    done.seconds = time.perf_counter() - t0
+    return done

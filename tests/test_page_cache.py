@@ -1,0 +1,43 @@
+"""Warming a saved index version: the files queries read, densest first, within a memory budget."""
+from pathlib import Path
+
+import numpy as np
+
+from app.search.page_cache import hot_files, memory_budget, warm_version
+
+
+def _version(root: Path) -> Path:
+    files = {"lexical/segments/seg-a/row_terms.npy": 3000, "lexical/segments/seg-a/col_bytes.npy": 2000,
+             "vectors/vectors.f16": 5000, "visual/vectors.f16": 4000, "papers/body/row_terms.npy": 1000,
+             "papers/body/col_docs.npy": 1000, "docs/captions_blob.npy": 700, "docs/figure_ids.npy": 100,
+             "vectors/index.faiss": 900, "meta.json": 10}
+    for name, size in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(np.random.default_rng(size).bytes(size))
+    return root
+
+
+def test_hot_files_are_ordered_by_what_queries_read(tmp_path):
+    names = [str(p.relative_to(tmp_path)) for p in hot_files(_version(tmp_path))]
+    assert names == ["lexical/segments/seg-a/row_terms.npy", "lexical/segments/seg-a/col_bytes.npy",
+                     "vectors/vectors.f16", "visual/vectors.f16", "papers/body/row_terms.npy",
+                     "docs/figure_ids.npy", "docs/captions_blob.npy"]
+
+
+def test_warming_reads_every_hot_file_without_a_budget(tmp_path):
+    done = warm_version(_version(tmp_path), budget=None)
+    assert done.bytes == 3000 + 2000 + 5000 + 4000 + 1000 + 100 + 700
+    assert done.files == 7 and done.skipped == []
+
+
+def test_warming_stops_at_the_first_file_past_the_budget(tmp_path):
+    done = warm_version(_version(tmp_path), budget=9000)
+    assert done.bytes == 5000 and done.files == 2  # the vector rows would pass 9000: they and all after wait
+    assert done.skipped[0] == "vectors/vectors.f16" and len(done.skipped) == 5
+
+
+def test_memory_budget_is_below_what_the_machine_has():
+    budget = memory_budget()
+    total = int(Path("/proc/meminfo").read_text().split("MemTotal:")[1].split()[0]) * 1024
+    assert budget is not None and 0 <= budget < total
