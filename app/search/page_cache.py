@@ -19,16 +19,22 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# What queries read, densest first (fincore after 100 related-figure, text and picture queries
-# on a cold cache): the lexical rows and postings, the float16 vector rows, the paper views' rows,
-# then the small id and score arrays. Files matching none (the paper views' columns, FAISS indexes
-# and JSON, which loading reads whole anyway) are left alone.
+# What queries read, by pages a related-figures query touches per page of the file (most first):
+# the small arrays read for every hit (ids, types, row offsets, lengths), the lexical rows that
+# re-scoring reads (10,000 rows a query at ten million figures), the paper views' rows, the
+# postings, the float16 text and picture vector rows (about 700 rows a query among millions),
+# the caption text (ten captions a page of hits). Files matching none (the paper views' columns,
+# FAISS indexes and JSON, which loading reads whole anyway) are left alone.
 HOT_FILES = (
-    ("lexical/**/row_*.npy", "lexical/**/doc_len.npy", "lexical/**/col_*.npy"),
+    ("**/ids.npy", "**/*_ids.npy", "types/*.npy", "docs/captions_offsets.npy", "**/row_ptr.npy",
+     "**/doc_len.npy", "papers/*/doc_norm.npy", "papers/*/idf.npy", "lexical/**/col_ptr.npy",
+     "lexical/**/col_off.npy", "lexical/**/col_first.npy", "lexical/**/col_dlmin.npy", "lexical/**/col_tfmax.npy",
+     "lexical/**/col_width.npy", "lexical/deleted.npy"),
+    ("lexical/**/row_*.npy",),
+    ("papers/*/row_*.npy",),
+    ("lexical/**/col_*.npy",),
     ("vectors/**/*.f16",),
     ("visual/**/*.f16",),
-    ("papers/*/row_*.npy", "papers/*/doc_*.npy", "papers/*/idf.npy"),
-    ("types/*.npy", "docs/*_ids.npy", "docs/captions_offsets.npy", "**/ids.npy"),
     ("docs/captions_blob.npy",),
 )
 CHUNK = 4 << 20
@@ -37,7 +43,8 @@ RESERVE_FRACTION = 0.10  # of total memory, kept free for the process and others
 
 @dataclass
 class Warmed:
-    """What `warm_version` read: bytes, files, seconds, and the files left out for lack of memory."""
+    """What `warm_version` read: bytes, files (wholly or in part), seconds, and the files left
+    out for lack of memory."""
     bytes: int = 0
     files: int = 0
     seconds: float = 0.0
@@ -71,36 +78,40 @@ def memory_budget(reserve_fraction: float = RESERVE_FRACTION) -> int | None:
     return max(0, available - int(reserve_fraction * total))
 
 
-def _read_through(path: Path, buf: bytearray) -> int:
+def _read_through(path: Path, buf: bytearray, limit: int) -> int:
+    """Read the first `limit` bytes of the file (all of a shorter one); returns the bytes read."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
         offset = 0
-        while True:
-            n = os.preadv(fd, [buf], offset)
+        view = memoryview(buf)
+        while offset < limit:
+            n = os.preadv(fd, [view[:min(len(buf), limit - offset)]], offset)
             if n <= 0:
-                return offset
+                break
             offset += n
+        return offset
     finally:
         os.close(fd)
 
 
 def warm_version(version_dir: str | Path, budget: int | None = -1) -> Warmed:
     """Read the version's hot files through the page cache while they fit in `budget` bytes
-    (-1: `memory_budget()`; None: no limit). A file that would pass the budget is skipped, and
-    so is every later one, so the densest files win."""
+    (-1: `memory_budget()`; None: no limit). The file that reaches the budget is read up to it
+    (its rows are read at random, so a part cached saves that part of the reads) and later files
+    are skipped, so the densest files win."""
     if budget == -1:
         budget = memory_budget()
     t0 = time.perf_counter()
     done = Warmed()
     buf = bytearray(CHUNK)
     for path in hot_files(version_dir):
-        size = path.stat().st_size
-        if done.skipped or (budget is not None and done.bytes + size > budget):
+        left = path.stat().st_size if budget is None else budget - done.bytes
+        if left <= 0:
             done.skipped.append(str(path.relative_to(version_dir)))
             continue
         try:
-            done.bytes += _read_through(path, buf)
+            done.bytes += _read_through(path, buf, left)
         except FileNotFoundError:  # a version removed while it was being warmed
             break
         done.files += 1
