@@ -1,6 +1,9 @@
 """The API's view of the search index: the current Searcher, swapped in when a new version
 is published, and the query encoder (loaded once, off the request path).
 
+- Versions are opened memory-mapped, as the benchmark's serving process does: the resident set
+  is what queries touch, not the whole version (about 24 GB at ten million figures). After a
+  load its files are read into the page cache in the background (`warm_index`).
 - `get()` is cheap: at most every `poll_s` seconds it reads the CURRENT pointer
   (`current_version`, one small file); when it changed, the new version is loaded in a background
   thread while requests keep using the old engine. Only the very first load (no engine at all yet)
@@ -169,7 +172,7 @@ class EngineHolder:
                 self.degraded, self._loading = choice.problem, None
             return
         try:
-            eng = open_searcher(self.root / version, encoder=self._encoder, gpu=self.gpu, check=False)
+            eng = open_searcher(self.root / version, encoder=self._encoder, gpu=self.gpu, check=False, mmap=True)
         except Exception:
             log.exception("cannot load index version %s", version)
             with self._lock:
