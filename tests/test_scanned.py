@@ -502,3 +502,87 @@ def test_table_under_its_caption_over_a_figure_over_its_caption_are_parted():
     regions = {cap.kind: r for cap, r in find_regions(page, find_captions(lines), lay)}
     assert regions["table"] is not None and abs(regions["table"][3] - 150) <= 1, regions
     assert regions["figure"] is not None and abs(regions["figure"][1] - 165) <= 1, regions
+
+
+def test_caption_labels_without_a_delimiter_or_with_a_misread_one():
+    """A bold label with no delimiter ('Figure 2 Subthreshold ...') opens a caption when it opens
+    a paragraph and a capitalised word follows; a colon read as a semicolon and 'Fig.' read as
+    'Fig,' still start captions; running text that starts with a figure reference does not."""
+    from app.ingest.scanned.captions import find_captions
+    from app.ingest.scanned.ocr import OcrLine
+
+    lines = [OcrLine("Figure 2 Subthreshold extracellular field entrainment.", (40, 60, 200, 68), [], 1, 1),
+             OcrLine("Figure 3 shows the revenue of the auction under three prices.", (40, 100, 380, 108), [], 2, 1),
+             OcrLine("Figure 4 (a) and (b) give the revenue of the auction.", (40, 130, 380, 138), [], 3, 1),
+             OcrLine("the auction that we ran, as shown in", (40, 160, 380, 168), [], 4, 1),
+             OcrLine("Figure 5 Revenue of the auction follows here.", (40, 170, 380, 178), [], 4, 1),
+             OcrLine("Fig, 6. Schematic model of the auction.", (40, 200, 380, 208), [], 5, 1),
+             OcrLine("Figure 7; Overview of the bids in the auction.", (40, 230, 380, 238), [], 6, 1),
+             OcrLine("Table 8 A comparison of the reserve prices.", (40, 260, 380, 268), [], 7, 1)]
+    got = [(c.kind, c.number, c.text) for c in find_captions(lines)]
+    assert got == [("figure", 2, "Figure 2 Subthreshold extracellular field entrainment."),
+                   ("figure", 6, "Fig. 6. Schematic model of the auction."),
+                   ("figure", 7, "Figure 7: Overview of the bids in the auction."),
+                   ("table", 8, "Table 8 A comparison of the reserve prices.")]
+
+
+def test_caption_in_small_type_read_as_several_paragraphs_is_one_caption():
+    """Tesseract parts a caption column in small type into paragraphs (after a full stop, and
+    where a line's height swings): the lines at the caption's own pitch in its block are the
+    caption; a paragraph further down the block is not."""
+    from app.ingest.scanned.captions import find_captions
+
+    texts = ["Figure 1 Recordings from up to twelve electrodes", "inside and outside a single neuron.",
+             "(a) Stimulation in the slice with a pipette", "near the soma of a patched neuron.",
+             "(b) Seven pipettes were placed close to it."]
+    lines = [_words_line(t, 40.0, 60.0 + 9.5 * k, 1, 1 + k // 2, h=7.0 if k % 2 else 5.5) for k, t in enumerate(texts)]
+    lines.append(_words_line("The recordings were made in the dark room here.", 40.0, 60.0 + 9.5 * 5 + 14, 1, 4))
+    (cap,) = find_captions(lines)
+    assert cap.text.startswith("Figure 1 Recordings") and cap.text.endswith("close to it."), cap.text
+    assert len(cap.lines) == 5
+
+
+def test_figure_beside_its_caption_column_is_found_beside_it():
+    """A caption set in a narrow column left of its figure, running text under both: the region
+    is the graphic beside the caption, not the text under it; the text under the graphic,
+    parted from it by a blank band, stays out."""
+    from app.ingest.scanned.captions import find_captions
+    from app.ingest.scanned.regions import Layout, find_regions
+
+    texts = ["Figure 2 Revenue of the", "auction under three", "reserve prices for all", "of the bidders here."]
+    cap_lines = [_words_line(t, 40.0, 60.0 + 10 * k, 1, 1) for k, t in enumerate(texts)]
+    graphic = (170.0, 58.0, 380.0, 200.0)
+    body = [_words_line("the auction ranks the ads by bid and quality and we study how", 40.0, 240.0 + 11 * k, 2, 1)
+            for k in range(5)]
+    lines = cap_lines + body
+    page = _page_with([graphic] + [ln.box for ln in lines], lines)
+    lay = Layout(body_h=7.0, text_x0=40, text_x1=380, page_w=420)
+    caps = find_captions(lines)
+    assert [(c.kind, c.number) for c in caps] == [("figure", 2)]
+    (_, got), = find_regions(page, caps, lay)
+    assert got is not None and all(abs(a - b) <= 1.5 for a, b in zip(got, graphic)), got
+
+
+def test_caption_misread_by_the_page_ocr_is_read_again_next_to_the_model_box():
+    """The page's OCR lost a table's caption (no caption line among its lines): the strip over
+    the model's table box is read again and gives the caption; a box that has its caption is
+    not read again."""
+    from app.ingest.layout_model import LayoutBox
+    from app.ingest.scanned.ocr import OcrPage, ocr_image
+    from app.ingest.scanned.reread import reread_captions
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=W, height=H)
+    page.insert_textbox((40, 80, W - 40, 100), "TABLE 1. Bids and prices of the auction", fontsize=9, fontname="tiit")
+    table = (40, 105, W - 40, 200)
+    page.draw_rect(table, color=(0, 0, 0), width=1)
+    for k in range(3):
+        page.draw_line((40, 130 + 25 * k), (W - 40, 130 + 25 * k), color=(0, 0, 0), width=0.5)
+    pix = page.get_pixmap(dpi=200, colorspace=pymupdf.csGRAY)
+    grey = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width).copy()
+    read = ocr_image(grey, pix.width / W, W, H)
+    bare = OcrPage(lines=[], width=W, height=H, image=read.image, px_per_pt=read.px_per_pt)
+    box = LayoutBox("table", table)
+    (cap,) = reread_captions(bare, [], [box], body_h=9.0)
+    assert (cap.kind, cap.number) == ("table", 1) and cap.box[3] <= 106, (cap.text, cap.box)
+    assert reread_captions(bare, [cap], [box], body_h=9.0) == []

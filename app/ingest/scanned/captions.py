@@ -1,9 +1,10 @@
-"""Captions ("Figure 3:", "Fig. 3.", "TABLE 2") found in OCR lines.
+"""Captions ("Figure 3:", "Fig. 3.", "TABLE 2", "Figure 3 The title") found in OCR lines.
 
 Uses the born-digital caption label pattern after undoing the usual OCR confusions in the
-label's number ("Figure l:" -> "Figure 1:"). A caption starts a paragraph (or follows a finished
-sentence), carries a delimiter after the number or stands alone, and runs to the end of its
-Tesseract paragraph.
+label ("Figure l:" -> "Figure 1:", "Fig, 3." -> "Fig. 3.", "Figure 1;" -> "Figure 1:"). A caption
+starts a paragraph (or follows a finished sentence), carries a delimiter after the number, stands
+alone, or (in journal styles that set the label in bold with no delimiter) opens a paragraph of
+its own with a capitalised word after the number; it runs to the end of its Tesseract paragraph.
 """
 from __future__ import annotations
 
@@ -15,12 +16,16 @@ import numpy as np
 from app.ingest.scanned.ocr import OcrLine
 from app.labels import CAPTION_RE
 
-_LABEL_FIX_RE = re.compile(r"^(\W{0,2})(Fig(?:ure)?s?\.?|FIG(?:URE)?S?\.?|Table|TABLE|Tab\.)\s*([0-9IlO|!]{1,3})(?=\W|$)")
+_LABEL_FIX_RE = re.compile(r"^(\W{0,2})(Fig(?:ure)?s?[.,]?|FIG(?:URE)?S?[.,]?|Table|TABLE|Tab\.)\s*([0-9IlO|!]{1,3})(?=\W|$)")
 _DIGIT_FIX = str.maketrans({"I": "1", "l": "1", "|": "1", "!": "1", "O": "0"})
 _DELIMS = ":.|-\u2013\u2014"
+PITCH_SLACK = 1.15  # a line this much further than the caption's own pitch is no longer its line
 COLUMN_GAP_LINES = 2.5  # a gap between words wider than this many line heights parts two columns
 # a bold full stop after the number often reads as a comma: "Figure 3, CTR variance across ..."
 _COMMA_DELIM_RE = re.compile(r"^,\s+[A-Z]")
+# no delimiter: the label set apart by weight alone, the title's first word capitalised
+# ("Figure 2 Subthreshold ..."); "Figure 2 shows ..." and "Figure 2 (a)" are running text
+_BARE_TITLE_RE = re.compile(r"^\s+(?:[A-Z][A-Za-z-]+\b(?![.,;:)])|A\s+[a-z])")
 _REFERENCE_RE = re.compile(r"^\s*(?:[-\u2013\u2014,]\s*\d|and\s+\d|to\s+\d|\))")
 
 
@@ -43,7 +48,10 @@ def normalise_label(text: str) -> str:
     m = _LABEL_FIX_RE.match(text)
     if not m:
         return text
-    return m.group(2) + " " + m.group(3).translate(_DIGIT_FIX) + text[m.end():]
+    rest = text[m.end():]
+    if rest[:1] == ";":
+        rest = ":" + rest[1:]  # a colon's lower dot read as a comma's tail
+    return m.group(2).replace(",", ".") + " " + m.group(3).translate(_DIGIT_FIX) + rest
 
 
 def _caption_start(line: OcrLine, prev: OcrLine | None) -> tuple[str, int, str, float] | None:
@@ -56,8 +64,11 @@ def _caption_start(line: OcrLine, prev: OcrLine | None) -> tuple[str, int, str, 
         return None
     delim = rest[:1] in _DELIMS and rest[:1] != "" or bool(_COMMA_DELIM_RE.match(rest))
     alone = rest.strip(_DELIMS + " ") == ""
-    if not (delim or alone):
+    bare = not (delim or alone) and bool(_BARE_TITLE_RE.match(m.group("rest")))
+    if not (delim or alone or bare):
         return None
+    if bare and prev is not None and (prev.block, prev.par) == (line.block, line.par):
+        return None  # a bare label only opens a paragraph of its own
     if rest[:1] not in ":|" and not _starts_paragraph(line, prev):
         return None  # "Figure 3." inside running text; "Figure 3:" at a line start is a caption
     kind = "table" if m.group("word").lower().startswith("tab") else "figure"
@@ -73,16 +84,40 @@ def _starts_paragraph(line: OcrLine, prev: OcrLine | None) -> bool:
     return prev.text.rstrip().endswith((".", ":", "!", "?")) or gap > 0.5 * line.height or narrow
 
 
-def _continues(line: OcrLine, prev: OcrLine, first: OcrLine) -> bool:
+def _pitch(own: list[OcrLine]) -> float | None:
+    """The caption's line pitch so far (top to top), None for a single line."""
+    if len(own) < 2:
+        return None
+    return max(b.box[1] - a.box[1] for a, b in zip(own, own[1:]))
+
+
+def _at_pitch(line: OcrLine, own: list[OcrLine]) -> bool:
+    """The line follows the caption's last line at the caption's own line pitch (Tesseract's line
+    heights of small type swing with ascenders and descenders; the pitch does not)."""
+    pitch = _pitch(own)
+    return pitch is not None and 0 < line.box[1] - own[-1].box[1] <= PITCH_SLACK * pitch
+
+
+def _continues(line: OcrLine, prev: OcrLine, first: OcrLine, own: list[OcrLine] | None = None) -> bool:
     """The next line of a caption: close below, not a row of numbers (a table under the caption)."""
     gap = line.box[1] - prev.box[3]
-    if gap > 0.6 * max(prev.height, 1.0) or line.box[0] < first.box[0] - 2 * first.height:
+    if (gap > 0.6 * max(prev.height, line.height, 1.0) and not _at_pitch(line, own or [prev])) \
+            or line.box[0] < first.box[0] - 2 * first.height:
         return False
     if line.box[0] > (first.box[0] + first.box[2]) / 2:
         return False  # starts right of the caption's middle: a legend or label beside it, not its next line
     tokens = line.text.split()
     numeric = sum(1 for t in tokens if not any(c.isalpha() for c in t))
     return numeric <= 0.4 * len(tokens)
+
+
+def _same_block_goes_on(line: OcrLine, own: list[OcrLine]) -> bool:
+    """Tesseract starts new paragraphs inside a caption set in small type (a caption column
+    beside its figure): the same block, and the line before not ending a sentence or this one
+    at the caption's own line pitch (the text after a caption stands further off)."""
+    prev = own[-1]
+    return line.block == prev.block and (not prev.text.rstrip().endswith((".", ":", "!", "?"))
+                                         or _at_pitch(line, own))
 
 
 def _label_only(text: str) -> bool:
@@ -148,10 +183,14 @@ def find_captions(lines: list[OcrLine]) -> list[OcrCaption]:
             parts.append(lines[j].text)
             head, titled = lines[j], True
             j += 1
-        while j < len(lines) and (lines[j].block, lines[j].par) == (head.block, head.par):
-            if _caption_start(lines[j], lines[j - 1]) is not None or not _continues(lines[j], lines[j - 1], lines[i]):
+        while j < len(lines) and ((lines[j].block, lines[j].par) == (head.block, head.par)
+                                  or _same_block_goes_on(lines[j], own)):
+            if id(lines[j]) in after_gap and len(lines[j].text.strip()) <= 2:
+                j += 1  # a speck read as a letter beyond a wide gap on the caption's line
+                continue
+            if _caption_start(lines[j], own[-1]) is not None or not _continues(lines[j], own[-1], lines[i], own):
                 break
-            if titled and lines[j - 1].text.rstrip().endswith("."):
+            if titled and own[-1].text.rstrip().endswith("."):
                 break  # such a title is one sentence; what follows in its paragraph is the table's
             own.append(lines[j])
             parts.append(lines[j].text)

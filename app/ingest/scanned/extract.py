@@ -3,7 +3,8 @@
 Pages that need it are OCR'd (in parallel: Tesseract runs as separate processes), their lines
 are written into a text-only stand-in document that the born-digital parser reads for title,
 abstract, body sentences and references, and their captions and figure regions are found in
-the OCR lines and page pixels. Born-digital pages of a mixed document keep the born-digital
+the OCR lines and page pixels (and, next to the layout model's graphics, in a second reading of
+the page where the first missed a caption). Born-digital pages of a mixed document keep the born-digital
 figure extraction.
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pymupdf
 from app.ingest.scanned import detect, image_layout
 from app.ingest.scanned.captions import OcrCaption, find_captions
 from app.ingest.scanned.ocr import OcrPage, layer_page, ocr_image, page_grey
+from app.ingest.scanned.reread import reread_captions
 from app.ingest.scanned.regions import doc_layout, find_regions, graphic_sides, save_crop
 from app.ingest.scanned.textlayer import add_page
 from app.ingest.types import ExtractedFigure, ParsedPaper
@@ -78,8 +80,10 @@ def _figures_from_pages(pages: list[OcrPage | None], out_dir: Path, rel: str, th
         if page is None or not page.lines:
             continue
         caps = find_captions(page.lines)
-        boxes = image_layout.image_boxes(page.image, page.px_per_pt) if caps and page.image is not None else []
-        captioned[pno] = (caps, boxes)
+        boxes = image_layout.image_boxes(page.image, page.px_per_pt) if page.image is not None else []
+        caps = caps + reread_captions(page, caps, boxes, lay.body_h)
+        if caps:
+            captioned[pno] = (caps, boxes)
     lay.graphics_above = graphic_sides(list(captioned.values()), lay)
     best: dict[tuple[str, int], tuple[float, int, OcrCaption, tuple | None]] = {}
     for pno, (caps, boxes) in captioned.items():

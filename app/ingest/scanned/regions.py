@@ -2,8 +2,9 @@
 
 Body-text lines (long, dense, confidently read lines of the document's body height) and other
 captions are the obstacles; the region of a caption is the ink between the caption and the
-nearest obstacle above (or below) it, inside the caption's column span, without specks (small
-connected components). Crops are cut from the cleaned page image at the scan's resolution.
+nearest obstacle above (or below) it, inside the caption's column span, or beside it when the
+caption is set in a column of its own next to its figure, without specks (small connected
+components). Crops are cut from the cleaned page image at the scan's resolution.
 """
 from __future__ import annotations
 
@@ -26,6 +27,11 @@ MAX_CROP_DPI = 300
 _HEADING_RE = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|[IVX]{1,4}\.)\s+[A-Z][A-Za-z]{3,}")
 _SUBLABEL_RE = re.compile(r"^\W{0,2}\(?[a-hA-H]\)\s")
 OUTWARD_PT = 15.0
+SIDE_MIN_SHARE = 0.3  # a side of the text area narrower than this share holds no figure beside a caption
+SIDE_BAND_LINES = 2.0  # a blank band this many body lines tall under a caption beside its figure ends the figure
+COLUMN_PITCH_SLACK = 1.6  # a line further below than this many of the caption's line pitches ends its column
+SIDE_TOP_LINES = 2.0  # a graphic beside its caption starts within this many body lines of the caption's top
+SIDE_WINS = 3.0  # a graphic beside a caption this many times the area of the one above or below it wins
 NEAR_LINES = 3.0  # text lines this close (in body-line heights) to a caption may be its panel labels
 STRIP_LINES = 3.0  # a strip of ink outside the model's box at most this many body lines tall may be cut off
 FAINT_LEVELS = 22  # grey levels below the paper's that count as faint ink inside a model's figure box
@@ -399,6 +405,7 @@ def find_regions(page: OcrPage, caps: list[OcrCaption], lay: Layout,
     faint = grey < max(min(otsu_threshold(grey), 200), float(np.median(grey)) - FAINT_LEVELS)
     s_small = s / step
     margin = 0.035 * page.height
+    body = [ln.box for ln in page.lines if is_body(ln, lay)]
     out = []
     for cap in caps:
         cx0, cy0, cx1, cy1 = cap.box
@@ -418,12 +425,103 @@ def find_regions(page: OcrPage, caps: list[OcrCaption], lay: Layout,
         if first is None and second is None:  # look past text lines hugging the caption (panel labels)
             first = side(up_first, NEAR_LINES * lay.body_h)
         region = first if first is not None else second
+        beside = _beside(page, cap, caps, body, boxes or [], lay, ink, s_small, margin)
+        if beside is not None and (region is None or _area(beside) > SIDE_WINS * _area(region)
+                                   or _overlap_area(beside, region) >= 0.8 * _area(region)):
+            region = beside
         if boxes:
             region = _model_region(cap, region, boxes, others, caps, (sx0, sx1), lay, ink, s_small,
                                    faint) or region
             region = _trim_strips(region, cap, boxes, lay, faint, s_small)
         out.append((cap, region))
     return _part_shared(out, lay, ink, s_small)
+
+
+def _area(r: tuple) -> float:
+    return (r[2] - r[0]) * (r[3] - r[1])
+
+
+def _overlap_area(a: tuple, b: tuple) -> float:
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
+def _overlaps(a: tuple, b: tuple) -> bool:
+    return min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])
+
+
+def _ink_right_of(box: tuple, ink: np.ndarray, s: float, limit: float, reach: float) -> bool:
+    """Ink in the line's row within `reach` points right of its end (not beyond `limit`)."""
+    c0, c1 = int((box[2] + 3) * s), int(min(box[2] + 3 + reach, limit) * s)
+    band = ink[max(int(box[1] * s), 0):max(int(box[3] * s), 0), max(c0, 0):max(c1, 0)]
+    return band.size > 0 and int(band.sum()) > SPECK_PT2 * s * s
+
+
+def _inside(a: tuple, m: tuple) -> bool:
+    return a[0] >= m[0] - 2 and a[1] >= m[1] - 2 and a[2] <= m[2] + 2 and a[3] <= m[3] + 2
+
+
+def _caption_column(page: OcrPage, cap: OcrCaption) -> list[OcrLine]:
+    """Lines under a caption that go on at its left edge and its own line pitch: the rest of a
+    caption column that Tesseract read as other blocks (often run together with the figure's
+    labels beside it)."""
+    own = sorted(cap.lines, key=lambda ln: ln.box[1])
+    if len(own) < 2:
+        return []
+    pitch = max(b.box[1] - a.box[1] for a, b in zip(own, own[1:]))
+    tol = 2 * own[0].height
+    out, last = [], own[-1]
+    for ln in sorted(page.lines, key=lambda ln: ln.box[1]):
+        if ln.box[1] <= last.box[1] or abs(ln.box[0] - cap.box[0]) > tol:
+            continue
+        if ln.box[1] - last.box[1] > COLUMN_PITCH_SLACK * pitch:
+            break
+        out.append(ln)
+        last = ln
+    return out
+
+
+def _beside(page: OcrPage, cap: OcrCaption, caps: list[OcrCaption], body: list[tuple], boxes: list,
+            lay: Layout, ink: np.ndarray, s: float, margin: float) -> tuple | None:
+    """A graphic beside its caption (a caption set in a column of its own, left or right of the
+    figure, as some journals do): the larger of the inks right and left of the caption in the text
+    area, between the nearest obstacles above and below on that side, that starts level with the
+    caption, reaches its end and has no other caption near it."""
+    cx0, cy0, cx1, cy1 = cap.box
+    col = _caption_column(page, cap)
+    column = {id(ln.box) for ln in col}
+    col_end = max([cy1] + [ln.box[3] for ln in col])
+    # the model's picture boxes next to no caption: text lines inside them are the figure's titles
+    pictures = [b.rect for b in boxes if b.kind == "picture" and not any(_overlaps(c.box, b.rect) for c in caps)]
+    best = None
+    for x0, x1 in ((cx1 + 3, lay.text_x1 + OUTWARD_PT), (lay.text_x0 - OUTWARD_PT, cx0 - 3)):
+        if x1 - x0 < SIDE_MIN_SHARE * (lay.text_x1 - lay.text_x0):
+            continue
+        # lines reaching into that side from the caption's column bound it when they are running
+        # text that ends there; lines run on into ink beside them are the caption's own text
+        # read together with the figure's labels
+        near = [b for b in _obstacles(page, caps, lay, ink, s, (x0, x1))
+                if min(b[2], x1) - max(b[0], x0) > 2 and not _overlaps(b, cap.box) and id(b) not in column
+                and not any(_inside(b, m) for m in pictures)
+                and (min(b[2], x1) - max(b[0], x0) >= 0.5 * (b[2] - b[0])
+                     or (b in body and not _ink_right_of(b, ink, s, x1, 3 * lay.body_h)))]
+        top = max([b[3] for b in near if b[3] <= cy0 + 2] + [margin])
+        bottom = min([b[1] for b in near if b[1] >= cy0 - 2 and b[3] > top] + [page.height - margin])
+        got = _ink_box(ink, s, x0, top + 2, x1, bottom - 2)
+        if got is None or abs(got[1] - cy0) > SIDE_TOP_LINES * lay.body_h or got[3] < cy1 - lay.body_h:
+            continue  # a graphic beside its caption starts level with it and reaches its end
+        # below the caption's end, a blank band of two body lines parts the figure from the text under it
+        start = max(col_end, got[1])
+        bands = [(a, b) for a, b in _runs(_blank_rows(ink, s, got[0], got[2], start, got[3]))
+                 if (b - a) / s >= SIDE_BAND_LINES * lay.body_h]
+        if bands:
+            got = _ink_box(ink, s, got[0] - 1, got[1] - 1, got[2] + 1, start + bands[0][0] / s) or got
+        pad = NEAR_LINES * lay.body_h
+        if any(c is not cap and min(c.box[2], x1) - max(c.box[0], x0) > 2
+               and c.box[1] < got[3] + pad and c.box[3] > got[1] - pad for c in caps):
+            continue  # a caption of its own under or over that ink: another figure
+        if best is None or _area(got) > _area(best):
+            best = got
+    return best
 
 
 def _part_shared(found: list[tuple[OcrCaption, tuple | None]], lay: Layout, ink: np.ndarray,
