@@ -12,9 +12,11 @@ renders their first `--pages` pages into an image-only scan-like copy (grey 200 
 JPEG), OCRs it once, and finds the figure regions twice: pixel heuristics alone, then fused with
 the layout model's boxes. Prints, per variant, over figures and tables of those pages found
 born-digital: found on the same page, mean region IoU with the born-digital region (0 when not
-found), share with IoU >= 0.8, and the model's seconds.
+found), share with IoU >= 0.8, share whose scanned caption text holds >= 90% of the born-digital
+caption's words (`caption>=.9`; 0 when not found), and the model's seconds.
 
-`--jsonl` writes one row per born-digital figure (both variants' pages, regions and IoU);
+`--jsonl` writes one row per born-digital figure (both variants' pages, regions, IoU, caption
+texts and caption word coverage);
 `--sheets` writes a PNG per figure whose region (with the model) has IoU < 0.8 (`--sheet-below`): the scanned page
 with the born-digital region (green), the scanned region (red), its caption (orange) and the
 model's boxes (blue: picture, purple: table, cyan: caption), next to the born-digital crop and
@@ -28,6 +30,7 @@ import json
 import pathlib
 import pickle
 import random
+import re
 import sys
 import tempfile
 import time
@@ -48,6 +51,14 @@ from app.ingest.scanned.simulate import ScanStyle, scan_like_pdf  # noqa: E402
 VARIANTS = ("pixels", "pixels+model")
 SHEET_H = 900  # page height in the contact sheet (px)
 BOX_COLOURS = {"picture": (40, 90, 255), "table": (150, 40, 200), "caption": (0, 190, 210)}
+
+
+def caption_cover(born: str, scanned: str) -> float:
+    """Share of the born-digital caption's words found in the scanned caption text (a truncated
+    caption scores low; OCR misreads of single words cost a little)."""
+    words = re.findall(r"[a-z0-9]+", born.lower())
+    have = set(re.findall(r"[a-z0-9]+", scanned.lower()))
+    return sum(w in have for w in words) / len(words) if words else 1.0
 
 
 def draw(root: pathlib.Path, papers: int, seed: int, not_drawn_by: list[tuple[int, int]]) -> list[pathlib.Path]:
@@ -166,14 +177,16 @@ def main() -> None:
             image_layout.image_boxes = real_boxes
             for key, f in born.items():
                 row = {"paper": rel, "kind": key[0], "number": key[1], "page": f.page,
-                       "born_region": [round(v, 1) for v in f.region_bbox]}
+                       "born_region": [round(v, 1) for v in f.region_bbox], "born_caption": f.caption}
                 for name in VARIANTS:
                     g = found[name].get(key)
                     same = g is not None and g.page == f.page
                     v = iou(f.region_bbox, g.region_bbox) if same else 0.0
-                    rows[name].append((rel[:50], key, v, same))
+                    cov = caption_cover(f.caption or "", g.caption or "") if same else 0.0
+                    rows[name].append((rel[:50], key, v, same, cov))
                     row[name] = {"page": g.page if g else None, "iou": round(v, 3),
-                                 "region": [round(x, 1) for x in g.region_bbox] if g else None}
+                                 "region": [round(x, 1) for x in g.region_bbox] if g else None,
+                                 "caption": g.caption if g else None, "caption_cover": round(cov, 3)}
                 final = row["pixels+model"]
                 if a.sheets is not None and final["iou"] < a.sheet_below:
                     g = found["pixels+model"].get(key)
@@ -191,9 +204,10 @@ def main() -> None:
     for name, rs in rows.items():
         n = max(len(rs), 1)
         print(f"{name}: n {len(rs)}, found on the same page {sum(r[3] for r in rs) / n:.3f}, "
-              f"mean IoU {sum(r[2] for r in rs) / n:.3f}, IoU>=0.8 {sum(r[2] >= 0.8 for r in rs) / n:.3f}")
+              f"mean IoU {sum(r[2] for r in rs) / n:.3f}, IoU>=0.8 {sum(r[2] >= 0.8 for r in rs) / n:.3f}, "
+              f"caption>=.9 {sum(r[4] >= 0.9 for r in rs) / n:.3f}")
     print(f"layout model: {model_s:.1f} s over the OCR'd pages")
-    for (pa, key, ia, _), (_, _, ib, _) in zip(rows["pixels"], rows["pixels+model"]):
+    for (pa, key, ia, *_), (_, _, ib, *_) in zip(rows["pixels"], rows["pixels+model"]):
         if abs(ia - ib) > 0.02:
             print(f"  changed {pa} {key[0]} {key[1]}: IoU {ia:.2f} -> {ib:.2f}")
 

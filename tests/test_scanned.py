@@ -586,3 +586,109 @@ def test_caption_misread_by_the_page_ocr_is_read_again_next_to_the_model_box():
     (cap,) = reread_captions(bare, [], [box], body_h=9.0)
     assert (cap.kind, cap.number) == ("table", 1) and cap.box[3] <= 106, (cap.text, cap.box)
     assert reread_captions(bare, [cap], [box], body_h=9.0) == []
+
+
+def test_caption_line_ending_mid_sentence_goes_on_into_a_line_of_numbers():
+    """A caption line that ends with a comma goes on into the next line even when that line is
+    mostly numbers ("50, 100 and 200 nA; n = 25 neurons)"); a row of numbers after a finished
+    caption is still a table's row."""
+    from app.ingest.scanned.captions import find_captions
+
+    texts = ["Figure 3 Population vector analyses for f = 1 Hz (left to right, I = 25,",
+             "50, 100 and 200 nA; n = 25 neurons). Field entrainment of spikes."]
+    lines = [_words_line(t, 40.0, 60.0 + 9.5 * k, 1, 1) for k, t in enumerate(texts)]
+    (cap,) = find_captions(lines)
+    assert cap.text.endswith("entrainment of spikes."), cap.text
+    rows = [_words_line("Table 2: Recall of the three models.", 40.0, 60.0, 1, 1),
+            _words_line("BERT 85.3 86.1 90.2 1.5", 40.0, 69.5, 1, 1)]
+    (tab,) = find_captions(rows)
+    assert tab.text == "Table 2: Recall of the three models."
+
+
+def test_caption_column_beside_its_figure_is_read_whole():
+    """Tesseract reads the lower part of a caption column beside its figure (the region found
+    beside it) as other blocks, some joined with the figure's labels in the same row: the pieces
+    at the caption's left edge and pitch are the caption's text, the figure's labels and the text
+    under both are not."""
+    from app.ingest.scanned.captions import find_captions
+    from app.ingest.scanned.ocr import OcrLine
+    from app.ingest.scanned.regions import _whole_side_caption
+
+    texts = ["Figure 2 Revenue of the", "auction under three", "reserve prices for all", "of the bidders here."]
+    cap_lines = [_words_line(t, 40.0, 60.0 + 10 * k, 1, 1) for k, t in enumerate(texts)]
+    graphic = (170.0, 58.0, 380.0, 200.0)
+    left = _words_line("and the bids of the first", 40.0, 100.0, 5, 1)
+    label = _words_line("Revenue axis", 250.0, 100.0, 5, 1)
+    joined = OcrLine(left.text + " " + label.text, (left.box[0], 100.0, label.box[2], 107.0),
+                     left.words + label.words, 5, 1)
+    tail = [_words_line("winners of the last round", 40.0, 110.0, 6, 1),
+            _words_line("in the second auction day.", 40.0, 120.0, 6, 1)]
+    body = [_words_line("the auction ranks the ads by bid and quality and we study how", 40.0, 240.0 + 11 * k, 2, 1)
+            for k in range(5)]
+    lines = cap_lines + [joined] + tail + body
+    page = _page_with([graphic] + [ln.box for ln in cap_lines + [left] + tail + body], lines)
+    caps = find_captions(lines)
+    assert [(c.kind, c.number) for c in caps] == [("figure", 2)]
+    assert _whole_side_caption(page, caps[0], (40.0, 200.0, 380.0, 230.0)) is caps[0]  # a region under it
+    cap = _whole_side_caption(page, caps[0], graphic)
+    assert cap.text == ("Figure 2 Revenue of the auction under three reserve prices for all of the bidders here. "
+                        "and the bids of the first winners of the last round in the second auction day."), cap.text
+
+
+def test_label_only_caption_of_a_full_page_figure_takes_the_text_on_the_facing_page():
+    from app.ingest.scanned.captions import OcrCaption
+    from app.ingest.scanned.extract import _caption_from_facing_page
+
+    cap = OcrCaption("figure", 1, "Fig. 1", [], 1.0)
+    texts = [(2, "Fig. 1"), (3, "Fig. 1. A: Calcium wave in a field of cells."), (5, "Fig. 1. far away and longer")]
+    assert _caption_from_facing_page(cap, 2, texts).text == "Fig. 1. A: Calcium wave in a field of cells."
+    long = OcrCaption("figure", 1, "Fig. 1. A calcium wave.", [], 1.0)
+    assert _caption_from_facing_page(long, 2, texts) is long
+
+
+def test_pages_of_text_lines_alone_are_told_apart_from_pages_with_a_graphic_or_a_table():
+    """The layout model is skipped on a page whose ink is all inside its OCR lines (a footnote
+    rule aside); a page with a graphic, or with a row parted by a column gap, is looked at."""
+    from app.ingest.scanned.text_only import text_only
+
+    body = [_words_line("the auction ranks the ads by bid and quality and we study how", 40.0, 60.0 + 11 * k, 1, 1)
+            for k in range(10)]
+    rule = (40.0, 400.0, 160.0, 400.6)
+    assert text_only(_page_with([ln.box for ln in body] + [rule], body))
+    assert not text_only(_page_with([ln.box for ln in body] + [(100.0, 200.0, 300.0, 320.0)], body))
+    row = _words_line("BERT", 40.0, 250.0, 2, 1)
+    far = _words_line("85.3", 200.0, 250.0, 2, 1)
+    table_row = type(row)(row.text + " " + far.text, (40.0, 250.0, far.box[2], 257.0), row.words + far.words, 2, 1)
+    assert not text_only(_page_with([ln.box for ln in body] + [row.box, far.box], body + [table_row]))
+
+
+def test_text_wrapped_beside_a_table_is_cut_out_of_its_region():
+    """Prose wrapped left of a narrow table, each of its lines read together with the table's row
+    beside it, is cut off the region; the table's own first column (single words) is not prose."""
+    from app.ingest.scanned.captions import OcrCaption
+    from app.ingest.scanned.ocr import OcrLine
+    from app.ingest.scanned.regions import _cut_wrapped_text
+
+    prose = ["we train one model on", "all of the tasks with", "one set of the layers", "and one set for each"]  # justified
+    rows = ["CHUNK O B-VP B-NP", "NER B-PER O O", "SRL B-ARG0 B-V O", "POS NNP VBD DT"]
+    lines, ink = [], []
+    for k, (p, r) in enumerate(zip(prose, rows)):
+        a, b = _words_line(p, 108.0, 270.0 + 16 * k, 3, 1), _words_line(r, 240.0, 270.0 + 16 * k, 3, 1)
+        lines.append(OcrLine(a.text + " " + b.text, (a.box[0], a.box[1], b.box[2], b.box[3]), a.words + b.words, 3, 1))
+        ink += [w.box for w in a.words + b.words]
+    cap_line = _words_line("Table 2: Example annotations for the tasks.", 236.0, 345.0, 4, 1)
+    cap = OcrCaption("table", 2, cap_line.text, [cap_line], 2.0)
+    page = _page_with(ink + [cap_line.box], lines + [cap_line])
+    from app.ingest.scanned.ocr import otsu_threshold
+    grey = page.image[::1, ::1]
+    got = _cut_wrapped_text((108.0, 270.0, 330.0, 325.0), cap, page, grey < min(otsu_threshold(grey), 200),
+                            page.px_per_pt)
+    assert abs(got[0] - 240.0) <= 1.5 and 300 <= got[2] <= 330.0, got
+    # a table's first column of cells (ends vary), or the rows without prose beside them: nothing is cut
+    cells = [_words_line(t, 108.0, 270.0 + 16 * k, 5, 1) for k, t in enumerate(["Bell et al., 1990", "Charles et al., 1991",
+                                                                              "Kim et al., 1994", "Lee et al., 1995"])]
+    page2 = _page_with([w.box for ln in cells for w in ln.words], cells + [cap_line])
+    assert _cut_wrapped_text((108.0, 270.0, 330.0, 325.0), cap, page2, page2.image < 128, page2.px_per_pt) == \
+        (108.0, 270.0, 330.0, 325.0)
+    assert _cut_wrapped_text((240.0, 270.0, 330.0, 325.0), cap, page, grey < 128, page.px_per_pt) == \
+        (240.0, 270.0, 330.0, 325.0)

@@ -19,6 +19,7 @@ from app.labels import CAPTION_RE
 _LABEL_FIX_RE = re.compile(r"^(\W{0,2})(Fig(?:ure)?s?[.,]?|FIG(?:URE)?S?[.,]?|Table|TABLE|Tab\.)\s*([0-9IlO|!]{1,3})(?=\W|$)")
 _DIGIT_FIX = str.maketrans({"I": "1", "l": "1", "|": "1", "!": "1", "O": "0"})
 _DELIMS = ":.|-\u2013\u2014"
+_UNFINISHED = (",", ";", "(", "-")  # a line ending so has more of its sentence on the next
 PITCH_SLACK = 1.15  # a line this much further than the caption's own pitch is no longer its line
 COLUMN_GAP_LINES = 2.5  # a gap between words wider than this many line heights parts two columns
 # a bold full stop after the number often reads as a comma: "Figure 3, CTR variance across ..."
@@ -106,6 +107,8 @@ def _continues(line: OcrLine, prev: OcrLine, first: OcrLine, own: list[OcrLine] 
         return False
     if line.box[0] > (first.box[0] + first.box[2]) / 2:
         return False  # starts right of the caption's middle: a legend or label beside it, not its next line
+    if prev.text.rstrip().endswith(_UNFINISHED):
+        return True  # the caption's sentence runs on ("... (left to right, I = 25," / "50, 100 and 200 nA")
     tokens = line.text.split()
     numeric = sum(1 for t in tokens if not any(c.isalpha() for c in t))
     return numeric <= 0.4 * len(tokens)
@@ -195,12 +198,13 @@ def find_captions(lines: list[OcrLine]) -> list[OcrCaption]:
             own.append(lines[j])
             parts.append(lines[j].text)
             j += 1
-        caps.append(OcrCaption(kind, number, _join(parts), own, score))
+        caps.append(OcrCaption(kind, number, join_lines(parts), own, score))
         i = j
     return caps
 
 
-def _join(parts: list[str]) -> str:
+def join_lines(parts: list[str]) -> str:
+    """Line texts as one text (a word hyphenated at a line end joined again)."""
     out = ""
     for p in parts:
         p = p.strip()

