@@ -21,7 +21,7 @@ def _version(root: Path) -> Path:
 def test_hot_files_are_ordered_by_what_queries_read(tmp_path):
     names = [str(p.relative_to(tmp_path)) for p in hot_files(_version(tmp_path))]
     assert names == ["docs/figure_ids.npy", "lexical/segments/seg-a/row_terms.npy", "papers/body/row_terms.npy",
-                     "lexical/segments/seg-a/col_bytes.npy", "vectors/vectors.f16", "visual/vectors.f16",
+                     "lexical/segments/seg-a/col_bytes.npy", "visual/vectors.f16", "vectors/vectors.f16",
                      "docs/captions_blob.npy"]
 
 
@@ -33,9 +33,9 @@ def test_warming_reads_every_hot_file_without_a_budget(tmp_path):
 
 def test_warming_reads_up_to_the_budget_and_leaves_the_rest(tmp_path):
     done = warm_version(_version(tmp_path), budget=9000)
-    # ids 100, lexical rows 3000, paper rows 1000, postings 2000, then 2900 of the 5000 text-vector bytes
+    # ids 100, lexical rows 3000, paper rows 1000, postings 2000, then 2900 of the 4000 picture-row bytes
     assert done.bytes == 9000 and done.files == 5
-    assert done.skipped == ["visual/vectors.f16", "docs/captions_blob.npy"]
+    assert done.skipped == ["vectors/vectors.f16", "docs/captions_blob.npy"]
 
 
 def test_memory_budget_is_below_what_the_machine_has():

@@ -25,8 +25,8 @@ from pathlib import Path
 # What queries read, by pages a related-figures query touches per page of the file (most first):
 # the small arrays read for every hit (ids, types, row offsets, lengths), the lexical rows that
 # re-scoring reads (10,000 rows a query at ten million figures), the paper views' rows, the
-# postings, the float16 text and picture vector rows (about 700 rows a query among millions),
-# the caption text (ten captions a page of hits). Files matching none (the paper views' columns,
+# postings, the float16 picture rows (2,000 a search by picture and a few hundred a related-figures
+# query, in a file a third the size of the text rows), the float16 text rows, the caption text (ten captions a page of hits). Files matching none (the paper views' columns,
 # FAISS indexes and JSON, which loading reads whole anyway) are left alone.
 HOT_FILES = (
     ("**/ids.npy", "**/*_ids.npy", "types/*.npy", "docs/captions_offsets.npy", "**/row_ptr.npy",
@@ -36,12 +36,12 @@ HOT_FILES = (
     ("lexical/**/row_*.npy",),
     ("papers/*/row_*.npy",),
     ("lexical/**/col_*.npy",),
-    ("vectors/**/*.f16",),
     ("visual/**/*.f16",),
+    ("vectors/**/*.f16",),
     ("docs/captions_blob.npy",),
 )
 CHUNK = 4 << 20
-RESERVE_FRACTION = 0.10  # of total memory, kept free for the process and others
+RESERVE_FRACTION = 0.05  # of total memory, kept free for the process and others
 
 
 @dataclass
