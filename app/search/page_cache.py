@@ -36,8 +36,8 @@ HOT_FILES = (
     ("lexical/**/row_*.npy",),
     ("papers/*/row_*.npy",),
     ("lexical/**/col_*.npy",),
-    ("visual/**/*.f16",),
-    ("vectors/**/*.f16",),
+    ("visual/**/*.i8", "visual/**/*.f16"),
+    ("vectors/**/*.i8", "vectors/**/*.f16"),
     ("docs/captions_blob.npy",),
 )
 CHUNK = 4 << 20

@@ -12,7 +12,7 @@ Metric: inner product on L2-normalised vectors (= cosine); `add` normalises.
 kind="auto" picks:
   * n < 200k: exact IndexFlatIP (brute force is fast enough and perfectly accurate);
   * otherwise IVF-PQ with exact re-scoring ("ivfpq", app/search/ann.py): `dim / 8` bytes of codes
-    per vector in memory, the vectors as float16 rows on disk (`RowStore`: mapped up to 1 GiB,
+    per vector in memory, the vectors as 8-bit rows on disk (`RowStore`: mapped up to 1 GiB,
     read a row at a time above; they are also the store `vectors_for` reads), the best `rescore` (2,000) candidates of `pq_nprobe` (32) cells
     re-scored exactly. scripts/ann_sweep.py on 1M of the benchmark's vectors: recall@100 against
     exact search .996 (worst query .97) for a figure's vector as the query, .941 re-scoring 1,000;
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .ann import STORE_FILE, RescoredIVFPQ, RowStore, ivf_search_params, nlist_for
+from .ann import PENDING_FILE, STORE_FILE, RescoredIVFPQ, RowStore, ivf_search_params, nlist_for, store_file
 
 FLAT_MAX = 200_000
 KINDS = ("auto", "flat", "hnsw", "ivf", "ivfpq")
@@ -97,8 +97,8 @@ class VectorIndex:
         self.store_dtype = np.dtype(store_dtype)  # of a GPU index's copy
         self.hnsw_m, self.ef_search, self.nlist, self.nprobe = hnsw_m, ef_search, nlist, nprobe
         self.rescore, self.pq_nprobe = int(rescore), int(pq_nprobe)
-        # float16 rows in id order: the vectors waiting to be indexed and, for IVF-PQ, the store
-        # the candidates are re-scored from (on disk under store_dir when given, else in memory);
+        # rows in id order: the vectors waiting to be indexed (float16) and, for IVF-PQ, the store
+        # the candidates are re-scored from (8-bit; on disk under store_dir when given, else in memory);
         # it holds rows [_store_base, _store_base + len) of the index
         self.store_dir = None if store_dir is None else Path(store_dir)
         self._store = self._new_store()
@@ -112,11 +112,27 @@ class VectorIndex:
         self._sorted_ids = None     # lazily built id -> row lookup
 
     def _new_store(self) -> RowStore:
+        """An empty float16 store for rows waiting to be indexed."""
         if self.store_dir is None:
             return RowStore(self.dim)
-        path = self.store_dir / STORE_FILE
+        path = self.store_dir / PENDING_FILE
         path.unlink(missing_ok=True)
         return RowStore(self.dim, path)
+
+    def _eight_bit_store(self, rows: RowStore) -> RowStore:
+        """The rows an IVF-PQ index re-scores from, in 8 bits (see RowStore), a block at a time;
+        the float16 file they came from is removed."""
+        if rows.bits == 8:
+            return rows
+        path = None if self.store_dir is None else self.store_dir / STORE_FILE
+        if path is not None:
+            path.unlink(missing_ok=True)
+        out = RowStore(self.dim, path, bits=8)
+        for s in range(0, len(rows), 65_536):
+            out.append(rows.read(s, min(len(rows), s + 65_536)))
+        if rows.path is not None and rows.path != path:
+            rows.path.unlink(missing_ok=True)
+        return out
 
     # ------------------------------------------------------------- content
     def add(self, ids, vecs) -> None:
@@ -245,6 +261,7 @@ class VectorIndex:
         if rebuild:
             self._index, self._ann, self._copy = None, None, None
             if kind == "ivfpq":
+                self._store = self._eight_bit_store(self._store)
                 self._ann = RescoredIVFPQ(self.dim, self._store, nprobe=self.pq_nprobe, rescore=self.rescore)
                 self._ann.train(n)
                 self._built_kind = kind
@@ -306,7 +323,7 @@ class VectorIndex:
     # --------------------------------------------------------- persistence
     def save(self, path_dir: str | Path) -> None:
         """ids.npy, meta.json and the index: index.faiss (CPU form) holding the vectors, or for
-        IVF-PQ the codes (index.faiss) plus the float16 rows (vectors.f16, read from disk as needed: `RowStore`)."""
+        IVF-PQ the codes (index.faiss) plus the 8-bit rows (vectors.i8, read from disk as needed: `RowStore`)."""
         import faiss
 
         self.build()
@@ -319,7 +336,7 @@ class VectorIndex:
             store = self._ann.store
             if store.path is None or store.path.resolve() != target.resolve():
                 target.unlink(missing_ok=True)
-                copy = RowStore(self.dim, target)
+                copy = RowStore(self.dim, target, bits=8)
                 for s in range(0, len(store), 65_536):
                     copy.append(store.read(s, min(len(store), s + 65_536)))
             self._ann.save(d)
@@ -351,7 +368,7 @@ class VectorIndex:
         self._built_kind = meta["built_kind"]
         if self._built_kind == "ivfpq":
             self.store_dir = d
-            self._store = RowStore(self.dim, d / STORE_FILE)
+            self._store = RowStore(self.dim, store_file(d))
             self._ann = RescoredIVFPQ.load(d, self.dim, self._store)
             return self
         self._store_base = len(self._ids)
