@@ -692,3 +692,30 @@ def test_text_wrapped_beside_a_table_is_cut_out_of_its_region():
         (108.0, 270.0, 330.0, 325.0)
     assert _cut_wrapped_text((240.0, 270.0, 330.0, 325.0), cap, page, grey < 128, page.px_per_pt) == \
         (240.0, 270.0, 330.0, 325.0)
+
+
+def test_caption_goes_on_into_the_blocks_tesseract_parted_it_into():
+    """A caption's last line read as another block (at its pitch and left edge), the rest of a
+    row read as a block of its own beside it, and a label alone on its row with its text in
+    another block after a wider space are all the caption's; the text under it after the
+    float's gap, a table's header under a one-sentence title, and the other column are not."""
+    from app.ingest.scanned.captions import find_captions
+
+    row1 = _words_line("Table 1: Comparison between the datasets. Ours is the first", 40.0, 100.0, 4, 1)
+    beside = _words_line("to give the spans", row1.box[2] + 4, 100.0, 9, 1)  # read later, as its own block
+    row2 = _words_line("annotation of the entailment.", 40.0, 110.0, 5, 1)
+    body = _words_line("differs from the other paragraph and so on", 40.0, 130.0, 6, 1)
+    other_col = _words_line("Given pairs of paragraphs", beside.box[2] + 20, 110.0, 10, 1)
+    caps = find_captions([row1, row2, body, other_col, beside])
+    assert len(caps) == 1
+    assert caps[0].text == ("Table 1: Comparison between the datasets. Ours is the first to give the spans "
+                            "annotation of the entailment."), caps[0].text
+
+    label = _words_line("Fig. 2.", 40.0, 300.0, 1, 1)
+    rest = _words_line("(a) The model. (b) The update of its embeddings.", label.box[2] + 9, 300.0, 2, 1)
+    assert find_captions([label, rest])[0].text == "Fig. 2. (a) The model. (b) The update of its embeddings."
+
+    title = _words_line("Table 3: Notations used in this paper.", 40.0, 500.0, 7, 1)
+    header = _words_line("Notations Descriptions", 40.0, 510.0, 8, 1)
+    first = _words_line("Rm the space of vectors", 40.0, 520.0, 8, 1)
+    assert find_captions([title, header, first])[0].text == "Table 3: Notations used in this paper."

@@ -4,7 +4,9 @@ Uses the born-digital caption label pattern after undoing the usual OCR confusio
 label ("Figure l:" -> "Figure 1:", "Fig, 3." -> "Fig. 3.", "Figure 1;" -> "Figure 1:"). A caption
 starts a paragraph (or follows a finished sentence), carries a delimiter after the number, stands
 alone, or (in journal styles that set the label in bold with no delimiter) opens a paragraph of
-its own with a capitalised word after the number; it runs to the end of its Tesseract paragraph.
+its own with a capitalised word after the number; it runs to the end of its Tesseract paragraph,
+and on into the pieces Tesseract read as other blocks that go on its rows or its left edge at its
+line pitch.
 """
 from __future__ import annotations
 
@@ -86,10 +88,10 @@ def _starts_paragraph(line: OcrLine, prev: OcrLine | None) -> bool:
 
 
 def _pitch(own: list[OcrLine]) -> float | None:
-    """The caption's line pitch so far (top to top), None for a single line."""
-    if len(own) < 2:
-        return None
-    return max(b.box[1] - a.box[1] for a, b in zip(own, own[1:]))
+    """The caption's line pitch so far (top to top), None for a single row (pieces of one row
+    are not a pitch)."""
+    steps = [b.box[1] - a.box[1] for a, b in zip(own, own[1:]) if b.box[1] - a.box[1] > 0.5 * a.height]
+    return max(steps) if steps else None
 
 
 def _at_pitch(line: OcrLine, own: list[OcrLine]) -> bool:
@@ -200,7 +202,72 @@ def find_captions(lines: list[OcrLine]) -> list[OcrCaption]:
             j += 1
         caps.append(OcrCaption(kind, number, join_lines(parts), own, score))
         i = j
-    return caps
+    used = {id(ln) for c in caps for ln in c.lines}
+    return [_run_on(c, lines, used) for c in caps]
+
+
+def _same_row(a: OcrLine, b: OcrLine) -> bool:
+    return min(a.box[3], b.box[3]) - max(a.box[1], b.box[1]) > 0.5 * min(a.height, b.height)
+
+
+def _rows(own: list[OcrLine]) -> list[list[OcrLine]]:
+    rows: list[list[OcrLine]] = []
+    for ln in sorted(own, key=lambda ln: (ln.box[1], ln.box[0])):
+        row = next((r for r in rows if _same_row(r[0], ln)), None)
+        if row is None:
+            rows.append([ln])
+        else:
+            row.append(ln)
+    return [sorted(r, key=lambda ln: ln.box[0]) for r in rows]
+
+
+def _prose_row(piece: OcrLine, pieces: list[OcrLine], x0: float, x1: float) -> bool:
+    """The row of `piece` (its pieces between x0 and x1) reads as a sentence: a few words, most of
+    them lower-case (a table's header or first row under a one-sentence title does not)."""
+    words = [w.text.strip(".,;:!?()[]\"'`") for p in pieces if _same_row(p, piece) and p.box[0] >= x0
+             and p.box[2] <= x1 for w in p.words]
+    words = [w for w in words if w]
+    lower = sum(1 for w in words if w[0].islower() and not any(c.isdigit() for c in w))
+    return len(words) >= 3 and lower >= 0.5 * len(words)
+
+
+def _run_on(cap: OcrCaption, pieces: list[OcrLine], used: set[int]) -> OcrCaption:
+    """The caption with the pieces Tesseract read as other blocks added: a piece on its last row
+    just after that row's end (a word gap, not a column gutter; a wider one after a label alone),
+    or the next row starting at one of its rows' left edges (its margin or a hanging indent), no
+    wider than it, close below at its own pitch (after a finished sentence only at its measured
+    pitch and reading as prose) and words rather than a row of numbers."""
+    own = list(cap.lines)
+    added: list[OcrLine] = []
+    while True:
+        rows = _rows(own)
+        last = rows[-1]
+        h = max(float(np.median([ln.height for ln in own])), 1.0)
+        free = [p for p in pieces if id(p) not in used and _caption_start(p, None) is None]
+        # a label standing alone on its row is set off from its text by a wider space than a word's
+        space = 2 * h if len(own) == 1 and _label_only(normalise_label(own[0].text)) else h
+        beside = [p for p in free if _same_row(p, last[-1]) and 0 <= p.box[0] - last[-1].box[2] <= space]
+        if beside:
+            nxt = min(beside, key=lambda p: p.box[0])
+        else:
+            lefts = [r[0].box[0] for r in rows]
+            right = max(ln.box[2] for ln in own)
+            head = last[0]
+            ended = last[-1].text.rstrip().endswith((".", ":", "!", "?"))
+            below = [p for p in free if p.box[1] > head.box[1] + 0.5 * head.height
+                     and min(abs(p.box[0] - x) for x in lefts) <= h and p.box[2] <= right + h
+                     and _continues(p, last[-1], own[0], [r[0] for r in rows])
+                     and (not ended or (_at_pitch(p, [r[0] for r in rows])
+                                        and _prose_row(p, free, min(lefts) - h, right + h)))]
+            if not below:
+                break
+            nxt = min(below, key=lambda p: (p.box[1], p.box[0]))
+        own.append(nxt)
+        added.append(nxt)
+        used.add(id(nxt))
+    if not added:
+        return cap
+    return OcrCaption(cap.kind, cap.number, join_lines([cap.text] + [p.text for p in added]), own, cap.score)
 
 
 def join_lines(parts: list[str]) -> str:
