@@ -22,6 +22,7 @@ import numpy as np
 
 import app.search.vectors as vectors_module
 from app.search.ann import STORE_FILE
+from app.search.page_cache import drop_from_cache
 from app.search.searcher import Searcher
 from app.search.vectors import VectorIndex
 
@@ -37,12 +38,7 @@ def set_depth(depth: str) -> None:
 
 
 def drop_rows(version: Path) -> None:
-    for path in version.rglob(STORE_FILE):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
+    drop_from_cache(version.rglob(STORE_FILE))
 
 
 def main() -> None:

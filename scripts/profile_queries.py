@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
-import os
 import pathlib
 import pstats
 import resource
@@ -30,7 +29,7 @@ import zlib
 import numpy as np
 
 from app.search.ann import RowStore
-from app.search.page_cache import warm_version
+from app.search.page_cache import drop_from_cache, warm_version
 from app.search.papers import PaperIndex
 from app.search.searcher import Searcher
 from app.search.segments import SegmentedIndex
@@ -86,11 +85,7 @@ def main() -> None:
                     help="read the version's files into the page cache after loading, as the API does")
     args = ap.parse_args()
     if args.drop:
-        for path in pathlib.Path(args.version_dir).rglob("*"):
-            if path.is_file():
-                fd = os.open(path, os.O_RDONLY)
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-                os.close(fd)
+        drop_from_cache(p for p in pathlib.Path(args.version_dir).rglob("*") if p.is_file())
 
     s = Searcher.load(args.version_dir, mmap=True, check=False)
     warmed = warm_version(args.version_dir) if args.warm else None

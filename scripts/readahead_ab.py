@@ -15,13 +15,13 @@ from __future__ import annotations
 import glob
 import json
 import mmap
-import os
 import resource
 import sys
 import time
 
 import numpy as np
 
+from app.search.page_cache import drop_from_cache
 from app.search.searcher import Searcher
 from app.search.segments import SegmentedIndex
 
@@ -46,10 +46,7 @@ def _read_bytes() -> int:
 def main() -> None:
     d, mode, seed, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     for name in ROW_ARRAYS:
-        for path in glob.glob(f"{d}/segments/*/{name}.npy"):
-            fd = os.open(path, os.O_RDONLY)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            os.close(fd)
+        drop_from_cache(glob.glob(f"{d}/segments/*/{name}.npy"))
     lex = SegmentedIndex.open(d, mmap=True)
     for seg in lex.segments:
         for name in ROW_ARRAYS:

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from app.search.ann import STORE_FILE
+from app.search.page_cache import drop_from_cache
 from app.search.vectors import VectorIndex, l2_normalize
 
 
@@ -61,9 +62,7 @@ def main() -> None:
         ivf.nprobe = nprobe
         for depth in map(int, a.depths.split(",")):
             if a.cold:
-                fd = os.open(a.part / STORE_FILE, os.O_RDONLY)
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-                os.close(fd)
+                drop_from_cache([a.part / STORE_FILE])
             out = {"depth": depth, "nprobe": nprobe, "cold": a.cold, "load": os.getloadavg()[0]}
             for name, (q, ex) in kinds.items():
                 rec, lat = [], []

@@ -148,6 +148,12 @@ class RowStore:
         self._n += len(encoded)
         self._map = None
 
+    def append_from(self, other: "RowStore", step: int = 65_536) -> None:
+        """Append every row of another store, `step` rows at a time: a copy of ten million rows
+        (or a change of encoding) needs no float32 copy of them all."""
+        for s in range(0, len(other), step):
+            self.append(other.read(s, min(len(other), s + step)))
+
     def _mapped(self) -> bool:
         return self.path is None or self._n * self.row_dtype.itemsize <= self.MAP_MAX_BYTES
 

@@ -128,8 +128,7 @@ class VectorIndex:
         if path is not None:
             path.unlink(missing_ok=True)
         out = RowStore(self.dim, path, bits=8)
-        for s in range(0, len(rows), 65_536):
-            out.append(rows.read(s, min(len(rows), s + 65_536)))
+        out.append_from(rows)
         if rows.path is not None and rows.path != path:
             rows.path.unlink(missing_ok=True)
         return out
@@ -255,8 +254,7 @@ class VectorIndex:
             self._store, self._store_base = store, 0
             if self.store_dir is not None:  # (an index loaded without its rows, grown past the threshold)
                 disk = self._new_store()
-                for s in range(0, len(store), 65_536):
-                    disk.append(store.read(s, min(len(store), s + 65_536)))
+                disk.append_from(store)
                 self._store = disk
         if rebuild:
             self._index, self._ann, self._copy = None, None, None
@@ -336,9 +334,7 @@ class VectorIndex:
             store = self._ann.store
             if store.path is None or store.path.resolve() != target.resolve():
                 target.unlink(missing_ok=True)
-                copy = RowStore(self.dim, target, bits=8)
-                for s in range(0, len(store), 65_536):
-                    copy.append(store.read(s, min(len(store), s + 65_536)))
+                RowStore(self.dim, target, bits=8).append_from(store)
             self._ann.save(d)
         else:
             index = self._index
