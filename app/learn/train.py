@@ -70,6 +70,21 @@ def _bar(total, desc, progress):
     return tqdm(total=total, desc=desc, unit="step", disable=not progress, dynamic_ncols=True)
 
 
+def _start(cfg: TrainConfig, device: str | None) -> torch.device:
+    """Seed every generator and fix the thread count before anything random happens, so that a
+    run repeats exactly; returns the device to train on."""
+    seed_everything(cfg.seed)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    return pick_device(device)
+
+
+def _record_epoch(history: list[dict], bar, epoch: int, losses: list[float], acc: float) -> None:
+    """One row of the training history (metrics["history"]) and the progress bar's figures."""
+    history.append({"epoch": epoch + 1, "loss": float(np.mean(losses)), "val_acc": acc})
+    bar.set_postfix(epoch=epoch + 1, loss=f"{np.mean(losses):.4f}", val_acc=f"{acc:.3f}")
+
+
 def _val_accuracy(sim_fn, builder: PairBuilder, papers: list[int], rng, n: int = 300) -> float:
     """Balanced accuracy (same vs random) with the threshold at the median similarity."""
     bp = {p: builder.by_paper[p] for p in papers if p in builder.by_paper}
@@ -106,10 +121,7 @@ def train_fusion(data: LearnData, cfg: TrainConfig, exclude_papers: set[int] = f
     from app.learn.vocab import Vocab
     from models.fusion import FusionModel
 
-    seed_everything(cfg.seed)
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    dev = pick_device(device)
+    dev = _start(cfg, device)
     t0 = time.perf_counter()
     full = PairBuilder(data.paper_of, data.neighbours, exclude_papers, seed=cfg.seed)
     rng = np.random.default_rng(cfg.seed)
@@ -203,8 +215,7 @@ def train_fusion(data: LearnData, cfg: TrainConfig, exclude_papers: set[int] = f
             pos_of = {int(r_): k for k, r_ in enumerate(vrows.tolist())}
             acc = _val_accuracy(lambda pr: np.array([e[pos_of[a]] @ e[pos_of[b]] for a, b in pr]),
                                 full, val_papers, np.random.default_rng(cfg.seed + 7))
-        history.append({"epoch": epoch + 1, "loss": float(np.mean(losses)), "val_acc": acc})
-        bar.set_postfix(epoch=epoch + 1, loss=f"{np.mean(losses):.4f}", val_acc=f"{acc:.3f}")
+        _record_epoch(history, bar, epoch, losses, acc)
         bar.write(f"epoch {epoch + 1}/{cfg.epochs} loss {np.mean(losses):.4f} val_acc {acc:.3f}") if progress else None
     bar.close()
     model.eval()
@@ -220,10 +231,7 @@ def train_fcc(data: LearnData, cfg: TrainConfig, exclude_papers: set[int] = froz
     from app.learn.vocab import Vocab
     from models.fcc import FCCModel
 
-    seed_everything(cfg.seed)
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    dev = pick_device(device)
+    dev = _start(cfg, device)
     t0 = time.perf_counter()
     rng = np.random.default_rng(cfg.seed)
     rows = np.array([i for i, p in enumerate(data.paper_of.tolist()) if p not in exclude_papers], np.int64)
@@ -269,8 +277,7 @@ def train_fcc(data: LearnData, cfg: TrainConfig, exclude_papers: set[int] = froz
         model.train()
         s = np.r_[sp, sn]
         acc = float(((s > np.median(s)) == np.r_[np.ones(len(sp)), np.zeros(len(sn))]).mean())
-        history.append({"epoch": epoch + 1, "loss": float(np.mean(losses)), "val_acc": acc})
-        bar.set_postfix(epoch=epoch + 1, loss=f"{np.mean(losses):.4f}", val_acc=f"{acc:.3f}")
+        _record_epoch(history, bar, epoch, losses, acc)
     bar.close()
     model.eval()
     metrics = {"history": history, "val_acc": history[-1]["val_acc"], "train_seconds": round(time.perf_counter() - t0, 1),
