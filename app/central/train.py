@@ -64,14 +64,6 @@ class TrainConfig:
     tables: bool = True  # also train on sentences that mention tables (table captions as candidates)
 
 
-def _seed_all(seed: int) -> None:
-    import torch
-
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
 def make_batch(queries: list[Query], caps: dict[str, dict[int, str]], rng: random.Random, negatives: int):
     """(sentences, captions, target index per sentence, mask[sentence][caption]) for one step.
 
@@ -135,6 +127,7 @@ def train_central(settings: Settings, cfg: TrainConfig | None = None, exclude: s
 
     from app.central.baselines import fit_tfidf_for_papers
     from app.central.evaluate import selfsup_model_metrics
+    from models.base import seed_everything
     from models.central import CentralBiEncoder, info_nce
 
     cfg = cfg or TrainConfig()
@@ -143,7 +136,7 @@ def train_central(settings: Settings, cfg: TrainConfig | None = None, exclude: s
     if cfg.threads or not torch.cuda.is_available():
         n = cfg.threads or int(os.environ.get("OMP_NUM_THREADS", 0)) or (os.cpu_count() or 1)
         torch.set_num_threads(max(1, n))
-    _seed_all(cfg.seed)
+    seed_everything(cfg.seed)
     papers = papers if papers is not None else load_papers(settings.db_url)
     by_sha = {p.sha256: p for p in papers}
     rankable = [p.sha256 for p in papers if len(p.figures) >= 2]
