@@ -88,17 +88,23 @@ def _encoded(images_of, keys: list[str], cache: Path | None, tag: str, progress:
     return tail_features(backbone(size=size), None, acts[0]), acts
 
 
+def _cache_file(cache: Path | None, keys: list[str], stem: str, suffix: str) -> Path | None:
+    """Where an encoding of the images `keys` is cached (None: no cache): the digest of the keys
+    tells apart two image sets encoded with the same settings."""
+    if cache is None:
+        return None
+    digest = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:12]
+    return cache / f"{stem}-{digest}{suffix}"
+
+
 def _cached_activations(images_of, keys: list[str], cache: Path | None, tag: str, progress: bool,
                         size: int) -> list[np.ndarray]:
     """Per view, the frozen network's activations at the tail's input, cached like features."""
     b = backbone(size=size)
-    path = None
-    if cache is not None:
-        digest = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:12]
-        path = cache / f"acts-{tag}-{b.name}-{size}-{TAIL_START}-{VIEWS}-{digest}.npz"
-        if path.exists():
-            with np.load(path) as z:
-                return [z[f"view{v}"] for v in range(VIEWS)]
+    path = _cache_file(cache, keys, f"acts-{tag}-{b.name}-{size}-{TAIL_START}-{VIEWS}", ".npz")
+    if path is not None and path.exists():
+        with np.load(path) as z:
+            return [z[f"view{v}"] for v in range(VIEWS)]
     parts: list[list[np.ndarray]] = [[] for _ in range(VIEWS)]
     for i in range(0, len(keys), 32):
         idx = range(i, min(len(keys), i + 32))
@@ -117,12 +123,9 @@ def _cached_features(images_of, keys: list[str], cache: Path | None, tag: str, p
                      size: int = SIZE) -> np.ndarray:
     """Frozen backbone features of the images, cached under `cache` by backbone and key."""
     b = backbone(size=size)
-    path = None
-    if cache is not None:
-        digest = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:12]
-        path = cache / f"features-{tag}-{b.name}-{b.size}-{digest}.npy"
-        if path.exists():
-            return np.load(path)
+    path = _cache_file(cache, keys, f"features-{tag}-{b.name}-{b.size}", ".npy")
+    if path is not None and path.exists():
+        return np.load(path)
     out = []
     for i in range(0, len(keys), 32):
         out.append(b.features(images_of(range(i, min(len(keys), i + 32)))))
