@@ -60,6 +60,50 @@ def page2():
     return doc, doc.new_page(width=612, height=792)
 
 
+def page_across():
+    """A page whose first paragraph spans both columns (over a figure as wide as the text)."""
+    doc, page = page2()
+    page.insert_textbox(pymupdf.Rect(54, 60, 558, 120), BODY, fontsize=10)
+    return doc, page
+
+
+def caption_across(page, top, text, height=28):
+    """A centred caption across the page at `top`, running text below it."""
+    page.insert_textbox(pymupdf.Rect(54, top, 558, top + height), text, fontsize=9, align=1)
+    page.insert_textbox(pymupdf.Rect(54, top + height + 10, 558, 740), BODY * 3, fontsize=10)
+
+
+def right_column(page):
+    """Running text filling the right column of a two-column page."""
+    page.insert_textbox(pymupdf.Rect(317, 60, 558, 740), BODY * 4, fontsize=10)
+
+
+def join_levels(page, nodes, step, vertical=False):
+    """A dendrogram's branches: nodes joined pair by pair (an odd one out waits for the next
+    level), each level `step` further along the depth axis (y when `vertical`, else x) than the
+    one before; returns the root's coordinate on that axis."""
+    at = nodes[0][1] if vertical else nodes[0][0]
+    while len(nodes) > 1:
+        at += step
+        joined = []
+        for k in range(0, len(nodes) - 1, 2):
+            (xa, ya), (xb, yb) = nodes[k], nodes[k + 1]
+            if vertical:
+                page.draw_line((xa, ya), (xa, at), color=(0, 0, 0), width=0.6)
+                page.draw_line((xb, yb), (xb, at), color=(0, 0, 0), width=0.6)
+                page.draw_line((xa, at), (xb, at), color=(0, 0, 0), width=0.6)
+                joined.append(((xa + xb) / 2, at))
+            else:
+                page.draw_line((xa, ya), (at, ya), color=(0, 0, 0), width=0.6)
+                page.draw_line((xb, yb), (at, yb), color=(0, 0, 0), width=0.6)
+                page.draw_line((at, ya), (at, yb), color=(0, 0, 0), width=0.6)
+                joined.append((at, (ya + yb) / 2))
+        if len(nodes) % 2:
+            joined.append(nodes[-1])
+        nodes = joined
+    return at
+
+
 def build() -> None:
 
     def dep_above(page, sentence, base, x0, fs=10):
@@ -90,7 +134,7 @@ def build() -> None:
     top = dep_above(page, "The committee approved the new budget for next year", 240, 56)
     page.insert_textbox(pymupdf.Rect(54, 260, 295, 290), "Figure 1: A dependency parse of the sentence.", fontsize=9)
     page.insert_textbox(pymupdf.Rect(54, 300, 295, 740), BODY * 2, fontsize=10)
-    page.insert_textbox(pymupdf.Rect(317, 60, 558, 740), BODY * 4, fontsize=10)
+    right_column(page)
     run("dep_above", doc, {1: (56, top, 296, 243)})
 
     # 2 constituency tree: words at the bottom in body font, nodes small text above, branches
@@ -117,70 +161,50 @@ def build() -> None:
     run_top = y - 3
     page.insert_textbox(pymupdf.Rect(54, 262, 295, 290), "Figure 1: A constituency tree.", fontsize=9)
     page.insert_textbox(pymupdf.Rect(54, 300, 295, 740), BODY * 2, fontsize=10)
-    page.insert_textbox(pymupdf.Rect(317, 60, 558, 740), BODY * 4, fontsize=10)
+    right_column(page)
     run("const_tree", doc, {1: (70, run_top, 280, 253)})
 
     # 3 dendrogram full pipeline, leaf labels in body size, across page
-    doc, page = page2()
-    page.insert_textbox(pymupdf.Rect(54, 60, 558, 120), BODY, fontsize=10)
+    doc, page = page_across()
     nodes = [(400, 140 + 12 * i) for i in range(16)]
     for i, (_, yy) in enumerate(nodes):
         page.insert_text((405, yy + 3), f"language model variant {i}", fontsize=9)
-    x = 400
-    while len(nodes) > 1:
-        x -= 40
-        j = []
-        for k in range(0, len(nodes), 2):
-            (xa, ya), (xb, yb) = nodes[k], nodes[k + 1]
-            page.draw_line((xa, ya), (x, ya), color=(0, 0, 0), width=0.6)
-            page.draw_line((xb, yb), (x, yb), color=(0, 0, 0), width=0.6)
-            page.draw_line((x, ya), (x, yb), color=(0, 0, 0), width=0.6)
-            j.append((x, (ya + yb) / 2))
-        nodes = j
-    page.insert_textbox(pymupdf.Rect(54, 345, 558, 375), "Figure 2: Clustering of the models.", fontsize=9, align=1)
-    page.insert_textbox(pymupdf.Rect(54, 385, 558, 740), BODY * 3, fontsize=10)
+    join_levels(page, nodes, -40)
+    caption_across(page, 345, "Figure 2: Clustering of the models.", height=30)
     run("dendro_full", doc, {2: (240, 133, 511, 326)})
 
     # 4 prompt box with a title tab above its frame
-    doc, page = page2()
-    page.insert_textbox(pymupdf.Rect(54, 60, 558, 120), BODY, fontsize=10)
+    doc, page = page_across()
     page.draw_rect(pymupdf.Rect(100, 140, 220, 156), color=None, fill=(0.2, 0.3, 0.6))
     page.insert_text((106, 152), "System prompt", fontsize=9, color=(1, 1, 1))
     page.draw_rect(pymupdf.Rect(100, 156, 510, 260), color=(0.2, 0.3, 0.6), width=1)
     page.insert_textbox(pymupdf.Rect(106, 160, 504, 258), PROMPT * 2, fontsize=10)
-    page.insert_textbox(pymupdf.Rect(54, 272, 558, 300), "Figure 3: The prompt.", fontsize=9, align=1)
-    page.insert_textbox(pymupdf.Rect(54, 310, 558, 740), BODY * 3, fontsize=10)
+    caption_across(page, 272, "Figure 3: The prompt.")
     run("prompt_tab", doc, {3: (100, 140, 510, 260)})
 
     # 5 prompt: title line in bold body-size text above the frame, outside it
-    doc, page = page2()
-    page.insert_textbox(pymupdf.Rect(54, 60, 558, 120), BODY, fontsize=10)
+    doc, page = page_across()
     page.insert_text((100, 145), "Prompt for question answering", fontsize=10, fontname="hebo")
     page.draw_rect(pymupdf.Rect(100, 152, 510, 260), color=(0.2, 0.3, 0.6), width=1)
     page.insert_textbox(pymupdf.Rect(106, 156, 504, 258), PROMPT * 2, fontsize=10)
-    page.insert_textbox(pymupdf.Rect(54, 272, 558, 300), "Figure 3: The prompt.", fontsize=9, align=1)
-    page.insert_textbox(pymupdf.Rect(54, 310, 558, 740), BODY * 3, fontsize=10)
+    caption_across(page, 272, "Figure 3: The prompt.")
     run("prompt_title", doc, {3: (100, 136, 510, 260)})
 
     # 6 two prompt boxes, different colours, lower one narrower and offset (not aligned)
-    doc, page = page2()
-    page.insert_textbox(pymupdf.Rect(54, 60, 558, 120), BODY, fontsize=10)
+    doc, page = page_across()
     page.draw_rect(pymupdf.Rect(80, 140, 450, 240), color=(0.2, 0.5, 0.2), width=1)
     page.insert_textbox(pymupdf.Rect(86, 144, 444, 238), PROMPT * 2, fontsize=10)
     page.draw_rect(pymupdf.Rect(200, 290, 540, 380), color=(0.2, 0.3, 0.6), width=1)
     page.insert_textbox(pymupdf.Rect(206, 294, 534, 378), PROMPT * 2, fontsize=10)
-    page.insert_textbox(pymupdf.Rect(54, 392, 558, 420), "Figure 3: The prompt and the answer.", fontsize=9, align=1)
-    page.insert_textbox(pymupdf.Rect(54, 430, 558, 740), BODY * 3, fontsize=10)
+    caption_across(page, 392, "Figure 3: The prompt and the answer.")
     run("two_boxes_offset", doc, {3: (80, 140, 540, 380)})
 
     # 7 two prompt boxes with filled backgrounds (no stroke), 4 lines apart
-    doc, page = page2()
-    page.insert_textbox(pymupdf.Rect(54, 60, 558, 120), BODY, fontsize=10)
+    doc, page = page_across()
     for y in (140, 290):
         page.draw_rect(pymupdf.Rect(80, y, 530, y + 100), color=None, fill=(0.92, 0.95, 1.0))
         page.insert_textbox(pymupdf.Rect(86, y + 4, 524, y + 98), PROMPT * 2, fontsize=10)
-    page.insert_textbox(pymupdf.Rect(54, 402, 558, 430), "Figure 3: Two prompts.", fontsize=9, align=1)
-    page.insert_textbox(pymupdf.Rect(54, 440, 558, 740), BODY * 3, fontsize=10)
+    caption_across(page, 402, "Figure 3: Two prompts.")
     run("two_filled", doc, {3: (80, 140, 530, 390)})
 
     # 8 side caption right of a plot in a 1-column page with a wide caption
@@ -203,20 +227,10 @@ def build() -> None:
     nodes = [(62 + 14 * i, 260) for i in range(16)]
     for i, (xx, _) in enumerate(nodes):
         page.insert_text((xx + 3, 265), f"lang{i}", fontsize=7, rotate=90)
-    yv = 260
-    while len(nodes) > 1:
-        yv -= 25
-        j = []
-        for k in range(0, len(nodes), 2):
-            (xa, ya), (xb, yb) = nodes[k], nodes[k + 1]
-            page.draw_line((xa, ya), (xa, yv), color=(0, 0, 0), width=0.6)
-            page.draw_line((xb, yb), (xb, yv), color=(0, 0, 0), width=0.6)
-            page.draw_line((xa, yv), (xb, yv), color=(0, 0, 0), width=0.6)
-            j.append(((xa + xb) / 2, yv))
-        nodes = j
+    yv = join_levels(page, nodes, -25, vertical=True)
     page.insert_textbox(pymupdf.Rect(54, 305, 295, 330), "Figure 1: Clustering of the languages.", fontsize=9)
     page.insert_textbox(pymupdf.Rect(54, 340, 295, 740), BODY * 2, fontsize=10)
-    page.insert_textbox(pymupdf.Rect(317, 60, 558, 740), BODY * 4, fontsize=10)
+    right_column(page)
     run("dendro_vertical", doc, {1: (57.5, yv, 277, 265)})
 
     # 10 chat bubbles: rounded boxes of body text, alternating left/right, small gaps, caption below, left column
@@ -235,7 +249,7 @@ def build() -> None:
         y += 62
     page.insert_textbox(pymupdf.Rect(54, y + 8, 295, y + 35), "Figure 1: A dialogue with the model.", fontsize=9)
     page.insert_textbox(pymupdf.Rect(54, y + 45, 295, 740), BODY * 2, fontsize=10)
-    page.insert_textbox(pymupdf.Rect(317, 60, 558, 740), BODY * 4, fontsize=10)
+    right_column(page)
     run("bubbles", doc, {1: (60, 125, 290, y - 12)})
 
     # 11 plot in the left column, its caption in the right column level with it
@@ -255,8 +269,7 @@ def build() -> None:
     run("caption_other_column", doc, {2: (60, 165, 290, 334)})
 
     # 12 prompt box whose first line is a title inside a filled header band, frame drawn as 4 lines
-    doc, page = page2()
-    page.insert_textbox(pymupdf.Rect(54, 60, 558, 120), BODY, fontsize=10)
+    doc, page = page_across()
     page.draw_rect(pymupdf.Rect(100, 140, 510, 158), color=None, fill=(0.85, 0.85, 0.85))
     page.insert_text((106, 153), "Instruction", fontsize=10, fontname="hebo")
     for a, b in [
@@ -267,19 +280,16 @@ def build() -> None:
     ]:
         page.draw_line(a, b, color=(0, 0, 0), width=0.8)
     page.insert_textbox(pymupdf.Rect(106, 162, 504, 258), PROMPT * 2, fontsize=10)
-    page.insert_textbox(pymupdf.Rect(54, 272, 558, 300), "Figure 3: The prompt.", fontsize=9, align=1)
-    page.insert_textbox(pymupdf.Rect(54, 310, 558, 740), BODY * 3, fontsize=10)
+    caption_across(page, 272, "Figure 3: The prompt.")
     run("prompt_lines", doc, {3: (100, 140, 510, 260)})
 
     # 13 two prompt boxes side by side of different heights, caption below both
-    doc, page = page2()
-    page.insert_textbox(pymupdf.Rect(54, 60, 558, 120), BODY, fontsize=10)
+    doc, page = page_across()
     page.draw_rect(pymupdf.Rect(60, 140, 300, 300), color=(0, 0, 0), width=0.8)
     page.insert_textbox(pymupdf.Rect(66, 144, 294, 298), PROMPT * 2, fontsize=10)
     page.draw_rect(pymupdf.Rect(312, 200, 552, 300), color=(0, 0, 0), width=0.8)
     page.insert_textbox(pymupdf.Rect(318, 204, 546, 298), PROMPT, fontsize=10)
-    page.insert_textbox(pymupdf.Rect(54, 312, 558, 340), "Figure 3: Two prompts.", fontsize=9, align=1)
-    page.insert_textbox(pymupdf.Rect(54, 350, 558, 740), BODY * 3, fontsize=10)
+    caption_across(page, 312, "Figure 3: Two prompts.")
     run("side_by_side_boxes", doc, {3: (60, 140, 552, 300)})
 
     def dendro_left_labels(name, fs, n=12, label="Multilingual model variant"):
@@ -289,57 +299,36 @@ def build() -> None:
         nodes = [(x_leaf, 140 + 14 * i) for i in range(n)]
         for i, (_, yy) in enumerate(nodes):
             page.insert_text((58, yy + 3), f"{label} {i}", fontsize=fs)
-        x = x_leaf
-        while len(nodes) > 1:
-            x += 28
-            j = []
-            for k in range(0, len(nodes) - 1, 2):
-                (xa, ya), (xb, yb) = nodes[k], nodes[k + 1]
-                page.draw_line((xa, ya), (x, ya), color=(0, 0, 0), width=0.6)
-                page.draw_line((xb, yb), (x, yb), color=(0, 0, 0), width=0.6)
-                page.draw_line((x, ya), (x, yb), color=(0, 0, 0), width=0.6)
-                j.append((x, (ya + yb) / 2))
-            if len(nodes) % 2:
-                j.append(nodes[-1])
-            nodes = j
+        x = join_levels(page, nodes, 28)
         bottom = 140 + 14 * (n - 1) + 6
         page.insert_textbox(
             pymupdf.Rect(54, bottom + 12, 295, bottom + 40), "Figure 1: Clustering of the models.", fontsize=9
         )
         page.insert_textbox(pymupdf.Rect(54, bottom + 50, 295, 740), BODY * 2, fontsize=10)
-        page.insert_textbox(pymupdf.Rect(317, 60, 558, 740), BODY * 4, fontsize=10)
+        right_column(page)
         run(name, doc, {1: (58, 133, x, bottom - 3)})
 
     dendro_left_labels("dendro_left_10pt", 10)
     dendro_left_labels("dendro_left_9pt", 9)
     dendro_left_labels("dendro_left_8pt", 8)
 
-    # side caption within one column of a two-column page
-    doc, page = page2()
-    page.insert_textbox(pymupdf.Rect(54, 60, 295, 150), BODY[:300], fontsize=10)
-    page.draw_rect(pymupdf.Rect(56, 165, 165, 270), color=(0, 0, 0), width=1)
-    page.draw_line((60, 265), (160, 170), color=(1, 0, 0), width=1.5)
-    page.insert_textbox(
-        pymupdf.Rect(175, 180, 295, 270),
-        "Figure 2: Accuracy over training; the dashed line is the baseline.",
-        fontsize=9,
-    )
-    page.insert_textbox(pymupdf.Rect(54, 285, 295, 740), BODY * 2, fontsize=10)
-    page.insert_textbox(pymupdf.Rect(317, 60, 558, 740), BODY * 4, fontsize=10)
-    run("side_in_column", doc, {2: (56, 165, 165, 270)})
-    # same with caption on the left, plot right
-    doc, page = page2()
-    page.insert_textbox(pymupdf.Rect(54, 60, 295, 150), BODY[:300], fontsize=10)
-    page.draw_rect(pymupdf.Rect(185, 165, 294, 270), color=(0, 0, 0), width=1)
-    page.draw_line((190, 265), (290, 170), color=(1, 0, 0), width=1.5)
-    page.insert_textbox(
-        pymupdf.Rect(54, 180, 175, 270),
-        "Figure 2: Accuracy over training; the dashed line is the baseline.",
-        fontsize=9,
-    )
-    page.insert_textbox(pymupdf.Rect(54, 285, 295, 740), BODY * 2, fontsize=10)
-    page.insert_textbox(pymupdf.Rect(317, 60, 558, 740), BODY * 4, fontsize=10)
-    run("side_in_column_left", doc, {2: (185, 165, 294, 270)})
+    def side_in_column(name, plot_x, line_x, caption_x):
+        """A plot and its caption side by side within the left column of a two-column page."""
+        doc, page = page2()
+        page.insert_textbox(pymupdf.Rect(54, 60, 295, 150), BODY[:300], fontsize=10)
+        page.draw_rect(pymupdf.Rect(plot_x[0], 165, plot_x[1], 270), color=(0, 0, 0), width=1)
+        page.draw_line((line_x[0], 265), (line_x[1], 170), color=(1, 0, 0), width=1.5)
+        page.insert_textbox(
+            pymupdf.Rect(caption_x[0], 180, caption_x[1], 270),
+            "Figure 2: Accuracy over training; the dashed line is the baseline.",
+            fontsize=9,
+        )
+        page.insert_textbox(pymupdf.Rect(54, 285, 295, 740), BODY * 2, fontsize=10)
+        right_column(page)
+        run(name, doc, {2: (plot_x[0], 165, plot_x[1], 270)})
+
+    side_in_column("side_in_column", (56, 165), (60, 160), (175, 295))
+    side_in_column("side_in_column_left", (185, 294), (190, 290), (54, 175))  # caption left, plot right
     # raster image beside a caption, one-column page, image taller than caption, caption bottom-aligned
     doc, page = page2()
     page.insert_textbox(pymupdf.Rect(72, 60, 540, 150), BODY[:400], fontsize=10)
