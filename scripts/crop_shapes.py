@@ -73,6 +73,12 @@ def caption_across(page, top, text, height=28):
     page.insert_textbox(pymupdf.Rect(54, top + height + 10, 558, 740), BODY * 3, fontsize=10)
 
 
+def prompt_box(page, rect, text, **style):
+    """A box drawn with `style` around `text` set in the body font just inside it."""
+    page.draw_rect(rect, **style)
+    page.insert_textbox(pymupdf.Rect(rect.x0 + 6, rect.y0 + 4, rect.x1 - 6, rect.y1 - 2), text, fontsize=10)
+
+
 def right_column(page):
     """Running text filling the right column of a two-column page."""
     page.insert_textbox(pymupdf.Rect(317, 60, 558, 740), BODY * 4, fontsize=10)
@@ -177,33 +183,28 @@ def build() -> None:
     doc, page = page_across()
     page.draw_rect(pymupdf.Rect(100, 140, 220, 156), color=None, fill=(0.2, 0.3, 0.6))
     page.insert_text((106, 152), "System prompt", fontsize=9, color=(1, 1, 1))
-    page.draw_rect(pymupdf.Rect(100, 156, 510, 260), color=(0.2, 0.3, 0.6), width=1)
-    page.insert_textbox(pymupdf.Rect(106, 160, 504, 258), PROMPT * 2, fontsize=10)
+    prompt_box(page, pymupdf.Rect(100, 156, 510, 260), PROMPT * 2, color=(0.2, 0.3, 0.6), width=1)
     caption_across(page, 272, "Figure 3: The prompt.")
     run("prompt_tab", doc, {3: (100, 140, 510, 260)})
 
     # 5 prompt: title line in bold body-size text above the frame, outside it
     doc, page = page_across()
     page.insert_text((100, 145), "Prompt for question answering", fontsize=10, fontname="hebo")
-    page.draw_rect(pymupdf.Rect(100, 152, 510, 260), color=(0.2, 0.3, 0.6), width=1)
-    page.insert_textbox(pymupdf.Rect(106, 156, 504, 258), PROMPT * 2, fontsize=10)
+    prompt_box(page, pymupdf.Rect(100, 152, 510, 260), PROMPT * 2, color=(0.2, 0.3, 0.6), width=1)
     caption_across(page, 272, "Figure 3: The prompt.")
     run("prompt_title", doc, {3: (100, 136, 510, 260)})
 
     # 6 two prompt boxes, different colours, lower one narrower and offset (not aligned)
     doc, page = page_across()
-    page.draw_rect(pymupdf.Rect(80, 140, 450, 240), color=(0.2, 0.5, 0.2), width=1)
-    page.insert_textbox(pymupdf.Rect(86, 144, 444, 238), PROMPT * 2, fontsize=10)
-    page.draw_rect(pymupdf.Rect(200, 290, 540, 380), color=(0.2, 0.3, 0.6), width=1)
-    page.insert_textbox(pymupdf.Rect(206, 294, 534, 378), PROMPT * 2, fontsize=10)
+    prompt_box(page, pymupdf.Rect(80, 140, 450, 240), PROMPT * 2, color=(0.2, 0.5, 0.2), width=1)
+    prompt_box(page, pymupdf.Rect(200, 290, 540, 380), PROMPT * 2, color=(0.2, 0.3, 0.6), width=1)
     caption_across(page, 392, "Figure 3: The prompt and the answer.")
     run("two_boxes_offset", doc, {3: (80, 140, 540, 380)})
 
     # 7 two prompt boxes with filled backgrounds (no stroke), 4 lines apart
     doc, page = page_across()
     for y in (140, 290):
-        page.draw_rect(pymupdf.Rect(80, y, 530, y + 100), color=None, fill=(0.92, 0.95, 1.0))
-        page.insert_textbox(pymupdf.Rect(86, y + 4, 524, y + 98), PROMPT * 2, fontsize=10)
+        prompt_box(page, pymupdf.Rect(80, y, 530, y + 100), PROMPT * 2, color=None, fill=(0.92, 0.95, 1.0))
     caption_across(page, 402, "Figure 3: Two prompts.")
     run("two_filled", doc, {3: (80, 140, 530, 390)})
 
@@ -285,10 +286,8 @@ def build() -> None:
 
     # 13 two prompt boxes side by side of different heights, caption below both
     doc, page = page_across()
-    page.draw_rect(pymupdf.Rect(60, 140, 300, 300), color=(0, 0, 0), width=0.8)
-    page.insert_textbox(pymupdf.Rect(66, 144, 294, 298), PROMPT * 2, fontsize=10)
-    page.draw_rect(pymupdf.Rect(312, 200, 552, 300), color=(0, 0, 0), width=0.8)
-    page.insert_textbox(pymupdf.Rect(318, 204, 546, 298), PROMPT, fontsize=10)
+    prompt_box(page, pymupdf.Rect(60, 140, 300, 300), PROMPT * 2, color=(0, 0, 0), width=0.8)
+    prompt_box(page, pymupdf.Rect(312, 200, 552, 300), PROMPT, color=(0, 0, 0), width=0.8)
     caption_across(page, 312, "Figure 3: Two prompts.")
     run("side_by_side_boxes", doc, {3: (60, 140, 552, 300)})
 
