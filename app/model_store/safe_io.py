@@ -8,7 +8,6 @@ anything is read.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -81,7 +80,3 @@ def load_tensors(path: Path) -> dict:
     import torch
 
     return torch.load(path, map_location="cpu", weights_only=True)
-
-
-def read_json(path: Path) -> dict:
-    return json.loads(Path(path).read_text())
