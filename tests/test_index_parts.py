@@ -167,7 +167,3 @@ def test_batch_forms_answer_as_the_single_forms():
         batch = s.batch_similar(fids, k=5, scope=scope)
         assert list(batch) == fids
         assert all(key(batch[f]) == key(s.similar(f, k=5, scope=scope)) for f in fids)
-    vis = s.visual.vectors_for(np.arange(len(s)))
-    scores = [{"heatmap": 0.9}, None] * 4
-    assert [key(h) for h in s.batch_by_picture(vis, k=3, type_scores=scores)] == \
-        [key(s.by_picture(v, k=3, type_scores=t)) for v, t in zip(vis, scores)]

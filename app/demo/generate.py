@@ -382,10 +382,6 @@ class PaperPlan:
     cites: list[int] = field(default_factory=list)
     one_column: bool = False
 
-    @property
-    def ref_authors(self) -> str:
-        return _join_and([f"{first[0]}. {last}" for first, last in self.authors])
-
 
 def _plan_collection(n: int, seed: int) -> list[PaperPlan]:
     rng = random.Random(f"figsearch-demo-plan-{seed}")

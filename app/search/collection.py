@@ -25,10 +25,6 @@ class Collection:
     image_path: dict[int, str] = field(default_factory=dict)  # crop, relative to the data dir
     region_words: dict[int, str] = field(default_factory=dict)  # per figure id: the words printed inside it
 
-    def paper_graph_related(self, a: int, b: int) -> bool:
-        return b in self.neighbours.get(a, ())
-
-
 def linked_papers(session: Session, paper_id: int) -> list[int]:
     """Papers of the collection that cite, or are cited by, `paper_id` (for a block of their
     figures; never a ranking signal: the evaluation counts these links as relevance)."""

@@ -67,18 +67,6 @@ class FigureWords:
         out[has] = self.view.score_docs(q, self.view.query_weights(q, qtf), theirs[has])
         return out
 
-    def shared_terms(self, row: int, other: int) -> list[str]:
-        """The stems both figures print, the strongest shared first."""
-        a, b = int(self.view_row[int(row)]), int(self.view_row[int(other)])
-        if a < 0 or b < 0:
-            return []
-        at, atf = self.view.doc_terms(a)
-        bt, btf = self.view.doc_terms(b)
-        common, ia, ib = np.intersect1d(at, bt, return_indices=True)
-        idf = np.asarray(self.view.idf)[common]
-        strength = (1.0 + np.log(atf[ia])) * (1.0 + np.log(btf[ib])) * idf * idf
-        return [self.view.vocab[int(t)] for t in common[np.argsort(-strength, kind="stable")]]
-
     # --------------------------------------------------------- persistence
     def save(self, d: str | Path) -> None:
         """view/ (the tf.idf view), view_row.npy and meta.json."""

@@ -1,6 +1,6 @@
 """The searcher: one query path over the parts of an immutable, versioned index.
 
-It answers three questions, each also in a batch form for the evaluation:
+It answers three questions, the first two also in a batch form for the evaluation:
   search(text)        the figures whose words or meaning match a text query: lexical top
                       candidates, united with the nearest figure-text embeddings and with the
                       figures that show a figure type the query names, re-ranked by the fusion of
@@ -555,12 +555,6 @@ class Searcher:
             signals["type"] = self.types.same_dominant(query, rows)
         return self._hits(rows, final, np.zeros(len(rows)), None, k, 0, lambda r: [],
                           signals=signals, ranked=ranked)
-
-    def batch_by_picture(self, vectors: np.ndarray, k: int = 10, kind: str = "figure",
-                         type_scores: Sequence[Mapping[str, float] | None] | None = None) -> list[list[Hit]]:
-        """`by_picture` for each row of `vectors` (with type_scores[i] when given)."""
-        scores = type_scores if type_scores is not None else [None] * len(vectors)
-        return [self.by_picture(v, k, kind, s) for v, s in zip(np.asarray(vectors), scores)]
 
     # ----------------------------------------------------------- persistence
     def save(self, index_root: str | Path, keep: int | None = 3) -> str:
