@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.browser import CHROMIUM, Console, launch_chromium, wait_page
 from tests.servers import running_server
 
 from app.demo.sample import PAPERS_DIR, SCAN_PAGES, SCANNED, prepare_sample, shipped_papers
@@ -115,13 +116,9 @@ def test_every_feature_shows_on_the_real_sample(client):
     assert client.get("/api/v1/search?q=heatmap").json()["items"]
 
 
-CHROMIUM = Path("/usr/bin/chromium")
-
-
 @pytest.mark.browser
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="needs the Debian chromium package (/usr/bin/chromium)")
 def test_demo_pages_on_real_papers(demo_data, tmp_path):
-    from tests.test_e2e_browser import Console, wait_page
 
     pw_api = pytest.importorskip("playwright.sync_api")
     data = tmp_path / "data"
@@ -133,8 +130,7 @@ def test_demo_pages_on_real_papers(demo_data, tmp_path):
         fid = httpx.get(f"{base}/api/v1/search?q=t-SNE").json()["items"][0]["figure_id"]
         SHOTS.mkdir(parents=True, exist_ok=True)
         with pw_api.sync_playwright() as pw:
-            b = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                   args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+            b = launch_chromium(pw)
             for viewport, tag in (({"width": 1366, "height": 768}, "wide"), ({"width": 390, "height": 844}, "phone")):
                 page = b.new_page(viewport=viewport)
                 page.set_default_timeout(30_000)

@@ -16,9 +16,9 @@ from fastapi.testclient import TestClient
 
 from app.api.main import create_app
 from app.settings import Settings
+from tests.browser import CHROMIUM, launch_chromium
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
 TOKEN = "docs-admin-token-0123456789abcdef"
 ASSET_RE = re.compile(r'(?:src|href)="([^"]+)"')
 
@@ -79,8 +79,7 @@ def test_docs_render_offline_without_console_errors(tmp_path):
             except httpx.HTTPError:
                 time.sleep(0.2)
         with pw_api.sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                         args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+            browser = launch_chromium(pw)
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.set_default_timeout(30_000)
             errors, foreign = [], []

@@ -7,44 +7,32 @@ FIGSEARCH_SHOTS or artifacts/screenshots/."""
 from __future__ import annotations
 
 import os
-import shutil
 import time
 import zipfile
+from functools import partial
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.servers import running_server
-
-from tests.test_api import build_sample_data, extra_pdf
-from tests.test_e2e_browser import CHROMIUM, Console, browser, wait_js, wait_page  # noqa: F401 (fixture)
+from tests.browser import BROWSER_MARKS, Console, browser, sample_server, save_shot, wait_js, wait_page  # noqa: F401 (fixture)
+from tests.test_api import extra_pdf
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = Path(os.environ.get("FIGSEARCH_SHOTS", ROOT / "artifacts" / "screenshots"))
 WIDE = {"width": 1366, "height": 768}
 PHONE = {"width": 390, "height": 844}
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(),
-                       reason="needs the Debian chromium package (/usr/bin/chromium): apt-get install -y chromium"),
-]
+pytestmark = BROWSER_MARKS
+shot = partial(save_shot, SHOTS)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    root = tmp_path_factory.mktemp("e2e-admin")
-    data = root / "data"
-    shutil.copytree(build_sample_data(tmp_path_factory.mktemp("e2e-admin-sample")), data)
-    with running_server(data, root, {"FIGSEARCH_WARM_ENCODER": "false", "FIGSEARCH_ADMIN_TOKEN": None}) as base:
+    env = {"FIGSEARCH_WARM_ENCODER": "false", "FIGSEARCH_ADMIN_TOKEN": None}
+    with sample_server(tmp_path_factory, "e2e-admin", env) as (base, root, data):
         # the server generates its token into the data dir
         yield {"base": base, "root": root, "data": data, "token": (data / "admin-token").read_text().strip()}
-
-
-def shot(page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 def overflow(page) -> tuple[int, list[str]]:

@@ -4,81 +4,28 @@ admin, upload a PDF, watch the job finish, find its figures. Screenshots go to
 artifacts/screenshots/; browser console errors fail the test."""
 from __future__ import annotations
 
-import shutil
 import time
+from functools import partial
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.servers import running_server
+from tests.browser import BROWSER_MARKS, Console, browser, sample_server, save_shot, wait_js, wait_page  # noqa: F401 (fixture)
+from tests.test_api import extra_pdf
 
-from tests.test_api import build_sample_data, extra_pdf
-
-CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "artifacts" / "screenshots"
 TOKEN = "e2e-admin-token-0123456789abcdef"
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(),
-                       reason="needs the Debian chromium package (/usr/bin/chromium): apt-get install -y chromium"),
-]
-
+pytestmark = BROWSER_MARKS
+shot = partial(save_shot, SHOTS)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    root = tmp_path_factory.mktemp("e2e")
-    data = root / "data"
-    shutil.copytree(build_sample_data(tmp_path_factory.mktemp("e2e-sample")), data)
-    with running_server(data, root, {"FIGSEARCH_ADMIN_TOKEN": TOKEN}, wait_encoder=True) as base:
+    with sample_server(tmp_path_factory, "e2e", {"FIGSEARCH_ADMIN_TOKEN": TOKEN}, wait_encoder=True) as (base, root, data):
         yield {"base": base, "root": root, "data": data}
-
-
-@pytest.fixture(scope="module")
-def browser():
-    pw_api = pytest.importorskip("playwright.sync_api")
-    with pw_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                               args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        yield b
-        b.close()
-
-
-class Console:
-    """Console errors and uncaught page errors of one page."""
-
-    def __init__(self, page):
-        self.errors: list[str] = []
-        page.on("console", lambda m: self.errors.append(f"console: {m.text} @ {m.location}") if m.type == "error" else None)
-        page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
-        # a request the page aborted itself (the user went to another page first) is not a failure
-        page.on("requestfailed", lambda r: self.errors.append(f"requestfailed: {r.url} {r.failure}")
-                if "/api/" in r.url and "ERR_ABORTED" not in (r.failure or "") else None)
-
-
-def wait_js(page, expression: str, timeout: float = 30) -> None:
-    """Poll a JavaScript condition. (Playwright's wait_for_function evaluates a string inside the
-    page, which the server's Content-Security-Policy forbids, as it should: no eval.)"""
-    deadline = time.time() + timeout
-    while not page.evaluate(expression):
-        if time.time() > deadline:
-            raise AssertionError(f"timed out waiting for: {expression}")
-        time.sleep(0.2)
-
-
-def wait_page(page, timeout: float = 30) -> None:
-    """Wait until the page of the current address has finished loading (the router marks the view
-    with the address it shows), so that cards of the page before are never counted."""
-    wait_js(page, "document.getElementById('view').getAttribute('aria-busy') === 'false'"
-                  " && document.getElementById('view').dataset.hash === location.hash", timeout)
-
-
-def shot(page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 def test_user_journey(server, browser, tmp_path_factory):

@@ -6,46 +6,32 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import time
+from functools import partial
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
 
-from tests.servers import running_server
-
-from app.pdfs import attach_pdfs
 from app.settings import Settings
-from tests.test_api import build_sample_data
-from tests.test_e2e_browser import CHROMIUM, Console, browser, wait_js, wait_page  # noqa: F401 (fixture)
+from tests.browser import BROWSER_MARKS, Console, browser, sample_server, save_shot, wait_js, wait_page  # noqa: F401 (fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = Path(os.environ.get("FIGSEARCH_UI_SHOTS", "/tmp/ui-shots"))
 TOKEN = "nav-admin-token-0123456789abcdef"
 SERVER_DATA: list[Path] = []  # the data dir of the module's server
 
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not CHROMIUM.exists(), reason="needs the Debian chromium package")]
+pytestmark = BROWSER_MARKS
+shot = partial(save_shot, SHOTS)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    root = tmp_path_factory.mktemp("nav-e2e")
-    sample = build_sample_data(tmp_path_factory.mktemp("nav-e2e-sample"))
-    data = root / "data"
-    shutil.copytree(sample, data)
-    attach_pdfs(Settings(data_dir=data, database_url="", broker_url=""), [sample.parent / "pdfs"])
-    SERVER_DATA[:] = [data]
-    with running_server(data, root, {"FIGSEARCH_ADMIN_TOKEN": TOKEN, "FIGSEARCH_SEARCH_RERANK": "false",
-                                     "FIGSEARCH_WARM_ENCODER": "false"}) as base:
+    env = {"FIGSEARCH_ADMIN_TOKEN": TOKEN, "FIGSEARCH_SEARCH_RERANK": "false", "FIGSEARCH_WARM_ENCODER": "false"}
+    with sample_server(tmp_path_factory, "nav-e2e", env, pdfs=True) as (base, _root, data):
+        SERVER_DATA[:] = [data]
         yield base
-
-
-def shot(page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 def hash_params(page) -> dict:

@@ -5,24 +5,20 @@ $FIGSEARCH_UI_SHOTS (default /tmp/ui-shots/); console errors fail the tests."""
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.test_e2e_browser import CHROMIUM, Console, browser, wait_js, wait_page  # noqa: F401 (fixture)
+from tests.browser import BROWSER_MARKS, Console, browser, save_shot, wait_js, wait_page  # noqa: F401 (fixture)
 from tests.test_e2e_navigation import server  # noqa: F401 (fixture)
 
 SHOTS = Path(os.environ.get("FIGSEARCH_UI_SHOTS", "/tmp/ui-shots"))
 SIZES = [(1366, 768, "desktop"), (390, 844, "phone")]
 
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not CHROMIUM.exists(), reason="needs the Debian chromium package")]
-
-
-def shot(page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+pytestmark = BROWSER_MARKS
+shot = partial(save_shot, SHOTS)
 
 
 def open_page(browser, server, address: str, width: int = 1366, height: int = 768):
