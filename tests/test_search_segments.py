@@ -265,12 +265,14 @@ def _plain_norms(index, seg):
     return index.k1 * (1.0 - index.b + index.b * dl / index.avgdl)
 
 
-def _plain_accumulate(index, q, qw):
+def _plain_accumulate(index, q, qw, each=None):
     """The first stage's pass over postings written plainly, a list at a time: weights in float64
     when the lists cover over a quarter of the segment (summed in list order), else in float32
-    summed per document in float64 from the smallest (as the engine sums them)."""
-    docs_out, scores_out = [], []
+    summed per document in float64 from the smallest (as the engine sums them); `each` reduces
+    each segment's part."""
+    parts = []
     for i, seg in enumerate(index.segments):
+        docs_out, scores_out = [], []
         lists = [seg.postings(t) for t in q.tolist()]
         wide = sum(len(ids) for ids, _ in lists) * 4 > seg.n_docs
         dtype = np.float64 if wide else np.float32
@@ -284,9 +286,11 @@ def _plain_accumulate(index, q, qw):
         for d in sorted(sums):
             if not index.deleted[d + int(index.bases[i])]:
                 docs_out.append(d + int(index.bases[i]))
-                parts = np.asarray(sums[d], dtype)
-                scores_out.append(float(np.cumsum(parts if wide else np.sort(parts).astype(np.float64))[-1]))
-    return np.asarray(docs_out, np.int64), np.asarray(scores_out)
+                weights = np.asarray(sums[d], dtype)
+                scores_out.append(float(np.cumsum(weights if wide else np.sort(weights).astype(np.float64))[-1]))
+        part = np.asarray(docs_out, np.int64), np.asarray(scores_out, np.float64)
+        parts.append(part if each is None or not len(docs_out) else each(*part))
+    return np.concatenate([d for d, _ in parts]), np.concatenate([s for _, s in parts])
 
 
 def _plain_score_docs(index, q, qtf, docs):
@@ -384,3 +388,38 @@ def test_parts_of_parts_finish_with_one_helper_thread():
             [0, 1, 2], [10, 11, 12], [20, 21, 22]]
     finally:
         set_query_threads(before)
+
+
+def test_the_caller_runs_the_parts_no_thread_has_started_before_it_waits():
+    """While the only helper thread is busy with one part, the caller runs the others itself
+    instead of waiting for that part and leaving the rest to the helper one at a time; results
+    stay in order."""
+    import threading
+
+    from app.search.query_threads import query_threads, run_parts, set_query_threads
+
+    before = query_threads()
+    set_query_threads(2)
+    started, others_done = threading.Event(), threading.Event()
+    caller = threading.get_ident()
+    ran_by = {}
+
+    def first():  # blocks the helper thread until the caller has run the others (or 10 s)
+        started.set()
+        ran_by[1] = threading.get_ident()
+        return others_done.wait(10)
+
+    def other(i):
+        def run():
+            ran_by[i] = threading.get_ident()
+            if len(ran_by) == 4:  # the helper's part and the three others
+                others_done.set()
+            return i
+        return run
+
+    try:
+        out = run_parts([lambda: started.wait(10) and 0, first, other(2), other(3), other(4)])
+    finally:
+        set_query_threads(before)
+    assert out == [0, True, 2, 3, 4]  # True: the helper's part did not wait out its 10 s
+    assert ran_by[1] != caller and all(ran_by[i] == caller for i in (2, 3, 4))

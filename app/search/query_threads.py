@@ -53,14 +53,25 @@ def _set(n: int) -> None:
 
 def run_parts(parts: Sequence[Callable[[], T]]) -> list[T]:
     """Each part's result, in order: the first part in the calling thread, the others on the
-    pool's threads when one is free (else, by the time the caller needs them, in the caller)."""
+    pool's threads when one is free. The pool starts them from the first on; the caller, once its
+    own part is done, runs those no thread has started from the last back, and only then waits.
+    (Taking them in order, the caller found the next part already started, waited for it while
+    the pool started the one after, and so ran one part while the pool ran the rest: at ten
+    million figures the main thread of a related-figures query waited 11 ms of its 33.)"""
     if len(parts) <= 1 or query_threads() <= 1:
         return [part() for part in parts]
     pool = _pool[0]
     if pool is None:
         return [part() for part in parts]
     futures: list[Future] = [pool.submit(part) for part in parts[1:]]
-    out = [parts[0]()]
-    for part, future in zip(parts[1:], futures):
-        out.append(part() if future.cancel() else future.result())
+    out: list = [parts[0]()] + [None] * len(futures)
+    ran_here = set()
+    for i in range(len(futures), 0, -1):
+        if not futures[i - 1].cancel():
+            break  # the pool takes parts in order: every earlier one has started too
+        out[i] = parts[i]()
+        ran_here.add(i)
+    for i in range(1, len(parts)):
+        if i not in ran_here:
+            out[i] = futures[i - 1].result()
     return out

@@ -239,15 +239,19 @@ class Searcher:
             v = vecs.vectors_for(np.r_[row, rows])  # one lookup: the figure first
             return (v[1:] @ v[0]).astype(np.float64)
 
-        # the text and picture rows (read from disk on big collections) side by side
-        out["text"], out["visual"] = run_parts([lambda: cosines(self.vectors), lambda: cosines(self.visual)])
+        def paper_views() -> dict[str, np.ndarray]:
+            if self.papers is None or not len(rows):
+                return {}
+            uniq, inv = np.unique(self.docs.paper_ids[rows], return_inverse=True)
+            return {name: v[inv] for name, v in self.papers.similarity(int(self.docs.paper_ids[row]), uniq).items()}
+
+        # the text and picture rows (read from disk on big collections) and the paper views side by side
+        out["text"], out["visual"], papers = run_parts(
+            [lambda: cosines(self.vectors), lambda: cosines(self.visual), paper_views])
         out["type"] = self.types.same_type(row, rows)
         out["type_scores"] = self.types.score_cosine(row, rows)
         out["figure_words"] = None if self.figure_words is None else self.figure_words.similarity(row, rows)
-        if self.papers is not None and len(rows):
-            uniq, inv = np.unique(self.docs.paper_ids[rows], return_inverse=True)
-            for name, v in self.papers.similarity(int(self.docs.paper_ids[row]), uniq).items():
-                out[name] = v[inv]
+        out.update(papers)
         return out
 
     # First stage of `similar` on big collections (see LexicalIndex.search_terms): candidates from

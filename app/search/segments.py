@@ -428,10 +428,11 @@ class SegmentedIndex:
             return self._brute(q, qtf * self.idf[q], k, exclude)
         return self._maxscore(q, qtf, df, k, exclude)
 
-    def _accumulate(self, q: np.ndarray, qw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _accumulate(self, q: np.ndarray, qw: np.ndarray, each=None) -> tuple[np.ndarray, np.ndarray]:
         """(documents, summed weights) over the postings of terms q, deleted documents dropped,
         ascending within each segment. Weights in float64 when the lists cover over a quarter of
-        a segment, else in float32 (as the pass held them when it sorted them by document)."""
+        a segment, else in float32 (as the pass held them when it sorted them by document).
+        `each(documents, sums)`, if given, reduces each segment's part in that segment's thread."""
         k1p = self.k1 + 1.0
         terms = np.asarray(q, np.int64)
 
@@ -440,7 +441,10 @@ class SegmentedIndex:
             wide = int(seg.df(terms).sum()) * 4 > seg.n_docs
             docs, sums = sum_lists(seg, terms, qw, k1p, wide, self._norm_table(), self._norm_table(np.float32),
                                    self._segment_deleted(i))
-            return (docs + int(self.bases[i]), sums) if len(docs) else None
+            if not len(docs):
+                return None
+            docs += int(self.bases[i])
+            return (docs, sums) if each is None else each(docs, sums)
 
         found = [r for r in run_parts([functools.partial(segment_sums, i) for i in range(len(self.segments))])
                  if r is not None]
@@ -454,11 +458,15 @@ class SegmentedIndex:
         return self.deleted[base:base + self.segments[i].n_docs]
 
     def _brute(self, q, qw, k, exclude, positive_only=True):
-        docs, scores = self._accumulate(q, qw)
-        keep = scores > 0 if positive_only else scores != 0
-        if exclude is not None:
-            keep &= docs != exclude
-        return _topk(docs[keep], scores[keep], k)
+        """Top-k over every posting of q; each segment's documents that cannot be hits are dropped
+        in that segment's thread, leaving the caller only the selection."""
+        def segment_hits(docs, scores):
+            keep = scores > 0 if positive_only else scores != 0
+            if exclude is not None:
+                keep &= docs != exclude
+            return docs[keep], scores[keep]
+
+        return _topk(*self._accumulate(q, qw, segment_hits), k)
 
     def _upper_bounds(self, q: np.ndarray, qw: np.ndarray) -> np.ndarray:
         """Largest weight each term can give a document: its largest count in the shortest
