@@ -92,6 +92,12 @@ def test_user_journey(server, browser, tmp_path_factory):
     found = page.locator("#results .card .why-found").first
     assert "looks like a line chart" in found.inner_text()
     assert found.locator("mark").count() == 0
+    # a card says "close in meaning" only of a text the server counts as close, never of one sharing a query word
+    hits = {str(x["figure_id"]): x for x in httpx.get(f"{base}/api/v1/search", params={"q": "line chart", "k": 24}).json()["items"]}
+    for card in page.locator("#results .card").all():
+        if "close in meaning" in card.inner_text():
+            hit = hits[card.get_attribute("data-figure-id")]
+            assert not hit["matched_terms"] and hit["embedding_score"] >= 0.3
 
     # --- search by an uploaded figure image
     sample_png = tmp_path_factory.mktemp("img") / "figure.png"

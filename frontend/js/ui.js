@@ -84,6 +84,10 @@ function marked(text, highlights) {
   return parts;
 }
 
+// The server's default cut-off for a match by meaning (ranking thresholds, dense_match_min), used
+// when /api/v1/info does not say it.
+export const DENSE_MATCH_MIN = 0.3;
+
 // How far into a caption a card surely still shows it (three clamped lines of a phone's card).
 const CAPTION_SHOWN = 75;
 
@@ -124,9 +128,10 @@ export function captionWithMatches(hit) {
 
 // The sentence that matched a text query, its matched words highlighted, and where it comes from.
 // A match in the caption the card already shows is marked there instead (captionWithMatches).
-export function snippetBlock(hit) {
+// `closeMeaning`: the query-to-text cosine from which a result counts as close in meaning.
+export function snippetBlock(hit, closeMeaning = DENSE_MATCH_MIN) {
   const s = hit.snippet;
-  if (!s) return unmatchedWhy(hit);
+  if (!s) return unmatchedWhy(hit, closeMeaning);
   const panel = hit.panel
     ? h('span', { class: 'src', title: `The query matches panel (${hit.panel.label}): ${hit.panel.caption_part}` }, `panel (${hit.panel.label})`)
     : null;
@@ -143,15 +148,24 @@ export function snippetBlock(hit) {
 }
 
 // A result with no matching sentence says how it was found: by the figure type the query names,
-// or by meaning alone (none of the query's words is in its text).
-function unmatchedWhy(hit) {
+// by query words it uses where no sentence shows them (e.g. printed inside the figure), or by
+// meaning alone, the last only when its text is at least `closeMeaning` close to the query (the
+// server's own cut-off for a match by meaning). Otherwise the card says nothing rather than
+// something untrue.
+function unmatchedWhy(hit, closeMeaning) {
   const byType = (hit.reasons || []).find((r) => r.startsWith('looks like'));
   if (byType) {
     return h('div', { class: 'snippet why-found' },
       h('span', { class: 'src', title: 'Found because its picture is classified as the figure type the query names' }, 'figure type'),
       ` ${byType}`);
   }
-  if (hit.embedding_score === null || hit.embedding_score === undefined) return null;
+  const terms = hit.matched_terms || [];
+  if (terms.length) {
+    return h('div', { class: 'snippet why-found' },
+      h('span', { class: 'src', title: 'Query words the figure uses (in its text or printed inside it)' }, 'words'),
+      ` mentions ${terms.slice(0, 6).join(', ')}`);
+  }
+  if (hit.embedding_score === null || hit.embedding_score === undefined || hit.embedding_score < closeMeaning) return null;
   return h('div', { class: 'snippet why-found' },
     h('span', { class: 'src', title: 'Found by the meaning of its text: none of the query words occurs in it' }, 'meaning'),
     ' close in meaning, no shared words');
