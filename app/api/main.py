@@ -42,7 +42,8 @@ VERSION = "0.1.0"
 
 DESCRIPTION = """Search the figures of research papers.
 
-* **search**: keyword search over captions and the sentences that mention each figure, and
+* **search**: by keywords and meaning over captions and the sentences that mention each figure
+  (a figure type a query names, e.g. "bar chart", counts too), by an uploaded figure image, and
   recommendations (similar figures) with the score breakdown that explains them;
 * **figures / papers**: the collection, figure images and citation links;
 * **admin** (bearer token): upload PDFs or zips, follow ingest jobs, delete papers, refresh the index.
