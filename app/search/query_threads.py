@@ -65,13 +65,10 @@ def run_parts(parts: Sequence[Callable[[], T]]) -> list[T]:
         return [part() for part in parts]
     futures: list[Future] = [pool.submit(part) for part in parts[1:]]
     out: list = [parts[0]()] + [None] * len(futures)
-    ran_here = set()
-    for i in range(len(futures), 0, -1):
-        if not futures[i - 1].cancel():
-            break  # the pool takes parts in order: every earlier one has started too
-        out[i] = parts[i]()
-        ran_here.add(i)
-    for i in range(1, len(parts)):
-        if i not in ran_here:
-            out[i] = futures[i - 1].result()
+    started = len(parts)  # parts[1:started] were started by the pool (it takes them in order)
+    while started > 1 and futures[started - 2].cancel():
+        started -= 1
+        out[started] = parts[started]()
+    for i in range(1, started):
+        out[i] = futures[i - 1].result()
     return out

@@ -84,10 +84,6 @@ function marked(text, highlights) {
   return parts;
 }
 
-// The server's default cut-off for a match by meaning (ranking thresholds, dense_match_min), used
-// when /api/v1/info does not say it.
-export const DENSE_MATCH_MIN = 0.3;
-
 // How far into a caption a card surely still shows it (three clamped lines of a phone's card).
 const CAPTION_SHOWN = 75;
 
@@ -128,8 +124,9 @@ export function captionWithMatches(hit) {
 
 // The sentence that matched a text query, its matched words highlighted, and where it comes from.
 // A match in the caption the card already shows is marked there instead (captionWithMatches).
-// `closeMeaning`: the query-to-text cosine from which a result counts as close in meaning.
-export function snippetBlock(hit, closeMeaning = DENSE_MATCH_MIN) {
+// `closeMeaning`: the query-to-text cosine from which a result counts as close in meaning (the
+// server's ranking thresholds, dense_match_min).
+export function snippetBlock(hit, closeMeaning) {
   const s = hit.snippet;
   if (!s) return unmatchedWhy(hit, closeMeaning);
   const panel = hit.panel

@@ -1,7 +1,7 @@
 // Search page: results for ?q=…, or the most recently added figures when there is no query, both narrowed by
 // the filters in the URL (filters.js). "Load more" pages.
 import { api, serverInfo } from '../api.js';
-import { h, loading, notice, empty, figureCard, gridKeys, setTitle, snippetBlock, DENSE_MATCH_MIN } from '../ui.js';
+import { h, loading, notice, empty, figureCard, gridKeys, setTitle, snippetBlock } from '../ui.js';
 import { filterBar, filterParams, searchHash } from '../filters.js';
 
 const PAGE = 24;
@@ -64,8 +64,9 @@ export async function renderSearch(root, params, { signal }) {
       if (r.total === 1 && fq) extraInfo = extraInfo.replace(' pass ', ' passes ');
       offset += r.items.length;
     }
-    // the cut-off above which a card may say "close in meaning" is the server's (cached after the first page)
-    const closeMeaning = (await serverInfo().catch(() => null))?.ranking?.thresholds?.dense_match_min ?? DENSE_MATCH_MIN;
+    // the cut-off above which a card may say "close in meaning" is the server's (cached after the
+    // first page); without it no card claims closeness
+    const closeMeaning = (await serverInfo().catch(() => null))?.ranking?.thresholds?.dense_match_min ?? Infinity;
     status.replaceChildren();
     const firstNew = grid.children.length;
     for (const f of items) grid.append(figureCard(f, { extra: snippetBlock(f, closeMeaning) }));
