@@ -67,7 +67,7 @@ export async function renderUpload(root, { signal }) {
       resultsHead.hidden = false;
       const picture = r.mode === 'image';
       if (picture && r.query_types && r.query_types.length) {
-        // in words, as on the cards: a type the classifier is less than even about is a "perhaps"
+        // in words, not scores: a type the classifier is less than even about reads "perhaps ..."
         msg.append(h('p', { class: 'muted small', id: 'query-types', title: 'Figure types classified from your picture' },
           'Your picture looks like: ', r.query_types.map((t) => `${t.score < 0.5 ? 'perhaps ' : ''}${t.type.replace(/_/g, ' ')}`).join(' · ')));
       }
