@@ -64,6 +64,13 @@ def test_index_search_similar_contract(demo_ingested, demo_ingested_one, demo_in
     keys = {"figure_id", "paper_id", "score", "lexical_score", "embedding_score", "caption"}
     assert all(keys <= set(h) for h in hits)
     assert any(word.lower() in h["caption"].lower() for h in hits)
+    # a query naming a type: each result says what it shows of the type, as the API does
+    typed = json.loads(run(["search", "line chart", "--k", "10", "--data-dir", str(data), "--json"]).stdout)
+    assert any(h["signals"].get("type_shown") for h in typed)
+    for h in typed:
+        by_type = [r for r in h["reasons"] if r in ("looks like a line chart", "may show a line chart")]
+        assert len(by_type) == (1 if h["signals"].get("type_shown") else 0), h
+        assert not any(r.startswith("same kind of figure") for r in h["reasons"])
     sims = json.loads(run(["similar", str(target["figure_id"]), "--k", "7", "--data-dir", str(data), "--json"]).stdout)
     assert len(sims) == 7 and all(keys <= set(h) for h in sims)
     assert target["figure_id"] not in {h["figure_id"] for h in sims}

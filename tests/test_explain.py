@@ -23,6 +23,13 @@ def test_reasons_in_words():
     assert reasons({"type": 0.9}, "heatmap", named_type=True) == ["looks like a heatmap"]
     assert reasons({"type": 0.9}, "text", named_type=True) == ["looks like text"]
     assert reasons({"type": 0.2}, "heatmap", named_type=True) == []
+    # below even odds, a figure the search counts as showing the type says so, less surely
+    assert reasons({"type": 0.3, "type_shown": 1.0}, "box_plot", named_type=True) == ["may show a box plot"]
+    assert reasons({"type": 0.3, "type_shown": 1.0}, "heatmap", named_type=True) == ["may show a heatmap"]
+    assert reasons({"type": 0.9, "type_shown": 1.0}, "box_plot", named_type=True) == ["looks like a box plot"]
+    assert reasons({"type": 0.1, "type_shown": 0.0, "lexical": 2.0}, "box_plot", named_type=True) == []
+    # a named type query never says "same kind of figure" (that compares two figures)
+    assert reasons({"type": 0.9, "type_shown": 1.0}, None, named_type=True) == []
 
 
 def test_best_sentence_prefers_the_sentence_with_the_query_terms():

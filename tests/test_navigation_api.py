@@ -262,6 +262,14 @@ def test_a_figure_found_by_a_named_type_says_it_looks_like_that_type(client):
     assert found
     assert all("line_chart" in [t["type"] for t in i["figure_types"]] for i in found)
     assert not any(r.startswith("same kind of figure") for i in items for r in i["reasons"])
+    # every result showing the type says so, less surely ("may show") below even odds; the others claim nothing
+    for i in items:
+        score = {t["type"]: t["score"] for t in i["figure_types"]}.get("line_chart")
+        by_type = [r for r in i["reasons"] if r.endswith("a line chart")]
+        if score is None:
+            assert not by_type, i
+        else:
+            assert by_type == ["looks like a line chart" if score >= 0.5 else "may show a line chart"], i
 
 
 def test_hires_renders_are_cached_by_rounded_scale_and_refused_when_the_pool_is_full(client, papers):

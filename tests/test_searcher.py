@@ -319,6 +319,31 @@ def test_search_ranks_a_named_type_by_its_score(tmp_path):
     assert back.types.scores is not None and back.types.scores.shape == (len(TEXTS), 2)
 
 
+def test_each_result_of_a_named_type_query_says_how_surely_it_shows_the_type():
+    """A query naming a type: a figure scoring it at even odds or more "looks like" it, one that
+    passes only the search's own cut-off (type_match_min) "may show" it, and one found by a word
+    alone claims nothing about the type."""
+    from app.search.explain import reasons
+
+    e = emb()
+    scores = [{"line_chart": 0.9, "heatmap": 0.05} for _ in TEXTS]
+    scores[4] = {"line_chart": 0.1, "heatmap": 0.9}
+    scores[6] = {"line_chart": 0.7, "heatmap": 0.3}  # above type_match_min (.2), below SAME_TYPE_MIN (.5)
+    scores[5] = {"line_chart": 0.9, "heatmap": 0.1}  # found by the word "training" only
+    eng = Searcher.build(docs(), embeddings=e, encoder=FakeEncoder(e), vector_kind="flat", gpu="off",
+                         figure_types=[max(s, key=s.get) for s in scores], type_scores=scores,
+                         vocabulary=TYPE_NAMES)
+    with_thresholds(eng, dense_match_min=2.0)  # only words or the named type count
+
+    def said():
+        return {h.figure_id: [r for r in reasons(h.signals, "heatmap", named_type=True) if "heatmap" in r]
+                for h in eng.search("heatmap training", k=10)}
+
+    assert said() == {104: ["looks like a heatmap"], 106: ["may show a heatmap"], 105: []}
+    with_thresholds(eng, dense_match_min=2.0, type_match_min=0.4)  # the served cut-off decides, not a copy of it
+    assert said() == {104: ["looks like a heatmap"], 105: []}
+
+
 def test_tables_are_rows_of_their_own_kind(tmp_path):
     """Tables share the index with figures: search restricts by kind, a figure's related rows are
     figures and a table's are tables, and the kinds survive save/load."""

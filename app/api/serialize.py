@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 from app.api import schemas
 from app.db.schema import Figure, Paper
 from app.search.searcher import Hit, Searcher
-from app.search.explain import best_sentence, idf_of, informative_terms, reasons, surface_words
+from app.search.explain import best_sentence, idf_of, informative_terms, reasons, shown_named_type, surface_words
 from app.search.text import analyze
 
 
@@ -76,15 +76,15 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
     """Hits in order, joined with their database rows; hits whose figure was deleted since the
     index was built are dropped (the next index version will not have them). Each item says why it
     matched: informative shared terms, reasons in words and (text queries) the best sentence. For a
-    query naming figure types (`named_types`), a figure found by its type is said to look like the
-    named type it shows, which need not be its dominant one."""
+    query naming figure types (`named_types`), a figure found by its type says it looks like (or,
+    less surely, may show) the named type it shows best, which need not be its dominant one."""
     cards = cards_for(db, [h.figure_id for h in hits])
     idf = idf_of(engine.lexical()) if engine is not None else None
     terms = {h.figure_id: informative_terms(list(h.matched_terms), idf) for h in hits}
     wanted = [h.figure_id for h in hits if snippets or set(terms[h.figure_id]) - set(analyze(f"{query_text} {h.caption}"))]
     extra = mention_texts(db, wanted)  # only for hits with a term outside both captions, or snippets
     printed = region_words_of(db, wanted)  # the lexical text also holds the words printed inside figures
-    types = {fid: _named_type_shown(named_types, shown) if named_types else dominant
+    types = {fid: shown_named_type(named_types, shown) if named_types else dominant
              for fid, dominant, shown in db.execute(
                  select(Figure.id, Figure.figure_type, Figure.figure_types)
                  .where(Figure.id.in_([h.figure_id for h in hits if h.signals])))} if hits else {}
@@ -116,14 +116,6 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
             snippet=snippet,
             panel=matching_panel(h.figure_id, panels.get(h.figure_id), query_text)))
     return out
-
-
-def _named_type_shown(named_types: Sequence[str], shown: list[dict] | None) -> str:
-    """The named type a figure shows with the highest score (its types list is best first)."""
-    for t in shown or []:
-        if t.get("type") in named_types:
-            return t["type"]
-    return named_types[0]
 
 
 def matching_panel(figure_id: int, panels: list[dict] | None, query_text: str) -> schemas.Panel | None:

@@ -521,6 +521,23 @@ def _hits_json(hits, reasons_of=None) -> list[dict]:
              "reasons": reasons_of(h)} for h in hits]
 
 
+def _search_reasons_of(settings: Settings, query: str, hits):
+    """Reasons in words of text search results, as the API gives them: for a query naming figure
+    types, what each result shows of the named type ("looks like a box plot", "may show a box plot")."""
+    from app.db.schema import Figure
+    from app.db.session import session_scope
+    from app.search.explain import reasons, shown_named_type
+    from app.vision.vocabulary import types_named_in
+
+    named = types_named_in(query)
+    if not named:
+        return None
+    with session_scope(settings.db_url) as s:
+        shown = dict(s.execute(select(Figure.id, Figure.figure_types)
+                               .where(Figure.id.in_([h.figure_id for h in hits]))).all())
+    return lambda h: reasons(h.signals, shown_named_type(named, shown.get(h.figure_id)), named_type=True)
+
+
 def _related_reasons_of(settings: Settings, engine, figure_id: int, hits):
     """Reasons in words of related figures of other papers, as the API gives them."""
     from sqlalchemy import select
@@ -649,7 +666,7 @@ def search(query: str = typer.Argument(..., help="Keywords."), k: int = typer.Op
     hits = engine.search(query, k, rerank=rerank, kind=kind, method=method)
     if hits.query != query:
         typer.echo(f"nothing matches \u201c{query}\u201d; showing results for \u201c{hits.query}\u201d", err=True)
-    _print_hits(hits, json_out)
+    _print_hits(hits, json_out, _search_reasons_of(settings, hits.query, hits) if json_out else None)
 
 
 @cli.command("eval")

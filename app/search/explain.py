@@ -4,7 +4,9 @@
   removed ("see", "work", "based", "method", "propose"...: frequent in every paper, so they say
   nothing about *this* match even when they are not classic stop words).
 - `reasons`: for related figures, the signals that stand out, in words (same kind of figure,
-  similar picture, related paper topic). The cut-offs are fixed by hand, not fitted.
+  similar picture, related paper topic); for results of a query naming a figure type, whether
+  they show it ("looks like a box plot", less surely "may show a box plot"). The cut-offs are
+  fixed by hand, not fitted.
   `related_reasons` adds, for figures of other papers, the words printed inside both figures, the
   words both captions use and the words both papers' titles use.
 - `best_sentence`: the sentence of a figure's text that matches a query best, from the body text
@@ -39,7 +41,7 @@ BOILERPLATE: frozenset[str] = frozenset(analyze(
     "change changes function effect effects"))
 
 MAX_TERMS = 6
-SAME_TYPE_MIN = 0.5     # type signal is 0/1
+SAME_TYPE_MIN = 0.5     # related figures: type signal is 0/1; a query naming a type: its probability, from even odds
 SIMILAR_PICTURE_MIN = 0.8  # cosine of picture vectors (app/vision/pictures.py)
 RELATED_TOPIC_MIN = 0.5    # cosine of the papers' title + abstract embeddings
 
@@ -58,24 +60,52 @@ def informative_terms(stems: Sequence[str], idf: "TermStats | None" = None,
     return kept[:max_terms]
 
 
-def looks_like(figure_type: str) -> str:
-    """"looks like a pie chart": why a figure answers a query naming its type."""
+def looks_like(figure_type: str, sure: bool = True) -> str:
+    """"looks like a pie chart" (`sure`) or "may show a pie chart": why a figure answers a query
+    naming its type."""
     name = figure_type.replace("_", " ")
-    return "looks like text" if figure_type == "text" else f"looks like {'an' if name[0] in 'aeiou' else 'a'} {name}"
+    verb = "looks like" if sure else "may show"
+    return f"{verb} text" if figure_type == "text" else f"{verb} {'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def shown_named_type(named_types: Sequence[str], shown: Sequence[Mapping] | None) -> str | None:
+    """The named type a figure shows with the highest score (`shown`: its stored types list,
+    best first), else the first named type (None when the query names none)."""
+    for t in shown or []:
+        if t.get("type") in named_types:
+            return t["type"]
+    return named_types[0] if named_types else None
+
+
+def named_type_reason(signals: Mapping[str, float], figure_type: str | None) -> str | None:
+    """For a text query naming figure types, what a result's picture says about the named type
+    `figure_type` (the one it shows best): "looks like a box plot" when its classifier score
+    for it reaches SAME_TYPE_MIN, "may show a box plot" when the figure passes only the search's
+    own rule for showing it (`type_shown`: the score reaches the ranking's `type_match_min`, or it is
+    the dominant type), nothing when it does not show the type (found by its words or meaning)."""
+    if not figure_type:
+        return None
+    if signals.get("type", 0.0) >= SAME_TYPE_MIN:
+        return looks_like(figure_type)
+    if signals.get("type_shown", 0.0) > 0:
+        return looks_like(figure_type, sure=False)
+    return None
 
 
 def reasons(signals: Mapping[str, float] | None, figure_type: str | None = None,
             same_paper: bool = False, named_type: bool = False) -> list[str]:
     """Plain-language reasons a related figure was ranked high (paper topic only across papers).
-    With `named_type`, `figure_type` is the type a text query named and the figure shows."""
+    With `named_type`, `figure_type` is the type a text query named and the figure shows best
+    (`named_type_reason`)."""
     if not signals:
         return []
     out = []
-    if signals.get("type", 0.0) >= SAME_TYPE_MIN and figure_type != "table":  # tables relate only to tables
-        if named_type and figure_type:
-            out.append(looks_like(figure_type))
-        else:
-            out.append(f"same kind of figure ({figure_type.replace('_', ' ')})" if figure_type else "same kind of figure")
+    if named_type:
+        said = named_type_reason(signals, figure_type)
+        if said:
+            out.append(said)
+    elif signals.get("type", 0.0) >= SAME_TYPE_MIN and figure_type != "table":  # tables relate only to tables
+        out.append(f"same kind of figure ({figure_type.replace('_', ' ')})" if figure_type else "same kind of figure")
     if signals.get("visual", 0.0) >= SAME_PICTURE_MIN:
         out.append("same picture")
     elif signals.get("visual", 0.0) >= SIMILAR_PICTURE_MIN:

@@ -519,6 +519,9 @@ class Searcher:
             sig = {"lexical": scores, "text": cos, "type": None}
         if len(type_codes) and len(rows):
             sig["type"] = ti.named_type_score(rows, type_codes)
+            # 1 where the figure shows a named type by the rule that let it in (ranks nothing; its
+            # reasons say "may show a box plot" where the score alone would not say "looks like")
+            sig["type_shown"] = ti.named_type_match(rows, type_codes, match_min, sig["type"]).astype(np.float64)
             weights = {**weights, "type": self.query_type_weight}
         final = fuse(sig, weights)
         return self._hits(rows, final, scores, sig["text"], k, offset,

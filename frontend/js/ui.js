@@ -144,16 +144,18 @@ export function snippetBlock(hit, closeMeaning) {
     ' ', ...parts);
 }
 
-// A result with no matching sentence says how it was found: by the figure type the query names,
+// A result with no matching sentence says how it was found: by the figure type the query names
+// ("looks like a box plot", or "may show a box plot" when the classifier is less sure),
 // by query words it uses where no sentence shows them (e.g. printed inside the figure), or by
 // meaning alone, the last only when its text is at least `closeMeaning` close to the query (the
 // server's own cut-off for a match by meaning). Otherwise the card says nothing rather than
 // something untrue.
 function unmatchedWhy(hit, closeMeaning) {
-  const byType = (hit.reasons || []).find((r) => r.startsWith('looks like'));
+  const byType = (hit.reasons || []).find((r) => r.startsWith('looks like') || r.startsWith('may show'));
   if (byType) {
+    const how = byType.startsWith('may show') ? 'may be of the figure type the query names (the classifier is less sure)' : 'is classified as the figure type the query names';
     return h('div', { class: 'snippet why-found' },
-      h('span', { class: 'src', title: 'Found because its picture is classified as the figure type the query names' }, 'figure type'),
+      h('span', { class: 'src', title: `Found because its picture ${how}` }, 'figure type'),
       ` ${byType}`);
   }
   const terms = hit.matched_terms || [];
