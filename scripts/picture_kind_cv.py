@@ -34,18 +34,21 @@ from pathlib import Path
 import numpy as np
 
 from app.search.fusion import SAME_PICTURE_MIN
+from app.search.looks import HASH_BYTES, LookIndex, same_picture
 from app.search.picture_rank import PictureRanking, rank_by_picture
 from app.search.one_thread import one_blas_thread
 from app.eval.image_copies import jpeg_copy
 from app.stats import cluster_ci
 from app.vision.caption_evidence import with_caption_evidence
 from app.vision.figure_types import LABELS, decide, softmax
+from app.vision.looks import look_hash
 from app.vision.backbone import backbone
 from app.vision.fine_tune import tail_features
 from app.vision.train_types import (_cached_activations, _cached_features, _concat, _open, acl_examples,
                                     drawn_examples, fit_head, fit_temperature, labelled_examples, tuned)
 
 TUNE: dict = {"size": 224, "epochs": 0}  # set from the command line
+COPY_LOOKS = np.zeros((0, HASH_BYTES), np.uint8)  # the uploads' perceptual hashes, by example (set in main)
 
 
 def _copies(images_of, keys, cache: Path, tag: str) -> np.ndarray:
@@ -55,12 +58,20 @@ def _copies(images_of, keys, cache: Path, tag: str) -> np.ndarray:
     return _cached_features(images_of, keys, cache, tag, True, TUNE["size"])
 
 
+def _looks(pairs) -> tuple[np.ndarray, np.ndarray]:
+    """Perceptual hashes (app/vision/looks.py) of each (original, its upload copy)."""
+    got = [(look_hash(a), look_hash(b)) for a, b in pairs]
+    return np.array([a for a, _ in got], np.uint8), np.array([b for _, b in got], np.uint8)
+
+
 def acl_part(folder: Path, cache: Path):
     rows = [json.loads(line) for line in (folder / "labels.jsonl").read_text().splitlines() if line.strip()]
     ex = acl_examples(folder, cache, progress=True, size=TUNE["size"], tune=TUNE["epochs"] > 0)
     copies = _copies(lambda idx: [jpeg_copy(_open(folder / "images" / rows[i]["image"]), random.Random(i))
                                   for i in idx], [r["image"] for r in rows], cache, "acl-copies")
-    return ex, copies, [r.get("caption") or "" for r in rows]
+    looks = _looks((im, jpeg_copy(im, random.Random(i)))
+                   for i, im in ((i, _open(folder / "images" / r["image"])) for i, r in enumerate(rows)))
+    return ex, copies, [r.get("caption") or "" for r in rows], looks
 
 
 def labelled_part(data_dir: Path, labels: Path, cache: Path):
@@ -88,7 +99,10 @@ def labelled_part(data_dir: Path, labels: Path, cache: Path):
     n = len(crops)
     rest = ex.acts[0][n:] if TUNE["epochs"] > 0 else ex.features[n:]
     copies = np.concatenate([copies, rest])  # the page-text crops are never uploaded
-    return ex, copies, [caption[(lab["sha256"], lab["number"])] for lab in found] + [""] * (len(ex.dominant) - n)
+    orig, copy = _looks((c.image, jpeg_copy(c.image, random.Random(10_000 + i))) for i, c in enumerate(crops))
+    unknown = np.zeros((len(ex.dominant) - n, HASH_BYTES), np.uint8)  # page-text crops: no hash (cosine rule)
+    looks = (np.concatenate([orig, unknown]), np.concatenate([copy, unknown]))
+    return ex, copies, [caption[(lab["sha256"], lab["number"])] for lab in found] + [""] * (len(ex.dominant) - n), looks
 
 
 def cross_fit(parts, copies, folds: int, seed: int, opts: dict):
@@ -123,19 +137,26 @@ def cross_fit(parts, copies, folds: int, seed: int, opts: dict):
     return real, fold, vec, cvec, softmax(logits / t), softmax(clogits / t), t
 
 
-def evaluate(ranking: PictureRanking, data, queries: np.ndarray) -> list[tuple[int, float, bool, float]]:
+def evaluate(ranking: PictureRanking, data, queries: np.ndarray,
+             looks: LookIndex | None = None) -> list[tuple[int, float, bool, float]]:
     """Per upload: (fold, same kind among the first five of other papers, own figure first, the
-    same kind when the upload's paper is not in the collection)."""
+    same kind when the upload's paper is not in the collection). `looks`: the originals' hashes
+    and the uploads' (`copy_looks`), which then tell copies as the served search does."""
     real, fold, vec, cvec, stored, upload = data
     dominant, group = np.array(real.dominant), np.array(real.group)
     out = []
+
+    def ranked_of(rows, q):
+        cos = vec[rows] @ cvec[q]
+        copies = None if looks is None else same_picture(looks, COPY_LOOKS[q], rows, cos)
+        return rows[rank_by_picture(cos, stored[rows], upload[q], ranking, copies=copies)[1]]
+
     for k in sorted(set(fold.tolist())):
         pool = np.flatnonzero((fold == k) & queries)
         for q in pool:
-            ranked = pool[rank_by_picture(vec[pool] @ cvec[q], stored[pool], upload[q], ranking)[1]]
+            ranked = ranked_of(pool, q)
             other = [r for r in ranked if group[r] != group[q]][:5]
-            unseen = pool[group[pool] != group[q]]
-            new = unseen[rank_by_picture(vec[unseen] @ cvec[q], stored[unseen], upload[q], ranking)[1]][:5]
+            new = ranked_of(pool[group[pool] != group[q]], q)[:5]
             out.append((k, float(np.mean(dominant[other] == dominant[q])), bool(ranked[0] == q),
                         float(np.mean(dominant[new] == dominant[q]))))
     return out
@@ -164,6 +185,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--sweep", action="store_true", help="grid of rankings, nested choice per held-out fold")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--copies-by", choices=("hash", "cosine"), default="hash",
+                    help="how the search tells copies of the upload: perceptual hashes (served) or the cosine rule")
     # the shipped head's options (its meta.json: figsearch models --json)
     ap.add_argument("--C", type=float, default=0.03)
     ap.add_argument("--balance", type=float, default=0.5)
@@ -176,13 +199,19 @@ def main() -> None:
     TUNE.update(size=args.size, epochs=args.fine_tune, cache=args.cache)  # fold tails shared with train-types
 
     parts, copies, captions = {}, [], []
-    ex, c, cap = acl_part(args.acl, args.cache)
+    ex, c, cap, (orig_looks, copy_looks) = acl_part(args.acl, args.cache)
     parts["acl"], copies, captions = ex, [c], cap
+    hashed = [np.ones(len(orig_looks), bool)]
     if args.data_dir and args.labels:
-        ex, c, cap = labelled_part(args.data_dir, args.labels, args.cache)
+        ex, c, cap, (o, cl) = labelled_part(args.data_dir, args.labels, args.cache)
         parts["labelled"] = ex
         copies.append(c)
         captions += cap
+        orig_looks, copy_looks = np.concatenate([orig_looks, o]), np.concatenate([copy_looks, cl])
+        hashed.append(np.array([s_ == "labelled" for s_ in ex.source]))
+    global COPY_LOOKS
+    COPY_LOOKS = copy_looks
+    looks = LookIndex(orig_looks, np.concatenate(hashed)) if args.copies_by == "hash" else None
     parts["drawn"] = drawn_examples(args.synthetic, args.seed, args.cache, progress=True, size=args.size,
                                     tune=args.fine_tune > 0)
     opts = dict(c=args.C, balance=args.balance, discriminant=args.discriminant, picture_dims=args.picture_dims,
@@ -209,13 +238,13 @@ def main() -> None:
     def per_source(rows):
         return {"all": summary(rows)} | {s: summary(rows, qsrc == s) for s in sorted(set(qsrc))}
 
-    report["vector_only"] = per_source(evaluate(PictureRanking(type_weight=0.0, copies_first=False), data, queries))
+    report["vector_only"] = per_source(evaluate(PictureRanking(type_weight=0.0, copies_first=False), data, queries, looks))
     before_rows = evaluate(PictureRanking(type_weight=0.5, agreement="cosine", neighbours=0, copies_first=False),
-                           data, queries)
-    served_rows = evaluate(PictureRanking(), data, queries)
+                           data, queries, looks)
+    served_rows = evaluate(PictureRanking(), data, queries, looks)
     # what limits the ranking: the same ranking with the upload's labelled type given (one-hot)
     known = np.eye(len(LABELS))[[LABELS.index(d) for d in real.dominant]]
-    report["served_upload_type_known"] = summary(evaluate(PictureRanking(neighbours=0), data[:5] + (known,), queries))
+    report["served_upload_type_known"] = summary(evaluate(PictureRanking(neighbours=0), data[:5] + (known,), queries, looks))
     report["served_before"] = per_source(before_rows)
     report["served"] = per_source(served_rows)
     papers = [real.group[q] for q in asked]
@@ -231,7 +260,7 @@ def main() -> None:
                 continue
             if not params["copies_first"] and params["copy_min"] != SAME_PICTURE_MIN:
                 continue
-            results[json.dumps(params)] = evaluate(PictureRanking(**params), data, queries)
+            results[json.dumps(params)] = evaluate(PictureRanking(**params), data, queries, looks)
         folds_ = sorted(set(fold.tolist()))
         nested, chosen = [], []
         before = results[json.dumps(dict(type_weight=0.5, agreement="cosine", neighbours=0, neighbour_weight=0.5,

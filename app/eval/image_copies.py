@@ -23,6 +23,7 @@ from PIL import Image
 
 from app.pipeline.indexing import index_root
 from app.pipeline.searching import open_searcher
+from app.search.looks import COPY_MAX_BITS, HASH_BYTES, hash_distances
 from app.search.searcher import Searcher
 from app.settings import Settings
 from app.vision.pictures import picture_query
@@ -55,22 +56,31 @@ def evaluate_image_copies(settings: Settings, n: int = 300, seed: int = 0, label
     rng = random.Random(seed)
     ids = sorted(paths)
     picked = rng.sample(ids, min(n, len(ids)))
-    ranks, same_type, copy_cos, other_cos = [], [], [], []
+    ranks, same_type, copy_cos, other_cos, copy_bits, other_bits = [], [], [], [], [], []
+    looks = engine.looks
     for fid in picked:
         with Image.open(settings.data_dir / paths[fid]) as im:
             original = im.convert("RGB")
-        query = jpeg_copy(original, rng)
-        vec, kinds = picture_query(query, settings.data_dir)
-        hits = engine.by_picture(vec, k=10, type_scores=kinds.scores if kinds else None)
+        upload = picture_query(jpeg_copy(original, rng), settings.data_dir)
+        kinds = upload.types
+        hits = engine.by_picture(upload.vector, k=10, type_scores=kinds.scores if kinds else None, look=upload.look)
         got = [h.figure_id for h in hits]
         ranks.append(got.index(fid) + 1 if fid in got else None)
-        orig_vec, orig_kinds = picture_query(original, settings.data_dir)
-        copy_cos.append(float(vec @ orig_vec))
-        near = [h for h in engine.by_picture(vec, k=2) if h.figure_id != fid]  # by picture vector alone
+        orig = picture_query(original, settings.data_dir)
+        copy_cos.append(float(upload.vector @ orig.vector))
+        near = [h for h in engine.by_picture(upload.vector, k=2) if h.figure_id != fid]  # by picture vector alone
         if near:
             other_cos.append(float((near[0].signals or {}).get("visual", 0.0)))
+        if looks is not None:  # perceptual hashes: bits from the copy to its figure, and to the nearest other
+            row = engine.row_of(fid)
+            live = engine.docs.live_rows
+            bits = hash_distances(upload.look, looks.hashes[live])
+            bits[~looks.known[live]] = HASH_BYTES * 8
+            own = live == row
+            copy_bits.append(int(bits[own][0]))
+            other_bits.append(int(bits[~own].min()) if (~own).any() else HASH_BYTES * 8)
         if kinds is not None:  # does the copy keep the original crop's dominant type (pixels alone)?
-            same_type.append(kinds.figure_type == orig_kinds.figure_type)
+            same_type.append(kinds.figure_type == orig.types.figure_type)
     found = [r for r in ranks if r is not None]
     report = {"n_queries": len(ranks), "n_figures": len(ids),
               "hit_at_1": round(sum(r == 1 for r in found) / len(ranks), 3),
@@ -79,7 +89,14 @@ def evaluate_image_copies(settings: Settings, n: int = 300, seed: int = 0, label
               "copy_keeps_type": round(float(np.mean(same_type)), 3) if same_type else None,
               "copies": "rescaled x0.4-1.5, JPEG quality 50-90",
               # where "same picture" may start: copies' cosine to their figure vs the nearest other figure's
-              "copy_cosine_quantiles": _quantiles(copy_cos), "nearest_other_cosine_quantiles": _quantiles(other_cos)}
+              "copy_cosine_quantiles": _quantiles(copy_cos), "nearest_other_cosine_quantiles": _quantiles(other_cos),
+              # the same with perceptual hashes (app/search/looks.py): bits apart, copies count up to copy_max_bits
+              "copy_max_bits": COPY_MAX_BITS, "copy_bits_quantiles": _quantiles(copy_bits),
+              "nearest_other_bits_quantiles": _quantiles(other_bits),
+              "copies_within_copy_max_bits": round(float(np.mean(np.array(copy_bits) <= COPY_MAX_BITS)), 3)
+              if copy_bits else None,
+              "others_within_copy_max_bits": round(float(np.mean(np.array(other_bits) <= COPY_MAX_BITS)), 3)
+              if other_bits else None}
     if labels is not None:
         report["same_kind"] = _same_kind(settings, engine, rows, labels, rng)
     return report
@@ -101,16 +118,17 @@ def _same_kind(settings: Settings, engine: Searcher, rows, labels: Path, rng: ra
     paper = {fid: pid for fid, _, pid, _, _ in rows}
     path = {fid: p for fid, p, *_ in rows}
 
-    def same_type(fid: int, vec, scores) -> float | None:
-        hits = [h for h in engine.by_picture(vec, 60, type_scores=scores) if h.paper_id != paper[fid]][:5]
+    def same_type(fid: int, upload, scores) -> float | None:
+        hits = [h for h in engine.by_picture(upload.vector, 60, type_scores=scores, look=upload.look)
+                if h.paper_id != paper[fid]][:5]
         judged = [label[h.figure_id] == label[fid] for h in hits if h.figure_id in label]
         return float(np.mean(judged)) if judged else None
 
     served, alone, papers = [], [], []
     for fid in sorted(label):
         with Image.open(settings.data_dir / path[fid]) as im:
-            vec, kinds = picture_query(jpeg_copy(im, rng), settings.data_dir)
-        a, b = same_type(fid, vec, kinds.scores if kinds else None), same_type(fid, vec, None)
+            upload = picture_query(jpeg_copy(im, rng), settings.data_dir)
+        a, b = same_type(fid, upload, upload.types.scores if upload.types else None), same_type(fid, upload, None)
         if a is not None and b is not None:
             served.append(a)
             alone.append(b)

@@ -32,6 +32,7 @@ from app.search.papers import PaperIndex
 from app.search.ranking import RankingConfig
 from app.search.segments import SegmentedIndex
 from app.search.spelling import Spelling
+from app.search.looks import LookIndex
 from app.search.type_index import TypeIndex
 from app.search.vectors import l2_normalize
 from app.model_store.versions import current_version, work_dir
@@ -112,6 +113,33 @@ def visual_embeddings(settings: Settings, col: Collection, progress: bool = Fals
     return store.get([fid for fid, _ in items])
 
 
+def picture_looks(settings: Settings, col: Collection, progress: bool = False) -> dict[int, np.ndarray]:
+    """{figure id: perceptual hash of its crop} (app/vision/looks.py) for the collection's figures
+    and tables: kept once computed, so only new or re-cropped figures are hashed. A crop that does
+    not open gets none (its copies are then told by the picture-vector cosine)."""
+    from PIL import Image
+
+    from app.vision.looks import LookStore, look_hash
+
+    store = LookStore(settings.data_dir)
+    items = [(d.figure_id, col.image_path.get(d.figure_id, "") or "") for d in col.docs]
+    todo = [(fid, rel) for fid, rel in store.missing(items) if rel]
+    if todo:
+        from tqdm import tqdm
+
+        done, hashes = [], []
+        for fid, rel in tqdm(todo, desc="picture hashes", unit="fig", disable=not progress):
+            try:
+                with Image.open(settings.data_dir / rel) as im:
+                    hashes.append(look_hash(im.convert("RGB")))
+                done.append((fid, rel))
+            except (OSError, ValueError):
+                continue
+        store.put(done, hashes)
+        store.save()
+    return store.hashes([fid for fid, _ in items])
+
+
 def learned_embeddings(settings: Settings, docs: list[FigureDoc], progress: bool = False):
     """(fused vectors aligned with docs, n newly embedded, info) from the CURRENT trained default
     model (app.learn), or None when no model is trained / learned embeddings are switched off.
@@ -176,6 +204,7 @@ def build_index(settings: Settings, encoder: Encoder | None = None, encoder_name
     ranking = RankingConfig.load(root / previous) if previous else None
     visual = visual_embeddings(settings, col, progress) if dense and col.docs else None
     prints = fingerprints(col.docs, [col.image_path.get(d.figure_id, "") for d in col.docs])
+    looks = picture_looks(settings, col, progress) if col.docs else {}
     with work_dir(root) as work:
         grown = None
         if mode != "full" and previous and col.docs:
@@ -196,6 +225,7 @@ def build_index(settings: Settings, encoder: Encoder | None = None, encoder_name
                               spelling=Spelling(captions=[parts.docs.captions[int(r)] for r in parts.docs.live_rows],
                                                 lexical=parts.lexical),
                               ranking=ranking, figure_words=_row_words(col, parts.docs))
+        engine.looks = LookIndex.build(engine.docs.figure_ids, looks, engine.docs.deleted)
         if dense and col.docs:
             # a paper's "all figure texts" view is of its figures only (row paper -1 leaves a table
             # out, and a deleted row)

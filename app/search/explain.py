@@ -92,6 +92,14 @@ def named_type_reason(signals: Mapping[str, float], figure_type: str | None) -> 
     return None
 
 
+def is_same_picture(signals: Mapping[str, float]) -> bool:
+    """A copy of the query's picture: the searcher's verdict (perceptual hashes, app/search/looks.py)
+    where it gave one, else the picture-vector cosine rule."""
+    if signals.get("same_picture") is not None:
+        return signals["same_picture"] >= 0.5
+    return signals.get("visual", 0.0) >= SAME_PICTURE_MIN
+
+
 def reasons(signals: Mapping[str, float] | None, figure_type: str | None = None,
             same_paper: bool = False, named_type: bool = False) -> list[str]:
     """Plain-language reasons a related figure was ranked high (paper topic only across papers).
@@ -106,7 +114,7 @@ def reasons(signals: Mapping[str, float] | None, figure_type: str | None = None,
             out.append(said)
     elif signals.get("type", 0.0) >= SAME_TYPE_MIN and figure_type != "table":  # tables relate only to tables
         out.append(f"same kind of figure ({figure_type.replace('_', ' ')})" if figure_type else "same kind of figure")
-    if signals.get("visual", 0.0) >= SAME_PICTURE_MIN:
+    if is_same_picture(signals):
         out.append("same picture")
     elif signals.get("visual", 0.0) >= SIMILAR_PICTURE_MIN:
         out.append("similar picture")

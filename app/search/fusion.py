@@ -89,17 +89,18 @@ def order(final: np.ndarray) -> np.ndarray:
 
 # rescaled JPEG copies of a figure: cosine with it .910 at the 5th percentile, .992 at the median;
 # the nearest other figure of the collection: .946 at the 95th percentile, .980 at the 99th
-# (`figsearch eval-image-copies`, naacl2024 + misc), so a few look-alikes also count as the same picture
+# (`figsearch eval-image-copies`, naacl2024 + misc), so a few look-alikes also count as the same
+# picture: the rule for rows without a perceptual hash (app/search/looks.py decides for the others)
 SAME_PICTURE_MIN = 0.95
 
 
-def same_picture_first(ranked: np.ndarray, visual: np.ndarray, threshold: float = SAME_PICTURE_MIN) -> np.ndarray:
-    """Positions `ranked` with copies of the query's picture (picture-vector cosine `threshold` or
-    more) moved first, each part keeping its order: someone who opens a figure that another paper
-    reprints wants to see that first, whatever the texts say."""
+def same_picture_first(ranked: np.ndarray, same: np.ndarray) -> np.ndarray:
+    """Positions `ranked` with copies of the query's picture (`same[i]`: candidate i is one,
+    app/search/looks.py) moved first, each part keeping its order: someone who opens a figure that
+    another paper reprints wants to see that first, whatever the texts say."""
     ranked = np.asarray(ranked)
-    same = np.asarray(visual)[ranked] >= threshold
-    return np.concatenate([ranked[same], ranked[~same]])
+    first = np.asarray(same, dtype=bool)[ranked]
+    return np.concatenate([ranked[first], ranked[~first]])
 
 
 def diversify(ranked: np.ndarray, group: np.ndarray, max_per_group: int) -> np.ndarray:

@@ -2,7 +2,8 @@
 
 An index version is a folder of parts, each saving and loading itself in a subfolder: the doc
 table (ids, captions), the lexical index, the figure-text vectors, the picture vectors, the paper
-index, the type index, the spelling vocabulary and the words printed inside the figures.
+index, the type index, the spelling vocabulary, the words printed inside the figures and the
+pictures' perceptual hashes (the look index).
 `modules.json` lists them: each part's name, class and folder, so a reader knows what the version
 holds without guessing from file names, and a part can change its class (a compressed vector index
 for a big collection) without the others noticing. Classes are looked up in `PART_CLASSES`, never imported by a name read from disk.
@@ -27,6 +28,7 @@ import numpy as np
 from app.search.doc_table import DocTable
 from app.search.figure_words import FigureWords
 from app.search.lexical import LexicalIndex
+from app.search.looks import LookIndex
 from app.search.papers import PaperIndex
 from app.search.segments import SegmentedIndex
 from app.search.spelling import Spelling
@@ -39,10 +41,10 @@ MODULES_FILE = "modules.json"
 # the classes an index part may be; a class not listed here is refused at load
 PART_CLASSES: dict[str, type] = {cls.__name__: cls for cls in
                                  (DocTable, LexicalIndex, SegmentedIndex, VectorIndex, SegmentedVectors,
-                                  PaperIndex, TypeIndex, Spelling, FigureWords)}
+                                  PaperIndex, TypeIndex, Spelling, FigureWords, LookIndex)}
 
 # the order parts are written and listed in (a part's folder is its name)
-PART_NAMES = ("docs", "lexical", "vectors", "visual", "papers", "types", "spelling", "figure_words")
+PART_NAMES = ("docs", "lexical", "vectors", "visual", "papers", "types", "spelling", "figure_words", "looks")
 
 
 class VectorPart(Protocol):

@@ -6,9 +6,10 @@ picture cosine plus `type_weight` times the agreement of its stored figure types
 upload's. The upload is typed by pixels alone (no caption), so its type scores are first
 averaged with those of its `neighbours` nearest candidates (weight `neighbour_weight`): stored
 figures were typed with their captions' evidence as well, and a picture's nearest neighbours
-mostly share its kind, so where the pixels hesitate the neighbourhood decides. Candidates whose
-picture cosine reaches the same-picture threshold come first whatever their types (someone who
-uploads a figure the collection holds wants it found).
+mostly share its kind, so where the pixels hesitate the neighbourhood decides. Copies of the
+upload come first whatever their types (someone who uploads a figure the collection holds wants
+it found): the caller says which candidates are copies (app/search/looks.py), else those whose
+picture cosine reaches `copy_min`.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ class PictureRanking:
     neighbours: int = 5
     neighbour_weight: float = 0.5
     copies_first: bool = True
-    copy_min: float = SAME_PICTURE_MIN  # picture cosine from which a candidate counts as a copy
+    copy_min: float = SAME_PICTURE_MIN  # picture cosine from which a candidate counts as a copy (when not told)
 
 
 def upload_types(query_scores: np.ndarray, cos: np.ndarray, cand_scores: np.ndarray, ranking: PictureRanking) -> np.ndarray:
@@ -55,10 +56,12 @@ def type_agreement(query: np.ndarray, cand_scores: np.ndarray, how: str) -> np.n
 
 
 def rank_by_picture(cos: np.ndarray, cand_scores: np.ndarray | None, query_scores: np.ndarray | None,
-                    ranking: PictureRanking = PictureRanking()) -> tuple[np.ndarray, np.ndarray]:
+                    ranking: PictureRanking = PictureRanking(),
+                    copies: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(score per candidate, candidate positions best first). `cos`: picture cosines with the
     upload; `cand_scores`: (n, types) stored type scores; `query_scores`: the upload's (types,),
-    or None (picture alone). Candidates beyond the pool keep their cosine as score."""
+    or None (picture alone); `copies`: which candidates are copies of the upload (None: cosine
+    `ranking.copy_min` or more). Candidates beyond the pool keep their cosine as score."""
     cos = np.asarray(cos, dtype=np.float64)
     by_picture = order(cos)
     final = cos
@@ -70,4 +73,6 @@ def rank_by_picture(cos: np.ndarray, cand_scores: np.ndarray | None, query_score
         final = cos.copy()
         final[pool] += ranking.type_weight * type_agreement(q, cand_scores[pool], ranking.agreement)
         ranked = np.concatenate([pool[order(final[pool])], by_picture[ranking.pool:]])
-    return final, (same_picture_first(ranked, cos, ranking.copy_min) if ranking.copies_first else ranked)
+    if not ranking.copies_first:
+        return final, ranked
+    return final, same_picture_first(ranked, cos >= ranking.copy_min if copies is None else copies)

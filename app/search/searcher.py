@@ -36,6 +36,7 @@ from app.search.figure_words import FigureWords
 from app.search.fusion import SCOPES, diversify, fuse, order, same_picture_first, seed_weights
 from app.search.index_parts import read_parts, write_parts
 from app.search.lexical import LexicalIndex
+from app.search.looks import LookIndex, same_picture
 from app.search.one_thread import one_thread
 from app.search.query_threads import run_parts
 from app.search.picture_rank import PictureRanking, rank_by_picture
@@ -115,7 +116,7 @@ class Searcher:
                  papers: PaperIndex | None = None, types: TypeIndex | None = None,
                  spelling: Spelling | None = None, ranking: RankingConfig | None = None,
                  encoder: Encoder | None = None, vocabulary: QueryVocabulary | None = None,
-                 figure_words: FigureWords | None = None):
+                 figure_words: FigureWords | None = None, looks: LookIndex | None = None):
         n = len(docs)
         if lexical.n_docs != n:
             raise ValueError("the lexical index and the doc table must have the same length")
@@ -131,6 +132,9 @@ class Searcher:
         if figure_words is not None and figure_words.n != n:
             raise ValueError("the figure words and the doc table must have the same length")
         self.figure_words = figure_words  # the words printed inside each figure, or None
+        if looks is not None and len(looks) != n:
+            raise ValueError("the look index and the doc table must have the same length")
+        self.looks = looks  # perceptual hashes of the pictures (copies of a picture), or None
         self.spelling = spelling if spelling is not None else Spelling(captions=docs.captions, lexical=lexical)
         self.ranking = ranking or RankingConfig()
         self.encoder = encoder
@@ -371,8 +375,11 @@ class Searcher:
         ranked = order(final)
         if scope == "other_papers" and cfg.max_per_paper and len(rows):
             ranked = diversify(ranked, self.docs.paper_ids[rows], cfg.max_per_paper)
-        if sig.get("visual") is not None and len(rows):
-            ranked = same_picture_first(ranked, sig["visual"])
+        if len(rows) and (sig.get("visual") is not None or self.looks is not None):
+            same = same_picture(self.looks, None if self.looks is None else self.looks.of_row(row), rows,
+                                sig.get("visual"))
+            sig["same_picture"] = same.astype(np.float64)  # the card's "same picture" (explain.py)
+            ranked = same_picture_first(ranked, same)
         # everything in ranked order
         sig = {k: (None if v is None else np.asarray(v)[ranked]) for k, v in sig.items()}
         return rows[ranked], np.asarray(scores)[ranked], sig, final[ranked]
@@ -536,9 +543,10 @@ class Searcher:
 
     @one_thread
     def by_picture(self, vector: np.ndarray, k: int = 10, kind: str = "figure",
-                   type_scores: Mapping[str, float] | None = None) -> list[Hit]:
+                   type_scores: Mapping[str, float] | None = None, look: np.ndarray | None = None) -> list[Hit]:
         """Figures (of `kind`) whose picture vector is nearest to `vector` (an uploaded picture's);
-        with the picture's `type_scores` ({type: score}), figures of the same kinds first."""
+        with the picture's `type_scores` ({type: score}), figures of the same kinds first; copies of
+        the picture first (by its perceptual hash `look` where given, app/search/looks.py)."""
         if self.visual is None:
             return []
         q = np.asarray(vector, dtype=np.float32)[None, :]
@@ -553,13 +561,16 @@ class Searcher:
                 break
             pool *= 4
         rows, cos = ids[0][keep][:want], sims[0][keep][:want].astype(np.float64)
-        signals = {"visual": cos}
+        same = same_picture(self.looks, look, rows, cos)
+        signals = {"visual": cos, "same_picture": same.astype(np.float64)}
         final, ranked = cos, None
         if typed:
             query = self.types.query_scores(type_scores)
-            final, ranked = rank_by_picture(cos, self.types.scores[rows], query, self.picture_ranking)
+            final, ranked = rank_by_picture(cos, self.types.scores[rows], query, self.picture_ranking, copies=same)
             # what the result shows (its reasons): the same dominant type as the upload's best-scoring one
             signals["type"] = self.types.same_dominant(query, rows)
+        elif self.picture_ranking.copies_first:
+            ranked = same_picture_first(order(cos), same)
         return self._hits(rows, final, np.zeros(len(rows)), None, k, 0, lambda r: [],
                           signals=signals, ranked=ranked)
 
@@ -579,7 +590,8 @@ class Searcher:
         d.mkdir(parents=True, exist_ok=True)
         write_parts(d, {"docs": self.docs, "lexical": self._lex[self._primary], "vectors": self.vectors,
                         "visual": self.visual, "papers": self.papers, "types": self.types,
-                        "spelling": self.spelling, "figure_words": self.figure_words})
+                        "spelling": self.spelling, "figure_words": self.figure_words,
+                                "looks": self.looks})
         self.ranking.save(d)
         meta = dict(n=len(self), method=self._primary, has_vectors=self.vectors is not None,
                     has_papers=self.papers is not None, has_visual=self.visual is not None,

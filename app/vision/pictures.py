@@ -16,6 +16,7 @@ import hashlib
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from PIL import Image
@@ -23,6 +24,7 @@ from PIL import Image
 from app.model_store import load_arrays, resolve
 from app.vision.backbone import NAME, SIZE, Backbone, backbone
 from app.vision.figure_types import ARTIFACT, TypeScores, type_head
+from app.vision.looks import look_hash
 
 PROJECTION_FILE = "pictures.safetensors"
 TAIL_FILE = "backbone_tail.safetensors"  # fine-tuned last blocks of the backbone (optional)
@@ -115,7 +117,16 @@ def encode_pictures(images: list[Image.Image], batch: int = 32, data_dir: Path |
     return Pictures(projection(data_dir)(feats), head.classify(feats) if head is not None else None)
 
 
-def picture_query(img: Image.Image, data_dir: Path | None = None) -> tuple[np.ndarray, TypeScores | None]:
-    """An uploaded picture: (its picture vector, its figure types or None)."""
-    got = encode_pictures([img.convert("RGB")], data_dir=data_dir)
-    return got.vectors[0], (got.types[0] if got.types else None)
+class PictureQuery(NamedTuple):
+    """What search by picture reads of an uploaded picture."""
+
+    vector: np.ndarray          # its picture vector
+    types: TypeScores | None    # its figure types by pixels (None: no type head installed)
+    look: np.ndarray            # its perceptual hash (app/vision/looks.py): finds copies of it
+
+
+def picture_query(img: Image.Image, data_dir: Path | None = None) -> PictureQuery:
+    """An uploaded picture's vector, figure types and perceptual hash."""
+    rgb = img.convert("RGB")
+    got = encode_pictures([rgb], data_dir=data_dir)
+    return PictureQuery(got.vectors[0], got.types[0] if got.types else None, look_hash(rgb))

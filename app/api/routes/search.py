@@ -164,8 +164,9 @@ async def search_by_image(
         if loaded is not None:  # a trained image branch
             hits = await run_in_threadpool(heavy.run, image_hits, loaded, engine, picture, k)
         elif engine.visual is not None:  # every index has the figures' visual picture vectors
-            vec, kinds = await run_in_threadpool(heavy.run, picture_query, picture, settings.data_dir)
-            hits = engine.by_picture(vec, k, type_scores=kinds.scores if kinds else None)
+            upload = await run_in_threadpool(heavy.run, picture_query, picture, settings.data_dir)
+            kinds = upload.types
+            hits = engine.by_picture(upload.vector, k, type_scores=kinds.scores if kinds else None, look=upload.look)
             query_types = kinds.figure_types if kinds else []
         else:
             raise HTTPException(501, IMAGE_QUERIES_MESSAGE)

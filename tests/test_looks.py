@@ -1,0 +1,124 @@
+"""Copies of a picture told from look-alikes by perceptual hashes (app/search/looks.py,
+app/vision/looks.py): a rescaled JPEG copy is the same picture, another chart of the same style is
+not, whatever the picture vectors say; rows without a hash keep the cosine rule."""
+import io
+
+import numpy as np
+from PIL import Image, ImageDraw
+
+from app.search.doc_table import FigureDoc
+from app.search.fusion import SAME_PICTURE_MIN
+from app.search.looks import COPY_MAX_BITS, HASH_BYTES, LookIndex, hash_distances, same_picture
+from app.search.searcher import Searcher
+from app.vision.looks import look_hash
+
+
+def bar_chart(heights, width=480, height=320) -> Image.Image:
+    img = Image.new("RGB", (width, height), "white")
+    d = ImageDraw.Draw(img)
+    d.line([(40, 20), (40, height - 30), (width - 10, height - 30)], fill="black", width=2)
+    step = (width - 60) // len(heights)
+    for i, h in enumerate(heights):
+        x = 50 + i * step
+        d.rectangle([x, height - 30 - h, x + step - 12, height - 30], fill=(60, 90, 200), outline="black")
+    return img
+
+
+def jpeg(img: Image.Image, scale: float, quality: int) -> Image.Image:
+    out = io.BytesIO()
+    img.resize((int(img.width * scale), int(img.height * scale)), Image.Resampling.BICUBIC).save(
+        out, "JPEG", quality=quality)
+    return Image.open(io.BytesIO(out.getvalue())).convert("RGB")
+
+
+def test_a_rescaled_jpeg_copy_is_within_the_copy_bits_and_another_chart_of_the_same_style_is_not():
+    chart = bar_chart([200, 120, 80, 240, 160])
+    other = bar_chart([90, 230, 150, 60, 210])  # same axes, colours and bar count, other values
+    h = look_hash(chart)
+    assert h.dtype == np.uint8 and h.shape == (HASH_BYTES,)
+    for scale, quality in ((0.4, 50), (0.7, 70), (1.5, 90)):
+        assert hash_distances(h, look_hash(jpeg(chart, scale, quality))[None])[0] <= COPY_MAX_BITS
+    assert hash_distances(h, look_hash(other)[None])[0] > 2 * COPY_MAX_BITS
+
+
+def test_where_hashes_are_known_they_decide_else_the_cosine_rule():
+    a, b = np.zeros(HASH_BYTES, np.uint8), np.full(HASH_BYTES, 0xFF, np.uint8)
+    looks = LookIndex.build(np.array([1, 2, 3]), {1: a, 2: b})  # figure 3 has no hash
+    cos = np.array([0.80, 0.99, 0.99])  # a copy with a low cosine, a look-alike, an unhashed look-alike
+    assert same_picture(looks, a, np.arange(3), cos).tolist() == [True, False, True]
+    assert same_picture(None, a, np.arange(3), cos).tolist() == [False, True, True]  # no hashes: cosine
+    assert same_picture(looks, None, np.arange(3), cos).tolist() == [False, True, True]  # query without one
+    dead = LookIndex.build(np.array([1, 2]), {1: a, 2: b}, deleted=np.array([True, False]))
+    assert dead.known.tolist() == [False, True]
+
+
+def test_the_look_index_is_saved_with_the_version_and_read_back(tmp_path):
+    rng = np.random.default_rng(0)
+    docs = [FigureDoc(figure_id=10 + i, paper_id=1 + i, caption=f"figure {i} of recall curves",
+                      text=f"figure {i} of recall curves") for i in range(4)]
+    hashes = {10 + i: rng.integers(0, 256, HASH_BYTES, dtype=np.uint8) for i in range(3)}
+    eng = Searcher.build(docs)
+    eng.looks = LookIndex.build(eng.docs.figure_ids, hashes)
+    eng.save(tmp_path)
+    back = Searcher.load(tmp_path)
+    assert back.looks is not None and back.looks.known.tolist() == [True, True, True, False]
+    assert (back.looks.of_row(back.row_of(11)) == hashes[11]).all()
+
+
+def _pictures(n: int, seed: int = 5) -> np.ndarray:
+    v = np.random.default_rng(seed).standard_normal((n, 16)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_search_by_picture_puts_a_copy_first_by_its_hash_and_calls_no_look_alike_the_same_picture():
+    """The copy's picture vector is only .8 from the upload's (tuned vectors bring one kind close,
+    copies are not always nearest); a look-alike of another paper is .99 but a different drawing."""
+    docs = [FigureDoc(figure_id=100 + i, paper_id=1 + i, caption="chart", text="chart") for i in range(6)]
+    vis = _pictures(6)
+    q = vis[1].copy()
+    vis[0] = 0.8 * q + 0.6 * _unit_orthogonal(q)      # the copy: cosine .8
+    vis[2] = 0.99 * q + 0.141 * _unit_orthogonal(q, 1)  # the look-alike: cosine .99
+    vis[1] = _unit_orthogonal(q, 2)                    # the rest far away
+    rng = np.random.default_rng(1)
+    hashes = {100 + i: rng.integers(0, 256, HASH_BYTES, dtype=np.uint8) for i in range(6)}
+    upload_look = hashes[100].copy()
+    upload_look[0] ^= 0b101  # two bits off: a rescaled copy
+    eng = Searcher.build(docs, visual_embeddings=vis, vector_kind="flat", gpu="off")
+    assert eng.by_picture(q, k=1)[0].figure_id == 102  # without hashes the look-alike wins
+    eng.looks = LookIndex.build(eng.docs.figure_ids, hashes)
+    hits = eng.by_picture(q, k=3, look=upload_look)
+    assert hits[0].figure_id == 100 and hits[0].signals["same_picture"] == 1.0
+    alike = next(h for h in hits if h.figure_id == 102)
+    assert alike.signals["visual"] >= SAME_PICTURE_MIN and alike.signals["same_picture"] == 0.0
+
+
+def _unit_orthogonal(q: np.ndarray, seed: int = 0) -> np.ndarray:
+    r = np.random.default_rng(100 + seed).standard_normal(q.shape).astype(np.float32)
+    r -= (r @ q) / (q @ q) * q
+    return r / np.linalg.norm(r)
+
+
+def test_related_figures_call_a_look_alike_the_same_picture_only_without_hashes():
+    from app.search.explain import reasons
+
+    texts = ["recall at k against embedding size for the two tower model",
+             "recall at k against embedding size with negative sampling",
+             "training loss over epochs for the ranking model",
+             "attention weights over the items of a session"]
+    docs = [FigureDoc(figure_id=200 + i, paper_id=1 + i, caption=t, text=t) for i, t in enumerate(texts)]
+    vis = _pictures(4, seed=9)
+    vis[2] = 0.98 * vis[0] + 0.199 * _unit_orthogonal(vis[0], 3)  # looks alike, text unrelated
+    vis[2] /= np.linalg.norm(vis[2])
+    rng = np.random.default_rng(2)
+    hashes = {200 + i: rng.integers(0, 256, HASH_BYTES, dtype=np.uint8) for i in range(4)}
+    eng = Searcher.build(docs, embeddings=_pictures(4, seed=4), visual_embeddings=vis, vector_kind="flat", gpu="off")
+    first = eng.similar(200, k=3, scope="other_papers")[0]
+    assert first.figure_id == 202 and "same picture" in reasons(first.signals)  # the cosine rule alone
+    eng.looks = LookIndex.build(eng.docs.figure_ids, hashes)
+    hits = eng.similar(200, k=3, scope="other_papers")
+    alike = next(h for h in hits if h.figure_id == 202)
+    assert alike.signals["same_picture"] == 0.0 and "same picture" not in reasons(alike.signals)
+    hashes[202] = hashes[200]  # now it is a copy
+    eng.looks = LookIndex.build(eng.docs.figure_ids, hashes)
+    first = eng.similar(200, k=3, scope="other_papers", weights={"lexical": 1.0})[0]  # text alone would put it last
+    assert first.figure_id == 202 and "same picture" in reasons(first.signals)
