@@ -12,7 +12,8 @@ def test_a_figure_of_the_uploads_kind_comes_before_a_look_alike_of_another_kind(
     stored = np.stack([LINE, BAR, BAR])
     upload = np.array([0.1, 0.9])  # the upload is a bar chart
     _, ranked = rank_by_picture(cos, stored, upload)
-    assert ranked.tolist() == [1, 0, 2]
+    assert ranked.tolist() == [1, 2, 0]  # the upload's kind first, then the look-alike of another kind
+    assert rank_by_picture(cos, stored, upload, PictureRanking(type_weight=0.5))[1].tolist() == [1, 0, 2]  # lighter
     assert rank_by_picture(cos, stored, None)[1].tolist() == [0, 1, 2]  # picture alone: nearest first
 
 

@@ -44,6 +44,7 @@ from app.search.papers import PaperIndex, csr_from_tokens, csr_rows, figures_vie
 from app.search.searcher import QueryVocabulary, Searcher
 from app.search.segments import SegmentedIndex
 from app.search.text import analyze
+from app.search.looks import HASH_BYTES, LookIndex
 from app.search.type_index import TypeIndex
 from app.search.vectors import VectorIndex, l2_normalize
 
@@ -590,6 +591,7 @@ def _run(n_figures, dim, seed, queries, oracle_docs, oracle_queries, vector_kind
     visual.build()
     types = rng.integers(0, len(TYPE_NAMES), size=n_all).astype(np.int16)
     type_scores = rng.random((n_all, len(TYPE_NAMES)), dtype=np.float32).astype(np.float16)
+    looks = rng.integers(0, 256, size=(n_all, HASH_BYTES), dtype=np.uint8)  # the pictures' perceptual hashes
     res["signals_build_s"] = round(time.perf_counter() - t, 2)
     res["build_s"] = round(res["lexical_build_s"] + t_vec + res["signals_build_s"], 2)
     log(f"papers ({len(papers)}), visual vectors and types in {res['signals_build_s']}s, rss {_rss_mb():.0f} MB")
@@ -598,6 +600,7 @@ def _run(n_figures, dim, seed, queries, oracle_docs, oracle_queries, vector_kind
     engine = Searcher(DocTable(np.arange(n_figures), col["paper_ids"][:n_figures], captions), lexical,
                       vectors=vectors, papers=papers, visual=visual,
                       types=TypeIndex(n_figures, TYPE_NAMES, types[:n_figures], type_scores[:n_figures]),
+                      looks=LookIndex(looks[:n_figures], np.ones(n_figures, bool)),
                       vocabulary=QueryVocabulary(lambda q: [t for t in q.split() if t in TYPE_NAMES]))
 
     qdim = dim
@@ -720,7 +723,7 @@ def _run(n_figures, dim, seed, queries, oracle_docs, oracle_queries, vector_kind
         grown = Searcher(DocTable(np.arange(n_all), col["paper_ids"], Captions(
             np.memmap(root / "captions.bin", dtype=np.uint8, mode="r"), offsets)), lexical, vectors=vectors,
             papers=papers, visual=visual, types=TypeIndex(n_all, TYPE_NAMES, types, type_scores),
-            vocabulary=engine.vocabulary)
+            looks=LookIndex(looks, np.ones(n_all, bool)), vocabulary=engine.vocabulary)
         t_add += time.perf_counter() - t
         res["add_figures"] = add_figures
         res["add_figures_s"] = round(t_add, 2)
