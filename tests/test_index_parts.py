@@ -129,7 +129,7 @@ def test_a_version_written_before_parts_loads_and_answers_as_its_engine_did(tmp_
     assert set(read_parts(old)) == {"docs", "lexical", "types", "vectors", "visual"}
     loaded = Searcher.load(old)  # manifest checked
     # the picture ranking that engine used (a default of the code, not kept with a version)
-    loaded.picture_ranking = PictureRanking(agreement="cosine", neighbours=0, copies_first=False)
+    loaded.picture_ranking = PictureRanking(type_weight=0.5, agreement="cosine", neighbours=0, copies_first=False)
     expected = json.loads((DATA / "index_format1_expected.json").read_text())
     got = answers(loaded)
     assert got == expected
