@@ -41,6 +41,18 @@ def test_a_rescaled_jpeg_copy_is_within_the_copy_bits_and_another_chart_of_the_s
     assert hash_distances(h, look_hash(other)[None])[0] > 2 * COPY_MAX_BITS
 
 
+def test_a_screenshot_with_more_margin_is_the_same_picture_by_its_content_box():
+    from app.eval.image_copies import with_margin
+
+    chart = bar_chart([200, 120, 80, 240, 160])
+    h = look_hash(chart)
+    for fraction in (0.05, 0.15):
+        shot = jpeg(with_margin(chart, fraction), 0.8, 70)
+        assert hash_distances(h, look_hash(shot)[None])[0] <= COPY_MAX_BITS
+        whole = look_hash(shot)[:HASH_BYTES // 2]  # the hash of the picture as it is: the margin moves it
+        assert hash_distances(np.r_[whole, whole], np.r_[h[:HASH_BYTES // 2], h[:HASH_BYTES // 2]][None])[0] > COPY_MAX_BITS
+
+
 def test_where_hashes_are_known_they_decide_else_the_cosine_rule():
     a, b = np.zeros(HASH_BYTES, np.uint8), np.full(HASH_BYTES, 0xFF, np.uint8)
     looks = LookIndex.build(np.array([1, 2, 3]), {1: a, 2: b})  # figure 3 has no hash

@@ -591,7 +591,11 @@ def _run(n_figures, dim, seed, queries, oracle_docs, oracle_queries, vector_kind
     visual.build()
     types = rng.integers(0, len(TYPE_NAMES), size=n_all).astype(np.int16)
     type_scores = rng.random((n_all, len(TYPE_NAMES)), dtype=np.float32).astype(np.float16)
-    looks = rng.integers(0, 256, size=(n_all, HASH_BYTES), dtype=np.uint8)  # the pictures' perceptual hashes
+    # the pictures' perceptual hashes, on disk as a saved version keeps them (memory-mapped when served)
+    looks = np.lib.format.open_memmap(root / "looks.npy", mode="w+", dtype=np.uint8, shape=(n_all, HASH_BYTES))
+    for s in range(0, n_all, 1 << 20):
+        looks[s:s + (1 << 20)] = rng.integers(0, 256, size=(min(1 << 20, n_all - s), HASH_BYTES), dtype=np.uint8)
+    looks.flush()
     res["signals_build_s"] = round(time.perf_counter() - t, 2)
     res["build_s"] = round(res["lexical_build_s"] + t_vec + res["signals_build_s"], 2)
     log(f"papers ({len(papers)}), visual vectors and types in {res['signals_build_s']}s, rss {_rss_mb():.0f} MB")

@@ -7,7 +7,8 @@ With `--labels` (figure types labelled by looking: JSON lines with sha256, numbe
 labelled figure is also uploaded as such a copy and the first five results from *other* papers are
 judged: the share whose labelled dominant type is the uploaded figure's (`same_type_at_5`), as
 served (picture vector + type scores) and by the picture vector alone, with a paper-cluster
-bootstrap interval of the difference. `copy_keeps_type`: the share of copies whose dominant type by pixels
+bootstrap interval of the difference. `hit_at_1_other_margins`: the same with screenshots taken with
+more white margin than the crop, or cut into the drawing. `copy_keeps_type`: the share of copies whose dominant type by pixels
 is the original crop's (how stable picture typing is under rescaling and JPEG).
 
     figsearch eval-image-copies --data-dir DIR [--n 300] [--seed 0] [--labels FILE]
@@ -19,7 +20,7 @@ import random
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageOps
 
 from app.pipeline.indexing import index_root
 from app.pipeline.searching import open_searcher
@@ -37,6 +38,19 @@ def jpeg_copy(img: Image.Image, rng: random.Random) -> Image.Image:
     out = io.BytesIO()
     img.convert("RGB").resize((w, h), Image.Resampling.BICUBIC).save(out, "JPEG", quality=rng.randint(50, 90))
     return Image.open(io.BytesIO(out.getvalue())).convert("RGB")
+
+
+def with_margin(img: Image.Image, fraction: float) -> Image.Image:
+    """A screenshot with more white margin than the crop (`fraction` > 0 of its longer side on
+    each side) or cut into the drawing (`fraction` < 0 of each side's length)."""
+    if fraction >= 0:
+        return ImageOps.expand(img, border=int(max(img.size) * fraction), fill="white")
+    dx, dy = int(img.width * -fraction), int(img.height * -fraction)
+    return img.crop((dx, dy, img.width - dx, img.height - dy))
+
+
+# screenshots taken with other margins than the stored crop: uploaded as rescaled JPEG copies too
+MARGINS = {"margin +5%": 0.05, "margin +15%": 0.15, "cut 2%": -0.02}
 
 
 def evaluate_image_copies(settings: Settings, n: int = 300, seed: int = 0, labels: Path | None = None) -> dict:
@@ -57,6 +71,8 @@ def evaluate_image_copies(settings: Settings, n: int = 300, seed: int = 0, label
     ids = sorted(paths)
     picked = rng.sample(ids, min(n, len(ids)))
     ranks, same_type, copy_cos, other_cos, copy_bits, other_bits = [], [], [], [], [], []
+    margin_first: dict[str, list[bool]] = {}
+    margin_rng = random.Random(seed + 1)  # its own stream: the plain copies stay those of earlier runs
     looks = engine.looks
     for fid in picked:
         with Image.open(settings.data_dir / paths[fid]) as im:
@@ -81,6 +97,11 @@ def evaluate_image_copies(settings: Settings, n: int = 300, seed: int = 0, label
             other_bits.append(int(bits[~own].min()) if (~own).any() else HASH_BYTES * 8)
         if kinds is not None:  # does the copy keep the original crop's dominant type (pixels alone)?
             same_type.append(kinds.figure_type == orig.types.figure_type)
+        for name, fraction in MARGINS.items():
+            shot = picture_query(jpeg_copy(with_margin(original, fraction), margin_rng), settings.data_dir)
+            hits = engine.by_picture(shot.vector, k=1, type_scores=shot.types.scores if shot.types else None,
+                                     look=shot.look)
+            margin_first.setdefault(name, []).append(bool(hits) and hits[0].figure_id == fid)
     found = [r for r in ranks if r is not None]
     report = {"n_queries": len(ranks), "n_figures": len(ids),
               "hit_at_1": round(sum(r == 1 for r in found) / len(ranks), 3),
@@ -88,6 +109,8 @@ def evaluate_image_copies(settings: Settings, n: int = 300, seed: int = 0, label
               "mrr_at_10": round(float(np.mean([1 / r if r else 0.0 for r in ranks])), 3),
               "copy_keeps_type": round(float(np.mean(same_type)), 3) if same_type else None,
               "copies": "rescaled x0.4-1.5, JPEG quality 50-90",
+              # the same copies of screenshots with other margins: how often the figure comes first
+              "hit_at_1_other_margins": {name: round(float(np.mean(v)), 3) for name, v in margin_first.items()},
               # where "same picture" may start: copies' cosine to their figure vs the nearest other figure's
               "copy_cosine_quantiles": _quantiles(copy_cos), "nearest_other_cosine_quantiles": _quantiles(other_cos),
               # the same with perceptual hashes (app/search/looks.py): bits apart, copies count up to copy_max_bits
