@@ -26,7 +26,8 @@ from pathlib import Path
 # the small arrays read for every hit (ids, types, row offsets, lengths), the lexical rows that
 # re-scoring reads (10,000 rows a query at ten million figures), the paper views' rows, the
 # postings, the float16 picture rows (2,000 a search by picture and a few hundred a related-figures
-# query, in a file a third the size of the text rows), the float16 text rows, the caption text (ten captions a page of hits). Files matching none (the paper views' columns,
+# query, in a file a third the size of the text rows) with the pictures' perceptual hashes (read for
+# the same rows, a fifth of their size), the float16 text rows, the caption text (ten captions a page of hits). Files matching none (the paper views' columns,
 # FAISS indexes and JSON, which loading reads whole anyway) are left alone.
 HOT_FILES = (
     ("**/ids.npy", "**/*_ids.npy", "types/*.npy", "docs/captions_offsets.npy", "**/row_ptr.npy",
@@ -36,7 +37,7 @@ HOT_FILES = (
     ("lexical/**/row_*.npy",),
     ("papers/*/row_*.npy",),
     ("lexical/**/col_*.npy",),
-    ("visual/**/*.i8", "visual/**/*.f16"),
+    ("visual/**/*.i8", "visual/**/*.f16", "looks/hashes.npy"),
     ("vectors/**/*.i8", "vectors/**/*.f16"),
     ("docs/captions_blob.npy",),
 )
