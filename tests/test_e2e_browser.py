@@ -111,6 +111,9 @@ def test_user_journey(server, browser, tmp_path_factory):
     page.wait_for_selector("#image-results .card")
     assert page.locator("#image-results .card").first.get_attribute("data-figure-id") == "1"
     assert page.inner_text("#query-types").startswith("Your picture looks like: ")
+    # the upload is a figure the collection holds (told by its perceptual hash): the page says which
+    assert page.inner_text("#held-copy").startswith("Your picture is Figure")
+    assert page.locator("#held-copy a").get_attribute("href") == "#/figure/1"
     assert not any(ch.isdigit() for ch in page.inner_text("#query-types"))  # types in words, no scores
     assert "lexical" not in page.locator("#image-results .card .why").first.inner_text()
     page.fill("#caption", "Overview of the architecture from the input image to the detection head")
