@@ -15,9 +15,7 @@ Uploaded images have no caption and are typed by pixels alone.
 """
 from __future__ import annotations
 
-import numpy as np
-
-from app.vision.figure_types import LABELS, TypeScores, decide
+from app.vision.figure_types import LABELS, TypeScores, made_dominant
 from app.vision.vocabulary import types_named_in
 
 NOT_EVIDENCE = frozenset({"text", "table"})
@@ -35,10 +33,4 @@ def with_caption_evidence(result: TypeScores, caption: str | None) -> TypeScores
     named = caption_named_type(caption)
     if named is None or named not in LABELS:
         return result
-    probs = np.array([float(result.scores.get(t, 0.0)) for t in LABELS])
-    i = LABELS.index(named)
-    p = max(probs[i], CAPTION_RIGHT)
-    rest = probs.sum() - probs[i]
-    probs = probs * ((1.0 - p) / rest if rest > 0 else 0.0)
-    probs[i] = p
-    return decide(probs)
+    return made_dominant(result, named, CAPTION_RIGHT)

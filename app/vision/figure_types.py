@@ -45,6 +45,19 @@ def decide(probs: np.ndarray, shown_given_dominant: np.ndarray | None = None) ->
     return TypeScores(LABELS[dominant], [{"type": LABELS[i], "score": every[LABELS[i]]} for i in shown], every)
 
 
+def made_dominant(result: TypeScores, label: str, right: float) -> TypeScores:
+    """`result` with `label` the dominant type at probability `right` (or its own when higher), the
+    other types scaled to share the rest in proportion: how evidence other than the pixels (a
+    caption, a text layer) overrides them without hiding the other types the figure shows."""
+    probs = np.array([float(result.scores.get(t, 0.0)) for t in LABELS])
+    i = LABELS.index(label)
+    p = max(probs[i], right)
+    rest = probs.sum() - probs[i]
+    probs = probs * ((1.0 - p) / rest if rest > 0 else 0.0)
+    probs[i] = p
+    return decide(probs)
+
+
 def softmax(logits: np.ndarray) -> np.ndarray:
     z = logits - logits.max(axis=1, keepdims=True)
     e = np.exp(z)

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
-from app.vision.figure_types import LABELS, TypeScores, decide
+from app.vision.figure_types import LABELS, TypeScores, made_dominant
 
 COVERAGE = 0.30  # share of the region's area inside word boxes
 WORDS_PER_LINE = 1.5
@@ -57,10 +55,4 @@ def with_text_layer_evidence(result: TypeScores, layer: TextLayer | None) -> Typ
     """`result` of the pixel classifier, with `text` made dominant when the text layer says so."""
     if layer is None or not layer.is_text or "text" not in LABELS:
         return result
-    probs = np.array([float(result.scores.get(t, 0.0)) for t in LABELS])
-    i = LABELS.index("text")
-    p = max(probs[i], TEXT_RIGHT)
-    rest = probs.sum() - probs[i]
-    probs = probs * ((1.0 - p) / rest if rest > 0 else 0.0)
-    probs[i] = p
-    return decide(probs)
+    return made_dominant(result, "text", TEXT_RIGHT)
