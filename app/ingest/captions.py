@@ -184,11 +184,11 @@ def _extend_caption(cap: Caption, lines: list[Line], st: DocumentLayout) -> None
         if cap.label_alone and style is None:
             style = _caption_font(nxt)
     cap.bbox = union([ln.rect for ln in cap.lines])
-    cap.text = _join_text([ln.text for ln in cap.lines])
+    cap.text = join_caption_lines([ln.text for ln in cap.lines])
 
 
-def _join_text(parts: list[str]) -> str:
-    """Join caption lines, undoing end-of-line hyphenation."""
+def join_caption_lines(parts: list[str]) -> str:
+    """Join caption lines, undoing end-of-line hyphenation (born-digital and OCR'd captions alike)."""
     out = ""
     for p in parts:
         p = p.strip()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from app.ingest.captions import join_caption_lines
 from app.ingest.scanned.ocr import OcrLine
 from app.labels import CAPTION_RE
 
@@ -200,7 +201,7 @@ def find_captions(lines: list[OcrLine]) -> list[OcrCaption]:
             own.append(lines[j])
             parts.append(lines[j].text)
             j += 1
-        caps.append(OcrCaption(kind, number, join_lines(parts), own, score))
+        caps.append(OcrCaption(kind, number, join_caption_lines(parts), own, score))
         i = j
     used = {id(ln) for c in caps for ln in c.lines}
     return [_run_on(c, lines, used) for c in caps]
@@ -267,16 +268,4 @@ def _run_on(cap: OcrCaption, pieces: list[OcrLine], used: set[int]) -> OcrCaptio
         used.add(id(nxt))
     if not added:
         return cap
-    return OcrCaption(cap.kind, cap.number, join_lines([cap.text] + [p.text for p in added]), own, cap.score)
-
-
-def join_lines(parts: list[str]) -> str:
-    """Line texts as one text (a word hyphenated at a line end joined again)."""
-    out = ""
-    for p in parts:
-        p = p.strip()
-        if out.endswith("-") and p[:1].islower():
-            out = out[:-1] + p  # a word hyphenated at the line end
-        else:
-            out = f"{out} {p}" if out else p
-    return re.sub(r"\s+", " ", out).strip()
+    return OcrCaption(cap.kind, cap.number, join_caption_lines([cap.text] + [p.text for p in added]), own, cap.score)

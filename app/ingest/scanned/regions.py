@@ -16,8 +16,9 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage
 
+from app.ingest.captions import join_caption_lines
 from app.ingest.layout import column_span
-from app.ingest.scanned.captions import OcrCaption, column_pieces, find_captions, join_lines
+from app.ingest.scanned.captions import OcrCaption, column_pieces, find_captions
 from app.ingest.scanned.detect import word_quality
 from app.ingest.scanned.ocr import OcrLine, OcrPage, otsu_threshold
 
@@ -499,8 +500,8 @@ def _whole_side_caption(page: OcrPage, cap: OcrCaption, region: tuple | None) ->
             added.append(p)
     if not added:
         return cap
-    return OcrCaption(cap.kind, cap.number, join_lines([cap.text] + [p.text for p in added]), cap.lines + added,
-                      cap.score)
+    return OcrCaption(cap.kind, cap.number, join_caption_lines([cap.text] + [p.text for p in added]),
+                      cap.lines + added, cap.score)
 
 
 def _area(r: tuple) -> float:
