@@ -16,19 +16,10 @@ import typer
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
-from app.settings import Settings, settings_for
+from app.cli.settings_option import DataDir, settings_or_exit
+from app.settings import Settings
 
 cli = typer.Typer(add_completion=False, no_args_is_help=True, help="figsearch: search the figures of research papers.")
-
-DataDir = typer.Option(None, "--data-dir", help="Data directory (default $FIGSEARCH_DATA_DIR or ./data).")
-
-
-def _settings(data_dir: Optional[Path]) -> Settings:
-    try:
-        return settings_for(data_dir)
-    except Exception as exc:  # pydantic validation: a bad FIGSEARCH_* value
-        typer.echo(f"error: bad setting: {exc}", err=True)
-        raise typer.Exit(2)
 
 
 def _progress(total: int, desc: str):
@@ -129,7 +120,7 @@ def ingest(paths: Optional[list[Path]] = typer.Argument(None, help="PDF files, f
     if bool(paths) == bool(resume):
         typer.echo("error: give PDF files/folders/zips to ingest, or --resume JOB", err=True)
         raise typer.Exit(2)
-    settings = _settings(data_dir)
+    settings = settings_or_exit(data_dir)
     lock = None
     if not settings.distributed:
         removed, freed = ingest_jobs.clean_leftovers(settings)
@@ -240,7 +231,7 @@ def admin_token(data_dir: Optional[Path] = DataDir) -> None:
     which data dir it read and how to name another."""
     from app.settings import AdminTokenError, admin_token_path, has_collection, resolve_admin_token
 
-    settings = _settings(data_dir)
+    settings = settings_or_exit(data_dir)
     create = has_collection(settings)  # a collection's server will read the token stored here
     if not create and not settings.admin_token and not settings.distributed and not admin_token_path(settings).exists():
         typer.echo(f"error: {settings.data_dir} holds no figsearch collection and no server has run there, "
@@ -273,7 +264,7 @@ def papers(data_dir: Optional[Path] = DataDir,
     from app.db.session import session_scope
     from app.public_text import public_text
 
-    settings = _settings(data_dir)
+    settings = settings_or_exit(data_dir)
     with session_scope(settings.db_url) as s:
         cites: dict[int, list[int]] = {}
         cited_by: dict[int, list[int]] = {}
@@ -313,7 +304,7 @@ def figures(data_dir: Optional[Path] = DataDir,
     if format != "jsonl":
         typer.echo("error: --format must be jsonl", err=True)
         raise typer.Exit(2)
-    settings = _settings(data_dir)
+    settings = settings_or_exit(data_dir)
     with session_scope(settings.db_url) as s:
         q = select(Figure).options(selectinload(Figure.mentions)).order_by(Figure.paper_id, Figure.kind, Figure.number)
         if kind:
@@ -376,7 +367,7 @@ def models(data_dir: Optional[Path] = DataDir,
     when and by what it was made, its training data and metrics."""
     from app.model_store import list_artifacts
 
-    settings = _settings(data_dir)
+    settings = settings_or_exit(data_dir)
     rows = list_artifacts(settings.data_dir)
     if json_out:
         _jsonl(rows)
@@ -415,7 +406,7 @@ def jobs(job_id: Optional[str] = typer.Argument(None, help="One job: show its pe
     from app.db.schema import Job
     from app.db.session import session_scope
 
-    settings = _settings(data_dir)
+    settings = settings_or_exit(data_dir)
     with session_scope(settings.db_url) as s:
         q = select(Job).options(selectinload(Job.files)).order_by(Job.created_at)
         if job_id:
@@ -481,7 +472,7 @@ def refresh_metadata_cmd(data_dir: Optional[Path] = DataDir) -> None:
     (ingesting a file again skips it as a duplicate)."""
     from app.ingest.refresh import refresh_metadata
 
-    c = _with_paper_bar(refresh_metadata, _settings(data_dir))
+    c = _with_paper_bar(refresh_metadata, settings_or_exit(data_dir))
     typer.echo(f"papers: {c.papers}  authors changed: {c.authors_changed}  years changed: {c.years_changed}  "
                f"without a stored PDF: {c.without_pdf}  unreadable: {c.unreadable}")
 
@@ -492,7 +483,7 @@ def refresh_region_words_cmd(data_dir: Optional[Path] = DataDir) -> None:
     the stored PDFs, for collections ingested before figures kept them; `figsearch index` then uses them."""
     from app.ingest.refresh import refresh_region_words
 
-    c = _with_paper_bar(refresh_region_words, _settings(data_dir))
+    c = _with_paper_bar(refresh_region_words, settings_or_exit(data_dir))
     typer.echo(f"papers: {c.papers}  regions: {c.regions}  with words: {c.with_words}  changed: {c.changed}  "
                f"without a stored PDF: {c.without_pdf}  unreadable: {c.unreadable}")
 
@@ -503,7 +494,7 @@ def relink(data_dir: Optional[Path] = DataDir) -> None:
     from app.db.session import session_scope
     from app.ingest.store import relink_all
 
-    settings = _settings(data_dir)
+    settings = settings_or_exit(data_dir)
     with session_scope(settings.db_url) as s:
         n = relink_all(s)
     typer.echo(f"{n} citation links")
@@ -604,7 +595,7 @@ def index(data_dir: Optional[Path] = DataDir,
     from app.pipeline.classify import classify_figures
     from app.pipeline.indexing import build_index
 
-    settings = _settings(data_dir)
+    settings = settings_or_exit(data_dir)
     n_typed = classify_figures(settings, progress=True, redo=retype)
     if n_typed:
         typer.echo(f"figure types: {n_typed} figures classified")
@@ -631,7 +622,7 @@ def similar(figure_id: int = typer.Argument(..., help="Query figure id."),
     if scope not in ("other_papers", "same_paper", "all", "linked_papers"):
         typer.echo("error: --scope must be other_papers, same_paper, all or linked_papers", err=True)
         raise typer.Exit(2)
-    settings = _settings(data_dir)
+    settings = settings_or_exit(data_dir)
     engine = _searcher(settings, with_encoder=False)
     try:
         within = None
@@ -661,7 +652,7 @@ def search(query: str = typer.Argument(..., help="Keywords."), k: int = typer.Op
     if kind not in ("figure", "table", "both"):
         typer.echo("error: --kind must be figure, table or both", err=True)
         raise typer.Exit(2)
-    settings = _settings(data_dir)
+    settings = settings_or_exit(data_dir)
     engine = _searcher(settings, with_encoder=rerank)
     hits = engine.search(query, k, rerank=rerank, kind=kind, method=method)
     if hits.query != query:
@@ -691,7 +682,7 @@ def eval_cmd(data_dir: Optional[Path] = DataDir,
     """Related-figure evaluation (same-paper and citing-paper figures are relevant, plus a cross-paper section): p@3/p@5 (Same, Citing), MAP, t-tests, pair accuracy; report + plots. With --judgments: closely related / related fill of the top five and nDCG@5 on graded pairs."""
     from app.eval.run import evaluate_data_dir
 
-    settings = _settings(data_dir)
+    settings = settings_or_exit(data_dir)
     if judgments:
         from app.eval.run import evaluate_judged
 
@@ -736,7 +727,7 @@ def fit_cmd(judgments: list[Path] = typer.Option(..., "--judgments", exists=True
     """Fit the ranking config's weights for related figures in other papers on graded pairs (folds grouped by paper, held-out numbers reported) and publish it with the index as a new version."""
     from app.eval.run import fit_judged
 
-    settings = _settings(data_dir)
+    settings = settings_or_exit(data_dir)
     try:
         md, version = fit_judged(settings, judgments, out, folds=folds, seed=seed, publish=not dry_run, judge=judge,
                                  citation_floor=citation_floor or None, without=tuple(without or ()),
@@ -758,7 +749,7 @@ def eval_crops_cmd(gold: Path = typer.Option(Path("tests/data/crop_gold.jsonl"),
     (paper-resampled 95% intervals); report.json and a contact sheet of the worst crops."""
     from app.eval.crops import evaluate_crops, summary_text
 
-    report = evaluate_crops(_settings(data_dir), gold, out, n_sheet=sheet)
+    report = evaluate_crops(settings_or_exit(data_dir), gold, out, n_sheet=sheet)
     typer.echo(summary_text(report))
     typer.echo(f"wrote {out}/report.json" + (f" and {report['contact_sheet']}" if report["contact_sheet"] else ""))
 
@@ -818,7 +809,7 @@ def demo(data_dir: Optional[Path] = DataDir,
     from app.demo.sample import prepare_sample
     from app.pipeline import ingest_jobs
 
-    settings = _settings(data_dir or Path("./data/demo"))
+    settings = settings_or_exit(data_dir or Path("./data/demo"))
     settings.ensure_dirs()
     marker = settings.data_dir / ".demo-ready"
     if not marker.exists():
@@ -855,7 +846,7 @@ def serve(data_dir: Optional[Path] = DataDir,
 
     import uvicorn
 
-    settings = _settings(data_dir)
+    settings = settings_or_exit(data_dir)
     from app.api.serving import uvicorn_options
     from app.settings import AdminTokenError, generated_token_notice, resolve_admin_token
 

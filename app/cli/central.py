@@ -12,17 +12,7 @@ from typing import Optional
 
 import typer
 
-DataDir = typer.Option(None, "--data-dir", help="Data directory (default $FIGSEARCH_DATA_DIR or ./data).")
-
-
-def _settings(data_dir: Optional[Path]):
-    from app.settings import settings_for
-
-    try:
-        return settings_for(data_dir)
-    except Exception as exc:  # pydantic validation: a bad FIGSEARCH_* value
-        typer.echo(f"error: bad setting: {exc}", err=True)
-        raise typer.Exit(2)
+from app.cli.settings_option import DataDir, settings_or_exit
 
 
 def train_central_cmd(
@@ -45,7 +35,7 @@ def train_central_cmd(
     from app.central.data import read_sha_list
     from app.central.train import TrainConfig, train_central
 
-    settings = _settings(data_dir)
+    settings = settings_or_exit(data_dir)
     cfg = TrainConfig(epochs=epochs, max_steps=max_steps, max_length=max_length, batch_size=batch_size,
                       time_budget_s=time_budget * 60, seed=seed, tables=tables)
     try:
@@ -73,7 +63,7 @@ def eval_central_cmd(
     Refuses (exit 2) to report gold papers the model trained on."""
     from app.central.evaluate import GoldLeak, evaluate_central
 
-    settings = _settings(data_dir)
+    settings = settings_or_exit(data_dir)
     try:
         report = evaluate_central(settings, out, gold_path=gold, seed=seed, save_weights=save_weights,
                                   use_model=not no_model)
@@ -92,7 +82,7 @@ def score_central_cmd(
     """Compute and store central_score / central_rank for the figures of the collection."""
     from app.central.scoring import score_papers
 
-    settings = _settings(data_dir)
+    settings = settings_or_exit(data_dir)
     r = score_papers(settings, paper_id or None, progress=True)
     typer.echo(json.dumps(r))
 
