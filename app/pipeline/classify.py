@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 
-from PIL import Image
 from sqlalchemy import or_, select, update
 
 from app.db.schema import Figure, Paper
@@ -19,7 +18,7 @@ from app.settings import Settings
 from app.vision.caption_evidence import with_caption_evidence
 from app.vision.figure_types import type_head
 from app.vision.picture_store import PictureStore
-from app.vision.pictures import encode_pictures, picture_model_name
+from app.vision.pictures import encode_pictures, picture_model_name, read_crop
 from app.vision.text_layer import TextLayer, text_layer, with_text_layer_evidence
 
 log = logging.getLogger(__name__)
@@ -60,14 +59,7 @@ def classify_figures(settings: Settings, paper_ids: list[int] | None = None, red
         bar = tqdm(total=len(figures), desc="figure types", unit="fig")
     for i in range(0, len(figures), batch):
         part = figures[i:i + batch]
-        images = []
-        for _, rel, _ in part:
-            try:
-                with Image.open(settings.data_dir / rel) as im:
-                    im.draft("RGB", (448, 448))
-                    images.append(im.convert("RGB"))
-            except (OSError, ValueError):  # a missing crop is classified as a blank picture
-                images.append(Image.new("RGB", (8, 8), "white"))
+        images = [read_crop(settings.data_dir / rel) for _, rel, _ in part]
         encoded = encode_pictures(images, data_dir=settings.data_dir)
         store.put([(fid, rel or "") for fid, rel, _ in part], encoded.vectors)
         results = encoded.types

@@ -83,10 +83,8 @@ def visual_embeddings(settings: Settings, col: Collection, progress: bool = Fals
     """Picture vectors (app/vision/pictures.py) of the figures' crops, aligned with col.docs: the
     ones computed when the figures were typed at ingest are read back (app/vision/picture_store.py),
     the others (tables, collections typed before) are computed now and kept."""
-    from PIL import Image
-
     from app.vision.picture_store import PictureStore
-    from app.vision.pictures import encode_pictures, picture_model_name
+    from app.vision.pictures import encode_pictures, picture_model_name, read_crop
 
     if not col.docs:
         return None
@@ -99,14 +97,7 @@ def visual_embeddings(settings: Settings, col: Collection, progress: bool = Fals
         with tqdm(total=len(todo), desc="pictures", unit="fig", disable=not progress) as bar:
             for s in range(0, len(todo), 64):
                 part = todo[s:s + 64]
-                images = []
-                for _, rel in part:
-                    try:
-                        with Image.open(settings.data_dir / rel) as im:
-                            im.draft("RGB", (448, 448))
-                            images.append(im.convert("RGB"))
-                    except (OSError, ValueError):  # a missing or unreadable crop: a blank picture
-                        images.append(Image.new("RGB", (8, 8), "white"))
+                images = [read_crop(settings.data_dir / rel) for _, rel in part]
                 store.put(part, encode_pictures(images, data_dir=settings.data_dir).vectors)
                 bar.update(len(part))
         store.save()

@@ -103,6 +103,18 @@ def picture_model_name(data_dir: Path | None = None) -> str:
     return f"{NAME}-{size}{_tail_tag(data_dir)}-{projection(data_dir).tag}"
 
 
+def read_crop(path: Path) -> Image.Image:
+    """A stored crop as the encoder reads it: RGB, decoded at a reduced size where the format
+    allows (the backbone reads far fewer pixels); a missing or unreadable crop is a blank picture,
+    so one bad file never stops a batch."""
+    try:
+        with Image.open(path) as im:
+            im.draft("RGB", (448, 448))
+            return im.convert("RGB")
+    except (OSError, ValueError):
+        return Image.new("RGB", (8, 8), "white")
+
+
 @dataclass
 class Pictures:
     vectors: np.ndarray  # (n, DIM) float32 unit rows
