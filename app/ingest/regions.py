@@ -68,15 +68,20 @@ def _inside_graphic(r: tuple, big: np.ndarray) -> bool:
     return bool(((big[:, 1] <= r[1] + 2) & (big[:, 3] >= r[3] - 2) & (across >= r[2] - r[0] - slack)).any())
 
 
-def _obstacles(lines: list[Line], caps: list[Caption], cap: Caption, graphics: np.ndarray) -> list[tuple]:
-    """Rects that end a figure region: body paragraphs (not inside a graphic box) and other captions."""
-    obs = [c.bbox for c in caps if c is not cap]
+def _body_blocks(lines: list[Line]) -> list[list[Line]]:
+    """The page's body lines grouped by their text block, in the order the blocks first appear."""
     blocks: dict[int, list[Line]] = {}
     for ln in lines:
         if ln.body:
             blocks.setdefault(ln.block, []).append(ln)
+    return list(blocks.values())
+
+
+def _obstacles(lines: list[Line], caps: list[Caption], cap: Caption, graphics: np.ndarray) -> list[tuple]:
+    """Rects that end a figure region: body paragraphs (not inside a graphic box) and other captions."""
+    obs = [c.bbox for c in caps if c is not cap]
     big = _big_graphics(graphics)
-    for blk in blocks.values():
+    for blk in _body_blocks(lines):
         r = union([ln.rect for ln in blk])
         if not _inside_graphic(r, big):
             obs.append(r)
@@ -459,11 +464,7 @@ def _unmark_text_among_strokes(lines: list[Line], graphics: np.ndarray, st: Docu
     strokes = g[((g[:, 3] - g[:, 1]) > 2) & ((g[:, 2] - g[:, 0]) > 2)]
     if len(strokes) < 2:
         return
-    blocks: dict[int, list[Line]] = {}
-    for ln in lines:
-        if ln.body:
-            blocks.setdefault(ln.block, []).append(ln)
-    for blk in blocks.values():
+    for blk in _body_blocks(lines):
         if len(blk) > 2:
             continue
         x0, y0, x1, y1 = union([ln.rect for ln in blk])
