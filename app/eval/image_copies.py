@@ -8,7 +8,9 @@ labelled figure is also uploaded as such a copy and the first five results from 
 judged: the share whose labelled dominant type is the uploaded figure's (`same_type_at_5`), as
 served (picture vector + type scores) and by the picture vector alone, with a paper-cluster
 bootstrap interval of the difference. `hit_at_1_other_margins`: the same with screenshots taken with
-more white margin than the crop, or cut into the drawing. `copy_keeps_type`: the share of copies whose dominant type by pixels
+more white margin than the crop, or cut into the drawing, and with the figure's region rendered again
+from its PDF at another resolution with its edges moved ("rendered again": a screenshot from a PDF
+viewer). `copy_keeps_type`: the share of copies whose dominant type by pixels
 is the original crop's (how stable picture typing is under rescaling and JPEG).
 
     figsearch eval-image-copies --data-dir DIR [--n 300] [--seed 0] [--labels FILE]
@@ -23,6 +25,7 @@ import numpy as np
 from PIL import Image, ImageOps
 
 from app.pipeline.indexing import index_root
+from app.pdfs import stored_pdf
 from app.pipeline.searching import open_searcher
 from app.search.looks import COPY_MAX_BITS, HASH_BYTES, hash_distances
 from app.search.searcher import Searcher
@@ -51,6 +54,21 @@ def with_margin(img: Image.Image, fraction: float) -> Image.Image:
 
 # screenshots taken with other margins than the stored crop: uploaded as rescaled JPEG copies too
 MARGINS = {"margin +5%": 0.05, "margin +15%": 0.15, "cut 2%": -0.02}
+VIEWER_DPI = (72, 96, 110, 144, 200)
+
+
+def viewer_screenshot(pdf: Path, page: int, box, rng: random.Random) -> Image.Image:
+    """What a screenshot of the figure in a PDF viewer looks like: its region rendered again at
+    another resolution, each edge moved from 2% inside to 5% outside."""
+    import pymupdf
+
+    x0, y0, x1, y1 = box
+    w, h = x1 - x0, y1 - y0
+    edge = lambda: rng.uniform(-0.02, 0.05)  # noqa: E731
+    clip = pymupdf.Rect(x0 - edge() * w, y0 - edge() * h, x1 + edge() * w, y1 + edge() * h)
+    with pymupdf.open(pdf) as doc:
+        pix = doc[page - 1].get_pixmap(dpi=rng.choice(VIEWER_DPI), clip=clip)
+    return Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
 
 
 def evaluate_image_copies(settings: Settings, n: int = 300, seed: int = 0, labels: Path | None = None) -> dict:
@@ -66,6 +84,10 @@ def evaluate_image_copies(settings: Settings, n: int = 300, seed: int = 0, label
         rows = s.execute(select(Figure.id, Figure.image_path, Figure.paper_id, Paper.sha256, Figure.number)
                          .join(Paper, Paper.id == Figure.paper_id)
                          .where(Figure.id.in_([int(x) for x in engine.figure_ids]), Figure.kind == "figure")).all()
+        regions = {fid: (sha, page, region or box) for fid, sha, page, region, box in s.execute(
+            select(Figure.id, Paper.sha256, Figure.page, Figure.region_bbox, Figure.bbox)
+            .join(Paper, Paper.id == Figure.paper_id)
+            .where(Figure.id.in_([int(x) for x in engine.figure_ids]), Figure.kind == "figure")).all()}
     paths = {fid: path for fid, path, *_ in rows}  # figures (tables are searched as tables)
     rng = random.Random(seed)
     ids = sorted(paths)
@@ -102,6 +124,13 @@ def evaluate_image_copies(settings: Settings, n: int = 300, seed: int = 0, label
             hits = engine.by_picture(shot.vector, k=1, type_scores=shot.types.scores if shot.types else None,
                                      look=shot.look)
             margin_first.setdefault(name, []).append(bool(hits) and hits[0].figure_id == fid)
+        sha, page, box = regions.get(fid, (None, None, None))
+        pdf = stored_pdf(settings.data_dir, sha)
+        if pdf is not None and page and box:
+            shot = picture_query(viewer_screenshot(pdf, page, box, margin_rng), settings.data_dir)
+            hits = engine.by_picture(shot.vector, k=1, type_scores=shot.types.scores if shot.types else None,
+                                     look=shot.look)
+            margin_first.setdefault("rendered again", []).append(bool(hits) and hits[0].figure_id == fid)
     found = [r for r in ranks if r is not None]
     report = {"n_queries": len(ranks), "n_figures": len(ids),
               "hit_at_1": round(sum(r == 1 for r in found) / len(ranks), 3),
