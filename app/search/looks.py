@@ -12,8 +12,8 @@ development collection's crops a rescaled (x0.4-1.5) JPEG (quality 50-90) copy i
 figure at the median and 8 at the 99th percentile, the nearest other figure 42 bits at the 1st
 percentile (the few closer ones are figures printed twice). With it, an upload finds its figure
 first (`figsearch eval-image-copies`, held-out papers): copies 1.000, screenshots with 5% / 15% more
-margin .995 / .973, cut 2% into the drawing .878, against .882, .701, .525 and .774 with the
-picture-vector cosine rule.
+margin .995 / .986, cut 2% into the drawing .860, the region rendered again from the PDF at another
+resolution .946, against .882, .710, .525, .769 and .801 with the picture-vector cosine rule.
 
 Rows without a hash (an index built before them, a crop that did not open) fall back to the
 picture-vector cosine rule (`fusion.SAME_PICTURE_MIN`).
