@@ -41,7 +41,8 @@ def hash_distances(query: np.ndarray, hashes: np.ndarray) -> np.ndarray:
 
 
 class LookIndex:
-    """One perceptual hash per row (`hashes`, packed bits) and whether the row has one (`known`)."""
+    """Each row's perceptual hashes (`hashes`: HASH_BYTES packed bits, the two hashes of
+    app/vision/looks.py) and whether the row has them (`known`)."""
 
     def __init__(self, hashes: np.ndarray, known: np.ndarray):
         self.hashes = np.asarray(hashes, dtype=np.uint8).reshape(-1, HASH_BYTES)
