@@ -563,14 +563,11 @@ class Searcher:
         rows, cos = ids[0][keep][:want], sims[0][keep][:want].astype(np.float64)
         same = same_picture(self.looks, look, rows, cos)
         signals = {"visual": cos, "same_picture": same.astype(np.float64)}
-        final, ranked = cos, None
-        if typed:
-            query = self.types.query_scores(type_scores)
-            final, ranked = rank_by_picture(cos, self.types.scores[rows], query, self.picture_ranking, copies=same)
-            # what the result shows (its reasons): the same dominant type as the upload's best-scoring one
+        query = self.types.query_scores(type_scores) if typed else None
+        final, ranked = rank_by_picture(cos, self.types.scores[rows] if typed else None, query,
+                                        self.picture_ranking, copies=same)
+        if typed:  # what the result shows (its reasons): the same dominant type as the upload's best-scoring one
             signals["type"] = self.types.same_dominant(query, rows)
-        elif self.picture_ranking.copies_first:
-            ranked = same_picture_first(order(cos), same)
         return self._hits(rows, final, np.zeros(len(rows)), None, k, 0, lambda r: [],
                           signals=signals, ranked=ranked)
 
@@ -590,8 +587,7 @@ class Searcher:
         d.mkdir(parents=True, exist_ok=True)
         write_parts(d, {"docs": self.docs, "lexical": self._lex[self._primary], "vectors": self.vectors,
                         "visual": self.visual, "papers": self.papers, "types": self.types,
-                        "spelling": self.spelling, "figure_words": self.figure_words,
-                                "looks": self.looks})
+                        "spelling": self.spelling, "figure_words": self.figure_words, "looks": self.looks})
         self.ranking.save(d)
         meta = dict(n=len(self), method=self._primary, has_vectors=self.vectors is not None,
                     has_papers=self.papers is not None, has_visual=self.visual is not None,
