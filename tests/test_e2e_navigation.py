@@ -219,3 +219,50 @@ def test_reversed_year_range_and_missing_figure(server, browser):
     assert page.get_attribute("#view p a", "href") == "#/"
     assert [e for e in console.errors if "404" not in e] == []
     page.close()
+
+
+def test_back_returns_to_the_same_place_and_skip_link_stays(server, browser):
+    """Back from a figure opened far down the results gives the results the reader had (the pages
+    "Load more" added too) at the same scroll offset; following a card moves the focus into the new
+    page; "Skip to content" moves the focus without leaving the page."""
+    page = browser.new_page(viewport={"width": 390, "height": 600})
+    page.set_default_timeout(20_000)
+    console = Console(page)
+    page.goto(server + "/#/?kind=both")
+    wait_page(page)
+    if page.locator("#more").is_visible():
+        page.click("#more")
+        wait_js(page, "document.querySelectorAll('#results .card').length > 24")
+    cards = page.locator("#results .card")
+    n = cards.count()
+    card = cards.nth(n - 2)
+    card.focus()
+    time.sleep(0.4)  # the page keeps its offset once scrolling stops
+    fid = card.get_attribute("data-figure-id")
+    top = f"Math.round(document.querySelector('#results .card[data-figure-id=\"{fid}\"]').getBoundingClientRect().top)"
+    y, at = page.evaluate("window.scrollY"), page.evaluate(top)
+    assert y > 600
+    page.keyboard.press("Enter")
+    wait_js(page, "location.hash.startsWith('#/figure/')")
+    wait_page(page)
+    assert page.evaluate("document.activeElement.id") == "view"
+    page.go_back()
+    wait_page(page)
+    assert page.locator("#results .card").count() == n
+    # the card is where it was on the screen (the filter bar, loaded beside the results, may
+    # come in above them: the browser's scroll anchoring keeps the cards in place)
+    wait_js(page, f"document.getElementById('filters') && Math.abs({top} - {at}) <= 2")
+    # a new visit to the same address starts at the top
+    page.click("a[data-nav=papers]")
+    wait_page(page)
+    page.evaluate("location.hash = '#/?kind=both'")
+    wait_page(page)
+    assert page.evaluate("window.scrollY") == 0
+    # the skip link: focus in the content, the address unchanged
+    before = page.url
+    page.focus("a.skip")
+    page.keyboard.press("Enter")
+    assert page.url == before and page.evaluate("document.activeElement.id") == "view"
+    assert not page.locator(".notice.warn").count()
+    assert not console.errors, console.errors
+    page.close()

@@ -1,5 +1,5 @@
 // Hash router: #/ (search or browse), #/figure/ID, #/paper/ID, #/papers, #/upload, #/admin.
-import { h, notice, clear } from './ui.js';
+import { h, notice, clear, remember } from './ui.js';
 import { renderSearch } from './views/search.js';
 import { renderFigure } from './views/figure.js';
 import { renderPaper, renderPapers } from './views/paper.js';
@@ -10,6 +10,11 @@ import { filterParams, searchHash } from './filters.js';
 const view = document.getElementById('view');
 const qInput = document.getElementById('q');
 let current = null; // AbortController of the view on screen
+let arrived = null; // history.state of the entry being shown, read before its page is rendered again
+
+// Where the reader was on each page (scroll offset, results loaded) lives in that history entry's
+// state, so Back and Forward return to the same place instead of the top of a shorter page.
+history.scrollRestoration = 'manual';
 
 const routes = [
   [/^\/?$/, 'search', (m, p) => renderSearch(view, p, ctx())],
@@ -20,7 +25,7 @@ const routes = [
   [/^\/admin$/, 'admin', () => renderAdmin(view, ctx())],
 ];
 
-function ctx() { return { signal: current.signal }; }
+function ctx() { return { signal: current.signal, restore: arrived || {} }; }
 
 function parseHash() {
   const raw = location.hash.replace(/^#/, '') || '/';
@@ -28,10 +33,12 @@ function parseHash() {
   return { path, params: new URLSearchParams(query) };
 }
 
-async function route() {
+async function route(e) {
   if (current) current.abort();
   const mine = new AbortController();
   current = mine;
+  arrived = history.state;
+  const focusLost = () => e && (!document.activeElement || document.activeElement === document.body);
   const { path, params } = parseHash();
   const found = routes.find(([re]) => re.test(path));
   // the header box shows the query of the search page only (never an old one elsewhere)
@@ -57,9 +64,20 @@ async function route() {
     const msg = err && err.message ? err.message : 'Something went wrong.';
     view.append(notice(msg.charAt(0).toUpperCase() + msg.slice(1), 'error'), h('p', {}, h('a', { href: '#/' }, 'Go to the figures')));
   }
-  if (!mine.signal.aborted && !params.get('q')) window.scrollTo(0, 0);
+  if (!mine.signal.aborted) {
+    if (arrived && arrived.scrollY) window.scrollTo(0, arrived.scrollY);
+    else if (!params.get('q')) window.scrollTo(0, 0);
+    // the link or card that was followed is gone: the next Tab starts in the new page, not at the top
+    if (focusLost()) view.focus({ preventScroll: true });
+  }
   done(mine);
 }
+
+// a page being rendered scrolls as it grows and shrinks: only a finished page's offset is kept
+function keepScroll() { if (view.getAttribute('aria-busy') === 'false') remember({ scrollY: Math.round(window.scrollY) }); }
+let scrollTimer = 0;
+window.addEventListener('scroll', () => { clearTimeout(scrollTimer); scrollTimer = setTimeout(keepScroll, 150); }, { passive: true });
+document.addEventListener('click', keepScroll, true);  // before a followed link makes a new entry
 
 function done(mine) {
   if (mine.signal.aborted) return;
@@ -82,6 +100,9 @@ document.addEventListener('keydown', (e) => {
   if (e.key === '/' && !typing && !e.ctrlKey && !e.metaKey) { e.preventDefault(); qInput.focus(); qInput.select(); }
   else if (e.key === 'Escape' && t === qInput) qInput.blur();
 });
+
+// "Skip to content" moves the focus; following its #view address would leave the page.
+document.querySelector('.skip').addEventListener('click', (e) => { e.preventDefault(); view.focus(); });
 
 window.addEventListener('hashchange', route);
 route();

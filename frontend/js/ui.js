@@ -30,6 +30,10 @@ export function notice(text, kind = '') { return h('div', { class: `notice ${kin
 
 export function empty(title, text) { return h('div', { class: 'empty' }, h('strong', {}, title), text || ''); }
 
+// Merge `part` into the state of the history entry on screen (its address stays): what Back and
+// Forward give a page back (app.js passes it to the page as ctx.restore).
+export function remember(part) { history.replaceState({ ...(history.state || {}), ...part }, ''); }
+
 export function setTitle(text) { document.title = text ? `${text} · figsearch` : 'figsearch'; }
 
 // Caption without the leading "Figure 3:" (shown separately as the label).

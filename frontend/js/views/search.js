@@ -1,7 +1,7 @@
 // Search page: results for ?q=…, or the most recently added figures when there is no query, both narrowed by
 // the filters in the URL (filters.js). "Load more" pages.
 import { api, serverInfo } from '../api.js';
-import { h, loading, notice, empty, figureCard, gridKeys, setTitle, snippetBlock } from '../ui.js';
+import { h, loading, notice, empty, figureCard, gridKeys, setTitle, snippetBlock, remember } from '../ui.js';
 import { filterBar, filterParams, searchHash } from '../filters.js';
 
 const PAGE = 24;
@@ -9,7 +9,7 @@ const PAGE = 24;
 // The server's messages are lower-case phrases; the page shows them as sentences.
 const asSentence = (t) => (t ? `${t[0].toUpperCase()}${t.slice(1)}${/[.!?]$/.test(t) ? '' : '.'}` : t);
 
-export async function renderSearch(root, params, { signal }) {
+export async function renderSearch(root, params, { signal, restore }) {
   const q = (params.get('q') || '').trim();
   const filters = filterParams(params);
   const kind = filters.get('kind') || 'figure';
@@ -47,7 +47,7 @@ export async function renderSearch(root, params, { signal }) {
     })
     .catch((err) => { if (err.name !== 'AbortError') bar.replaceChildren(notice(`Filters unavailable: ${err.message}`, 'warn')); });
 
-  async function page() {
+  async function page({ refocus = true } = {}) {
     moreBtn.disabled = true;
     status.replaceChildren(loading(q ? 'Searching…' : 'Loading…'));
     let items; let message = null;
@@ -71,6 +71,7 @@ export async function renderSearch(root, params, { signal }) {
     const firstNew = grid.children.length;
     for (const f of items) grid.append(figureCard(f, { extra: snippetBlock(f, closeMeaning) }));
     shown += items.length;
+    remember({ results: shown });  // Back to this page loads as many again
     showInfo();
     if (!shown) {
       if (q) status.append(empty('No close matches.', message ? asSentence(message) : 'No figure shares these words or is close in meaning. Try other or fewer words.'));
@@ -81,7 +82,7 @@ export async function renderSearch(root, params, { signal }) {
     }
     more.hidden = !hasMore;
     moreBtn.disabled = false;
-    if (firstNew > 0 && grid.children[firstNew]) grid.children[firstNew].focus({ preventScroll: true });
+    if (refocus && firstNew > 0 && grid.children[firstNew]) grid.children[firstNew].focus({ preventScroll: true });
   }
 
   moreBtn.addEventListener('click', () => page().catch(showError));
@@ -91,4 +92,6 @@ export async function renderSearch(root, params, { signal }) {
     moreBtn.disabled = false;
   }
   await page();
+  // back on this page after "Load more": the same results again, so the reader's place is still there
+  while (hasMore && shown < (restore.results || 0)) await page({ refocus: false });
 }
