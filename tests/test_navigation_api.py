@@ -304,7 +304,7 @@ def test_hires_renders_are_cached_by_rounded_scale_and_refused_when_the_pool_is_
 
 def test_papers_list_searches_sorts_and_shows_central_figures(client):
     """The paper list finds papers by a word of their title or an author's name, sorts by year,
-    title or number of figures, and names each paper's central figure with its thumbnail."""
+    title, number of figures or the last ingested first, and names each paper's central figure with its thumbnail."""
     every = client.get("/api/v1/papers", params={"limit": 100}).json()["items"]
     assert every and all(p["central_figure"] for p in every if p["n_figures"])
     for p in every:
@@ -320,6 +320,8 @@ def test_papers_list_searches_sorts_and_shows_central_figures(client):
     assert by_title == sorted(by_title)
     by_figures = [p["n_figures"] for p in client.get("/api/v1/papers", params={"sort": "figures"}).json()["items"]]
     assert by_figures == sorted(by_figures, reverse=True)
+    recent = [p["paper_id"] for p in client.get("/api/v1/papers", params={"sort": "recent"}).json()["items"]]
+    assert recent == sorted((p["paper_id"] for p in every), reverse=True)  # the last ingested first
     target = every[-1]
     word = max(target["title"].split(), key=len)
     found = client.get("/api/v1/papers", params={"q": word.upper()}).json()

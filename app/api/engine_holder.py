@@ -164,8 +164,8 @@ class EngineHolder:
                     self.reason = "the search index cannot be loaded (see the server log)"
                     log.error("no index version can be served: %s", self.load_error)
                 elif not choice.published:
-                    self.reason = ("no search index yet: ingest papers (admin upload or `figsearch index`) "
-                                   "or run `figsearch index`")
+                    self.reason = ("no search index yet: ingest papers (the admin page's upload or `figsearch ingest`) "
+                                   "or build it with `figsearch index`")
             return
         if version == self._version:
             with self._lock:

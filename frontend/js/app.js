@@ -1,5 +1,5 @@
 // Hash router: #/ (search or browse), #/figure/ID, #/paper/ID, #/papers, #/upload, #/admin.
-import { h, notice, clear, remember } from './ui.js';
+import { h, notice, clear, remember, asSentence } from './ui.js';
 import { renderSearch } from './views/search.js';
 import { renderFigure } from './views/figure.js';
 import { renderPaper, renderPapers } from './views/paper.js';
@@ -61,8 +61,7 @@ async function route(e) {
     // a page left before it finished must not touch the page shown since
     if (mine.signal.aborted || (err && err.name === 'AbortError')) return;
     clear(view);
-    const msg = err && err.message ? err.message : 'Something went wrong.';
-    view.append(notice(msg.charAt(0).toUpperCase() + msg.slice(1), 'error'), h('p', {}, h('a', { href: '#/' }, 'Go to the figures')));
+    view.append(notice(asSentence(err && err.message ? err.message : 'something went wrong'), 'error'), h('p', {}, h('a', { href: '#/' }, 'Go to the figures')));
   }
   if (!mine.signal.aborted) {
     if (arrived && arrived.scrollY) window.scrollTo(0, arrived.scrollY);

@@ -28,7 +28,7 @@ export function searchHash(q, filters) {
 
 let papersPromise = null;
 function paperOptions() {
-  if (!papersPromise) papersPromise = api('papers?limit=100&status=ok').catch((e) => { papersPromise = null; throw e; });
+  if (!papersPromise) papersPromise = api('papers?limit=100&status=ok&sort=title').catch((e) => { papersPromise = null; throw e; });
   return papersPromise;
 }
 

@@ -34,6 +34,9 @@ export function empty(title, text) { return h('div', { class: 'empty' }, h('stro
 // Forward give a page back (app.js passes it to the page as ctx.restore).
 export function remember(part) { history.replaceState({ ...(history.state || {}), ...part }, ''); }
 
+// The server's messages are lower-case phrases; pages show them as sentences.
+export function asSentence(t) { return t ? `${t[0].toUpperCase()}${t.slice(1)}${/[.!?]$/.test(t) ? '' : '.'}` : t; }
+
 export function setTitle(text) { document.title = text ? `${text} · figsearch` : 'figsearch'; }
 
 // Caption without the leading "Figure 3:" (shown separately as the label).
@@ -68,7 +71,9 @@ export function figureCard(f, { extra = null, showPaper = true } = {}) {
     h('div', { class: 'label' }, f.label || `${f.kind === 'table' ? 'Table' : 'Figure'} ${f.number}`,
       f.figure_type && f.kind !== 'table' ? h('span', { class: 'type', title: 'Figure type' }, f.figure_type.replace(/_/g, ' ')) : null,
       badges.length ? h('span', { class: 'badges' }, badges) : null),
-    h('div', { class: 'cap' }, f.snippet ? captionWithMatches(f) : captionBody(f)),
+    captionBody(f)
+      ? h('div', { class: 'cap' }, f.snippet ? captionWithMatches(f) : captionBody(f))
+      : h('div', { class: 'cap none' }, 'No caption'),
     showPaper && f.paper_title ? h('div', { class: 'paper' }, f.paper_title + (f.paper_year ? ` (${f.paper_year})` : '')) : null,
     extra);
   return h('a', { class: `card${f.kind === 'table' ? ' table-card' : ''}`, href: `#/figure/${f.figure_id}`, dataset: { figureId: f.figure_id } },

@@ -42,8 +42,9 @@ def list_papers(db: SessionDep, settings: SettingsDep,
                 status: Annotated[str | None, Query(pattern="^(ok|no_text|failed|duplicate)$")] = None,
                 q: Annotated[str | None, Query(max_length=200, description=(
                     "Only papers whose title or authors contain every word (case-insensitive)."))] = None,
-                sort: Annotated[str, Query(pattern="^(id|year|title|figures)$", description=(
-                    "id (order of ingestion), year (newest first), title (A-Z) or figures (most first)."))] = "id"):
+                sort: Annotated[str, Query(pattern="^(id|recent|year|title|figures)$", description=(
+                    "id (order of ingestion), recent (last ingested first), year (newest first), title (A-Z) "
+                    "or figures (most first)."))] = "id"):
     """Papers of the collection, with their number of figures and tables and their central
     figure (the one the central-figure model ranks first; else the first figure)."""
     check_limit("limit", limit, settings)
@@ -56,7 +57,7 @@ def list_papers(db: SessionDep, settings: SettingsDep,
     total = db.scalar(select(func.count()).select_from(base.subquery()))
     n_figures = (select(func.count(Figure.id)).where(Figure.paper_id == Paper.id, Figure.kind == "figure")
                  .correlate(Paper).scalar_subquery())
-    order = {"id": (Paper.id,), "year": (Paper.year.desc().nulls_last(), Paper.id),
+    order = {"id": (Paper.id,), "recent": (Paper.id.desc(),), "year": (Paper.year.desc().nulls_last(), Paper.id),
              "title": (func.lower(Paper.title), Paper.id), "figures": (n_figures.desc(), Paper.id)}[sort]
     papers = db.scalars(base.order_by(*order).offset(offset).limit(limit)).all()
     ids = [p.id for p in papers]

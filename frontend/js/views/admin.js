@@ -4,6 +4,7 @@ import { api, serverInfo, ApiError, ADMIN_TOKEN_KEY as KEY } from '../api.js';
 import { h, notice, empty, setTitle, dropZone, mb, loading } from '../ui.js';
 
 const POLL_MS = 1000;
+const LONG_JOB = 12;  // a job with more files shows its file table folded (the counts line says how they went)
 const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 // "14:05 (3 min ago)": local time (with the date when not today) and how long ago.
@@ -114,11 +115,17 @@ async function renderDashboard(root, token, { signal }) {
     label: 'Drop PDFs or a zip of PDFs here, or click to choose',
     hint: `up to ${info.max_upload_mb} MB per upload`,
     onFiles: (files) => {
-      chosen = [...files];
+      // what is plainly not a PDF or zip stays out, so that one stray file does not refuse the upload
+      const uploadable = (f) => info.upload_types.includes(f.type) || /\.(pdf|zip)$/i.test(f.name);
+      chosen = [...files].filter(uploadable);
+      const left = [...files].filter((f) => !uploadable(f));
       const total = chosen.reduce((s, f) => s + f.size, 0);
-      fileList.textContent = `${chosen.length} file${chosen.length === 1 ? '' : 's'} (${mb(total)}): ${chosen.map((f) => f.name).join(', ')}`;
+      fileList.textContent = chosen.length ? `${chosen.length} file${chosen.length === 1 ? '' : 's'} (${mb(total)}): ${chosen.map((f) => f.name).join(', ')}` : '';
       uploadBtn.disabled = chosen.length === 0;
       uploadMsg.replaceChildren();
+      if (left.length) {
+        uploadMsg.append(notice(`Left out, not a PDF or zip: ${left.map((f) => f.name).join(', ')}.`, 'warn'));
+      }
       if (total > info.max_upload_mb * 1024 * 1024) {
         uploadMsg.append(notice(`That is more than the ${info.max_upload_mb} MB limit per upload; upload in parts.`, 'error'));
         uploadBtn.disabled = true;
@@ -192,7 +199,7 @@ async function renderDashboard(root, token, { signal }) {
   const jobsPanel = h('div', { class: 'panel' }, h('h3', {}, 'Ingest jobs'), jobsBox);
   const jobEls = new Map();
 
-  function jobView(j) {
+  function jobView(j, filesOpen = false) {
     const pct = j.total ? Math.round((100 * j.done) / j.total) : (j.status === 'done' ? 100 : 0);
     const state = j.status === 'failed' ? 'failed' : j.status === 'done' ? 'done' : '';
     const counts = Object.entries(j.counts || {}).map(([k, v]) => `${v} ${k.replace('_', ' ')}`).join(', ');
@@ -206,14 +213,17 @@ async function renderDashboard(root, token, { signal }) {
       counts ? h('div', { class: 'muted small' }, counts) : null,
       j.error ? notice(j.error, 'error') : null);
     if (j.files && j.files.length) {
-      el.append(h('div', { class: 'table-wrap' }, h('table', { class: 'files' },
+      const table = h('div', { class: 'table-wrap' }, h('table', { class: 'files' },
         h('thead', {}, h('tr', {}, h('th', {}, 'File'), h('th', {}, 'Result'), h('th', {}, 'Figures'), h('th', {}, 'Tables'), h('th', {}, ''))),
         h('tbody', {}, j.files.map((f) => h('tr', {},
           h('td', { class: 'name' }, f.name),
           h('td', {}, h('span', { class: `badge ${f.status}` }, f.status.replace('_', ' '))),
           h('td', { class: 'num', 'data-label': f.n_figures === 1 ? 'figure' : 'figures' }, f.status === 'pending' ? '…' : String(f.n_figures)),
           h('td', { class: 'num', 'data-label': f.n_tables === 1 ? 'table' : 'tables' }, f.status === 'pending' ? '…' : String(f.n_tables ?? 0)),
-          fileOutcome(f)))))));
+          fileOutcome(f))))));
+      el.append(j.files.length > LONG_JOB
+        ? h('details', { class: 'job-files', open: filesOpen }, h('summary', { class: 'small' }, `The ${j.files.length} files`), table)
+        : table);
     }
     return el;
   }
@@ -232,8 +242,8 @@ async function renderDashboard(root, token, { signal }) {
   }
 
   function addJob(j, top = false) {
-    const el = jobView(j);
     const old = jobEls.get(j.job_id);
+    const el = jobView(j, Boolean(old && old.querySelector('details.job-files[open]')));  // a poll keeps it unfolded
     if (old) old.replaceWith(el);
     else if (top) jobsBox.prepend(el);
     else jobsBox.append(el);

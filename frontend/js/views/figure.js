@@ -65,10 +65,12 @@ export async function renderFigure(root, id, { signal }) {
   const side = h('div', { class: 'figure-side' },
     h('div', { class: 'panel' },
       h('h1', {}, f.label || `Figure ${f.number}`, ' ', central),
-      h('p', { class: 'caption', id: 'figure-caption', tabindex: '0' }, captionBody(f)),
+      captionBody(f)
+        ? h('p', { class: 'caption', id: 'figure-caption', tabindex: '0' }, captionBody(f))
+        : h('p', { class: 'caption muted', id: 'figure-caption' }, `No caption was found for this ${f.kind}.`),
       h('div', { class: 'meta' },
         h('span', {}, `page ${f.page}`),
-        f.figure_type ? h('span', { id: 'figure-type' }, f.figure_type.replace(/_/g, ' ')) : null,
+        f.figure_type && f.kind !== 'table' ? h('span', { id: 'figure-type' }, f.figure_type.replace(/_/g, ' ')) : null,
         f.width && f.height ? h('span', {}, `${f.width}×${f.height} px`) : null),
       h('div', { class: 'actions' },
         f.pdf_url

@@ -60,12 +60,12 @@ export async function renderPaper(root, id, params, { signal }) {
 }
 
 const PAGE = 50;
-const SORTS = [['id', 'Recently added'], ['year', 'Year (newest first)'], ['title', 'Title (A–Z)'], ['figures', 'Most figures']];
+const SORTS = [['recent', 'Recently added'], ['year', 'Year (newest first)'], ['title', 'Title (A–Z)'], ['figures', 'Most figures']];
 
 function papersHash(q, sort, offset = 0) {
   const p = new URLSearchParams();
   if (q) p.set('q', q);
-  if (sort && sort !== 'id') p.set('sort', sort);
+  if (sort && sort !== 'recent') p.set('sort', sort);
   if (offset) p.set('offset', String(offset));
   const s = p.toString();
   return `#/papers${s ? `?${s}` : ''}`;
@@ -76,7 +76,7 @@ export async function renderPapers(root, params, { signal }) {
   setTitle('Papers');
   const offset = Math.max(0, Number(params.get('offset')) || 0);
   const q = (params.get('q') || '').trim();
-  const sort = SORTS.some(([v]) => v === params.get('sort')) ? params.get('sort') : 'id';
+  const sort = SORTS.some(([v]) => v === params.get('sort')) ? params.get('sort') : 'recent';
   root.append(loading());
   const r = await api(`papers?offset=${offset}&limit=${PAGE}&sort=${sort}${q ? `&q=${encodeURIComponent(q)}` : ''}`, { signal });
   root.replaceChildren();

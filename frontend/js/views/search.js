@@ -1,13 +1,10 @@
 // Search page: results for ?q=…, or the most recently added figures when there is no query, both narrowed by
 // the filters in the URL (filters.js). "Load more" pages.
 import { api, serverInfo } from '../api.js';
-import { h, loading, notice, empty, figureCard, gridKeys, setTitle, snippetBlock, remember } from '../ui.js';
+import { h, loading, notice, empty, figureCard, gridKeys, setTitle, snippetBlock, remember, asSentence } from '../ui.js';
 import { filterBar, filterParams, searchHash } from '../filters.js';
 
 const PAGE = 24;
-
-// The server's messages are lower-case phrases; the page shows them as sentences.
-const asSentence = (t) => (t ? `${t[0].toUpperCase()}${t.slice(1)}${/[.!?]$/.test(t) ? '' : '.'}` : t);
 
 export async function renderSearch(root, params, { signal, restore }) {
   const q = (params.get('q') || '').trim();
@@ -50,10 +47,11 @@ export async function renderSearch(root, params, { signal, restore }) {
   async function page({ refocus = true } = {}) {
     moreBtn.disabled = true;
     status.replaceChildren(loading(q ? 'Searching…' : 'Loading…'));
-    let items; let message = null;
+    let items; let message = null; let indexed = true;
     if (q) {
       const r = await api(`search?q=${encodeURIComponent(q)}&k=${PAGE}&offset=${offset}${fq}`, { signal });
       items = r.items; hasMore = r.has_more; message = r.message;
+      indexed = Boolean(r.index_version);  // without an index nothing was searched: no "no matches"
       extraInfo = r.reranked ? 'ranked by keywords and meaning' : 'ranked by keywords';
       offset += PAGE;
     } else {
@@ -74,8 +72,11 @@ export async function renderSearch(root, params, { signal, restore }) {
     remember({ results: shown });  // Back to this page loads as many again
     showInfo();
     if (!shown) {
-      if (q) status.append(empty('No close matches.', message ? asSentence(message) : 'No figure shares these words or is close in meaning. Try other or fewer words.'));
-      else if (fq) status.append(empty('Nothing passes these filters.', h('a', { href: '#/' }, 'Clear the filters')));
+      if (q && !indexed) status.append(empty('Search is not ready yet.', asSentence(message || 'the server has no search index')));
+      else if (q) {
+        status.append(empty('No close matches.', h('span', {}, asSentence(message || 'no figure shares these words or is close in meaning'), ' ',
+          fq ? h('a', { href: searchHash(q, []), id: 'search-unfiltered' }, 'Search without the filters') : 'Try other or fewer words.')));
+      } else if (fq) status.append(empty('Nothing passes these filters.', h('a', { href: '#/' }, 'Clear the filters')));
       else status.append(empty('The collection is empty.', h('span', {}, 'An administrator can add papers on the ', h('a', { href: '#/admin' }, 'Admin page'), '.')));
     } else if (message && firstNew === 0) {
       status.append(notice(asSentence(message)));

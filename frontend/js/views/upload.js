@@ -1,7 +1,7 @@
 // Search by an uploaded figure image: by the picture itself, or by its caption's text when one is
 // given. The server says whether picture search is available (/api/v1/info).
 import { api, serverInfo } from '../api.js';
-import { h, notice, empty, figureCard, whyBlock, gridKeys, setTitle, dropZone, mb, loading } from '../ui.js';
+import { h, notice, empty, figureCard, whyBlock, gridKeys, setTitle, dropZone, mb, loading, asSentence } from '../ui.js';
 
 export async function renderUpload(root, { signal }) {
   setTitle('Search by image');
@@ -23,12 +23,19 @@ export async function renderUpload(root, { signal }) {
     onFiles: (files) => {
       const f = files[0];
       msg.replaceChildren();
-      if (!info.image_types.includes(f.type)) { msg.append(notice(`${f.name} is not a PNG or JPEG image.`, 'error')); return; }
-      if (f.size > info.max_image_mb * 1024 * 1024) { msg.append(notice(`${f.name} is too large (${mb(f.size)}; the limit is ${info.max_image_mb} MB).`, 'error')); return; }
+      // a refused file also drops the one chosen before: the button never searches with a picture not shown
+      const refuse = (text) => {
+        file = null; preview.hidden = true; preview.replaceChildren(); grid.replaceChildren(); resultsHead.hidden = true;
+        msg.replaceChildren(notice(text, 'error'));
+      };
+      if (!info.image_types.includes(f.type)) { refuse(`${f.name} is not a PNG or JPEG image.`); return; }
+      if (f.size > info.max_image_mb * 1024 * 1024) { refuse(`${f.name} is too large (${mb(f.size)}; the limit is ${info.max_image_mb} MB).`); return; }
       file = f;
       if (previewUrl) URL.revokeObjectURL(previewUrl);
       previewUrl = URL.createObjectURL(f);
-      preview.replaceChildren(h('img', { src: previewUrl, alt: 'The chosen figure' }), h('div', {}, h('strong', {}, f.name), h('div', { class: 'muted small' }, mb(f.size))));
+      const img = h('img', { src: previewUrl, alt: 'The chosen figure' });
+      img.addEventListener('error', () => { if (file === f) refuse(`${f.name} cannot be read as a picture: its content is not a PNG or JPEG image.`); }, { once: true });
+      preview.replaceChildren(img, h('div', {}, h('strong', {}, f.name), h('div', { class: 'muted small' }, mb(f.size))));
       preview.hidden = false;
     },
   });
@@ -44,14 +51,17 @@ export async function renderUpload(root, { signal }) {
 
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
+    if (!file) {  // a refused file's reason stays on screen
+      if (!msg.querySelector('.notice.error')) msg.replaceChildren(notice('Choose a figure image first.', 'warn'));
+      return;
+    }
     msg.replaceChildren();
     grid.replaceChildren();
     resultsHead.hidden = true;
-    if (!file) { msg.append(notice('Choose a figure image first.', 'warn')); return; }
     const text = caption.value.trim();
     if (!info.image_queries && !text) {
       // the server would answer 501: say it here without a failing request
-      msg.append(notice(info.image_queries_message.charAt(0).toUpperCase() + info.image_queries_message.slice(1) + '.', 'warn'));
+      msg.append(notice(asSentence(info.image_queries_message), 'warn'));
       return;
     }
     const body = new FormData();
@@ -82,7 +92,7 @@ export async function renderUpload(root, { signal }) {
       for (const hit of r.items) grid.append(figureCard(hit, { extra: whyBlock(hit, { picture }) }));
     } catch (err) {
       if (err.name === 'AbortError') return;
-      msg.replaceChildren(notice(err.message, err.status === 501 ? 'warn' : 'error'));
+      msg.replaceChildren(notice(asSentence(err.message), err.status === 501 ? 'warn' : 'error'));
     } finally {
       submit.disabled = false;
     }
