@@ -189,3 +189,24 @@ def test_related_cards_show_the_same_picture_and_claim_nothing_untrue(server, br
     assert "semantic" not in said and "meaning" not in said and "shared" not in said, said
     assert not console.errors, console.errors
     page.close()
+
+
+def test_a_failing_related_list_leaves_the_figure_page(server, browser):
+    """One related list answering 503 (a busy server) says so in its place; the figure, its
+    caption and the other lists stay on the page."""
+    import json
+
+    fid = _figure_with_related(server)
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    console = Console(page)
+    busy = {"type": "about:blank", "title": "Service Unavailable", "status": 503, "detail": "the server is busy; try again"}
+    page.route("**/similar?*scope=other_papers*",
+               lambda route: route.fulfill(status=503, content_type="application/problem+json", body=json.dumps(busy)))
+    page.goto(f"{server}/#/figure/{fid}")
+    wait_page(page)
+    assert page.locator("#figure-caption").is_visible()
+    warning = page.locator("#similar-title + div .notice.warn")
+    assert warning.inner_text() == "Related figures cannot be shown now: the server is busy; try again."
+    assert page.locator("#same-paper .card").count() > 0
+    assert [e for e in console.errors if "503" not in e] == []
+    page.close()

@@ -1,7 +1,7 @@
 // Figure page: the large figure, caption, where it is in the PDF, how to cite it, mentions, its
 // paper, and similar figures with a "why".
 import { api } from '../api.js';
-import { h, loading, empty, figureCard, whyBlock, gridKeys, setTitle, captionBody } from '../ui.js';
+import { h, loading, empty, notice, figureCard, whyBlock, gridKeys, setTitle, captionBody, asSentence } from '../ui.js';
 
 // Copy text to the clipboard; where the Clipboard API is missing (http on another host), a
 // selected textarea and execCommand do it. Resolves true when copied.
@@ -103,17 +103,23 @@ export async function renderFigure(root, id, { signal }) {
     h('div', { class: 'figure-layout' }, main, side),
     simHead, simStatus, simGrid, details, sameHead, sameStatus, sameGrid, linkedHead, linkedGrid);
 
+  // a related list that fails says so in its place; the figure and the other lists stay
+  const settle = (pending) => pending.catch((err) => { if (err.name === 'AbortError') throw err; return { items: [], error: err }; });
   const [sim, same, linked] = await Promise.all([
-    api(`figures/${id}/similar?k=12&scope=other_papers`, { signal }),
-    api(`figures/${id}/similar?k=12&scope=same_paper`, { signal }),
-    api(`figures/${id}/similar?k=18&scope=linked_papers`, { signal })]);
+    settle(api(`figures/${id}/similar?k=12&scope=other_papers`, { signal })),
+    settle(api(`figures/${id}/similar?k=12&scope=same_paper`, { signal })),
+    settle(api(`figures/${id}/similar?k=18&scope=linked_papers`, { signal }))]);
   simStatus.replaceChildren();
-  if (!sim.items.length) {
+  if (sim.error) {
+    simStatus.append(notice(asSentence(`related ${things} cannot be shown now: ${sim.error.message}`), 'warn'));
+  } else if (!sim.items.length) {
     simStatus.append(empty(`No related ${things} in other papers.`, sim.message || `Nothing in the collection is related to this ${f.kind} yet.`));
   } else {
     for (const hit of sim.items) simGrid.append(figureCard(hit, { extra: whyBlock(hit) }));
   }
-  if (!same.items.length) {
+  if (same.error) {
+    sameStatus.append(notice(asSentence(`the paper's other ${things} cannot be shown now: ${same.error.message}`), 'warn'));
+  } else if (!same.items.length) {
     sameHead.hidden = true;
   } else {
     for (const hit of same.items) sameGrid.append(figureCard(hit, { extra: whyBlock(hit), showPaper: false }));

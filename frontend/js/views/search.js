@@ -35,7 +35,9 @@ export async function renderSearch(root, params, { signal, restore }) {
       : total > shown ? `${shown} of ${total >= 1000 ? '1000+' : total}` : `${shown}`;
     info.textContent = `${count} result${(total ?? shown) === 1 ? '' : 's'} · ${extraInfo}`;
   }
-  filterBar(params, { signal, onChange: (f) => { location.hash = searchHash(q, f); } })
+  // fetched beside the results; the page counts as shown once both are in (its height is then
+  // final, so a scroll offset given back by Back lands where it was taken)
+  const barShown = filterBar(params, { signal, onChange: (f) => { location.hash = searchHash(q, f); } })
     .then(({ form, facets }) => {
       bar.replaceChildren(form);
       const type = filters.get('type');
@@ -95,4 +97,5 @@ export async function renderSearch(root, params, { signal, restore }) {
   await page();
   // back on this page after "Load more": the same results again, so the reader's place is still there
   while (hasMore && shown < (restore.results || 0)) await page({ refocus: false });
+  await barShown;
 }
