@@ -204,3 +204,22 @@ def test_remove_a_paper_from_its_page_after_confirming(server, browser):
         assert httpx.get(f"{base}/api/v1/papers/{victim['paper_id']}").status_code == 404
         assert console.errors == [], console.errors
         page.close()
+
+
+def test_files_that_are_not_pdfs_are_left_out_of_an_upload(server, browser, tmp_path):
+    """A stray non-PDF among the chosen files is named and left out before uploading (the server
+    would refuse the whole upload for it); the PDFs stay chosen."""
+    pdf, notes = tmp_path / "paper.pdf", tmp_path / "notes.txt"
+    pdf.write_bytes(b"%PDF-1.4\n%%EOF\n")
+    notes.write_text("reading list\n")
+    page = browser.new_page(viewport=WIDE)
+    page.set_default_timeout(20_000)
+    sign_in(page, server["base"], server["token"])
+    page.set_input_files("#pdf-files", [str(pdf), str(notes)])
+    assert page.inner_text("#chosen-files").startswith("1 file (") and "paper.pdf" in page.inner_text("#chosen-files")
+    assert "notes.txt" not in page.inner_text("#chosen-files")
+    assert page.inner_text("#upload-pdfs .notice.warn") == "Left out, not a PDF or zip: notes.txt."
+    assert page.is_enabled("#upload-submit")
+    page.set_input_files("#pdf-files", [str(notes)])  # nothing left to upload
+    assert page.is_disabled("#upload-submit") and page.inner_text("#chosen-files") == ""
+    page.close()

@@ -5,6 +5,7 @@ $FIGSEARCH_UI_SHOTS (default /tmp/ui-shots/); console errors fail the tests."""
 from __future__ import annotations
 
 import os
+import time
 from functools import partial
 from pathlib import Path
 
@@ -209,4 +210,26 @@ def test_a_failing_related_list_leaves_the_figure_page(server, browser):
     assert warning.inner_text() == "Related figures cannot be shown now: the server is busy; try again."
     assert page.locator("#same-paper .card").count() > 0
     assert [e for e in console.errors if "503" not in e] == []
+    page.close()
+
+
+def test_a_refused_image_drops_the_one_chosen_before(server, browser, tmp_path):
+    """Choosing a file that is not a picture after a good one shows why it is refused and leaves
+    nothing chosen: "Find similar figures" then searches with no picture the page does not show."""
+    good, bad = tmp_path / "figure.png", tmp_path / "notes.png"
+    good.write_bytes(httpx.get(f"{server}/api/v1/figures/1/thumbnail").content)
+    bad.write_text("not a picture")
+    page, console = open_page(browser, server, "#/upload")
+    searched = []
+    page.on("request", lambda r: searched.append(r.url) if "/search/by-image" in r.url else None)
+    page.set_input_files("#image-file", str(good))
+    page.wait_for_selector(".preview img")
+    page.set_input_files("#image-file", str(bad))
+    page.wait_for_selector("#upload-message .notice.error")
+    assert "notes.png cannot be read as a picture" in page.inner_text("#upload-message")
+    assert page.locator(".preview").is_hidden()
+    page.click("#find-similar")
+    time.sleep(0.5)
+    assert searched == [] and "notes.png" in page.inner_text("#upload-message")
+    assert not console.errors, console.errors
     page.close()
