@@ -5,6 +5,7 @@ import { h, loading, notice, empty, figureCard, gridKeys, setTitle, snippetBlock
 import { filterBar, filterParams, searchHash } from '../filters.js';
 
 const PAGE = 24;
+const MAX_QUERY = 500;  // the API's limit on a query's length (the header box's maxlength too)
 
 export async function renderSearch(root, params, { signal, restore }) {
   const q = (params.get('q') || '').trim();
@@ -19,6 +20,10 @@ export async function renderSearch(root, params, { signal, restore }) {
   const moreBtn = h('button', { class: 'btn', type: 'button', id: 'more' }, 'Load more');
   const more = h('div', { class: 'more', hidden: true }, moreBtn);
   const bar = h('div', { id: 'filter-slot' });
+  if (q.length > MAX_QUERY) {  // a pasted or linked address: say so instead of the API's parameter error
+    root.append(head, notice(`This query is ${q.length} characters long; a search reads at most ${MAX_QUERY}. Shorten it and search again.`, 'warn'));
+    return;
+  }
   root.append(head, bar, status, grid, more);
   gridKeys(grid);
   const fq = filters.toString() ? `&${filters}` : '';
