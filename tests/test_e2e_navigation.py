@@ -223,8 +223,8 @@ def test_reversed_year_range_and_missing_figure(server, browser):
 
 def test_back_returns_to_the_same_place_and_skip_link_stays(server, browser):
     """Back from a figure opened far down the results gives the results the reader had (the pages
-    "Load more" added too) at the same scroll offset; following a card moves the focus into the new
-    page; "Skip to content" moves the focus without leaving the page."""
+    "Load more" added too) at the same scroll offset with the followed card focused; following a
+    card moves the focus into the new page; "Skip to content" moves the focus without leaving the page."""
     page = browser.new_page(viewport={"width": 390, "height": 600})
     page.set_default_timeout(20_000)
     console = Console(page)
@@ -249,6 +249,7 @@ def test_back_returns_to_the_same_place_and_skip_link_stays(server, browser):
     page.go_back()
     wait_page(page)
     assert page.locator("#results .card").count() == n
+    assert page.evaluate("document.activeElement.dataset.figureId") == fid  # the followed card has the focus again
     # the card is where it was on the screen (the filter bar, loaded beside the results, may
     # come in above them: the browser's scroll anchoring keeps the cards in place)
     wait_js(page, f"document.getElementById('filters') && Math.abs({top} - {at}) <= 2")

@@ -66,8 +66,11 @@ async function route(e) {
   if (!mine.signal.aborted) {
     if (arrived && arrived.scrollY) window.scrollTo(0, arrived.scrollY);
     else if (!params.get('q')) window.scrollTo(0, 0);
-    // the link or card that was followed is gone: the next Tab starts in the new page, not at the top
-    if (focusLost()) view.focus({ preventScroll: true });
+    // back on a page: the card that was followed has the focus again; else, when the followed link is
+    // gone, the next Tab starts in the new page, not at the top
+    const card = arrived && arrived.focusCard ? view.querySelector(`.card[data-figure-id="${CSS.escape(arrived.focusCard)}"]`) : null;
+    if (card) card.focus({ preventScroll: true });
+    else if (focusLost()) view.focus({ preventScroll: true });
   }
   done(mine);
 }
@@ -76,7 +79,12 @@ async function route(e) {
 function keepScroll() { if (view.getAttribute('aria-busy') === 'false') remember({ scrollY: Math.round(window.scrollY) }); }
 let scrollTimer = 0;
 window.addEventListener('scroll', () => { clearTimeout(scrollTimer); scrollTimer = setTimeout(keepScroll, 150); }, { passive: true });
-document.addEventListener('click', keepScroll, true);  // before a followed link makes a new entry
+// before a followed link makes a new entry: the offset, and which card was followed
+document.addEventListener('click', (e) => {
+  if (view.getAttribute('aria-busy') !== 'false') return;
+  const card = e.target instanceof Element ? e.target.closest('.card[data-figure-id]') : null;
+  remember({ scrollY: Math.round(window.scrollY), focusCard: card ? card.dataset.figureId : null });
+}, true);
 
 function done(mine) {
   if (mine.signal.aborted) return;

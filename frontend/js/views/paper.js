@@ -50,7 +50,7 @@ export async function renderPaper(root, id, params, { signal }) {
       p.error ? h('p', { class: 'muted small' }, p.error) : null,
       p.abstract ? h('p', { class: 'abstract' }, p.abstract) : null,
       removeControl(p, figs.length, tables.length, signal)),
-    h('div', { class: 'section-head' }, h('h2', {}, 'Figures'), orderSwitch),
+    h('div', { class: 'section-head' }, h('h2', {}, 'Figures'), figs.length ? orderSwitch : null),
     figs.length ? grid : empty('No figures were found in this paper.', ''),
     tables.length ? h('h2', {}, 'Tables') : null,
     tables.length ? (() => { const g = h('div', { class: 'grid even tables', id: 'paper-tables' }); tables.forEach((t) => g.append(figureCard(t, { showPaper: false }))); gridKeys(g); return g; })() : null,
