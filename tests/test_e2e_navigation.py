@@ -267,3 +267,34 @@ def test_back_returns_to_the_same_place_and_skip_link_stays(server, browser):
     assert not page.locator(".notice.warn").count()
     assert not console.errors, console.errors
     page.close()
+
+
+def test_paper_filter_offers_every_page_of_papers(server, browser):
+    """The paper filter lists the papers of every page of the API's answer (a collection of more
+    papers than one page holds), and a paper the list lacks still shows as the one filtered on."""
+    import json
+
+    real = httpx.get(f"{server}/api/v1/papers", params={"limit": 100, "status": "ok", "sort": "title"}).json()["items"]
+    first, second = real[:1], real[1:2]
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.set_default_timeout(20_000)
+    console = Console(page)
+    asked = []
+
+    def answer(route):
+        offset = int(parse_qs(urlsplit(route.request.url).query).get("offset", ["0"])[0])
+        asked.append(offset)
+        items = first if offset == 0 else second if offset == 100 else []
+        route.fulfill(status=200, content_type="application/json",
+                      body=json.dumps({"total": 150, "offset": offset, "limit": 100, "items": items}))
+
+    page.route("**/api/v1/papers?*status=ok*", answer)
+    page.goto(server + "/#/?paper_id=999999")
+    wait_page(page)
+    page.wait_for_selector("#f-paper")
+    options = page.evaluate("[...document.querySelectorAll('#f-paper option')].map(o => o.value)")
+    assert sorted(asked) == [0, 100]
+    assert options == ["", str(first[0]["paper_id"]), str(second[0]["paper_id"]), "999999"]
+    assert page.evaluate("document.getElementById('f-paper').value") == "999999"
+    assert not console.errors, console.errors
+    page.close()

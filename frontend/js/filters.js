@@ -26,9 +26,21 @@ export function searchHash(q, filters) {
   return s ? `#/?${s}` : '#/';
 }
 
+const PAPER_PAGE = 100;  // the API's largest page
+const MAX_PAPER_OPTIONS = 1000;  // past this many papers a list to pick from is no help anyway
+
+// The papers the filter offers, by title: every page of them (up to MAX_PAPER_OPTIONS), fetched once.
 let papersPromise = null;
 function paperOptions() {
-  if (!papersPromise) papersPromise = api('papers?limit=100&status=ok&sort=title').catch((e) => { papersPromise = null; throw e; });
+  if (!papersPromise) {
+    const page = (offset) => api(`papers?limit=${PAPER_PAGE}&offset=${offset}&status=ok&sort=title`);
+    papersPromise = page(0).then(async (first) => {
+      const offsets = [];
+      for (let o = PAPER_PAGE; o < Math.min(first.total, MAX_PAPER_OPTIONS); o += PAPER_PAGE) offsets.push(o);
+      const rest = await Promise.all(offsets.map(page));
+      return { total: first.total, items: first.items.concat(...rest.map((r) => r.items)) };
+    }).catch((e) => { papersPromise = null; throw e; });
+  }
   return papersPromise;
 }
 
@@ -48,10 +60,13 @@ export async function filterBar(params, { signal, onChange }) {
     min: facets.year_min ?? null, max: facets.year_max ?? null, value: current.get(key) || null });
   const yFrom = year('f-year-from', 'year_from', facets.year_min ? `from ${facets.year_min}` : 'from year');
   const yTo = year('f-year-to', 'year_to', facets.year_max ? `to ${facets.year_max}` : 'to year');
+  const chosen = current.get('paper_id');
   const paper = h('select', { id: 'f-paper', 'aria-label': 'Paper' },
     h('option', { value: '' }, 'All papers'),
-    papers.items.map((p) => h('option', { value: String(p.paper_id), selected: current.get('paper_id') === String(p.paper_id) },
-      (p.title.length > 60 ? `${p.title.slice(0, 58)}…` : p.title) + (p.year ? ` (${p.year})` : ''))));
+    papers.items.map((p) => h('option', { value: String(p.paper_id), selected: chosen === String(p.paper_id) },
+      (p.title.length > 60 ? `${p.title.slice(0, 58)}…` : p.title) + (p.year ? ` (${p.year})` : ''))),
+    // a paper the list does not hold (past its end) still shows as the one filtered on
+    chosen && !papers.items.some((p) => String(p.paper_id) === chosen) ? h('option', { value: chosen, selected: true }, `Paper ${chosen}`) : null);
 
   function collect(type = current.get('type')) {
     const out = new URLSearchParams();
