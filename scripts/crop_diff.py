@@ -3,6 +3,7 @@
     python scripts/crop_diff.py snapshot ../shared/corpus/recsys /tmp/before.json [--workers 2]
     python scripts/crop_diff.py diff /tmp/before.json /tmp/after.json [--tol 1.0]
     python scripts/crop_diff.py sheet ../shared/corpus/recsys /tmp/before.json /tmp/after.json /tmp/sheets/
+    python scripts/crop_diff.py missing /tmp/after.json
 
 `sheet` draws every box that moved, appeared or went (before red, after green) on its page, 12 to a
 contact sheet, so each change can be looked at.
@@ -11,6 +12,7 @@ A snapshot holds, per PDF, every extracted figure/table (kind, number, page, cro
 the parsed paper fields (title, authors, year, abstract, sentence and mention counts). `diff`
 prints boxes that moved by more than `--tol` points, figures found or lost, caption, panel and
 paper-field changes, so a refactoring can be shown to keep the crops (or a fix to change only what it should).
+`missing` lists the figures and tables the body text refers to that extraction did not find.
 """
 from __future__ import annotations
 
@@ -91,6 +93,21 @@ def diff(a_path: pathlib.Path, b_path: pathlib.Path, tol: float) -> int:
     return n_moved + n_lost + n_new
 
 
+def missing(a_path: pathlib.Path) -> int:
+    """Figures and tables referred to in the body text ("Figure 6") with no extracted caption."""
+    a = json.loads(a_path.read_text())
+    n = 0
+    for pdf in sorted(a):
+        labels = [d["label"] for d in a[pdf].get("dropped", []) if d["reason"].startswith("mentioned in the text")]
+        if labels:
+            n += len(labels)
+            print(f"{pdf} | {', '.join(labels)}")
+    kinds = {k: sum(d["label"].startswith(k) for v in a.values() for d in v.get("dropped", [])
+                    if d["reason"].startswith("mentioned in the text")) for k in ("Figure", "Table")}
+    print(f"{n} referred to but not extracted ({kinds['Figure']} figures, {kinds['Table']} tables) in {len(a)} PDFs")
+    return n
+
+
 def _changes(a: dict, b: dict, tol: float) -> list[tuple]:
     """(pdf, key, page, before box or None, after box or None) of boxes that moved, appeared or went."""
     out = []
@@ -153,8 +170,12 @@ def main() -> None:
     c.add_argument("b", type=pathlib.Path)
     c.add_argument("out", type=pathlib.Path)
     c.add_argument("--tol", type=float, default=1.0)
+    m = sub.add_parser("missing")
+    m.add_argument("a", type=pathlib.Path)
     args = ap.parse_args()
-    if args.cmd == "snapshot":
+    if args.cmd == "missing":
+        missing(args.a)
+    elif args.cmd == "snapshot":
         snapshot(args.root, args.out, args.workers)
     elif args.cmd == "sheet":
         sheet(args.root, args.a, args.b, args.out, args.tol)

@@ -16,7 +16,7 @@ from app.labels import CAPTION_DELIMS, CAPTION_RE, MULTI_REF_RE, kind_of
 from app.ingest.layout import (TEXT_FLAGS, DocumentLayout, Line, column_span, doc_stats, is_bold, lines_from_dict,
                                mark_body, union)
 
-__all__ = ["Caption", "captions_from_lines", "find_captions"]
+__all__ = ["Caption", "captions_from_lines", "find_captions", "labelled_caption"]
 
 
 
@@ -66,6 +66,11 @@ def _predecessor(line: Line, lines: list[Line]) -> Line | None:
     return best
 
 
+def _delimited(rest: str) -> bool:
+    """The label is followed by a delimiter ("Figure 3:", "Fig. 3."), not by "., " or ".)"."""
+    return rest[:1] != "" and rest[:1] in CAPTION_DELIMS and not rest[:2].startswith((".,", ".)"))
+
+
 def _caption_from_line(line: Line, lines: list[Line], st: DocumentLayout) -> Caption | None:
     """Decide whether a line starting with a label is a caption (not a body reference)."""
     m = CAPTION_RE.match(line.text)
@@ -78,7 +83,7 @@ def _caption_from_line(line: Line, lines: list[Line], st: DocumentLayout) -> Cap
         return None  # "(see Fig. 3), ..." wrapped onto a new line: a reference
     if MULTI_REF_RE.match(rest):
         return None  # "Figures 11-13. ...", "Figs. 2 and 3": a reference to several figures
-    delim = rest_s[:1] in CAPTION_DELIMS and rest_s[:1] != "" and not rest_s[:2].startswith((".,", ".)"))
+    delim = _delimited(rest_s)
     label_alone = rest_s in ("", ":", ".", "|") or rest_s[:1] in ":|" and len(rest_s) <= 2
     label_spans, rest_spans = _label_split(line, m.end("num"))
     style_diff = False
@@ -111,6 +116,22 @@ def _caption_from_line(line: Line, lines: list[Line], st: DocumentLayout) -> Cap
     score = 3.0 * style_diff + (2.0 if rest_s[:1] in ":|" else 1.0 if delim else 0.0) + block_start + smaller
     return Caption(kind, int(m.group("num")), word, [line], line.rect, line.text, score,
                    horizontal=line.horizontal, label_alone=label_alone)
+
+
+def labelled_caption(line: Line, lines: list[Line], st: DocumentLayout) -> Caption | None:
+    """The caption starting at `line` when it opens with a label and a delimiter ("Figure 6:",
+    "Fig. 6."), grown over its continuation lines, whatever the lines around it: for a line found
+    where a missing figure's caption is expected (inside another figure's region), where the
+    paragraph rules of _caption_from_line do not apply."""
+    m = CAPTION_RE.match(line.text)
+    if not m or MULTI_REF_RE.match(m.group("rest")):
+        return None
+    if not _delimited(m.group("rest").lstrip()):
+        return None
+    cap = Caption(kind_of(m.group("word")), int(m.group("num")), m.group("word"), [line], line.rect, line.text,
+                  0.0, horizontal=line.horizontal)
+    _extend_caption(cap, lines, st)
+    return cap
 
 
 def _caption_font(line: Line) -> tuple[str, bool] | None:

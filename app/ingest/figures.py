@@ -17,6 +17,7 @@ import pymupdf
 from app.ingest import layout_model
 from app.ingest.captions import Caption, find_captions
 from app.labels import CAPTION_RE
+from app.ingest.inner_captions import missing_labels, split_at_inner_captions
 from app.ingest.layout import DocumentLayout, Line, build_layout, clean_text, union
 from app.ingest.panel_pixels import Strip, label_shapes, label_strips, read_strips, unread_shapes
 from app.ingest.panels import MIN_PANELS, find_panels
@@ -33,13 +34,15 @@ __all__ = ["CAPTION_RE", "Caption", "extract_figures", "find_captions"]
 def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: str, dpi: int = 150,
                     thumb_px: int = 256, max_pages: int | None = None,
                     layout: DocumentLayout | None = None, dropped: list[dict] | None = None,
-                    use_layout_model: bool = True, read_panel_pixels: bool = True) -> list[ExtractedFigure]:
+                    use_layout_model: bool = True, read_panel_pixels: bool = True,
+                    read_caption_pixels: bool = True) -> list[ExtractedFigure]:
     """Find captioned figures and tables, render their crops, one result per (kind, number).
     `layout` is the document's page model when the caller already built it (for parsing);
     `dropped`, when given, receives {label, reason} for every figure that could not be kept;
     `use_layout_model` lets the page-layout model grow regions the geometry is unsure of;
     `read_panel_pixels` lets Tesseract read panel labels that the text layer lacks (panel_pixels.py,
-    one Tesseract run for the whole document)."""
+    one Tesseract run for the whole document); `read_caption_pixels` lets Tesseract look for the
+    caption of a missing figure inside its neighbours' regions (inner_captions.py)."""
     dropped = dropped if dropped is not None else []
     out_dir = pathlib.Path(out_dir)
     st = layout if layout is not None else build_layout(doc, max_pages)
@@ -80,6 +83,10 @@ def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: 
         return []
     for key, c in best.items():
         _caption_from_facing_page(c, seen[key])
+    missing = missing_labels(st, set(best))
+    if missing:  # a caption inside another figure's region: that region holds two figures
+        for c in split_at_inner_captions(doc, best, st, missing, read_caption_pixels):
+            analysed.append((c.page, c.cap, Region(c.region, 0.0, c.has_graphics), Region(None, float("inf"), False)))
     if use_layout_model:
         _second_opinion(doc, list(best.values()), st, analysed)
     split_overlaps(list(best.values()), st)

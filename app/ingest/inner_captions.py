@@ -1,0 +1,186 @@
+"""Captions inside another figure's region: the figure they caption is split off that region.
+
+A caption the caption finder rejects (set right under its panels' sub-captions, it reads as the
+next line of their paragraph) or one drawn inside a picture (pixels or outlines, no text layer)
+leaves its graphic to the neighbouring figure: the region above the next caption then takes in
+both figures and the caption between them. So a figure or table that the text refers to, or whose
+number is skipped, but that was not found, is looked for there: a line inside another candidate's
+region that starts with its label and a delimiter ("Figure 6:", "Fig. 6.") splits that region.
+The part on the far side of that line from the region's own caption becomes the found figure's.
+
+The text layer is searched first (cheap: only when a number is missing). Tesseract reads only
+the regions of the missing number's neighbours (numbers one apart), only when the text layer has
+no such line, all of a document's in one run.
+"""
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+import pymupdf
+
+from app.ingest.captions import Caption, labelled_caption
+from app.ingest.layout import DocumentLayout, Line, PageLayout, overlap_1d, union
+from app.ingest.panel_pixels import Strip, read_strips
+from app.ingest.regions import Candidate, crop_quality
+from app.labels import CAPTION_RE, kind_of, references_in
+
+log = logging.getLogger(__name__)
+
+__all__ = ["missing_labels", "split_at_inner_captions"]
+
+Key = tuple[str, int]
+
+READ_ZOOM = 3.0  # pixels per point for reading a region (9 pt type stands some 27 px high)
+MAX_READ_PIXELS = 3_000_000  # a region read by Tesseract is rendered smaller beyond this
+
+
+def missing_labels(st: DocumentLayout, found: set[Key]) -> list[Key]:
+    """Figures and tables that the document refers to ("Figure 6", "Tables 2 and 3"), or whose
+    number lies below the highest one found of their kind, that were not found."""
+    wanted: set[Key] = set()
+    for page in st.pages:
+        text = " ".join(ln.text for ln in page.lines)
+        if "ig" in text or "IG" in text or "ab" in text or "AB" in text:
+            wanted.update(references_in(text))
+    for kind in ("figure", "table"):
+        top = max((n for k, n in found if k == kind), default=0)
+        wanted.update((kind, n) for n in range(1, top))
+    return sorted(wanted - found)
+
+
+def split_at_inner_captions(doc: pymupdf.Document, best: dict[Key, Candidate], st: DocumentLayout,
+                            missing: list[Key], read_pixels: bool = True) -> list[Candidate]:
+    """Split candidates' regions at the captions of `missing` figures printed inside them; the
+    new candidates are added to `best` and returned."""
+    added: list[Candidate] = []
+    unread: list[Key] = []
+    for key in missing:
+        hit = next(((c, cap) for c in _hosts(best) for cap in _text_captions(c, st, best) if _key(cap) == key), None)
+        if hit is None:
+            unread.append(key)
+        elif (new := _split(*hit, st)) is not None:
+            best[key] = new
+            added.append(new)
+    if read_pixels and unread:
+        for host, cap in _pixel_captions(doc, best, unread):
+            if _key(cap) not in best and (new := _split(host, cap, st)) is not None:
+                best[_key(cap)] = new
+                added.append(new)
+    return added
+
+
+def _key(cap: Caption) -> Key:
+    return cap.kind, cap.number
+
+
+def _hosts(best: dict[Key, Candidate]) -> list[Candidate]:
+    return [c for c in best.values() if c.region is not None]
+
+
+def _inside(ln: Line, r: tuple) -> bool:
+    return r[0] - 2 <= ln.x0 and ln.x1 <= r[2] + 2 and r[1] - 2 <= ln.y0 and ln.y1 <= r[3] + 2
+
+
+def _caption_lines(best: dict[Key, Candidate], page: int) -> set[int]:
+    return {id(ln) for c in best.values() if c.page == page for ln in c.cap.lines}
+
+
+def _text_captions(host: Candidate, st: DocumentLayout, best: dict[Key, Candidate]) -> list[Caption]:
+    """Captions whose first line lies inside the host's region in the text layer."""
+    page = st.pages[host.page]
+    taken = _caption_lines(best, host.page)
+    lines = [ln for ln in page.lines if id(ln) not in taken]
+    out = []
+    for ln in lines:
+        if ln.horizontal and ln.text[:1] in "FfTt" and _inside(ln, host.region) and CAPTION_RE.match(ln.text):
+            cap = labelled_caption(ln, lines, st)
+            if cap is not None:
+                out.append(cap)
+    return out
+
+
+def _pixel_captions(doc: pymupdf.Document, best: dict[Key, Candidate], missing: list[Key]) -> list[tuple[Candidate, Caption]]:
+    """Captions of `missing` figures that Tesseract reads inside the regions of their neighbours
+    (a figure numbered one less or one more), each region rendered once, all read in one run."""
+    hosts: list[Candidate] = []
+    for kind, n in missing:
+        for m in (n - 1, n + 1):
+            c = best.get((kind, m))
+            if c is not None and c.region is not None and c not in hosts:
+                hosts.append(c)
+    if not hosts:
+        return []
+    strips = []
+    for i, c in enumerate(hosts):
+        r = pymupdf.Rect(c.region)
+        zoom = min(READ_ZOOM, math.sqrt(MAX_READ_PIXELS / max(r.width * r.height, 1.0)))
+        pix = doc[c.page].get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), clip=r, colorspace=pymupdf.csGRAY, alpha=False)
+        strips.append(Strip(i, _image(pix), (r.x0, r.y0), zoom))
+    out = []
+    for i, lines in read_strips(strips).items():
+        size = float(np.median([ln.y1 - ln.y0 for ln in lines]))
+        for ln in lines:  # one size for all: a line's box height varies with its letters
+            ln.size = size
+        for ln in lines:
+            m = CAPTION_RE.match(ln.text)
+            if m and (kind_of(m.group("word")), int(m.group("num"))) in missing:
+                cap = labelled_caption(ln, lines, _single_column(hosts[i].region))
+                if cap is not None:
+                    out.append((hosts[i], cap))
+    return out
+
+
+def _image(pix: pymupdf.Pixmap):
+    from PIL import Image
+
+    return Image.frombytes("L", (pix.width, pix.height), pix.samples)
+
+
+def _single_column(region: tuple) -> DocumentLayout:
+    """Typography for extending a caption read from a region's pixels: the region is its column."""
+    return DocumentLayout(pages=[], text_x0=region[0], text_x1=region[2], page_w=region[2] - region[0], two_column=False)
+
+
+def _split(host: Candidate, cap: Caption, st: DocumentLayout) -> Candidate | None:
+    """Cut the host's region at `cap`: the host keeps the part on its own caption's side, the
+    figure of `cap` takes the other. None (nothing changed) unless both parts hold ink."""
+    page = st.pages[host.page]
+    x0, y0, x1, y1 = host.region
+    above, below = (x0, y0, x1, cap.bbox[1]), (x0, cap.bbox[3], x1, y1)
+    hc = host.cap.bbox
+    host_below = hc[1] + hc[3] >= cap.bbox[1] + cap.bbox[3]
+    keep, give = (below, above) if host_below else (above, below)
+    kept, given = _ink(page, keep, cap), _ink(page, give, cap)
+    if kept is None or given is None:
+        return None
+    host.region, host.has_graphics = kept
+    host.quality = crop_quality(host.cap.kind, host.region, host.has_graphics, page, st)
+    new = Candidate(cap, host.page, given[0], given[1], cap.score)
+    new.quality = crop_quality(cap.kind, new.region, new.has_graphics, page, st)
+    return new
+
+
+def _ink(page: PageLayout, part: tuple, cap: Caption) -> tuple[tuple, bool] | None:
+    """The box of the graphics (clipped to `part`) and text lines inside `part`, and whether it
+    holds a graphic; None when `part` is empty or holds only a sliver."""
+    if part[3] - part[1] < 2:
+        return None
+    g = page.graphics()
+    boxes = []
+    if len(g):
+        ox = np.minimum(g[:, 2], part[2]) - np.maximum(g[:, 0], part[0])
+        oy = np.minimum(g[:, 3], part[3]) - np.maximum(g[:, 1], part[1])
+        for r in g[(ox > 1) & (oy > 1)]:
+            boxes.append((max(r[0], part[0]), max(r[1], part[1]), min(r[2], part[2]), min(r[3], part[3])))
+    has_g = bool(boxes)
+    own = {id(ln) for ln in cap.lines}
+    boxes += [ln.rect for ln in page.lines if id(ln) not in own and _inside(ln, part)
+              and overlap_1d(ln.y0, ln.y1, cap.bbox[1], cap.bbox[3]) <= 0]
+    if not boxes:
+        return None
+    u = union(boxes)
+    if u[3] - u[1] < 2 or u[2] - u[0] < 2:
+        return None
+    return tuple(u), has_g
