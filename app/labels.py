@@ -31,7 +31,7 @@ LABEL_PREFIX_RE = re.compile(r"^\s*(?:fig(?:ure)?s?|tab(?:le)?s?)\.?\s*\d{1,3}\s
 
 # References in running text: "Figure 3", "Fig. 3b", "Figure 3(a)", "Figs. 2, 3, and 5",
 # "Figures 2-4", "Tables 1 and 2".
-_NUM = r"\d{1,3}(?!\d)(?:\s?\(?[a-z]\)?(?![a-z]))?"  # 3, 3a, 3(a), 3 (b)
+_NUM = r"\d{1,3}(?!\d|\.\d)(?:\s?\(?[a-z]\)?(?![a-z]))?"  # 3, 3a, 3(a), 3 (b); not 9.2 (a book's figure)
 _SEP = r"(?:\s*,\s*(?:and\s+|&\s*)?|\s*(?:and|&|or)\s+|\s*(?:-|\u2013|\u2014|\u2012|to)\s*)"
 MENTION_RE = re.compile(
     r"\b(?P<label>fig(?:ure)?s?\.?|tab(?:le)?s?\.?)\s*(?P<nums>" + _NUM + r"(?:" + _SEP + _NUM + r")*)",
@@ -86,10 +86,20 @@ def _expand(label: str, nums: str) -> list[int]:
     return out
 
 
+# Before a reference: the figure is in another file ("Supplementary Fig. 5", "Extended Data Table 2").
+_ELSEWHERE_BEFORE_RE = re.compile(r"(?:supplement\w*|suppl\.|extended\s+data)\s*$", re.I)
+# After a reference: the figure is a cited work's ("Table 2 in [16]", "Fig. 3 of [5]").
+_ELSEWHERE_AFTER_RE = re.compile(r"\s*(?:in|of|from)\s+\[\d")
+
+
 def references_in(sentence: str) -> list[tuple[str, int]]:
-    """(kind, number) of every figure or table the sentence refers to, in order, ranges expanded."""
+    """(kind, number) of every figure or table of the paper the sentence refers to, in order, ranges
+    expanded; not those of supplementary material or of a cited work."""
     found: list[tuple[str, int]] = []
     for m in MENTION_RE.finditer(sentence):
+        if _ELSEWHERE_BEFORE_RE.search(sentence, max(0, m.start() - 20), m.start()) or \
+                _ELSEWHERE_AFTER_RE.match(sentence, m.end()):
+            continue
         label = m.group("label")
         kind = "figure" if label[0] in "fF" else "table"
         nums = m.group("nums")

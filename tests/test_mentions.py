@@ -35,6 +35,9 @@ def refs(sentence: str) -> list[tuple[str, int]]:
         ("In Table 1, 2 methods fail.", [("table", 1)]),
         ("This is stable 3 times and configured in 2019.", []),
         ("No reference here.", []),
+        ("The Fig 9.2 in the book and Fig.11.10 show it.", []),
+        ("See Supplementary Fig. 5 and Extended Data Table 2, then Figure 1.", [("figure", 1)]),
+        ("We report NeuMF from Table 2 in [16] and Fig. 3 of [5], as in Table 4.", [("table", 4)]),
     ],
 )
 def test_reference_forms(sentence, expected):

@@ -17,7 +17,7 @@ import pymupdf
 from app.ingest import layout_model
 from app.ingest.captions import Caption, find_captions
 from app.labels import CAPTION_RE
-from app.ingest.inner_captions import missing_labels, split_at_inner_captions
+from app.ingest.missed_captions import missing_labels, split_at_inner_captions, stray_captions
 from app.ingest.layout import DocumentLayout, Line, build_layout, clean_text, union
 from app.ingest.panel_pixels import Strip, label_shapes, label_strips, read_strips, unread_shapes
 from app.ingest.panels import MIN_PANELS, find_panels
@@ -42,7 +42,7 @@ def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: 
     `use_layout_model` lets the page-layout model grow regions the geometry is unsure of;
     `read_panel_pixels` lets Tesseract read panel labels that the text layer lacks (panel_pixels.py,
     one Tesseract run for the whole document); `read_caption_pixels` lets Tesseract look for the
-    caption of a missing figure inside its neighbours' regions (inner_captions.py)."""
+    caption of a missing figure inside its neighbours' regions (missed_captions.py)."""
     dropped = dropped if dropped is not None else []
     out_dir = pathlib.Path(out_dir)
     st = layout if layout is not None else build_layout(doc, max_pages)
@@ -64,29 +64,20 @@ def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: 
     best: dict[tuple[str, int], Candidate] = {}
     seen: dict[tuple[str, int], list[Candidate]] = {}
     for i, cap, a, b in analysed:
-        reg = choose_region(cap, a, b, conv[cap.kind])
-        cand = Candidate(cap, i, reg.rect if reg else None, bool(reg and reg.has_graphics), cap.score,
-                         alternatives=tuple(r for r in (a, b) if r is not reg and r.rect is not None))
-        cand.quality = crop_quality(cap.kind, cand.region, cand.has_graphics, st.pages[i], st)
-        if cand.quality != "ok":  # re-try: the caption's region on its other side
-            for alt in cand.alternatives:
-                q = crop_quality(cap.kind, alt.rect, alt.has_graphics, st.pages[i], st)
-                if q == "ok":
-                    cand.region, cand.has_graphics, cand.quality = alt.rect, alt.has_graphics, q
-                    break
-        cand.score += (3 if cand.has_graphics else 1 if cand.region is not None else 0) + 2 * (cand.quality == "ok")
-        key = (cap.kind, cap.number)
-        seen.setdefault(key, []).append(cand)
-        if key not in best or cand.score > best[key].score:
-            best[key] = cand
-    if not best:
-        return []
+        _keep_best(_candidate(i, cap, a, b, conv[cap.kind], st), best, seen)
     for key, c in best.items():
         _caption_from_facing_page(c, seen[key])
     missing = missing_labels(st, set(best))
-    if missing:  # a caption inside another figure's region: that region holds two figures
+    if missing:  # figures the text refers to whose captions the caption finder missed
         for c in split_at_inner_captions(doc, best, st, missing, read_caption_pixels):
             analysed.append((c.page, c.cap, Region(c.region, 0.0, c.has_graphics), Region(None, float("inf"), False)))
+        for page_no, caps in stray_captions(st, [k for k in missing if k not in best], best).items():
+            for cap, a, b in analyse_page(st.pages[page_no], st, caps):
+                if any(cap is c for c in caps):
+                    analysed.append((page_no, cap, a, b))
+                    _keep_best(_candidate(page_no, cap, a, b, conv[cap.kind], st), best, seen)
+    if not best:
+        return []
     if use_layout_model:
         _second_opinion(doc, list(best.values()), st, analysed)
     split_overlaps(list(best.values()), st)
@@ -108,6 +99,30 @@ def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: 
     for i, lines in read_strips(strips).items():
         results[i].panels = find_panels(lines, results[i].region_bbox, results[i].caption)
     return results
+
+
+def _candidate(i: int, cap: Caption, a: Region, b: Region, prefer_above: bool, st: DocumentLayout) -> Candidate:
+    """A caption with the region chosen of the two found for it (the other side when the chosen
+    one is doubtful), scored for keeping the best candidate of its label."""
+    reg = choose_region(cap, a, b, prefer_above)
+    cand = Candidate(cap, i, reg.rect if reg else None, bool(reg and reg.has_graphics), cap.score,
+                     alternatives=tuple(r for r in (a, b) if r is not reg and r.rect is not None))
+    cand.quality = crop_quality(cap.kind, cand.region, cand.has_graphics, st.pages[i], st)
+    if cand.quality != "ok":  # re-try: the caption's region on its other side
+        for alt in cand.alternatives:
+            q = crop_quality(cap.kind, alt.rect, alt.has_graphics, st.pages[i], st)
+            if q == "ok":
+                cand.region, cand.has_graphics, cand.quality = alt.rect, alt.has_graphics, q
+                break
+    cand.score += (3 if cand.has_graphics else 1 if cand.region is not None else 0) + 2 * (cand.quality == "ok")
+    return cand
+
+
+def _keep_best(cand: Candidate, best: dict, seen: dict) -> None:
+    key = (cand.cap.kind, cand.cap.number)
+    seen.setdefault(key, []).append(cand)
+    if key not in best or cand.score > best[key].score:
+        best[key] = cand
 
 
 def _label_rows(dl, rc: RenderedCrop, region: list[float], lines: list[Line], owner: int) -> list[Strip]:

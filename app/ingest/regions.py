@@ -481,11 +481,12 @@ def _unmark_text_among_strokes(lines: list[Line], graphics: np.ndarray, st: Docu
                 ln.body = False
 
 
-def analyse_page(page: PageLayout, st: DocumentLayout) -> list[tuple[Caption, Region, Region]]:
-    """Captions of a page with their candidate regions above and below. A figure caption with no
-    graphic on either side gets the graphic beside it as its "below" region (side captions)."""
+def analyse_page(page: PageLayout, st: DocumentLayout, extra: list[Caption] = ()) -> list[tuple[Caption, Region, Region]]:
+    """Captions of a page (and `extra` ones found otherwise) with their candidate regions above and
+    below. A figure caption with no graphic on either side gets the graphic beside it as its
+    "below" region (side captions)."""
     lines = page.lines
-    caps = captions_from_lines(lines, st)
+    caps = captions_from_lines(lines, st) + list(extra)
     if not caps:
         return []
     graphics = page.graphics()

@@ -8,7 +8,7 @@ import pymupdf
 import pytest
 
 from app.ingest.figures import extract_figures
-from app.ingest.inner_captions import missing_labels
+from app.ingest.missed_captions import missing_labels
 from app.ingest.layout import build_layout
 
 BODY = ("This is a body paragraph of ordinary running text that discusses the results in detail. "
@@ -83,3 +83,26 @@ def test_caption_drawn_inside_a_picture_is_read_from_its_pixels(tmp_path):
     assert one.caption.startswith("Figure 1. Soft scores")
     assert one.region_bbox[1] <= 81 and 199 <= one.region_bbox[3] <= one.caption_bbox[1] + 1
     assert two.region_bbox[1] >= one.caption_bbox[3] - 1 and two.region_bbox[3] >= 369  # the picture's rest
+
+
+def test_table_caption_in_the_block_of_its_last_row_is_found(tmp_path):
+    """A table caption a little larger than the rows right above it, in their text block, reads as
+    the next line of their paragraph; the body's reference to Table 1 makes it count."""
+    pdf = tmp_path / "table.pdf"
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    tw = pymupdf.TextWriter(page.rect)
+    rows = ["Model        AUC      LogLoss", "LR           0.71     0.45", "DeepFM       0.80     0.38",
+            "Ours         0.83     0.36"]
+    for k, row in enumerate(rows):
+        tw.append((150, 100 + 11 * k), row, fontsize=8.6)
+    tw.append((150, 145), "Table 1: Statistics of the datasets and of the models in", fontsize=9)
+    tw.append((150, 156), "each scenario of the test.", fontsize=9)
+    tw.write_text(page)
+    page.insert_textbox(pymupdf.Rect(72, 300, 540, 420), BODY.replace("Figure 1", "Table 1"), fontsize=10)
+    doc.save(pdf)
+    found = {(f.kind, f.number): f for f in extract_figures(pymupdf.open(pdf), tmp_path / "out", "figures/x",
+                                                             use_layout_model=False)}
+    table = found[("table", 1)]
+    assert table.caption == "Table 1: Statistics of the datasets and of the models in each scenario of the test."
+    assert table.region_bbox[1] <= 94 and 135 <= table.region_bbox[3] <= table.caption_bbox[1]

@@ -1,16 +1,19 @@
-"""Captions inside another figure's region: the figure they caption is split off that region.
+"""Captions the caption finder missed, looked for where a figure is missing.
 
-A caption the caption finder rejects (set right under its panels' sub-captions, it reads as the
-next line of their paragraph) or one drawn inside a picture (pixels or outlines, no text layer)
-leaves its graphic to the neighbouring figure: the region above the next caption then takes in
-both figures and the caption between them. So a figure or table that the text refers to, or whose
-number is skipped, but that was not found, is looked for there: a line inside another candidate's
-region that starts with its label and a delimiter ("Figure 6:", "Fig. 6.") splits that region.
-The part on the far side of that line from the region's own caption becomes the found figure's.
+A figure or table that the text refers to ("Figure 6"), or whose number is skipped, but that was
+not found has a caption the finder rejected (set right under its panels' sub-captions or a table's
+last row, it reads as the next line of their paragraph) or one drawn inside a picture (pixels or
+outlines, no text layer). Such a caption is accepted on its label and delimiter alone ("Figure 6:",
+"Fig. 6."), in a line outside the body paragraphs:
 
-The text layer is searched first (cheap: only when a number is missing). Tesseract reads only
-the regions of the missing number's neighbours (numbers one apart), only when the text layer has
-no such line, all of a document's in one run.
+- inside another candidate's region (the region above the next caption took in both figures and
+  the caption between them), it splits that region: the part on the far side of it from the
+  region's own caption becomes its figure's (`split_at_inner_captions`);
+- elsewhere, it is returned to get its regions as any caption does (`stray_captions`).
+
+The text layer is searched first (cheap, and only when a number is missing). Tesseract reads only
+the regions of the missing number's neighbours (numbers one apart), only when the text layer has no
+such line, all of a document's in one run.
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ from app.labels import CAPTION_RE, kind_of, references_in
 
 log = logging.getLogger(__name__)
 
-__all__ = ["missing_labels", "split_at_inner_captions"]
+__all__ = ["missing_labels", "split_at_inner_captions", "stray_captions"]
 
 Key = tuple[str, int]
 
@@ -69,6 +72,30 @@ def split_at_inner_captions(doc: pymupdf.Document, best: dict[Key, Candidate], s
                 best[_key(cap)] = new
                 added.append(new)
     return added
+
+
+def stray_captions(st: DocumentLayout, missing: list[Key], best: dict[Key, Candidate]) -> dict[int, list[Caption]]:
+    """Captions of `missing` figures outside every region, by page: the first line outside the
+    body paragraphs and outside the captions found that starts with the label and a delimiter."""
+    out: dict[int, list[Caption]] = {}
+    want = set(missing)
+    for page in st.pages:
+        if not want:
+            break
+        cands = [ln for ln in page.lines if ln.horizontal and ln.text[:1] in "FfTt" and CAPTION_RE.match(ln.text)]
+        if not cands:
+            continue
+        st.mark_body(page)
+        taken = _caption_lines(best, page.number)
+        lines = [ln for ln in page.lines if id(ln) not in taken]
+        for ln in cands:
+            if ln.body or id(ln) in taken:
+                continue
+            m = CAPTION_RE.match(ln.text)
+            if (kind_of(m.group("word")), int(m.group("num"))) in want and (cap := labelled_caption(ln, lines, st)):
+                want.discard(_key(cap))
+                out.setdefault(page.number, []).append(cap)
+    return out
 
 
 def _key(cap: Caption) -> Key:
