@@ -31,7 +31,9 @@ LABEL_PREFIX_RE = re.compile(r"^\s*(?:fig(?:ure)?s?|tab(?:le)?s?)\.?\s*\d{1,3}\s
 
 # References in running text: "Figure 3", "Fig. 3b", "Figure 3(a)", "Figs. 2, 3, and 5",
 # "Figures 2-4", "Tables 1 and 2".
-_NUM = r"\d{1,3}(?!\d|\.\d)(?:\s?\(?[a-z]\)?(?![a-z]))?"  # 3, 3a, 3(a), 3 (b); not 9.2 (a book's figure)
+# 3, 3a, 3(a), 3 (b); not 9.2 when the sentence goes on ("Fig. 9.2 in the book": a sub-numbered
+# figure); "Table 4.6 Our model ..." and "... in Table 2.5" end a sentence with a footnote mark
+_NUM = r"\d{1,3}(?!\d|\.\d{1,2}\s+(?-i:[a-z(\[]))(?:\s?\(?[a-z]\)?(?![a-z]))?"
 _SEP = r"(?:\s*,\s*(?:and\s+|&\s*)?|\s*(?:and|&|or)\s+|\s*(?:-|\u2013|\u2014|\u2012|to)\s*)"
 MENTION_RE = re.compile(
     r"\b(?P<label>fig(?:ure)?s?\.?|tab(?:le)?s?\.?)\s*(?P<nums>" + _NUM + r"(?:" + _SEP + _NUM + r")*)",

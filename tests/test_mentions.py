@@ -36,6 +36,7 @@ def refs(sentence: str) -> list[tuple[str, int]]:
         ("This is stable 3 times and configured in 2019.", []),
         ("No reference here.", []),
         ("The Fig 9.2 in the book and Fig.11.10 show it.", []),
+        ("We compare them in Table 4.6 Our model wins, as in Figure 2.8", [("table", 4), ("figure", 2)]),
         ("See Supplementary Fig. 5 and Extended Data Table 2, then Figure 1.", [("figure", 1)]),
         ("We report NeuMF from Table 2 in [16] and Fig. 3 of [5], as in Table 4.", [("table", 4)]),
     ],
