@@ -68,14 +68,11 @@ def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: 
     for key, c in best.items():
         _caption_from_facing_page(c, seen[key])
     missing = missing_labels(st, set(best))
-    if missing:  # figures the text refers to whose captions the caption finder missed
-        for c in split_at_inner_captions(doc, best, st, missing, read_caption_pixels):
-            analysed.append((c.page, c.cap, Region(c.region, 0.0, c.has_graphics), Region(None, float("inf"), False)))
-        for page_no, caps in stray_captions(st, [k for k in missing if k not in best], best).items():
-            for cap, a, b in analyse_page(st.pages[page_no], st, caps):
-                if any(cap is c for c in caps):
-                    analysed.append((page_no, cap, a, b))
-                    _keep_best(_candidate(page_no, cap, a, b, conv[cap.kind], st), best, seen)
+    if missing:
+        try:
+            _find_missed(doc, missing, best, seen, analysed, conv, st, read_caption_pixels)
+        except Exception:  # noqa: BLE001 - the figures found so far are kept
+            log.warning("looking for missed captions failed", exc_info=True)
     if not best:
         return []
     if use_layout_model:
@@ -116,6 +113,20 @@ def _candidate(i: int, cap: Caption, a: Region, b: Region, prefer_above: bool, s
                 break
     cand.score += (3 if cand.has_graphics else 1 if cand.region is not None else 0) + 2 * (cand.quality == "ok")
     return cand
+
+
+def _find_missed(doc: "pymupdf.Document", missing: list[tuple[str, int]], best: dict, seen: dict,
+                 analysed: list[tuple[int, Caption, Region, Region]], conv: dict, st: DocumentLayout,
+                 read_pixels: bool) -> None:
+    """Figures the text refers to whose captions the caption finder missed (missed_captions.py):
+    split off the region that holds their caption, or given their regions as any caption."""
+    for c in split_at_inner_captions(doc, best, st, missing, read_pixels):
+        analysed.append((c.page, c.cap, Region(c.region, 0.0, c.has_graphics), Region(None, float("inf"), False)))
+    for page_no, caps in stray_captions(st, [k for k in missing if k not in best], best).items():
+        for cap, a, b in analyse_page(st.pages[page_no], st, caps):
+            if any(cap is c for c in caps):
+                analysed.append((page_no, cap, a, b))
+                _keep_best(_candidate(page_no, cap, a, b, conv[cap.kind], st), best, seen)
 
 
 def _keep_best(cand: Candidate, best: dict, seen: dict) -> None:

@@ -17,19 +17,17 @@ such line, all of a document's in one run.
 """
 from __future__ import annotations
 
-import logging
 import math
 
 import numpy as np
 import pymupdf
+from PIL import Image
 
 from app.ingest.captions import Caption, labelled_caption
 from app.ingest.layout import DocumentLayout, Line, PageLayout, overlap_1d, union
 from app.ingest.panel_pixels import Strip, read_strips
 from app.ingest.regions import Candidate, crop_quality
 from app.labels import CAPTION_RE, kind_of, references_in
-
-log = logging.getLogger(__name__)
 
 __all__ = ["missing_labels", "split_at_inner_captions", "stray_captions"]
 
@@ -57,53 +55,51 @@ def split_at_inner_captions(doc: pymupdf.Document, best: dict[Key, Candidate], s
                             missing: list[Key], read_pixels: bool = True) -> list[Candidate]:
     """Split candidates' regions at the captions of `missing` figures printed inside them; the
     new candidates are added to `best` and returned."""
+    found = [(c, cap) for c in list(best.values()) if c.region is not None
+             for cap in _text_captions(c, st, best, set(missing))]
+    if read_pixels:
+        unread = [k for k in missing if k not in {_key(cap) for _, cap in found}]
+        found += _pixel_captions(doc, best, unread) if unread else []
     added: list[Candidate] = []
-    unread: list[Key] = []
-    for key in missing:
-        hit = next(((c, cap) for c in _hosts(best) for cap in _text_captions(c, st, best) if _key(cap) == key), None)
-        if hit is None:
-            unread.append(key)
-        elif (new := _split(*hit, st)) is not None:
-            best[key] = new
+    for host, cap in found:
+        if _key(cap) not in best and (new := _split(host, cap, st)) is not None:
+            best[_key(cap)] = new
             added.append(new)
-    if read_pixels and unread:
-        for host, cap in _pixel_captions(doc, best, unread):
-            if _key(cap) not in best and (new := _split(host, cap, st)) is not None:
-                best[_key(cap)] = new
-                added.append(new)
     return added
 
 
 def stray_captions(st: DocumentLayout, missing: list[Key], best: dict[Key, Candidate]) -> dict[int, list[Caption]]:
-    """Captions of `missing` figures outside every region, by page: the first line outside the
-    body paragraphs and outside the captions found that starts with the label and a delimiter."""
+    """Captions of `missing` figures outside every region, by page: the first line of each label
+    outside the body paragraphs and the captions found."""
     out: dict[int, list[Caption]] = {}
     want = set(missing)
     for page in st.pages:
         if not want:
             break
-        cands = [ln for ln in page.lines if ln.horizontal and ln.text[:1] in "FfTt" and CAPTION_RE.match(ln.text)]
-        if not cands:
+        if not any(ln.text[:1] in "FfTt" and CAPTION_RE.match(ln.text) for ln in page.lines):
             continue
         st.mark_body(page)
         taken = _caption_lines(best, page.number)
         lines = [ln for ln in page.lines if id(ln) not in taken]
-        for ln in cands:
-            if ln.body or id(ln) in taken:
-                continue
-            m = CAPTION_RE.match(ln.text)
-            if (kind_of(m.group("word")), int(m.group("num"))) in want and (cap := labelled_caption(ln, lines, st)):
+        for ln in _labelled(lines, want):
+            if (cap := labelled_caption(ln, lines, st)) is not None and _key(cap) in want:
                 want.discard(_key(cap))
                 out.setdefault(page.number, []).append(cap)
     return out
 
 
+def _labelled(lines: list[Line], want: set[Key]) -> list[Line]:
+    """Lines outside the body paragraphs that start with the label of a figure in `want`."""
+    out = []
+    for ln in lines:
+        m = ln.text[:1] in "FfTt" and CAPTION_RE.match(ln.text)
+        if m and ln.horizontal and not ln.body and (kind_of(m.group("word")), int(m.group("num"))) in want:
+            out.append(ln)
+    return out
+
+
 def _key(cap: Caption) -> Key:
     return cap.kind, cap.number
-
-
-def _hosts(best: dict[Key, Candidate]) -> list[Candidate]:
-    return [c for c in best.values() if c.region is not None]
 
 
 def _inside(ln: Line, r: tuple) -> bool:
@@ -114,18 +110,12 @@ def _caption_lines(best: dict[Key, Candidate], page: int) -> set[int]:
     return {id(ln) for c in best.values() if c.page == page for ln in c.cap.lines}
 
 
-def _text_captions(host: Candidate, st: DocumentLayout, best: dict[Key, Candidate]) -> list[Caption]:
-    """Captions whose first line lies inside the host's region in the text layer."""
-    page = st.pages[host.page]
+def _text_captions(host: Candidate, st: DocumentLayout, best: dict[Key, Candidate], want: set[Key]) -> list[Caption]:
+    """Captions of figures in `want` whose first line lies inside the host's region in the text layer."""
     taken = _caption_lines(best, host.page)
-    lines = [ln for ln in page.lines if id(ln) not in taken]
-    out = []
-    for ln in lines:
-        if ln.horizontal and ln.text[:1] in "FfTt" and _inside(ln, host.region) and CAPTION_RE.match(ln.text):
-            cap = labelled_caption(ln, lines, st)
-            if cap is not None:
-                out.append(cap)
-    return out
+    lines = [ln for ln in st.pages[host.page].lines if id(ln) not in taken]
+    caps = (labelled_caption(ln, lines, st) for ln in _labelled(lines, want) if _inside(ln, host.region))
+    return [cap for cap in caps if cap is not None]
 
 
 def _pixel_captions(doc: pymupdf.Document, best: dict[Key, Candidate], missing: list[Key]) -> list[tuple[Candidate, Caption]]:
@@ -135,7 +125,7 @@ def _pixel_captions(doc: pymupdf.Document, best: dict[Key, Candidate], missing: 
     for kind, n in missing:
         for m in (n - 1, n + 1):
             c = best.get((kind, m))
-            if c is not None and c.region is not None and c not in hosts:
+            if c is not None and c.region is not None and all(c is not h for h in hosts):
                 hosts.append(c)
     if not hosts:
         return []
@@ -144,25 +134,16 @@ def _pixel_captions(doc: pymupdf.Document, best: dict[Key, Candidate], missing: 
         r = pymupdf.Rect(c.region)
         zoom = min(READ_ZOOM, math.sqrt(MAX_READ_PIXELS / max(r.width * r.height, 1.0)))
         pix = doc[c.page].get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), clip=r, colorspace=pymupdf.csGRAY, alpha=False)
-        strips.append(Strip(i, _image(pix), (r.x0, r.y0), zoom))
+        strips.append(Strip(i, Image.frombytes("L", (pix.width, pix.height), pix.samples), (r.x0, r.y0), zoom))
     out = []
     for i, lines in read_strips(strips).items():
         size = float(np.median([ln.y1 - ln.y0 for ln in lines]))
         for ln in lines:  # one size for all: a line's box height varies with its letters
             ln.size = size
-        for ln in lines:
-            m = CAPTION_RE.match(ln.text)
-            if m and (kind_of(m.group("word")), int(m.group("num"))) in missing:
-                cap = labelled_caption(ln, lines, _single_column(hosts[i].region))
-                if cap is not None:
-                    out.append((hosts[i], cap))
+        for ln in _labelled(lines, set(missing)):
+            if (cap := labelled_caption(ln, lines, _single_column(hosts[i].region))) is not None:
+                out.append((hosts[i], cap))
     return out
-
-
-def _image(pix: pymupdf.Pixmap):
-    from PIL import Image
-
-    return Image.frombytes("L", (pix.width, pix.height), pix.samples)
 
 
 def _single_column(region: tuple) -> DocumentLayout:
