@@ -17,7 +17,7 @@ import pymupdf
 from app.ingest import layout_model
 from app.ingest.captions import Caption, find_captions
 from app.labels import CAPTION_RE
-from app.ingest.missed_captions import missing_labels, split_at_inner_captions, stray_captions
+from app.ingest.missed_captions import missing_labels, split_at_inner_captions, split_at_read_captions, stray_captions
 from app.ingest.layout import DocumentLayout, Line, build_layout, clean_text, union
 from app.ingest.panel_pixels import Strip, label_shapes, label_strips, read_strips, unread_shapes
 from app.ingest.panels import MIN_PANELS, find_panels
@@ -119,14 +119,19 @@ def _find_missed(doc: "pymupdf.Document", missing: list[tuple[str, int]], best: 
                  analysed: list[tuple[int, Caption, Region, Region]], conv: dict, st: DocumentLayout,
                  read_pixels: bool) -> None:
     """Figures the text refers to whose captions the caption finder missed (missed_captions.py):
-    split off the region that holds their caption, or given their regions as any caption."""
-    for c in split_at_inner_captions(doc, best, st, missing, read_pixels):
-        analysed.append((c.page, c.cap, Region(c.region, 0.0, c.has_graphics), Region(None, float("inf"), False)))
+    split off the region that holds their caption in the text layer, or given their regions as
+    any caption; then, for those still missing, split off the region whose pixels show it."""
+    split = split_at_inner_captions(best, st, missing)
     for page_no, caps in stray_captions(st, [k for k in missing if k not in best], best).items():
         for cap, a, b in analyse_page(st.pages[page_no], st, caps):
             if any(cap is c for c in caps):
                 analysed.append((page_no, cap, a, b))
                 _keep_best(_candidate(page_no, cap, a, b, conv[cap.kind], st), best, seen)
+    unread = [k for k in missing if k not in best]
+    if read_pixels and unread:
+        split += split_at_read_captions(doc, best, st, unread)
+    for c in split:
+        analysed.append((c.page, c.cap, Region(c.region, 0.0, c.has_graphics), Region(None, float("inf"), False)))
 
 
 def _keep_best(cand: Candidate, best: dict, seen: dict) -> None:

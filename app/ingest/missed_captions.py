@@ -29,12 +29,13 @@ from app.ingest.panel_pixels import Strip, read_strips
 from app.ingest.regions import Candidate, crop_quality
 from app.labels import CAPTION_RE, kind_of, references_in
 
-__all__ = ["missing_labels", "split_at_inner_captions", "stray_captions"]
+__all__ = ["missing_labels", "split_at_inner_captions", "split_at_read_captions", "stray_captions"]
 
 Key = tuple[str, int]
 
 READ_ZOOM = 3.0  # pixels per point for reading a region (9 pt type stands some 27 px high)
 MAX_READ_PIXELS = 3_000_000  # a region read by Tesseract is rendered smaller beyond this
+MAX_TEXT_COVER = 0.2  # a region whose text layer covers more is not read by Tesseract
 
 
 def missing_labels(st: DocumentLayout, found: set[Key]) -> list[Key]:
@@ -51,15 +52,21 @@ def missing_labels(st: DocumentLayout, found: set[Key]) -> list[Key]:
     return sorted(wanted - found)
 
 
-def split_at_inner_captions(doc: pymupdf.Document, best: dict[Key, Candidate], st: DocumentLayout,
-                            missing: list[Key], read_pixels: bool = True) -> list[Candidate]:
-    """Split candidates' regions at the captions of `missing` figures printed inside them; the
-    new candidates are added to `best` and returned."""
-    found = [(c, cap) for c in list(best.values()) if c.region is not None
-             for cap in _text_captions(c, st, best, set(missing))]
-    if read_pixels:
-        unread = [k for k in missing if k not in {_key(cap) for _, cap in found}]
-        found += _pixel_captions(doc, best, unread) if unread else []
+def split_at_inner_captions(best: dict[Key, Candidate], st: DocumentLayout, missing: list[Key]) -> list[Candidate]:
+    """Split candidates' regions at the captions of `missing` figures that the text layer holds
+    inside them; the new candidates are added to `best` and returned."""
+    return _split_all([(c, cap) for c in list(best.values()) if c.region is not None
+                       for cap in _text_captions(c, st, best, set(missing))], best, st)
+
+
+def split_at_read_captions(doc: pymupdf.Document, best: dict[Key, Candidate], st: DocumentLayout,
+                           missing: list[Key]) -> list[Candidate]:
+    """The same for captions that only the pixels show, read by Tesseract in the regions of the
+    missing figures' neighbours where the text layer has little text."""
+    return _split_all(_read_captions(doc, best, st, missing), best, st)
+
+
+def _split_all(found: list[tuple[Candidate, Caption]], best: dict[Key, Candidate], st: DocumentLayout) -> list[Candidate]:
     added: list[Candidate] = []
     for host, cap in found:
         if _key(cap) not in best and (new := _split(host, cap, st)) is not None:
@@ -118,14 +125,17 @@ def _text_captions(host: Candidate, st: DocumentLayout, best: dict[Key, Candidat
     return [cap for cap in caps if cap is not None]
 
 
-def _pixel_captions(doc: pymupdf.Document, best: dict[Key, Candidate], missing: list[Key]) -> list[tuple[Candidate, Caption]]:
+def _read_captions(doc: pymupdf.Document, best: dict[Key, Candidate], st: DocumentLayout,
+                   missing: list[Key]) -> list[tuple[Candidate, Caption]]:
     """Captions of `missing` figures that Tesseract reads inside the regions of their neighbours
-    (a figure numbered one less or one more), each region rendered once, all read in one run."""
+    (a figure numbered one less or one more) whose text layer covers little of them, each region
+    rendered once, all read in one run."""
     hosts: list[Candidate] = []
     for kind, n in missing:
         for m in (n - 1, n + 1):
             c = best.get((kind, m))
-            if c is not None and c.region is not None and all(c is not h for h in hosts):
+            if c is not None and c.region is not None and all(c is not h for h in hosts) \
+                    and _text_cover(st.pages[c.page], c.region) < MAX_TEXT_COVER:
                 hosts.append(c)
     if not hosts:
         return []
@@ -144,6 +154,12 @@ def _pixel_captions(doc: pymupdf.Document, best: dict[Key, Candidate], missing: 
             if (cap := labelled_caption(ln, lines, _single_column(hosts[i].region))) is not None:
                 out.append((hosts[i], cap))
     return out
+
+
+def _text_cover(page: PageLayout, region: tuple) -> float:
+    """Share of the region's area under text-layer lines (a table of text: most of it)."""
+    area = sum((ln.x1 - ln.x0) * (ln.y1 - ln.y0) for ln in page.lines if _inside(ln, region))
+    return area / max((region[2] - region[0]) * (region[3] - region[1]), 1.0)
 
 
 def _single_column(region: tuple) -> DocumentLayout:
