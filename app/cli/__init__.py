@@ -754,6 +754,42 @@ def eval_crops_cmd(gold: Path = typer.Option(Path("tests/data/crop_gold.jsonl"),
     typer.echo(f"wrote {out}/report.json" + (f" and {report['contact_sheet']}" if report["contact_sheet"] else ""))
 
 
+@cli.command("eval-paper-fields")
+def eval_paper_fields_cmd(pdf_roots: list[Path] = typer.Argument(..., exists=True, help="Folders (or PDFs) holding the gold papers."),
+                          gold: Path = typer.Option(Path("tests/data/paper_fields_gold.jsonl"), "--gold", exists=True,
+                                                    dir_okay=False, help="JSON lines of titles and author lists read off "
+                                                    "the first pages (see tests/data/paper_fields_gold.md)."),
+                          out: Optional[Path] = typer.Option(None, "--out", help="Write report.json (per-paper values) here."),
+                          counts: bool = typer.Option(False, "--counts", help="Also count, over every PDF under the "
+                                                      "folders, author strings with a backslash, digit, footnote symbol "
+                                                      "or e-mail and titles in capitals only.")) -> None:
+    """Parsed paper titles and author lists against ones read off the first pages: title exact match and
+    token F1, author name precision/recall/F1, share of papers whose author list is exactly right."""
+    from collections import Counter
+
+    from app.eval.paper_fields import evaluate_paper_fields, field_counts, summary_text
+
+    report = evaluate_paper_fields(gold, pdf_roots)
+    typer.echo(summary_text(report))
+    if counts:
+        c: Counter[str] = Counter()
+        examples: dict[str, list[str]] = {}
+        n = 0
+        for pdf, title, authors, defects in field_counts(pdf_roots):
+            n += 1
+            c.update(defects)
+            for d in defects:
+                examples.setdefault(d, []).append(title if d.startswith("title") else authors)
+        report["counts"] = {"pdfs": n, **dict(sorted(c.items()))}
+        report["count_examples"] = examples
+        typer.echo(f"over {n} PDFs: " + ", ".join(f"{k}: {c[k]}" for k in
+                   ("authors_backslash", "authors_digit", "authors_symbol", "authors_email", "title_all_caps")))
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.json").write_text(json.dumps(report, indent=1, ensure_ascii=False))
+        typer.echo(f"wrote {out}/report.json")
+
+
 @cli.command()
 def bench(figures: int = typer.Option(100_000, "--figures", min=100), queries: int = typer.Option(200, "--queries"),
           seed: int = typer.Option(0, "--seed"), json_out: bool = typer.Option(False, "--json"),

@@ -1,0 +1,171 @@
+"""`figsearch eval-paper-fields`: parsed titles and author lists against ones read off the page.
+
+The gold (tests/data/paper_fields_gold.jsonl, see its .md) holds, per paper, the PDF's sha256, its
+file name, the title and the list of author names as printed. The PDFs are found by sha256 under
+the given folders and parsed as ingest parses them (`parse_pdf`).
+
+Titles: exact match after case folding and whitespace collapsing, and token F1 (word tokens).
+Authors: names compared after case folding, accents and punctuation removed; precision, recall
+and F1 over all names of all papers, and the share of papers whose whole list (order included) is
+right. Papers are few and each counts once, so the numbers are plain shares, no intervals.
+
+`field_counts` counts, over every PDF under the folders, what a reader should never see in the
+fields: author strings with a backslash, a digit, a footnote symbol or an e-mail address, and
+titles set in capitals only.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import pymupdf
+
+from app.ingest.parse import parse_pdf
+
+_NAME_SEP_RE = re.compile(r",|;|\band\b|&")
+_FOOTNOTE_SYMBOL_RE = re.compile("[*\u2217\u2020\u2021\u00a7\u00b6\u22c6\u2660-\u266f]")
+_WORD_RE = re.compile(r"\w+")
+
+
+def read_gold(path: Path) -> list[dict]:
+    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def pdfs_under(roots: Iterable[Path]) -> list[Path]:
+    """Every PDF under the folders (a PDF given itself counts too), sorted."""
+    out: set[Path] = set()
+    for root in roots:
+        root = Path(root)
+        if root.is_file():
+            out.add(root)
+        else:
+            out.update(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() == ".pdf")
+    return sorted(out)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def parse_fields(pdf: Path) -> tuple[str, str]:
+    """(title, authors) of one PDF as ingest stores them."""
+    with pymupdf.open(pdf) as doc:
+        paper = parse_pdf(doc)
+    return paper.title or "", paper.authors or ""
+
+
+def split_authors(authors: str) -> list[str]:
+    """The names of an author string ("A, B and C")."""
+    return [n.strip() for n in _NAME_SEP_RE.split(authors or "") if n.strip()]
+
+
+def norm_name(name: str) -> str:
+    """Case, accents, spacing marks and punctuation do not tell names apart ("Vuli\u00b4c" = "Vulić")."""
+    name = "".join(c for c in name if unicodedata.category(c) != "Sk")
+    name = "".join(c for c in unicodedata.normalize("NFKD", name) if not unicodedata.combining(c))
+    return " ".join(re.sub(r"[^\w]+", " ", name.casefold()).split())
+
+
+def norm_title(title: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", title or "").casefold().split())
+
+
+def token_f1(pred: str, gold: str) -> float:
+    p, g = _WORD_RE.findall(norm_title(pred)), _WORD_RE.findall(norm_title(gold))
+    if not p or not g:
+        return float(p == g)
+    common = sum(min(p.count(w), g.count(w)) for w in set(p))
+    if not common:
+        return 0.0
+    prec, rec = common / len(p), common / len(g)
+    return 2 * prec * rec / (prec + rec)
+
+
+def _prf(tp: int, n_pred: int, n_gold: int) -> dict:
+    p = tp / n_pred if n_pred else 0.0
+    r = tp / n_gold if n_gold else 0.0
+    return {"precision": round(p, 3), "recall": round(r, 3), "f1": round(2 * p * r / (p + r), 3) if p + r else 0.0}
+
+
+def evaluate_paper_fields(gold_path: Path, roots: Iterable[Path]) -> dict:
+    """Scores of the parsed fields on the gold papers, with each paper's parsed and gold values."""
+    gold = read_gold(gold_path)
+    wanted = {g["sha256"] for g in gold}
+    by_sha = {}
+    for pdf in pdfs_under(roots):
+        sha = _sha256(pdf)
+        if sha in wanted:
+            by_sha[sha] = pdf
+    papers = []
+    tp = n_pred = n_gold = 0
+    for g in gold:
+        pdf = by_sha.get(g["sha256"])
+        title, authors = parse_fields(pdf) if pdf else ("", "")
+        pred_names = [norm_name(n) for n in split_authors(authors)]
+        gold_names = [norm_name(n) for n in g["authors"]]
+        hit = len(set(pred_names) & set(gold_names))
+        tp, n_pred, n_gold = tp + hit, n_pred + len(set(pred_names)), n_gold + len(set(gold_names))
+        papers.append({
+            "source": g["source"], "found": pdf is not None,
+            "title": title, "gold_title": g["title"],
+            "title_exact": norm_title(title) == norm_title(g["title"]),
+            "title_f1": round(token_f1(title, g["title"]), 3),
+            "authors": authors, "gold_authors": g["authors"],
+            "authors_exact": pred_names == gold_names,
+            "authors_missing": sorted(set(gold_names) - set(pred_names)),
+            "authors_extra": sorted(set(pred_names) - set(gold_names)),
+        })
+    n = len(papers) or 1
+    return {
+        "papers": len(papers),
+        "found": sum(p["found"] for p in papers),
+        "title_exact": round(sum(p["title_exact"] for p in papers) / n, 3),
+        "title_token_f1": round(sum(p["title_f1"] for p in papers) / n, 3),
+        "authors": _prf(tp, n_pred, n_gold),
+        "authors_exact": round(sum(p["authors_exact"] for p in papers) / n, 3),
+        "details": papers,
+    }
+
+
+def is_all_caps(title: str) -> bool:
+    """A title set in capitals only (two words or more of letters, none of them lower case)."""
+    words = [w for w in re.findall(r"[^\W\d_]+", title or "") if len(w) >= 2]
+    return len(words) >= 2 and not any(c.islower() for w in words for c in w)
+
+
+def field_defects(title: str, authors: str) -> list[str]:
+    """What a reader should never see in the fields of one paper."""
+    out = []
+    if "\\" in authors:
+        out.append("authors_backslash")
+    if re.search(r"\d", authors):
+        out.append("authors_digit")
+    if _FOOTNOTE_SYMBOL_RE.search(authors):
+        out.append("authors_symbol")
+    if "@" in authors:
+        out.append("authors_email")
+    if is_all_caps(title):
+        out.append("title_all_caps")
+    return out
+
+
+def field_counts(roots: Iterable[Path]) -> Iterator[tuple[Path, str, str, list[str]]]:
+    """(pdf, title, authors, defects) of every PDF under the folders."""
+    for pdf in pdfs_under(roots):
+        try:
+            title, authors = parse_fields(pdf)
+        except Exception:  # an unreadable file has no fields to judge
+            continue
+        yield pdf, title, authors, field_defects(title, authors)
+
+
+def summary_text(report: dict) -> str:
+    a = report["authors"]
+    return (f"papers: {report['papers']} (found {report['found']})\n"
+            f"title exact: {report['title_exact']:.3f}  title token F1: {report['title_token_f1']:.3f}\n"
+            f"authors P/R/F1: {a['precision']:.3f}/{a['recall']:.3f}/{a['f1']:.3f}  "
+            f"author list exact: {report['authors_exact']:.3f}")
