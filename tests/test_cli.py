@@ -104,15 +104,16 @@ def test_refresh_metadata_reads_stored_papers_again(demo_ingested_one, tmp_path)
 
     data = copy_data_dir(demo_ingested_one, tmp_path)
     before = [json.loads(l) for l in run(["papers", "--data-dir", str(data)]).stdout.splitlines()][0]
-    assert before["authors"] and before["year"]
+    assert before["title"] and before["authors"] and before["year"]
     with sqlite3.connect(data / "figsearch.db") as db:  # as an older parser might have left them
-        db.execute("update papers set authors = 'Someone1,2 Else', year = 1901")
+        db.execute("update papers set title = upper(title), authors = 'Someone1,2 Else', year = 1901")
     r = run(["refresh-metadata", "--data-dir", str(data)])
-    assert "papers: 1  authors changed: 1  years changed: 1" in r.stdout, r.stdout
+    assert "papers: 1  titles changed: 1  authors changed: 1  years changed: 1" in r.stdout, r.stdout
     after = [json.loads(l) for l in run(["papers", "--data-dir", str(data)]).stdout.splitlines()][0]
-    assert (after["authors"], after["year"]) == (before["authors"], before["year"])
+    assert (after["title"], after["authors"], after["year"]) == (before["title"], before["authors"], before["year"])
     # nothing left to change the second time
-    assert "authors changed: 0  years changed: 0" in run(["refresh-metadata", "--data-dir", str(data)]).stdout
+    assert "titles changed: 0  authors changed: 0  years changed: 0" in run(
+        ["refresh-metadata", "--data-dir", str(data)]).stdout
 
 
 def test_refresh_region_words_reads_the_words_inside_stored_figures_again(demo_ingested_one, tmp_path):

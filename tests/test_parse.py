@@ -226,7 +226,68 @@ def test_authors_list_stops_at_an_affiliation_row():
         [(250, "Northwind Center", 12)],
         [(240, "Springfield, ST, Freedonia", 12)],
     ])
-    assert parse_pdf(doc).authors == "Ann Author, Bob Builder and Cy Coder"
+    assert parse_pdf(doc).authors == "Ann Author, Bob Builder, Cy Coder"
+
+
+def test_author_marks_set_apart_or_misread_end_the_name_before_them():
+    """Marks set apart from the name ("Ann Author 1 Bob Builder 1"), after a comma ("Ann Author,1
+    Bob Builder"), glyphs a broken font maps to a backslash, and "and" all separate names; none of
+    them stays in the list."""
+    for row in ["Ann Author 1 Bob Builder 1 Cy Coder 2", "Ann Author,1 Bob Builder, 1 Cy Coder 2, 3",
+                "Ann Author1,2, Bob Builder1,\\ Cy Coder1,3", "Ann Author\u2020, Bob Builder* and Cy Coder\u2021"]:
+        doc = _front_page([[(150, row, 12)], [(150, "1Northwind Labs 2Acme AG", 9)]])
+        assert parse_pdf(doc).authors == "Ann Author, Bob Builder, Cy Coder", row
+
+
+def test_authors_set_in_a_grid_go_on_below_their_affiliations():
+    """Rows of names, each name over its own affiliation and address; a later row of names in the same
+    style continues the list, and a name too long for its column ends in the row below it."""
+    doc = _front_page([
+        [(80, "Ann Author", 12), (260, "Bob Builder", 12), (440, "Cy Coder", 12)],
+        [(80, "Northwind Labs", 9), (260, "Acme Research", 9), (440, "Globex Institute", 9)],
+        [(80, "ann@example.org", 9), (260, "bob@example.org", 9), (440, "cy@example.org", 9)],
+        [(80, "Chandrashekhar", 12), (260, "Dee Developer", 12), (440, "Eve Engineer", 12)],
+        [(80, "Nagarajan", 12)],
+        [(80, "Northwind Labs", 9), (260, "Acme Research", 9), (440, "Globex Institute", 9)],
+    ])
+    assert parse_pdf(doc).authors == ("Ann Author, Bob Builder, Cy Coder, Chandrashekhar Nagarajan, "
+                                      "Dee Developer, Eve Engineer")
+
+
+def test_a_cover_sheet_before_the_paper_gives_way_to_its_first_page():
+    """A repository's cover sheet (title, publication type and date, no abstract) before the paper:
+    title and authors come from the paper's own first page."""
+    doc = pymupdf.open()
+    cover = doc.new_page(width=612, height=792)
+    cover.insert_text((40, 90), "See discussions and author profiles for this publication", fontsize=7, fontname="helv")
+    cover.insert_text((40, 120), "Learning Sparse InteractionsFor Ranking", fontsize=16, fontname="helv")
+    cover.insert_text((40, 150), "Preprint \u00b7 October 2020", fontsize=8, fontname="helv")
+    cover.insert_text((40, 200), "CITATIONS", fontsize=6, fontname="helv")
+    cover.insert_text((300, 200), "READS", fontsize=6, fontname="helv")
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(56, 60, 556, 100), "Learning Sparse Interactions for Ranking Models",
+                        fontsize=18, fontname="hebo", align=1)
+    page.insert_text((150, 120), "Ann Author, Bob Builder", fontsize=12, fontname="helv")
+    page.insert_text((56, 160), "Abstract", fontsize=11, fontname="hebo")
+    page.insert_textbox(pymupdf.Rect(56, 170, 296, 260), ABSTRACT, fontsize=9, fontname="helv")
+    page.insert_textbox(pymupdf.Rect(56, 272, 296, 400), LEFT_BODY, fontsize=9, fontname="helv")
+    p = parse_pdf(doc)
+    assert (p.title, p.authors) == ("Learning Sparse Interactions for Ranking Models", "Ann Author, Bob Builder")
+
+
+def test_a_title_in_capitals_reads_in_title_case_spelled_as_the_paper_spells_its_words():
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(56, 60, 556, 100), "LARGE-SCALE CTR PREDICTION WITH GNNS AND ADAM",
+                        fontsize=18, fontname="hebo", align=1)
+    page.insert_text((150, 120), "Ann Author, Bob Builder", fontsize=12, fontname="helv")
+    page.insert_text((56, 160), "Abstract", fontsize=11, fontname="hebo")
+    page.insert_textbox(pymupdf.Rect(56, 170, 296, 300),
+                        "Large-scale models of CTR prediction rely on GNNs trained with Adam. We study "
+                        "large-scale prediction of the CTR and show that prediction with GNNs is cheap.",
+                        fontsize=9, fontname="helv")
+    page.insert_textbox(pymupdf.Rect(56, 312, 296, 440), LEFT_BODY, fontsize=9, fontname="helv")
+    assert parse_pdf(doc).title == "Large-Scale CTR Prediction with GNNs and Adam"
 
 
 def test_year_skips_citations_and_falls_back_to_the_references():

@@ -468,12 +468,12 @@ def _with_paper_bar(refresh, settings):
 
 @cli.command("refresh-metadata")
 def refresh_metadata_cmd(data_dir: Optional[Path] = DataDir) -> None:
-    """Read the authors and year of every stored born-digital paper again with the current parser
-    (ingesting a file again skips it as a duplicate)."""
+    """Read the title, authors and year of every stored born-digital paper again with the current parser
+    (ingesting a file again skips it as a duplicate); `figsearch relink` after titles changed."""
     from app.ingest.refresh import refresh_metadata
 
     c = _with_paper_bar(refresh_metadata, settings_or_exit(data_dir))
-    typer.echo(f"papers: {c.papers}  authors changed: {c.authors_changed}  years changed: {c.years_changed}  "
+    typer.echo(f"papers: {c.papers}  titles changed: {c.titles_changed}  authors changed: {c.authors_changed}  years changed: {c.years_changed}  "
                f"without a stored PDF: {c.without_pdf}  unreadable: {c.unreadable}")
 
 

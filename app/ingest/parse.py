@@ -21,6 +21,7 @@ import pymupdf
 
 from app.labels import CAPTION_PARAGRAPH_RE
 from app.ingest.layout import DocumentLayout, Line, PageLayout, build_layout, clean_text, is_bold, join_spans
+from app.ingest.title_case import title_case
 from app.ingest.types import ParsedPaper
 
 __all__ = ["caption_boxes", "parse_pdf", "split_sentences"]
@@ -352,31 +353,38 @@ _AFFIL_RE = re.compile(
     r"cent(?:er|re)\b|gmbh|\bag\b|foundation|hospital|faculty|technolog|science|engineering",
     re.I,
 )
-# footnote marks of author names: stars, daggers, section signs, card and music signs, and (after a
-# name) digits
-_SYMBOLS = "*#\u2217\u2020\u2021\u00a7\u00b6\u22c6\u2660-\u266f"
-_NAME_MARK_RE = re.compile(f"(?<=[^\\W\\d_]),?[\\d{_SYMBOLS}]+(?:,[\\d{_SYMBOLS}]+)*")
-_SYMBOL_RE = re.compile(f"[{_SYMBOLS}]+")
+# a footnote mark of an author name: any character no name is written with (digits, stars, daggers,
+# section signs, card signs, and glyphs a broken font maps to "\\" or "|"); names hold letters,
+# spaces, hyphens, apostrophes and the periods of initials
+_MARK_CHAR = r"(?:[^\w\s\-'\u2019.,&]|[\d_])"
+# marks after a name, set close to it or apart ("Wang1,2", "Wang 1 Isola 1", "Liu, 1 Li, 2, 3 Wu")
+_NAME_MARK_RE = re.compile(rf"(?<=[^\W\d_])(?:\s*,?\s*{_MARK_CHAR}+)+")
+_SYMBOL_RE = re.compile(rf"{_MARK_CHAR}+")
 _AFFIL_MARK_RE = re.compile(r"^\d+\s?[^\W\d_]")  # "1LMU Munich", "2 University of ..."
 _LIST_SEP_RE = re.compile(r",|\band\b|&")
 
 
-def _spaced_text(ln: Line) -> str:
-    """A line's text with a comma where its pieces stand more than a letter's height apart (names
-    set in columns, "Wei Zhou1,3   Mohsen Mesgar1")."""
-    groups: list[list[str]] = []
-    last_x1 = None
-    for x0, x1, text in sorted(ln.pieces):
-        if last_x1 is None or x0 - last_x1 > ln.size:
+def _piece_groups(ln: Line) -> list[tuple[float, float, str]]:
+    """(x0, x1, text) of the parts of a line whose pieces stand more than a letter's height apart
+    (names set in columns, "Wei Zhou1,3   Mohsen Mesgar1")."""
+    groups: list[list[tuple[float, float, str]]] = []
+    for piece in sorted(ln.pieces) or [(ln.x0, ln.x1, ln.text)]:
+        if not groups or piece[0] - groups[-1][-1][1] > ln.size:
             groups.append([])
-        groups[-1].append(text)
-        last_x1 = x1
-    return ", ".join(" ".join(g) for g in groups) if len(groups) > 1 else ln.text
+        groups[-1].append(piece)
+    return [(g[0][0], g[-1][1], " ".join(p[2] for p in g)) for g in groups]
+
+
+def _spaced_text(ln: Line) -> str:
+    """A line's text with a comma between its parts set far apart."""
+    groups = _piece_groups(ln)
+    return ", ".join(g[2] for g in groups) if len(groups) > 1 else ln.text
 
 
 def _find_authors(first_page: list[_Block], title_lines: list[Line], body_size: float) -> str:
     """The author names between the title and the abstract: the first row of names and the rows that
-    continue it as a list; affiliations, e-mail addresses and footnote marks left out."""
+    continue it as a list; affiliations, e-mail addresses and footnote marks left out. Names set in a
+    grid (each over its own affiliation and address) go on in later rows of the grid."""
     if not title_lines:
         return ""
     bottom = max(ln.y1 for ln in title_lines)
@@ -384,7 +392,7 @@ def _find_authors(first_page: list[_Block], title_lines: list[Line], body_size: 
     lines = sorted(
         (ln for b in first_page for ln in b.lines if ln.y0 >= bottom - 1 and ln not in title_lines),
         key=lambda l: (l.y0, l.x0),
-    )[:16]
+    )[:60]
     rows: list[list[Line]] = []  # lines at one height: one row of the author block
     for ln in lines:
         if rows and abs(ln.y0 - rows[-1][0].y0) < 0.5 * ln.size:
@@ -394,22 +402,18 @@ def _find_authors(first_page: list[_Block], title_lines: list[Line], body_size: 
     out = ""
     paired_rows = False  # the first row pairs its name with an e-mail address or affiliation
     first_x0 = None
+    first_row: list[Line] = []
     n_rows = 0
-    for row in rows[:8]:
+    last = -1  # index of the last row read
+    for ri, row in enumerate(rows[:8]):
         row.sort(key=lambda l: l.x0)
-        if _ABS_RE.match(row[0].text) or any(_is_heading(ln, body_size) and ln.size >= tsize - 0.5 for ln in row):
+        if _ends_front_matter(row, tsize, body_size):
             break
+        last = ri
         if all(ln.size >= tsize - 0.5 for ln in row):
             continue
-        # names share a row with their e-mail or affiliation in some styles: keep the names
-        names = [ln for ln in row if not (_AFFIL_RE.search(ln.text) or _AFFIL_MARK_RE.match(ln.text))]
-        # lines of a row are columns; pieces set far apart are separate names, unless the line
-        # separates its names itself
-        t = ", ".join(ln.text if _LIST_SEP_RE.search(_NAME_MARK_RE.sub(" ", ln.text)) else _spaced_text(ln)
-                      for ln in names)
-        parts = [x.strip() for x in _clean_names(t).split(",") if x.strip()]
-        if (not names or len(set(parts)) < len(parts)  # a repeated part: "Meituan, Meituan"
-                or len(t.split()) > 25 or t.endswith(".") or ":" in t):
+        names, t = _row_names(row)
+        if not _names_row(names, t):
             if out:
                 break
             continue
@@ -421,18 +425,120 @@ def _find_authors(first_page: list[_Block], title_lines: list[Line], body_size: 
                 out += " " + t
             elif (_LIST_SEP_RE.search(t) or _NAME_MARK_RE.search(t)) and _full_names(t):
                 # a name broken over two rows leaves one word after the row's last separator
-                last = _LIST_SEP_RE.split(_clean_names(out))[-1].split()
-                out += (" " if len(last) == 1 else ", ") + t
+                tail = _LIST_SEP_RE.split(_clean_names(out))[-1].split()
+                out += (" " if len(tail) == 1 else ", ") + t
             elif paired and paired_rows and abs(names[0].x0 - first_x0) < 2:
                 out += ", " + t
             else:
                 break
         else:
-            out, paired_rows, first_x0 = t, paired, names[0].x0
+            out, paired_rows, first_x0, first_row = t, paired, names[0].x0, names
         n_rows += 1
         if n_rows >= 6:
             break
+    if first_row and _in_columns(first_row):
+        out = ", ".join([out] + _grid_rows(rows[last + 1:], first_row, tsize, body_size))
     return _clean_names(out)[:300]
+
+
+def _ends_front_matter(row: list[Line], tsize: float, body_size: float) -> bool:
+    """The abstract label or a heading: no author names below."""
+    return bool(_ABS_RE.match(row[0].text)) or any(_is_heading(ln, body_size) and ln.size >= tsize - 0.5 for ln in row)
+
+
+def _row_names(row: list[Line]) -> tuple[list[Line], str]:
+    """The lines of a row that are not affiliations or addresses, and their text as a list: lines of a
+    row are columns, and pieces set far apart are separate names unless the line separates its names
+    itself."""
+    names = [ln for ln in row if not (_AFFIL_RE.search(ln.text) or _AFFIL_MARK_RE.match(ln.text))]
+    return names, _names_text(names)
+
+
+def _names_text(names: list[Line]) -> str:
+    return ", ".join(ln.text if _LIST_SEP_RE.search(_NAME_MARK_RE.sub(" ", ln.text)) else _spaced_text(ln)
+                     for ln in names)
+
+
+def _names_row(names: list[Line], t: str) -> bool:
+    """A row that can hold author names: not a repeated part ("Meituan, Meituan"), not a sentence."""
+    parts = [x.strip() for x in _clean_names(t).split(",") if x.strip()]
+    return bool(names) and len(set(parts)) == len(parts) and len(t.split()) <= 25 and not t.endswith(".") \
+        and ":" not in t
+
+
+def _in_columns(names: list[Line]) -> bool:
+    """Names set apart in columns (two lines of one row, or pieces far apart), each over its own
+    affiliation."""
+    return len(names) >= 2 or (len(names) == 1 and _spaced_text(names[0]) != names[0].text)
+
+
+def _same_style(a: Line, b: Line) -> bool:
+    return abs(a.size - b.size) <= 0.3 and a.bold == b.bold
+
+
+def _cells(ln: Line) -> list[tuple[float, float, str]]:
+    """(x0, x1, text) of the names of a line: its parts set far apart, or the whole line when it
+    separates its names itself."""
+    groups = _piece_groups(ln)
+    if len(groups) < 2 or _LIST_SEP_RE.search(_NAME_MARK_RE.sub(" ", ln.text)):
+        return [(ln.x0, ln.x1, ln.text)]
+    return groups
+
+
+def _grid_rows(rows: list[list[Line]], first: list[Line], tsize: float, body_size: float) -> list[str]:
+    """Names of the later rows of a grid of authors: rows set in the style of the first row of names,
+    past the affiliation and address rows (a style of their own, or addresses) between them. A name
+    too long for its column goes on in the row right below it."""
+    out: list[list] = []  # [x0, x1, y1, text] of each name
+    prev: list[list] = []  # the names of the last row read
+    for row in rows:
+        row.sort(key=lambda l: l.x0)
+        if _ends_front_matter(row, tsize, body_size):
+            break
+        names = [ln for ln in _row_names(row)[0] if _same_style(ln, first[0])]
+        if not names:
+            prev = []
+            continue  # affiliations and addresses
+        t = _names_text(names)
+        if not _names_row(names, t):
+            break
+        cells = [(x0, x1, text, ln) for ln in names for x0, x1, text in _cells(ln)]
+        below = [next((p for p in prev if min(x1, p[1]) - max(x0, p[0]) > 0 and ln.y0 - p[2] < 0.8 * ln.size), None)
+                 for x0, x1, text, ln in cells]
+        if prev and all(below) and len(t.split()) == len(cells):  # one word under each name: its end
+            for p, (_, _, text, ln) in zip(below, cells):
+                p[3] += " " + text
+                p[2] = ln.y1
+            continue
+        if not _full_names(t):
+            break
+        prev = [[x0, x1, ln.y1, text] for x0, x1, text, ln in cells]
+        out.extend(prev)
+    return [c[3] for c in out]
+
+
+def _has_abstract_label(blocks: list[_Block]) -> bool:
+    """An "Abstract" label on the page: alone on its line, followed by punctuation, or bold."""
+    for b in blocks:
+        for ln in b.lines:
+            m = _ABS_RE.match(ln.text)
+            if m and (m.end() == len(ln.text) or re.search(r"[:.\u2014\u2013-]\s*$", m.group(0)) or ln.bold):
+                return True
+    return False
+
+
+def _front_matter(pages: list[list[_Block]], heights: list[float], body_size: float) -> tuple[str, list[Line], str]:
+    """Title, its lines and the author list. A cover sheet before the paper (a repository's page of
+    download statistics) has no abstract and the next page has one: title and authors are read
+    there when that page names its authors (some cover sheets carry the only author list)."""
+    title, title_lines = _find_title(pages[0], heights[0])
+    authors = _find_authors(pages[0], title_lines, body_size)
+    if len(pages) > 1 and not _has_abstract_label(pages[0]) and _has_abstract_label(pages[1]):
+        title2, lines2 = _find_title(pages[1], heights[1])
+        authors2 = _find_authors(pages[1], lines2, body_size)
+        if title2 and authors2:
+            return title2, lines2, authors2
+    return title, title_lines, authors
 
 
 def _full_names(t: str) -> bool:
@@ -443,9 +549,11 @@ def _full_names(t: str) -> bool:
 
 
 def _clean_names(s: str) -> str:
-    """Footnote marks and symbols out, one comma between names."""
-    s = re.sub(r"\s*,[\s,]*", ", ", _SYMBOL_RE.sub("", _NAME_MARK_RE.sub(",", s)))
-    s = re.sub(r",\s*(and|&)\s", r" \1 ", s)
+    """Footnote marks and symbols out (a mark after a name ends it), names separated by a comma
+    alone ("A, B and C" reads "A, B, C")."""
+    s = _SYMBOL_RE.sub(" ", _NAME_MARK_RE.sub(",", s))
+    s = re.sub(r"(?:\s*,)?\s+(?:and|&)\s+|\s*&\s*", ", ", s)
+    s = re.sub(r"\s*,[\s,]*", ", ", s)
     return re.sub(r"\s+", " ", s).strip(" ,")
 
 
@@ -781,12 +889,12 @@ def parse_pdf(doc: pymupdf.Document, max_pages: int | None = None,
 
     body_size = _body_size(pages)
     first_page = pages[0]
-    title, title_lines = _find_title(first_page, heights[0])
+    title, title_lines, authors = _front_matter(pages, heights, body_size)
     meta_title = clean_text(meta.get("title") or "").strip()
     if not title and _looks_real_meta_title(meta_title):
         title = meta_title
     paper.title = title
-    paper.authors = _find_authors(first_page, title_lines, body_size)
+    paper.authors = authors
     paper.year = _printed_year(first_page, rotated, heights[0])
 
     _remove_furniture(pages, heights, body_size)
@@ -898,4 +1006,5 @@ def parse_pdf(doc: pymupdf.Document, max_pages: int | None = None,
         hard_break = False
     paper.body_text = "\n".join(paras)
     paper.sentences = split_sentences(paper.body_text)
+    paper.title = title_case(paper.title, paper.abstract + "\n" + paper.body_text)
     return paper

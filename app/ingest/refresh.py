@@ -1,4 +1,4 @@
-"""Stored papers read again by the current parser: their authors and year (`refresh_metadata`) and
+"""Stored papers read again by the current parser: their title, authors and year (`refresh_metadata`) and
 the words inside their figures' regions (`refresh_region_words`). Ingesting a file again skips it
 as a duplicate, so without this a better parser would never reach the papers ingested before it.
 Born-digital papers with a stored PDF only (scans are read by OCR; their stand-in PDF is not
@@ -13,6 +13,7 @@ from sqlalchemy import select
 
 from app.db.schema import Figure, Paper, PaperStatus
 from app.db.session import session_scope
+from app.ingest.citations import normalise_title
 from app.ingest.figures import region_words
 from app.ingest.parse import parse_pdf
 from app.pdfs import stored_pdf
@@ -22,6 +23,7 @@ from app.settings import Settings
 @dataclass
 class RefreshCounts:
     papers: int = 0
+    titles_changed: int = 0
     authors_changed: int = 0
     years_changed: int = 0
     without_pdf: int = 0
@@ -30,8 +32,9 @@ class RefreshCounts:
 
 def refresh_metadata(settings: Settings, on_paper: Callable[[], None] | None = None,
                      total: Callable[[int], None] | None = None) -> RefreshCounts:
-    """Re-read every born-digital paper's authors and year; a value the parser no longer finds is
-    kept as it was (nothing is lost). `total(n)` is called once with the number of papers,
+    """Re-read every born-digital paper's title, authors and year; a value the parser no longer finds
+    is kept as it was (nothing is lost). A changed title changes the normalised title that citation
+    links and duplicates are matched on (`figsearch relink` recomputes the links). `total(n)` is called once with the number of papers,
     `on_paper()` after each."""
     counts = RefreshCounts()
     for paper_id, pdf in _stored_pdfs(settings, counts, on_paper, total):
@@ -43,6 +46,9 @@ def refresh_metadata(settings: Settings, on_paper: Callable[[], None] | None = N
             continue
         with session_scope(settings.db_url) as s:
             paper = s.get(Paper, paper_id)
+            if parsed.title and parsed.title != paper.title:
+                paper.title, paper.norm_title = parsed.title, normalise_title(parsed.title)
+                counts.titles_changed += 1
             if parsed.authors and parsed.authors != paper.authors:
                 paper.authors = parsed.authors
                 counts.authors_changed += 1
