@@ -193,3 +193,19 @@ def test_printed_words_are_named_as_both_figures_print_them():
     assert related_reasons({"figure_words": 0.05}, None, "a", "b", words=words, other_words=other) == []
     shown = related_reasons({"figure_words": 0.3}, None, "a", "b", words=words, other_words=other)
     assert shown == ["both show: layer"]
+
+
+def test_words_are_shown_in_one_readable_form_whatever_the_casing_of_their_text():
+    from app.search.explain import related_reasons
+
+    shouting = "ENTIRE SPACE MULTI-TASK MODEL FOR POST-CLICK CONVERSION RATE ESTIMATION"
+    # a title set in capitals is not read as a list of acronyms; a title-case compound is lower case
+    on = related_reasons({"paper": 0.9}, None, "", "", "Post-Click Conversion in Multi-Task Learning", shouting)
+    assert on == ["related paper: both on multi-task, post-click"]
+    on = related_reasons({"paper": 0.9}, None, "", "", shouting, "Post-Click Conversion Rate of CTR models")
+    assert all(w == w.lower() for w in on[0].removeprefix("related paper: both on ").split(", "))
+    # a short word in capitals stays an acronym, as do acronyms and mixed case in ordinary text
+    assert surface_words(["ctr", "convers"], "CTR AND CONVERSION PREDICTION MODELS", "") == ["CTR", "conversion"]
+    assert surface_words(["sne", "auc"], "The t-SNE Map and AUC", "") == ["t-SNE", "AUC"]
+    # a word of ordinary text is preferred to the same word in capitals
+    assert surface_words(["ndcg"], "NDCG OF ALL RANKING METHODS", "nDCG per query") == ["nDCG"]

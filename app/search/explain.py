@@ -215,7 +215,8 @@ def _words_in(phrase: str, stems: set[str]) -> str:
     """The words of `phrase` whose stems are all in `stems`, in the phrase's order."""
     words = [m.group(0) for m in _TOKEN_RE.finditer(phrase or "")]
     kept = [w for w in words if analyze(w) and set(analyze(w)) <= stems]
-    return " ".join(w.lower() if w[:1].isupper() and w[1:].islower() else w for w in dict.fromkeys(kept))
+    capitals = in_capitals(phrase)
+    return " ".join(display_form(w, capitals) for w in dict.fromkeys(kept))
 
 
 def shared_words(text: str, other: str, idf: "TermStats | None" = None, n: int = MAX_TERMS) -> list[str]:
@@ -226,22 +227,42 @@ def shared_words(text: str, other: str, idf: "TermStats | None" = None, n: int =
 
 
 def surface_words(stems: Sequence[str], *texts: str) -> list[str]:
-    """Each stem as written in `texts`: the shortest word with that stem alone, else the shortest
-    hyphenated compound containing it ("multi" -> "Multi-task"); duplicates dropped."""
-    best: dict[str, tuple[int, str]] = {}
+    """Each stem as written in `texts`, in the form a card shows it (`display_form`): the shortest
+    word with that stem alone, else the shortest hyphenated compound containing it ("multi" ->
+    "multi-task"), a word of a text in capitals ("POST-CLICK CONVERSION") only when no other text
+    has one; duplicates dropped."""
+    best: dict[str, tuple[tuple, str]] = {}
     for text in texts:
+        capitals = in_capitals(text)
         for m in _TOKEN_RE.finditer(text or ""):
             word = m.group(0)
             st = analyze(word)
             for stem in set(st) & set(stems):
-                rank = (0 if len(st) == 1 else 1, len(word))
+                rank = (0 if len(st) == 1 else 1, capitals, len(word))
                 if stem not in best or rank < best[stem][0]:
-                    best[stem] = (rank, word)
+                    best[stem] = (rank, display_form(word, capitals))
     words = list(dict.fromkeys(best[s][1] if s in best else s for s in stems))
     parts = {p.lower() for w in words if "-" in w for p in w.split("-")}
-    words = [w for w in words if "-" in w or w.lower() not in parts]  # "task" is in "Multi-task"
-    # title case is not part of a word; acronyms (AUC, CTR) and mixed case (t-SNE, Recall@K) are
-    return [w.lower() if w[:1].isupper() and w[1:].islower() else w for w in words]
+    return [w for w in words if "-" in w or w.lower() not in parts]  # "task" is in "multi-task"
+
+
+ACRONYM_MAX = 4  # in a text set in capitals, a longer capitalised word is taken for a plain word
+
+
+def display_form(word: str, capitals: bool = False) -> str:
+    """One readable form for words taken from titles, captions and figures: title case is not part
+    of a word ("Post-Click" -> "post-click"), acronyms (AUC, CTR) and mixed case (t-SNE, Recall@K)
+    are; in a text set in capitals (`capitals`) only a short unhyphenated word stays an acronym."""
+    if capitals and word.isupper() and (len(word) > ACRONYM_MAX or "-" in word):
+        return word.lower()
+    return "-".join(p.lower() if p[:1].isupper() and p[1:].islower() else p for p in word.split("-"))
+
+
+def in_capitals(text: str) -> bool:
+    """Whether a text is set in capitals (a title "ENTIRE SPACE MULTI-TASK MODEL"): most of its
+    words of several letters are upper case."""
+    words = [w for w in _WORD_RE.findall(text or "") if len(w) > 1 and not w.isdigit()]
+    return len(words) >= 3 and sum(w.isupper() for w in words) > 0.6 * len(words)
 
 
 _TOKEN_RE = re.compile(r"[^\W_]+(?:[@-][^\W_]+)*")
