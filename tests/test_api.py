@@ -204,6 +204,19 @@ def test_search_results_and_breakdown(client):
     assert [h["score"] for h in body["items"]] == sorted((h["score"] for h in body["items"]), reverse=True)
 
 
+def test_caption_highlights_mark_every_word_sharing_a_stem_with_the_query(client):
+    # "accuracies" marks "accuracy" in the captions, as the snippet's highlights are found
+    items = client.get("/api/v1/search", params={"q": "accuracies", "k": 10, "rerank": "false"}).json()["items"]
+    with_word = [h for h in items if "accuracy" in h["caption"].lower()]
+    assert with_word
+    for h in with_word:
+        marked = [h["caption"][a:b].lower() for a, b in h["caption_highlights"]]
+        assert marked and set(marked) == {"accuracy"}, (h["caption"], marked)
+    fid = items[0]["figure_id"]  # related figures are not a text query: nothing is marked
+    related = client.get(f"/api/v1/figures/{fid}/similar", params={"k": 3}).json()["items"]
+    assert related and all(h["caption_highlights"] == [] for h in related)
+
+
 def test_search_pagination(client):
     a = client.get("/api/v1/search", params={"q": "accuracy", "k": 3, "offset": 0}).json()
     b = client.get("/api/v1/search", params={"q": "accuracy", "k": 3, "offset": 3}).json()

@@ -107,6 +107,9 @@ class ScoredFigure(FigureSummary):
         "similar description; for a search naming a figure type, that the result looks "
         "like the named type (e.g. 'looks like a heatmap')."))
     snippet: Snippet | None = Field(None, description="The sentence that matched a text query best.")
+    caption_highlights: list[list[int]] = Field(default_factory=list, description=(
+        "For a text query, the [start, end) character spans of the caption's words that share a stem "
+        "with a query word ('curves' for 'curve'), as the snippet's highlights are found."))
     panel: Panel | None = Field(None, description=(
         "For a compound figure, the panel whose part of the caption matches a text query best."))
 

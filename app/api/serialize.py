@@ -9,7 +9,8 @@ from sqlalchemy.orm import Session
 from app.api import schemas
 from app.db.schema import Figure, Paper
 from app.search.searcher import Hit, Searcher
-from app.search.explain import best_sentence, idf_of, informative_terms, reasons, shown_named_type, surface_words
+from app.search.explain import (best_sentence, highlight_spans, idf_of, informative_terms, reasons, shown_named_type,
+                                surface_words)
 from app.search.text import analyze
 
 
@@ -94,6 +95,7 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
     panels = dict(db.execute(select(Figure.id, Figure.panels).where(
         Figure.id.in_([h.figure_id for h in hits]), Figure.panels.is_not(None))).all()) \
         if snippets and query_text else {}
+    query_stems = set(analyze(query_text)) if snippets else set()
     out = []
     shown: set[str] = set()  # snippets of the results above: a generic sentence is not repeated
     for i, h in enumerate(hits):
@@ -114,6 +116,8 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
                                         printed.get(h.figure_id, "")),
             reasons=reasons(h.signals, types.get(h.figure_id), same_paper, named_type=bool(named_types)),
             snippet=snippet,
+            caption_highlights=[list(sp) for sp in highlight_spans(card["caption"] or "", query_stems)]
+            if query_stems else [],
             panel=matching_panel(h.figure_id, panels.get(h.figure_id), query_text)))
     return out
 

@@ -72,7 +72,7 @@ export function figureCard(f, { extra = null, showPaper = true } = {}) {
       f.figure_type && f.kind !== 'table' ? h('span', { class: 'type', title: 'Figure type' }, f.figure_type.replace(/_/g, ' ')) : null,
       badges.length ? h('span', { class: 'badges' }, badges) : null),
     captionBody(f)
-      ? h('div', { class: 'cap' }, f.snippet ? captionWithMatches(f) : captionBody(f))
+      ? h('div', { class: 'cap' }, f.caption_highlights?.length ? captionWithMatches(f) : captionBody(f))
       : h('div', { class: 'cap none' }, 'No caption'),
     showPaper && f.paper_title ? h('div', { class: 'paper' }, f.paper_title + (f.paper_year ? ` (${f.paper_year})` : '')) : null,
     extra);
@@ -114,21 +114,13 @@ function inShownCaption(hit) {
   return first !== undefined && at + first <= CAPTION_SHOWN ? at - shift : null;
 }
 
-// The spans of the words of `text` that are one of `words` (case-insensitive, whole words).
-function wordSpans(text, words) {
-  const want = new Set(words.map((w) => w.toLowerCase()));
-  return [...text.matchAll(/[\p{L}\p{N}]+(?:-[\p{L}\p{N}]+)*/gu)]
-    .filter((m) => want.has(m[0].toLowerCase())).map((m) => [m.index, m.index + m[0].length]);
-}
-
-// The card's caption with the query's words marked: from the snippet when it is the caption's
-// sentence, else the matched words the server names.
+// The card's caption with the query's words marked, as the server found them in the whole
+// caption (every word sharing a stem with a query word: "curves" for "curve"), moved to the part
+// the card shows (the caption without its label).
 export function captionWithMatches(hit) {
-  const at = inShownCaption(hit);
   const cap = captionBody(hit);
-  if (at === null) return marked(cap, wordSpans(cap, hit.matched_terms || []));
-  const spans = (hit.snippet.highlights || []).map(([a, b]) => [a + at, b + at]).filter(([a]) => a >= 0);
-  return marked(cap, spans);
+  const shift = (hit.caption || '').length - cap.length;
+  return marked(cap, (hit.caption_highlights || []).map(([a, b]) => [a - shift, b - shift]).filter(([a]) => a >= 0));
 }
 
 // The sentence that matched a text query, its matched words highlighted, and where it comes from.
