@@ -209,3 +209,37 @@ def test_words_are_shown_in_one_readable_form_whatever_the_casing_of_their_text(
     assert surface_words(["sne", "auc"], "The t-SNE Map and AUC", "") == ["t-SNE", "AUC"]
     # a word of ordinary text is preferred to the same word in capitals
     assert surface_words(["ndcg"], "NDCG OF ALL RANKING METHODS", "nDCG per query") == ["nDCG"]
+
+
+def test_shared_words_of_ordinary_prose_are_no_reason():
+    """A word spread over the papers as by chance ("according": once here, once there) says
+    nothing about what two figures are about; a word recurring in the figures of a few papers
+    ("conversion") does, and a rare word shared by two figures stays (too few to judge its spread)."""
+    import numpy as np
+
+    from app.search.explain import idf_of, related_reasons
+    from app.search.lexical import LexicalIndex
+
+    docs, papers = [], []
+    for p in range(40):
+        for f in range(4):
+            words = f"filler{p} plot{f}"
+            if f == 0 and p < 12:
+                words += " according"
+            if p < 4 and f < 3:
+                words += " conversion"
+            if p in (20, 30) and f == 1:
+                words += " dialogue"
+            docs.append(analyze(words))
+            papers.append(p)
+    lex = LexicalIndex.build(docs)
+    idf = idf_of(lex, np.array(papers))
+    shared = analyze("according conversion dialogue")
+    assert idf.spread_evenly(analyze("according")[0]) and not idf.spread_evenly(analyze("conversion")[0])
+    assert informative_terms(shared, idf) == analyze("dialogue conversion")
+    assert set(informative_terms(shared, idf, topical=False)) == set(shared)  # a query's own words stay
+    # without the papers nothing is judged by spread
+    assert set(informative_terms(shared, idf_of(LexicalIndex.build(docs)))) == set(shared)
+    out = related_reasons({"type": 0.0}, None, "Conversion rate according to the budget.",
+                          "Conversion rate per day, according to the logs.", idf=idf)
+    assert len(out) == 1 and "conversion" in out[0] and "according" not in out[0]

@@ -80,8 +80,9 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
     query naming figure types (`named_types`), a figure found by its type says it looks like (or,
     less surely, may show) the named type it shows best, which need not be its dominant one."""
     cards = cards_for(db, [h.figure_id for h in hits])
-    idf = idf_of(engine.lexical()) if engine is not None else None
-    terms = {h.figure_id: informative_terms(list(h.matched_terms), idf) for h in hits}
+    idf = idf_of(engine.lexical(), engine.paper_ids) if engine is not None else None
+    # a text query's words are kept however ordinary; words two figures share only when topical
+    terms = {h.figure_id: informative_terms(list(h.matched_terms), idf, topical=not snippets) for h in hits}
     wanted = [h.figure_id for h in hits if snippets or set(terms[h.figure_id]) - set(analyze(f"{query_text} {h.caption}"))]
     extra = mention_texts(db, wanted)  # only for hits with a term outside both captions, or snippets
     printed = region_words_of(db, wanted)  # the lexical text also holds the words printed inside figures

@@ -542,7 +542,7 @@ def _related_reasons_of(settings: Settings, engine, figure_id: int, hits):
             select(Figure.id, Figure.figure_type, Paper.title, Figure.kind, Figure.region_text)
             .join(Paper, Paper.id == Figure.paper_id)
             .where(Figure.id.in_([h.figure_id for h in hits] + [figure_id])))}
-    caption, idf = engine.captions[engine.row_of(figure_id)], idf_of(engine.lexical())
+    caption, idf = engine.captions[engine.row_of(figure_id)], idf_of(engine.lexical(), engine.paper_ids)
     words_idf = idf_of(engine.figure_words.view) if engine.figure_words is not None else None
     _, title, words = rows.get(figure_id, (None, "", ""))
     return lambda h: related_reasons(h.signals, rows.get(h.figure_id, (None, ""))[0], caption, h.caption, title,

@@ -50,12 +50,14 @@ COMMON_DF = 0.1  # a term in more than 10% of the figures says little about one 
 
 
 def informative_terms(stems: Sequence[str], idf: "TermStats | None" = None,
-                      max_terms: int = MAX_TERMS) -> list[str]:
+                      max_terms: int = MAX_TERMS, topical: bool = True) -> list[str]:
     """Shared stems without boilerplate or collection-wide common terms, rarest first (by idf
-    when known), at most `max_terms`."""
+    when known), at most `max_terms`; with `topical`, also without words of ordinary prose (spread
+    over the papers as by chance, `TermStats.spread_evenly`): what two texts share says what both
+    are about only through words of a topic. A query's own words are kept (`topical=False`)."""
     kept = [s for s in dict.fromkeys(stems) if s not in BOILERPLATE]
     if idf:
-        kept = [s for s in kept if s not in idf.common]
+        kept = [s for s in kept if s not in idf.common and not (topical and idf.spread_evenly(s))]
         kept.sort(key=lambda s: -idf.get(s, 0.0))
     return kept[:max_terms]
 
@@ -347,17 +349,54 @@ def cell_windows(cells: str, width: int = 24) -> list[str]:
 
 
 class TermStats(dict):
-    """term -> idf of a collection, plus the set of its common terms (df above COMMON_DF)."""
+    """term -> idf of a collection, plus the set of its common terms (df above COMMON_DF) and,
+    when the papers of its figures are known, how a term spreads over papers (`spread_evenly`)."""
     common: frozenset = frozenset()
+    _lexical = None
+    _paper_ids: np.ndarray | None = None
+    _paper_sizes: np.ndarray | None = None
+
+    def clustering(self, term: str) -> float | None:
+        """How much fewer papers use `term` than would if its figures were drawn at random (log2
+        of expected / observed papers: Church & Gale's residual idf, counted over papers). A word
+        of a topic ("conversion", "BLEU") recurs in the figures of the papers on it; a word of
+        ordinary prose ("according", "several") turns up once here, once there, as by chance.
+        None when the papers are unknown or the term is not in the index."""
+        if self._paper_ids is None or term not in self:
+            return None
+        cache = self.__dict__.setdefault("_clustering", {})
+        if term not in cache:
+            lex, t = self._lexical, self._lexical.term_ids[term]
+            docs, _ = lex.search_terms(np.array([t]), np.array([1.0]), k=int(lex.df[t]))
+            papers = len(np.unique(self._paper_ids[docs]))
+            share = self._paper_sizes / len(self._paper_ids)
+            expected = float(np.sum(1.0 - (1.0 - share) ** len(docs)))
+            cache[term] = float(np.log2(expected / papers)) if papers else None
+        return cache[term]
+
+    def spread_evenly(self, term: str) -> bool:
+        """A word of ordinary prose by its spread: in at least SPREAD_EVIDENCE figures (fewer
+        say nothing about a spread) and hardly more clustered in papers than chance."""
+        c = self.clustering(term)
+        t = self._lexical.term_ids.get(term) if self._lexical is not None else None
+        return c is not None and t is not None and int(self._lexical.df[t]) >= SPREAD_EVIDENCE and c < CLUSTERED_MIN
 
 
-def idf_of(lexical) -> TermStats:
-    """Term statistics of a LexicalIndex (cached on the index object)."""
+SPREAD_EVIDENCE = 10  # figures using a word before its spread over papers is read
+CLUSTERED_MIN = 0.4   # log2 expected / observed papers: below, a word is spread as by chance
+
+
+def idf_of(lexical, paper_ids: np.ndarray | None = None) -> TermStats:
+    """Term statistics of a LexicalIndex (cached on the index object); with the paper of each of
+    its rows (`paper_ids`), also how each term spreads over the papers."""
     cached = getattr(lexical, "_term_stats", None)
-    if cached is None:
+    if cached is None or (paper_ids is not None and cached._paper_ids is None):
         cached = TermStats(zip(lexical.vocab, np.asarray(lexical.idf, dtype=float).tolist()))
         df = np.asarray(lexical.df)
         if lexical.n_docs >= 50:  # in a handful of figures every term is "common"
             cached.common = frozenset(lexical.vocab[i] for i in np.flatnonzero(df > COMMON_DF * lexical.n_docs))
+        if paper_ids is not None and len(paper_ids) == lexical.n_docs:
+            cached._lexical, cached._paper_ids = lexical, np.asarray(paper_ids)
+            cached._paper_sizes = np.unique(cached._paper_ids, return_counts=True)[1]
         lexical._term_stats = cached
     return cached

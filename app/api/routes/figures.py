@@ -177,7 +177,7 @@ def similar_figures(figure_id: FigureId, db: SessionDep, settings: SettingsDep, 
         title = paper_ref(db.get(Paper, query.paper_id)).title if query is not None else ""
         words = region_words_of(db, [figure_id] + [h.figure_id for h in hits])
         items = with_related_reasons(hits, items, engine.captions[engine.row_of(figure_id)], title,
-                                     idf_of(engine.lexical()), words, words.get(figure_id, ""),
+                                     idf_of(engine.lexical(), engine.paper_ids), words, words.get(figure_id, ""),
                                      idf_of(engine.figure_words.view) if engine.figure_words is not None else None)
     return schemas.SimilarResponse(mode="figure", figure_id=figure_id, k=k, scope=scope, items=items,
                                    index_version=engine.version, message=message)
