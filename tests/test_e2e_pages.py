@@ -5,6 +5,7 @@ $FIGSEARCH_UI_SHOTS (default /tmp/ui-shots/); console errors fail the tests."""
 from __future__ import annotations
 
 import os
+import re
 import time
 from functools import partial
 from pathlib import Path
@@ -62,6 +63,23 @@ def test_search_results_say_only_what_is_true(server, browser, width, height, ta
                 assert c["snippet"][:60] not in c["cap"][:120], c
         assert len(set(snippets)) == len(snippets), snippets  # no sentence is every result's snippet
         shot(page, f"{tag}-pages-02-search-{n}")
+    assert not console.errors, console.errors
+    page.close()
+
+
+def test_card_captions_mark_the_words_sharing_a_stem_with_the_query(server, browser):
+    """"curve" marks "Curves" in the cards' captions, as the snippets mark it, and nothing else
+    (the label the card shows apart is not counted in the spans)."""
+    page, console = open_page(browser, server, "#/?q=curve")
+    page.wait_for_selector("#results .card")
+    cards = page.evaluate("""[...document.querySelectorAll('#results .card .cap')].map(c => ({
+        text: c.textContent, marks: [...c.querySelectorAll('mark')].map(m => m.textContent.toLowerCase())}))""")
+    plural = [c for c in cards if "curves" in c["text"].lower()]
+    assert plural, cards
+    for c in cards:
+        words = re.findall(r"\bcurves?\b", c["text"].lower())
+        assert sorted(c["marks"]) == sorted(words), c
+    shot(page, "desktop-pages-02-search-stems")
     assert not console.errors, console.errors
     page.close()
 
