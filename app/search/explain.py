@@ -383,7 +383,7 @@ class TermStats(dict):
 
 
 SPREAD_EVIDENCE = 10  # figures using a word before its spread over papers is read
-CLUSTERED_MIN = 0.4   # log2 expected / observed papers: below, a word is spread as by chance
+CLUSTERED_MIN = 0.5   # log2 expected / observed papers: below, a word is spread as by chance
 
 
 def idf_of(lexical, paper_ids: np.ndarray | None = None) -> TermStats:
