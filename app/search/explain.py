@@ -377,9 +377,11 @@ class TermStats(dict):
     def spread_evenly(self, term: str) -> bool:
         """A word of ordinary prose by its spread: in at least SPREAD_EVIDENCE figures (fewer
         say nothing about a spread) and hardly more clustered in papers than chance."""
-        c = self.clustering(term)
         t = self._lexical.term_ids.get(term) if self._lexical is not None else None
-        return c is not None and t is not None and int(self._lexical.df[t]) >= SPREAD_EVIDENCE and c < CLUSTERED_MIN
+        if t is None or int(self._lexical.df[t]) < SPREAD_EVIDENCE:
+            return False
+        c = self.clustering(term)
+        return c is not None and c < CLUSTERED_MIN
 
 
 SPREAD_EVIDENCE = 10  # figures using a word before its spread over papers is read
