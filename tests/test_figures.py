@@ -1017,3 +1017,53 @@ def test_crop_padding_shows_no_sliver_of_the_caption_under_it(tmp_path):
     blank, body = bottom_strip([tuple(caption)])
     assert blank.min() == 255
     assert (body[..., 2] > body[..., 0] + 20).mean() > 0.5  # the region itself is unchanged
+
+
+def _draw_image(doc, page, name: str, ops: str) -> None:
+    """Append PDF operators (PDF coordinates, y up) that draw the page's image `name`."""
+    xref = doc.get_new_xref()
+    doc.update_object(xref, "<<>>")
+    doc.update_stream(xref, ops.replace("IMG", name).encode())
+    doc.xref_set_key(page.xref, "Contents", "[" + " ".join(f"{x} 0 R" for x in page.get_contents() + [xref]) + "]")
+
+
+def _image_page(doc, at: tuple, width=400, height=500):
+    """A page holding one small image (drawn at `at`), and the image's resource name."""
+    page = doc.new_page(width=width, height=height)
+    pix = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 30, 20), False)
+    pix.set_rect(pix.irect, (200, 30, 30))
+    page.insert_image(pymupdf.Rect(at), pixmap=pix)
+    return page, page.get_images()[0][7]
+
+
+def test_image_boxes_are_what_the_page_shows_of_them(tmp_path):
+    """An image counts where it is painted: flipped or rotated by its matrix it keeps its box, cut
+    by a clip it counts only inside the clip, clipped away entirely (MuPDF reports the empty
+    intersection as an inverted box) or off the page it counts not at all."""
+    from app.ingest.layout import page_graphics
+
+    doc = pymupdf.open()
+    page, name = _image_page(doc, (10, 40, 40, 60))
+    _draw_image(doc, page, name, "q 100 0 0 -50 50 250 cm /IMG Do Q\n"   # flipped: page y 250..300
+                "q 0 60 -40 0 300 300 cm /IMG Do Q\n"                    # rotated: x 260..300, y 140..200
+                "q 210 100 30 20 re W n 100 0 0 50 200 90 cm /IMG Do Q\n"  # trimmed: x 210..240, y 380..400
+                "q 10 10 5 5 re W n 100 0 0 50 200 350 cm /IMG Do Q\n"   # clipped away
+                "q 100 0 0 50 420 100 cm /IMG Do Q\n")                   # off the page
+    doc = _saved(doc, tmp_path / "images.pdf")
+    boxes = sorted(tuple(round(float(v)) for v in r) for r in page_graphics(doc[0]))
+    assert boxes == [(10, 40, 40, 60), (50, 250, 150, 300), (210, 380, 240, 400), (260, 140, 300, 200)], boxes
+
+
+def test_image_clipped_away_beside_a_plot_does_not_stretch_its_crop(tmp_path):
+    """A figure exported with an image its clip hides (drawn just past the plot's right edge, out
+    to the page margin): the crop ends at the plot."""
+    doc = pymupdf.open()
+    page, name = _image_page(doc, (340, 90, 400, 130), 612, 792)  # a raster inside the plot
+    page.draw_rect(pymupdf.Rect(330, 80, 540, 240), color=(0, 0, 0), width=1)
+    page.insert_textbox(pymupdf.Rect(320, 250, 545, 280), "Figure 1: Two curves.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(320, 300, 545, 700), BODY, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(72, 60, 295, 700), BODY, fontsize=10)
+    # the image at x 535..585, y 150..160 (page), in a clip that lies left of it
+    _draw_image(doc, page, name, "q 400 600 30 30 re W n 50 0 0 10 535 632 cm /IMG Do Q")
+    f = _figures(_saved(doc, tmp_path / "hidden.pdf"), tmp_path)[1]
+    assert f.bbox[2] <= 546, f.bbox

@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["Line", "PageLayout", "DocumentLayout", "TEXT_FLAGS", "build_document", "build_layout", "build_page",
            "clean_text", "column_span", "in_page_margin", "is_bold", "lines_from_dict", "page_graphics",
-           "paragraph_blocks", "union", "overlap_1d"]
+           "paragraph_blocks", "union", "overlap_1d", "visible_images"]
 
 TEXT_FLAGS = pymupdf.TEXT_MEDIABOX_CLIP  # ligatures expanded, no images
 _MAX_DRAWINGS = 30000  # beyond this a page is a huge vector plot; subsample
@@ -221,16 +221,27 @@ def _visible_path_rects(paths: list[dict]) -> list[tuple]:
     return out
 
 
+def visible_images(page: pymupdf.Page) -> list[dict]:
+    """The page's raster images (MuPDF's image info: bbox, transform, width, height), each `bbox`
+    the part of the image left visible by the clip in force where it is drawn. A figure exported
+    with a clip (a trimmed graphic, an image inside a form whose clip lies elsewhere) places its
+    whole image far beyond what is painted; the placement alone would pull a figure region to the
+    page's margin. MuPDF reports an image clipped away entirely as an empty (inverted) box: such
+    images paint nothing and are left out. Empty for a page whose images cannot be read."""
+    try:
+        if not page.get_images():  # cheap resource lookup; skips the costly device run on most pages
+            return []
+        infos = page.get_textpage(flags=pymupdf.TEXT_PRESERVE_IMAGES | pymupdf.TEXT_CLIP).extractIMGINFO()
+    except Exception:  # noqa: BLE001 - broken image streams must not kill the page
+        log.debug("image info failed on page %s", page.number, exc_info=True)
+        return []
+    return [info for info in infos if info["bbox"][2] > info["bbox"][0] and info["bbox"][3] > info["bbox"][1]]
+
+
 def page_graphics(page: pymupdf.Page) -> np.ndarray:
     """Rects of images and vector paths, minus page decoration (rules, borders, backgrounds)."""
     W, H = page.rect.width, page.rect.height
-    rects = []
-    try:
-        if page.get_images():  # cheap resource lookup; skips the costly device run on most pages
-            for info in page.get_image_info():
-                rects.append(tuple(info["bbox"]))
-    except Exception:  # noqa: BLE001 - broken image streams must not kill the page
-        log.debug("image info failed on page %s", page.number, exc_info=True)
+    rects = [tuple(info["bbox"]) for info in visible_images(page)]
     try:
         paths = page.get_cdrawings(extended=True)
     except Exception:  # noqa: BLE001
