@@ -193,6 +193,12 @@ def test_crop_quality_flags_page_numbers_tiny_and_body_text():
     st = DocumentLayout(pages=[page])
     assert crop_quality("table", (298, 748, 312, 762), False, page, st) == "page_number"
     assert crop_quality("table", (72, 300, 300, 315), False, page, st) == "tiny"
+    # a short wide table: two rows of cells are whole, one row alone is not
+    row = [line(80 + 60 * k, 400, 120 + 60 * k, 410, cell) for k, cell in enumerate(["Metric", "CTR", "CVR"])]
+    row2 = [line(80 + 60 * k, 411, 120 + 60 * k, 421, cell) for k, cell in enumerate(["Gain", "0.12%", "1.27%"])]
+    page.lines += row + row2
+    assert crop_quality("table", (78, 398, 262, 422), False, page, st) == "ok"
+    assert crop_quality("table", (78, 398, 262, 411), False, page, st) == "tiny"
     assert crop_quality("figure", (70, 98, 302, 124), False, page, st) == "text_only"
     assert crop_quality("figure", (70, 98, 302, 124), True, page, st) == "ok"
     assert crop_quality("figure", None, False, page, st) == "caption_only"
