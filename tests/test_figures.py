@@ -199,6 +199,10 @@ def test_crop_quality_flags_page_numbers_tiny_and_body_text():
     page.lines += row + row2
     assert crop_quality("table", (78, 398, 262, 422), False, page, st) == "ok"
     assert crop_quality("table", (78, 398, 262, 411), False, page, st) == "tiny"
+    # two wrapped lines of one cell beside a cell level with neither: a slice of a taller table
+    page.lines += [line(80, 505, 150, 515, "Publisher info"), line(160, 500, 300, 510, "ad section, site, layout"),
+                   line(160, 511, 300, 521, "ad size, supply, position")]
+    assert crop_quality("table", (78, 498, 302, 522), False, page, st) == "tiny"
     assert crop_quality("figure", (70, 98, 302, 124), False, page, st) == "text_only"
     assert crop_quality("figure", (70, 98, 302, 124), True, page, st) == "ok"
     assert crop_quality("figure", None, False, page, st) == "caption_only"

@@ -635,8 +635,8 @@ _PAGE_NO_TEXT_RE = re.compile(r"^[\divxlcIVXLC]{1,5}$")
 def crop_quality(kind: str, region: tuple | None, has_graphics: bool, page: PageLayout,
                  st: DocumentLayout) -> str:
     """'ok' or why a crop is doubtful: 'caption_only' (no region), 'tiny' (narrower than 2.5 body
-    lines, or lower than that and holding at most one row of text: a rule, a stray line; a short
-    wide table of two rows is whole), 'page_number' (the only text inside is a page number),
+    lines, or lower than that without two rows of cells: a rule, a stray line, a slice of a table;
+    a short wide table of two rows is whole), 'page_number' (the only text inside is a page number),
     'text_only' (a figure crop holding body paragraphs and no graphic)."""
     if region is None:
         return "caption_only"
@@ -644,7 +644,7 @@ def crop_quality(kind: str, region: tuple | None, has_graphics: bool, page: Page
     inside = [ln for ln in page.lines if ln.x0 >= x0 - 1 and ln.x1 <= x1 + 1 and ln.y0 >= y0 - 1 and ln.y1 <= y1 + 1]
     if not has_graphics and inside and all(_PAGE_NO_TEXT_RE.match(ln.text) for ln in inside):
         return "page_number"
-    if (x1 - x0) < 2.5 * st.body_size or ((y1 - y0) < 2.5 * st.body_size and _text_rows(inside) < 2):
+    if (x1 - x0) < 2.5 * st.body_size or ((y1 - y0) < 2.5 * st.body_size and _cell_rows(inside) < 2):
         return "tiny"
     if kind == "figure" and not has_graphics:
         chars = sum(len(ln.text) for ln in inside)
@@ -654,17 +654,17 @@ def crop_quality(kind: str, region: tuple | None, has_graphics: bool, page: Page
     return "ok"
 
 
-def _text_rows(lines: list[Line]) -> int:
-    """How many rows of horizontal text the lines make: lines level with each other (the cells of
-    a table row) are one row."""
-    rows, bottom = 0, float("-inf")
+def _cell_rows(lines: list[Line]) -> int:
+    """How many rows of cells the lines make: rows of at least two horizontal lines level with
+    each other (the cells of a table row). The wrapped lines of one cell are no rows of cells."""
+    rows: list[list[float]] = []  # y0, y1, lines
     for ln in sorted((ln for ln in lines if ln.horizontal), key=lambda ln: ln.yc):
-        if ln.yc > bottom:
-            rows += 1
-            bottom = ln.y1
+        r = rows[-1] if rows else None
+        if r is not None and overlap_1d(ln.y0, ln.y1, r[0], r[1]) >= 0.5 * min(ln.y1 - ln.y0, r[1] - r[0]):
+            r[0], r[1], r[2] = min(r[0], ln.y0), max(r[1], ln.y1), r[2] + 1
         else:
-            bottom = max(bottom, ln.y1)
-    return rows
+            rows.append([ln.y0, ln.y1, 1])
+    return sum(r[2] >= 2 for r in rows)
 
 
 def region_doubt(c: Candidate, page: PageLayout, st: DocumentLayout, graphics: np.ndarray,
