@@ -193,14 +193,14 @@ def test_crop_quality_flags_page_numbers_tiny_and_body_text():
     st = DocumentLayout(pages=[page])
     assert crop_quality("table", (298, 748, 312, 762), False, page, st) == "page_number"
     assert crop_quality("table", (72, 300, 300, 315), False, page, st) == "tiny"
-    # a short wide table: two rows of cells are whole, one row alone is not
-    row = [line(80 + 60 * k, 400, 120 + 60 * k, 410, cell) for k, cell in enumerate(["Metric", "CTR", "CVR"])]
-    row2 = [line(80 + 60 * k, 411, 120 + 60 * k, 421, cell) for k, cell in enumerate(["Gain", "0.12%", "1.27%"])]
-    page.lines += row + row2
+    # a short wide table: a header (one line: its cells set close) over a row of cells is whole,
+    # one row alone is not
+    page.lines += [line(80, 400, 260, 410, "Metric  CTR  CVR")]
+    page.lines += [line(80 + 60 * k, 411, 120 + 60 * k, 421, cell) for k, cell in enumerate(["Gain", "0.12%", "1.27%"])]
     assert crop_quality("table", (78, 398, 262, 422), False, page, st) == "ok"
     assert crop_quality("table", (78, 398, 262, 411), False, page, st) == "tiny"
-    # two wrapped lines of one cell beside a cell level with neither: a slice of a taller table
-    page.lines += [line(80, 505, 150, 515, "Publisher info"), line(160, 500, 300, 510, "ad section, site, layout"),
+    # a cell centred beside the two wrapped lines of the next cell (level with neither): a slice of a taller table
+    page.lines += [line(80, 505.5, 150, 515.5, "Publisher info"), line(160, 500, 300, 510, "ad section, site, layout"),
                    line(160, 511, 300, 521, "ad size, supply, position")]
     assert crop_quality("table", (78, 498, 302, 522), False, page, st) == "tiny"
     assert crop_quality("figure", (70, 98, 302, 124), False, page, st) == "text_only"

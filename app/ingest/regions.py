@@ -635,8 +635,8 @@ _PAGE_NO_TEXT_RE = re.compile(r"^[\divxlcIVXLC]{1,5}$")
 def crop_quality(kind: str, region: tuple | None, has_graphics: bool, page: PageLayout,
                  st: DocumentLayout) -> str:
     """'ok' or why a crop is doubtful: 'caption_only' (no region), 'tiny' (narrower than 2.5 body
-    lines, or lower than that without two rows of cells: a rule, a stray line, a slice of a table;
-    a short wide table of two rows is whole), 'page_number' (the only text inside is a page number),
+    lines, or lower than that and no short table: a rule, a stray line, the wrapped lines of one
+    cell; a header row over a row of numbers is whole), 'page_number' (the only text inside is a page number),
     'text_only' (a figure crop holding body paragraphs and no graphic)."""
     if region is None:
         return "caption_only"
@@ -644,7 +644,7 @@ def crop_quality(kind: str, region: tuple | None, has_graphics: bool, page: Page
     inside = [ln for ln in page.lines if ln.x0 >= x0 - 1 and ln.x1 <= x1 + 1 and ln.y0 >= y0 - 1 and ln.y1 <= y1 + 1]
     if not has_graphics and inside and all(_PAGE_NO_TEXT_RE.match(ln.text) for ln in inside):
         return "page_number"
-    if (x1 - x0) < 2.5 * st.body_size or ((y1 - y0) < 2.5 * st.body_size and _cell_rows(inside) < 2):
+    if (x1 - x0) < 2.5 * st.body_size or ((y1 - y0) < 2.5 * st.body_size and not _short_table(inside)):
         return "tiny"
     if kind == "figure" and not has_graphics:
         chars = sum(len(ln.text) for ln in inside)
@@ -654,9 +654,10 @@ def crop_quality(kind: str, region: tuple | None, has_graphics: bool, page: Page
     return "ok"
 
 
-def _cell_rows(lines: list[Line]) -> int:
-    """How many rows of cells the lines make: rows of at least two horizontal lines level with
-    each other (the cells of a table row). The wrapped lines of one cell are no rows of cells."""
+def _text_rows(lines: list[Line]) -> list[int]:
+    """The rows the horizontal lines make, top to bottom, each as its number of lines: lines level
+    with each other (the cells of a table row) are one row; the wrapped lines of one cell, each set
+    a little lower than the cell beside it, are rows of their own."""
     rows: list[list[float]] = []  # y0, y1, lines
     for ln in sorted((ln for ln in lines if ln.horizontal), key=lambda ln: ln.yc):
         r = rows[-1] if rows else None
@@ -664,7 +665,14 @@ def _cell_rows(lines: list[Line]) -> int:
             r[0], r[1], r[2] = min(r[0], ln.y0), max(r[1], ln.y1), r[2] + 1
         else:
             rows.append([ln.y0, ln.y1, 1])
-    return sum(r[2] >= 2 for r in rows)
+    return [int(r[2]) for r in rows]
+
+
+def _short_table(lines: list[Line]) -> bool:
+    """Two rows of text or more, one of them a row of cells (several lines level with each other):
+    a whole table however low (a header and one row of numbers)."""
+    rows = _text_rows(lines)
+    return len(rows) >= 2 and max(rows) >= 2
 
 
 def region_doubt(c: Candidate, page: PageLayout, st: DocumentLayout, graphics: np.ndarray,
