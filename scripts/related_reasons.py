@@ -1,0 +1,106 @@
+"""Related-figure reasons as a researcher reads them: dump them, then count the weak words.
+
+    python scripts/related_reasons.py dump DATA_DIR OUT.json [--seed 0]
+    python scripts/related_reasons.py count OUT.json [tests/data/reason_weak_words.txt]
+
+`dump` serves DATA_DIR in-process and writes, for 60 random figures (the seed draws them), the top five
+related figures of other papers with their `matched_terms` and `reasons`, and the first 24 results of a
+few text queries (ids and scores, to check that a change of reasons leaves the order alone).
+`count` prints the words of "both mention" and of the caption/title reasons with their counts (without
+a word file: for marking weak words by looking), or, with a file of words marked weak, the share of
+cards whose reasons carry one.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import random
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+QUERIES = ["recall curve", "attention heat map", "conversion rate", "BLEU scores by language",
+           "training loss", "embedding visualization t-SNE", "click-through rate prediction", "ablation"]
+REASON_PREFIXES = ("both captions mention ", "related paper: both on ")
+
+
+def dump(data_dir: str, out: str, seed: int) -> None:
+    from fastapi.testclient import TestClient
+
+    from app.api.main import create_app
+    from app.settings import Settings
+
+    settings = Settings(data_dir=data_dir, database_url="", broker_url="", warm_encoder=False)
+    with TestClient(create_app(settings)) as c:
+        c.app.state.engine_holder.refresh(block=True)
+        figs, off = [], 0
+        while True:
+            page = c.get(f"/api/v1/figures?limit=100&offset={off}&kind=figure").json()
+            figs += [f["figure_id"] for f in page["items"]]
+            off += 100
+            if off >= page["total"]:
+                break
+        chosen = random.Random(seed).sample(sorted(figs), 60)
+        related = {}
+        for fid in chosen:
+            items = c.get(f"/api/v1/figures/{fid}/similar?k=5&scope=other_papers").json()["items"]
+            related[fid] = [{k: i[k] for k in ("figure_id", "score", "matched_terms", "reasons")} for i in items]
+        search = {q: [{k: i.get(k) for k in ("figure_id", "score", "matched_terms", "caption_highlights")}
+                      for i in c.get("/api/v1/search", params={"q": q, "k": 24}).json()["items"]]
+                  for q in QUERIES}
+    Path(out).write_text(json.dumps({"related": related, "search": search}, indent=1))
+    print(f"{len(figs)} figures; {sum(len(v) for v in related.values())} related cards -> {out}")
+
+
+def _reason_words(card: dict) -> list[str]:
+    return [w.strip().lower() for r in card["reasons"] for pre in REASON_PREFIXES if r.startswith(pre)
+            for w in r[len(pre):].split(",")]
+
+
+def count(dumped: str, weak_file: str | None) -> None:
+    cards = [c for v in json.loads(Path(dumped).read_text())["related"].values() for c in v]
+    words = collections.Counter(w.lower() for c in cards for w in c["matched_terms"])
+    if weak_file is None:
+        print("both mention:", " ".join(f"{w}:{n}" for w, n in words.most_common()))
+        reason_words = collections.Counter(w for c in cards for w in _reason_words(c))
+        print("caption/title reasons:", " ".join(f"{w}:{n}" for w, n in reason_words.most_common()))
+        return
+    weak = set(Path(weak_file).read_text().split())
+    with_terms = [c for c in cards if c["matched_terms"]]
+    weak_cards = sum(1 for c in with_terms if {w.lower() for w in c["matched_terms"]} & weak)
+    weak_words = sum(n for w, n in words.items() if w in weak)
+    print(json.dumps({
+        "cards": len(cards),
+        "cards_with_both_mention": len(with_terms),
+        "of_those_with_a_weak_word": weak_cards,
+        "weak_words": weak_words, "both_mention_words": sum(words.values()),
+        "cards_with_a_weak_caption_or_title_reason": sum(1 for c in cards if set(_reason_words(c)) & weak),
+        "cards_with_no_reason_and_no_words": sum(1 for c in cards if not c["matched_terms"] and not c["reasons"]),
+        "title_reasons_in_capitals": sum(1 for c in cards for r in c["reasons"]
+                                         if r.startswith(REASON_PREFIXES[1]) and re.search(r"[A-Z]{5,}", r)),
+    }, indent=1))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("dump")
+    d.add_argument("data_dir")
+    d.add_argument("out")
+    d.add_argument("--seed", type=int, default=0)
+    n = sub.add_parser("count")
+    n.add_argument("dumped")
+    n.add_argument("weak_file", nargs="?")
+    args = ap.parse_args()
+    if args.cmd == "dump":
+        dump(args.data_dir, args.out, args.seed)
+    else:
+        count(args.dumped, args.weak_file)
+
+
+if __name__ == "__main__":
+    main()
