@@ -2,6 +2,7 @@
 app/vision/looks.py): a rescaled JPEG copy is the same picture, another chart of the same style is
 not, whatever the picture vectors say; rows without a hash keep the cosine rule."""
 import io
+from dataclasses import replace
 
 import numpy as np
 from PIL import Image, ImageDraw
@@ -134,3 +135,72 @@ def test_related_figures_call_a_look_alike_the_same_picture_only_without_hashes(
     eng.looks = LookIndex.build(eng.docs.figure_ids, hashes)
     first = eng.similar(200, k=3, scope="other_papers", weights={"lexical": 1.0})[0]  # text alone would put it last
     assert first.figure_id == 202 and "same picture" in reasons(first.signals)
+
+
+def three_panels() -> tuple[Image.Image, list[tuple[int, int, int, int]]]:
+    """A figure of three different charts side by side, and the pixel boxes of its panels."""
+    charts = [bar_chart([200, 120, 80, 240, 160], 300, 260), bar_chart([60, 230, 150, 90], 300, 260),
+              bar_chart([30, 60, 120, 180, 240, 250], 300, 260)]
+    fig = Image.new("RGB", (930, 280), "white")
+    boxes = []
+    for i, c in enumerate(charts):
+        fig.paste(c, (10 + 305 * i, 10))
+        boxes.append((5 + 305 * i, 5, 5 + 305 * (i + 1), 275))
+    return fig, boxes
+
+
+def test_search_by_picture_finds_the_figure_of_an_uploaded_panel_by_the_panel_hash():
+    """A rescaled JPEG of panel (b) is far from its whole figure's hash and its picture vector is
+    not near the figure's: the panel's own hash puts the figure first and names the panel."""
+    from app.search.explain import reasons
+
+    fig, boxes = three_panels()
+    upload = look_hash(jpeg(fig.crop(boxes[1]), 0.7, 60))
+    assert hash_distances(upload, look_hash(fig)[None])[0] > COPY_MAX_BITS  # not a copy of the whole
+    docs = [FigureDoc(figure_id=300 + i, paper_id=1 + i, caption="chart", text="chart") for i in range(5)]
+    vis = _pictures(5, seed=11)
+    rng = np.random.default_rng(3)
+    hashes = {300 + i: rng.integers(0, 256, HASH_BYTES, dtype=np.uint8) for i in range(5)}
+    hashes[303] = look_hash(fig)
+    panels = {303: {letter: look_hash(fig.crop(box)) for letter, box in zip("abc", boxes)}}
+    q = _unit_orthogonal(vis[3], 4)  # the upload's picture vector: unrelated to the figure's
+    eng = Searcher.build(docs, visual_embeddings=vis, vector_kind="flat", gpu="off")
+    eng.picture_ranking = replace(eng.picture_ranking, pool=2)  # the figure is outside the nearest pictures
+    eng.looks = LookIndex.build(eng.docs.figure_ids, hashes)
+    assert 303 not in [h.figure_id for h in eng.by_picture(q, k=2, look=upload)]  # whole-figure hashes alone
+    eng.looks = LookIndex.build(eng.docs.figure_ids, hashes, panels=panels)
+    first = eng.by_picture(q, k=2, look=upload)[0]
+    assert first.figure_id == 303 and first.signals["same_picture"] == 0.0
+    assert reasons(first.signals) == ["same picture as panel (b) of this figure"]
+    whole = eng.by_picture(vis[3], k=2, look=look_hash(jpeg(fig, 0.6, 70)))[0]  # the whole figure: a copy
+    assert whole.figure_id == 303 and reasons(whole.signals) == ["same picture"]
+
+
+def test_a_copy_of_the_whole_picture_comes_before_a_figure_that_holds_it_as_a_panel():
+    fig, boxes = three_panels()
+    chart = fig.crop(boxes[0])
+    docs = [FigureDoc(figure_id=400 + i, paper_id=1 + i, caption="chart", text="chart") for i in range(3)]
+    vis = _pictures(3, seed=12)
+    hashes = {400: look_hash(fig), 401: look_hash(chart)}  # 401 prints panel (a) of 400 on its own
+    eng = Searcher.build(docs, visual_embeddings=vis, vector_kind="flat", gpu="off")
+    eng.looks = LookIndex.build(eng.docs.figure_ids, hashes, panels={400: {"a": look_hash(chart)}})
+    hits = eng.by_picture(vis[0], k=3, look=look_hash(jpeg(chart, 0.8, 70)))  # nearest picture: 400's
+    assert [h.figure_id for h in hits[:2]] == [401, 400] and hits[1].signals["same_panel"] == 1.0
+
+
+def test_panel_hashes_are_saved_with_the_version_and_a_look_index_without_them_still_loads(tmp_path):
+    rng = np.random.default_rng(4)
+    h = {i: rng.integers(0, 256, HASH_BYTES, dtype=np.uint8) for i in range(10, 14)}
+    panels = {11: {"a": h[12], "b": h[13]}, 13: {"a": h[10]}}
+    looks = LookIndex.build(np.array([10, 11, 12, 13]), h, deleted=np.array([False, False, False, True]),
+                            panels=panels)
+    assert looks.panel_rows.tolist() == [1, 1] and looks.panel_letters.tolist() == ["a", "b"]  # 13 is deleted
+    looks.save(tmp_path / "looks")
+    back = LookIndex.load(tmp_path / "looks", mmap=True)
+    rows, letters = back.panel_copies(h[13])
+    assert rows.tolist() == [1] and letters.tolist() == ["b"]
+    for name in ("panel_hashes", "panel_rows", "panel_letters"):  # as written before panel hashes
+        (tmp_path / "looks" / f"{name}.npy").unlink()
+    old = LookIndex.load(tmp_path / "looks")
+    assert len(old.panel_hashes) == 0 and old.panel_copies(h[13])[0].tolist() == []
+    assert (old.hashes == looks.hashes).all()

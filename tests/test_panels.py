@@ -107,6 +107,68 @@ def test_panels_in_the_api_and_search(tmp_path, monkeypatch):
     assert hits and hits[0]["figure_id"] == fid and hits[0]["panel"]["label"] == "b"
 
 
+def _distinct_panels_pdf(path: Path) -> None:
+    """A figure of three different plots side by side (bars, a curve, a scatter), each with a
+    sub-caption under it."""
+    import math
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 40, 540, 70), BODY[:180], fontsize=10)
+    for i, x0 in enumerate((72, 232, 392)):
+        page.draw_rect(pymupdf.Rect(x0, 80, x0 + 150, 230), color=(0, 0, 0), width=1)
+        if i == 0:
+            for j, h in enumerate((40, 120, 70, 135, 95)):
+                page.draw_rect(pymupdf.Rect(x0 + 10 + 27 * j, 230 - h, x0 + 30 + 27 * j, 230),
+                               color=(0, 0, 0), fill=(0.2, 0.3, 0.8))
+        elif i == 1:
+            pts = [(x0 + 5 + t * 1.4, 155 - 60 * math.sin(t / 12)) for t in range(100)]
+            page.draw_polyline(pts, color=(0.8, 0, 0), width=2)
+        else:
+            for j in range(30):
+                page.draw_circle((x0 + 10 + (j * 37) % 130, 90 + (j * 53) % 130), 4, color=(0, 0.5, 0), fill=(0, 0.5, 0))
+    for label, x in (("(a) Clicks per day", 100), ("(b) Dwell time", 265), ("(c) Queries", 430)):
+        page.insert_text((x, 248), label, fontsize=8)
+    page.insert_textbox(pymupdf.Rect(72, 265, 540, 290), "Figure 1: Three views of user behaviour.",
+                        fontsize=9, align=1)
+    page.insert_textbox(pymupdf.Rect(72, 310, 540, 460), BODY, fontsize=10)
+    doc.save(path)
+
+
+def test_an_uploaded_copy_of_one_panel_finds_its_figure_and_names_the_panel(tmp_path):
+    """Search by picture with a rescaled JPEG of panel (b): the figure comes first, its reason
+    names the panel and `panel` is that panel; a copy of the whole figure stays "same picture"."""
+    from app.api.main import create_app
+    from app.pipeline import ingest_jobs
+    from app.pipeline.indexing import build_index
+    from app.settings import Settings
+
+    pdf = tmp_path / "papers" / "compound.pdf"
+    pdf.parent.mkdir()
+    _distinct_panels_pdf(pdf)
+    settings = Settings(data_dir=tmp_path / "data", database_url="", broker_url="", auto_index=False)
+    job = ingest_jobs.prepare_job([pdf.parent], settings)
+    ingest_jobs.run_job_embedded(settings, job, workers=1)
+    build_index(settings)
+    client = TestClient(create_app(settings))
+    fid = client.get("/api/v1/figures").json()["items"][0]["figure_id"]
+    detail = client.get(f"/api/v1/figures/{fid}").json()
+    assert [p["label"] for p in detail["panels"]] == ["a", "b", "c"]
+
+    def upload(img: Image.Image) -> dict:
+        buf = io.BytesIO()
+        img.convert("RGB").resize((img.width * 3 // 4, img.height * 3 // 4)).save(buf, "JPEG", quality=70)
+        r = client.post("/api/v1/search/by-image", files={"image": ("p.jpg", buf.getvalue(), "image/jpeg")})
+        assert r.status_code == 200, r.text
+        return r.json()["items"][0]
+
+    first = upload(Image.open(io.BytesIO(client.get(detail["panels"][1]["image_url"]).content)))
+    assert first["figure_id"] == fid and "same picture as panel (b) of this figure" in first["reasons"]
+    assert first["panel"]["label"] == "b" and first["panel"]["image_url"].endswith("/panels/b/image")
+    whole = upload(Image.open(io.BytesIO(client.get(f"/api/v1/figures/{fid}/image").content)))
+    assert whole["figure_id"] == fid and "same picture" in whole["reasons"] and whole["panel"] is None
+
+
 def test_panel_titles_above_split_between_their_centres():
     region = (100, 100, 500, 300)
     lines = [_line("(a) Criteo", 160, 102, 240), _line("(b) all datasets", 340, 102, 460)]

@@ -111,7 +111,9 @@ class ScoredFigure(FigureSummary):
         "For a text query, the [start, end) character spans of the caption's words that share a stem "
         "with a query word ('curves' for 'curve'), as the snippet's highlights are found."))
     panel: Panel | None = Field(None, description=(
-        "For a compound figure, the panel whose part of the caption matches a text query best."))
+        "For a compound figure, the panel whose part of the caption matches a text query best; for a "
+        "search by picture, the panel the uploaded picture is a copy of (its reason: 'same picture as "
+        "panel (b) of this figure')."))
 
 
 class Snippet(BaseModel):

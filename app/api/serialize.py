@@ -11,6 +11,7 @@ from app.db.schema import Figure, Paper
 from app.search.searcher import Hit, Searcher
 from app.search.explain import (best_sentence, highlight_spans, idf_of, informative_terms, reasons, shown_named_type,
                                 surface_words)
+from app.search.looks import panel_letter
 from app.search.text import analyze
 
 
@@ -93,9 +94,11 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
     tables = [h.figure_id for h in hits if cards.get(h.figure_id, {}).get("kind") == "table"]
     cells = dict(db.execute(select(Figure.id, Figure.region_text).where(Figure.id.in_(tables))).all()) \
         if snippets and tables else {}
+    copied = {h.figure_id: panel_letter((h.signals or {}).get("same_panel", 0.0)) for h in hits}
+    copied = {fid: letter for fid, letter in copied.items() if letter}  # the panel an uploaded picture copies
     panels = dict(db.execute(select(Figure.id, Figure.panels).where(
-        Figure.id.in_([h.figure_id for h in hits]), Figure.panels.is_not(None))).all()) \
-        if snippets and query_text else {}
+        Figure.id.in_([h.figure_id for h in hits if (snippets and query_text) or h.figure_id in copied]),
+        Figure.panels.is_not(None))).all()) if (snippets and query_text) or copied else {}
     query_stems = set(analyze(query_text)) if snippets else set()
     out = []
     shown: set[str] = set()  # snippets of the results above: a generic sentence is not repeated
@@ -119,7 +122,8 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
             snippet=snippet,
             caption_highlights=[list(sp) for sp in highlight_spans(card["caption"] or "", query_stems)]
             if query_stems else [],
-            panel=matching_panel(h.figure_id, panels.get(h.figure_id), query_text)))
+            panel=(copied_panel(h.figure_id, panels.get(h.figure_id), copied[h.figure_id]) if h.figure_id in copied
+                   else matching_panel(h.figure_id, panels.get(h.figure_id), query_text))))
     return out
 
 
@@ -132,6 +136,12 @@ def matching_panel(figure_id: int, panels: list[dict] | None, query_text: str) -
         return None
     p = shared[0][1]
     return schemas.Panel(**p, image_url=panel_url(figure_id, p["label"]))
+
+
+def copied_panel(figure_id: int, panels: list[dict] | None, letter: str) -> schemas.Panel | None:
+    """The figure's panel `letter` (the one an uploaded picture copies), None when not stored."""
+    p = next((p for p in panels or [] if p.get("label") == letter), None)
+    return None if p is None else schemas.Panel(**p, image_url=panel_url(figure_id, letter))
 
 
 def pdf_url(settings, paper: Paper | None) -> str | None:

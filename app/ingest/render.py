@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pymupdf
 from PIL import Image, ImageDraw
 
-__all__ = ["CROP_PADDING", "MAX_CROP_PIXELS", "RenderedCrop", "crop_zoom", "cut_panel", "render_crop"]
+__all__ = ["CROP_PADDING", "MAX_CROP_PIXELS", "RenderedCrop", "crop_zoom", "cut_panel", "panel_box", "render_crop"]
 
 # A crop never exceeds this many pixels: a huge figure (a poster page, a 10,000-pt wide plot) is
 # rendered at a lower resolution instead of producing a 250-megapixel image.
@@ -87,17 +87,23 @@ def _blank_padding(im: Image.Image, crop: pymupdf.Rect, region: pymupdf.Rect, zo
             draw.rectangle([x0, y0, x1 - 1, y1 - 1], fill=(255, 255, 255))
 
 
+def panel_box(size: tuple[int, int], region: Sequence[float], panel: Sequence[float]) -> tuple[int, int, int, int]:
+    """The pixel box of a panel (PDF points) in its figure's rendered crop of `size` (width,
+    height), which shows `region` padded by CROP_PADDING; the whole crop when the box is empty."""
+    width, height = size
+    x0, y0 = region[0] - CROP_PADDING, region[1] - CROP_PADDING
+    sx = width / max(region[2] - region[0] + 2 * CROP_PADDING, 1.0)
+    sy = height / max(region[3] - region[1] + 2 * CROP_PADDING, 1.0)
+    box = (max(0, round((panel[0] - x0) * sx)), max(0, round((panel[1] - y0) * sy)),
+           min(width, round((panel[2] - x0) * sx)), min(height, round((panel[3] - y0) * sy)))
+    if box[2] <= box[0] or box[3] <= box[1]:
+        return (0, 0, width, height)
+    return box
+
+
 def cut_panel(crop_png: pathlib.Path, region: Sequence[float], panel: Sequence[float]) -> bytes:
-    """A panel (PDF points) cut out of its figure's rendered crop, which shows `region` padded by
-    CROP_PADDING (PNG bytes)."""
+    """A panel (PDF points) cut out of its figure's rendered crop (PNG bytes)."""
     with Image.open(crop_png) as im:
-        x0, y0 = region[0] - CROP_PADDING, region[1] - CROP_PADDING
-        sx = im.width / max(region[2] - region[0] + 2 * CROP_PADDING, 1.0)
-        sy = im.height / max(region[3] - region[1] + 2 * CROP_PADDING, 1.0)
-        box = (max(0, round((panel[0] - x0) * sx)), max(0, round((panel[1] - y0) * sy)),
-               min(im.width, round((panel[2] - x0) * sx)), min(im.height, round((panel[3] - y0) * sy)))
-        if box[2] <= box[0] or box[3] <= box[1]:
-            box = (0, 0, im.width, im.height)
         out = io.BytesIO()
-        im.crop(box).save(out, format="PNG")
+        im.crop(panel_box(im.size, region, panel)).save(out, format="PNG")
     return out.getvalue()

@@ -131,6 +131,43 @@ def picture_looks(settings: Settings, col: Collection, progress: bool = False) -
     return store.hashes([fid for fid, _ in items])
 
 
+def panel_looks(settings: Settings, col: Collection, progress: bool = False) -> dict[int, dict[str, np.ndarray]]:
+    """{figure id: {panel letter: perceptual hash}} of the compound figures' panels, each cut from
+    the figure's crop as the panel route cuts it (app/ingest/render.py); kept once computed, like
+    the figures' hashes. A panel without drawing enough to tell copies by gets none."""
+    from PIL import Image
+
+    from app.ingest.render import panel_box
+    from app.vision.looks import PANEL_LETTERS, PanelLookStore, has_drawing, look_hash
+
+    store = PanelLookStore(settings.data_dir)
+    items = [(fid, f"{col.image_path.get(fid) or ''}|{json.dumps([p.get('bbox') for p in panels])}")
+             for fid, (_, panels) in col.panels.items() if col.image_path.get(fid)]
+    todo = store.missing(items)
+    if todo:
+        from tqdm import tqdm
+
+        done, rows = [], []
+        for fid, key in tqdm(todo, desc="panel hashes", unit="fig", disable=not progress):
+            region, panels = col.panels[fid]
+            try:
+                with Image.open(settings.data_dir / col.image_path[fid]) as im:
+                    crop = im.convert("RGB")
+            except (OSError, ValueError):
+                continue
+            by_letter = {}
+            for p in panels:
+                box = panel_box(crop.size, region, p["bbox"])
+                cut = crop.crop(box)
+                if p.get("label") in PANEL_LETTERS and box != (0, 0, *crop.size) and has_drawing(cut):
+                    by_letter[p["label"]] = look_hash(cut)
+            done.append((fid, key))
+            rows.append(store.pack(by_letter))
+        store.put(done, rows)
+        store.save()
+    return store.panels([fid for fid, _ in items])
+
+
 def learned_embeddings(settings: Settings, docs: list[FigureDoc], progress: bool = False):
     """(fused vectors aligned with docs, n newly embedded, info) from the CURRENT trained default
     model (app.learn), or None when no model is trained / learned embeddings are switched off.
@@ -196,6 +233,7 @@ def build_index(settings: Settings, encoder: Encoder | None = None, encoder_name
     visual = visual_embeddings(settings, col, progress) if dense and col.docs else None
     prints = fingerprints(col.docs, [col.image_path.get(d.figure_id, "") for d in col.docs])
     looks = picture_looks(settings, col, progress) if col.docs else {}
+    panels = panel_looks(settings, col, progress) if col.docs else {}
     with work_dir(root) as work:
         grown = None
         if mode != "full" and previous and col.docs:
@@ -216,7 +254,7 @@ def build_index(settings: Settings, encoder: Encoder | None = None, encoder_name
                               spelling=Spelling(captions=[parts.docs.captions[int(r)] for r in parts.docs.live_rows],
                                                 lexical=parts.lexical),
                               ranking=ranking, figure_words=_row_words(col, parts.docs))
-        engine.looks = LookIndex.build(engine.docs.figure_ids, looks, engine.docs.deleted)
+        engine.looks = LookIndex.build(engine.docs.figure_ids, looks, engine.docs.deleted, panels)
         if dense and col.docs:
             # a paper's "all figure texts" view is of its figures only (row paper -1 leaves a table
             # out, and a deleted row)

@@ -24,6 +24,8 @@ class Collection:
     type_scores: dict[int, dict | None] = field(default_factory=dict)  # per figure id: {type: score}
     image_path: dict[int, str] = field(default_factory=dict)  # crop, relative to the data dir
     region_words: dict[int, str] = field(default_factory=dict)  # per figure id: the words printed inside it
+    # per compound figure id: (its crop's region in PDF points, its panels [{label, bbox, ...}])
+    panels: dict[int, tuple[list[float], list[dict]]] = field(default_factory=dict)
 
 def linked_papers(session: Session, paper_id: int) -> list[int]:
     """Papers of the collection that cite, or are cited by, `paper_id` (for a block of their
@@ -57,6 +59,8 @@ def load_collection(session: Session, kinds: tuple[str, ...] = ("figure",)) -> C
         col.image_path[f.id] = f.image_path
         if words:
             col.region_words[f.id] = words
+        if f.panels and (f.region_bbox or f.bbox):
+            col.panels[f.id] = (list(f.region_bbox or f.bbox), f.panels)
     col.sha_of_paper = dict(session.execute(select(Paper.id, Paper.sha256)).all())
     for pid, title, abstract, body in session.execute(
             select(Paper.id, Paper.title, Paper.abstract, Paper.body_terms).where(Paper.status == PaperStatus.OK)):

@@ -4,7 +4,7 @@
   removed ("see", "work", "based", "method", "propose"...: frequent in every paper, so they say
   nothing about *this* match even when they are not classic stop words).
 - `reasons`: for related figures, the signals that stand out, in words (same kind of figure,
-  similar picture, related paper topic); for results of a query naming a figure type, whether
+  similar picture, the same picture as one of its panels, related paper topic); for results of a query naming a figure type, whether
   they show it ("looks like a box plot", less surely "may show a box plot"). The cut-offs are
   fixed by hand, not fitted.
   `related_reasons` adds, for figures of other papers, the words printed inside both figures, the
@@ -22,6 +22,7 @@ import numpy as np
 
 from app.labels import mentioned_numbers
 from app.search.fusion import SAME_PICTURE_MIN
+from app.search.looks import panel_letter
 from app.search.plots import plotted
 from app.search.text import analyze
 
@@ -118,6 +119,8 @@ def reasons(signals: Mapping[str, float] | None, figure_type: str | None = None,
         out.append(f"same kind of figure ({figure_type.replace('_', ' ')})" if figure_type else "same kind of figure")
     if is_same_picture(signals):
         out.append("same picture")
+    elif panel_letter(signals.get("same_panel", 0.0)):
+        out.append(f"same picture as panel ({panel_letter(signals['same_panel'])}) of this figure")
     elif signals.get("visual", 0.0) >= SIMILAR_PICTURE_MIN:
         out.append("similar picture")
     if not same_paper and signals.get("paper", 0.0) >= RELATED_TOPIC_MIN:

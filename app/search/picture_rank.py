@@ -9,7 +9,7 @@ figures were typed with their captions' evidence as well, and a picture's neares
 mostly share its kind, so where the pixels hesitate the neighbourhood decides. Copies of the
 upload come first whatever their types (someone who uploads a figure the collection holds wants
 it found): the caller says which candidates are copies (app/search/looks.py), else those whose
-picture cosine reaches `copy_min`.
+picture cosine reaches `copy_min`; figures with a panel the upload copies follow them.
 """
 from __future__ import annotations
 
@@ -59,11 +59,13 @@ def type_agreement(query: np.ndarray, cand_scores: np.ndarray, how: str) -> np.n
 
 def rank_by_picture(cos: np.ndarray, cand_scores: np.ndarray | None, query_scores: np.ndarray | None,
                     ranking: PictureRanking = PictureRanking(),
-                    copies: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                    copies: np.ndarray | None = None,
+                    panel_copies: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(score per candidate, candidate positions best first). `cos`: picture cosines with the
     upload; `cand_scores`: (n, types) stored type scores; `query_scores`: the upload's (types,),
     or None (picture alone); `copies`: which candidates are copies of the upload (None: cosine
-    `ranking.copy_min` or more). Candidates beyond the pool keep their cosine as score."""
+    `ranking.copy_min` or more); `panel_copies`: which have a panel the upload copies (they come
+    after the copies, before the rest). Candidates beyond the pool keep their cosine as score."""
     cos = np.asarray(cos, dtype=np.float64)
     by_picture = order(cos)
     final = cos
@@ -77,4 +79,6 @@ def rank_by_picture(cos: np.ndarray, cand_scores: np.ndarray | None, query_score
         ranked = np.concatenate([pool[order(final[pool])], by_picture[ranking.pool:]])
     if not ranking.copies_first:
         return final, ranked
+    if panel_copies is not None:
+        ranked = same_picture_first(ranked, panel_copies)
     return final, same_picture_first(ranked, cos >= ranking.copy_min if copies is None else copies)

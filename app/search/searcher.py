@@ -36,7 +36,7 @@ from app.search.figure_words import FigureWords
 from app.search.fusion import SCOPES, diversify, fuse, order, same_picture_first, seed_weights
 from app.search.index_parts import read_parts, write_parts
 from app.search.lexical import LexicalIndex
-from app.search.looks import LookIndex, same_picture
+from app.search.looks import LookIndex, panel_number, same_picture
 from app.search.one_thread import one_thread
 from app.search.query_threads import run_parts
 from app.search.picture_rank import PictureRanking, rank_by_picture
@@ -546,7 +546,8 @@ class Searcher:
                    type_scores: Mapping[str, float] | None = None, look: np.ndarray | None = None) -> list[Hit]:
         """Figures (of `kind`) whose picture vector is nearest to `vector` (an uploaded picture's);
         with the picture's `type_scores` ({type: score}), figures of the same kinds first; copies of
-        the picture first (by its perceptual hash `look` where given, app/search/looks.py)."""
+        the picture first (by its perceptual hash `look` where given, app/search/looks.py), then
+        figures one of whose panels it copies (signal `same_panel`: the panel's `panel_number`)."""
         if self.visual is None:
             return []
         q = np.asarray(vector, dtype=np.float32)[None, :]
@@ -561,15 +562,36 @@ class Searcher:
                 break
             pool *= 4
         rows, cos = ids[0][keep][:want], sims[0][keep][:want].astype(np.float64)
+        panel = np.zeros(len(rows), "U1")  # the letter of the candidate's panel the upload copies
+        if self.looks is not None and look is not None:
+            rows, cos, panel = self._with_panel_copies(q[0], look, rows, cos, kind)
         same = same_picture(self.looks, look, rows, cos)
-        signals = {"visual": cos, "same_picture": same.astype(np.float64)}
+        signals = {"visual": cos, "same_picture": same.astype(np.float64),
+                   "same_panel": panel_number(panel)}
         query = self.types.query_scores(type_scores) if typed else None
         final, ranked = rank_by_picture(cos, self.types.scores[rows] if typed else None, query,
-                                        self.picture_ranking, copies=same)
+                                        self.picture_ranking, copies=same, panel_copies=panel != "")
         if typed:  # what the result shows (its reasons): the same dominant type as the upload's best-scoring one
             signals["type"] = self.types.same_dominant(query, rows)
         return self._hits(rows, final, np.zeros(len(rows)), None, k, 0, lambda r: [],
                           signals=signals, ranked=ranked)
+
+    def _with_panel_copies(self, vector: np.ndarray, look: np.ndarray, rows: np.ndarray, cos: np.ndarray,
+                           kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The candidates joined by the figures one of whose panels the upload copies (found by
+        the panels' hashes, wherever their picture vectors are), and each candidate's copied
+        panel letter ("" for none)."""
+        found, letters = self.looks.panel_copies(look)
+        keep = self.types.kind_mask(found, kind) if len(found) else np.zeros(0, bool)
+        found, letters = found[keep], letters[keep]
+        extra = ~np.isin(found, rows)
+        if extra.any():
+            rows = np.r_[rows, found[extra]]
+            cos = np.r_[cos, (self.visual.vectors_for(found[extra]) @ vector).astype(np.float64)]
+        position = {int(r): i for i, r in enumerate(rows.tolist())}
+        panel = np.zeros(len(rows), "U1")
+        panel[[position[int(r)] for r in found.tolist()]] = letters
+        return rows, cos, panel
 
     # ----------------------------------------------------------- persistence
     def save(self, index_root: str | Path, keep: int | None = 3) -> str:

@@ -4,7 +4,8 @@ the picture as it is and one of its content box (the white margin around the dra
 that a screenshot taken with more or less margin than the stored crop still matches it. Rescaling
 and JPEG re-encoding move a hash by a few bits, a different drawing by many. Computed from the
 stored crops when the index is built (no backbone: a few milliseconds a figure) and kept in a store
-keyed like the picture vectors, so each crop is hashed once."""
+keyed like the picture vectors, so each crop is hashed once; the panels of a compound figure are
+hashed the same way, each cut from the figure's crop (`PanelLookStore`)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,11 +19,18 @@ from app.search.looks import HASH_BYTES
 
 HASH_SIDE = 16  # bits of one hash: HASH_SIDE ** 2; two hashes make HASH_BYTES
 INK_BELOW = 200  # grey level under which a pixel is drawing, not margin (faint JPEG noise is above)
+PANEL_LETTERS = "abcdefgh"  # a figure's panels (app/ingest/panels.py), one hash slot each
+MIN_PANEL_INK_PX = 24  # a panel whose ink spans fewer pixels either way is too small to tell copies by
+
+
+def ink_box(img: Image.Image) -> tuple[int, int, int, int] | None:
+    """The box of the picture's ink (None when it has none)."""
+    return img.convert("L").point(lambda v: 255 if v < INK_BELOW else 0).getbbox()
 
 
 def content_box(img: Image.Image) -> Image.Image:
     """The picture cut to the box of its ink (the whole picture when it has none)."""
-    box = img.convert("L").point(lambda v: 255 if v < INK_BELOW else 0).getbbox()
+    box = ink_box(img)
     return img.crop(box) if box else img
 
 
@@ -47,3 +55,49 @@ class LookStore(KeyedVectors):
     def hashes(self, ids: list[int]) -> dict[int, np.ndarray]:
         """{figure id: hash} of the `ids` that have one."""
         return {i: self.vectors[i] for i in ids if i in self.vectors and len(self.vectors[i]) == HASH_BYTES}
+
+
+def has_drawing(img: Image.Image) -> bool:
+    """The picture's ink spans at least MIN_PANEL_INK_PX pixels both ways: a blank or tiny panel's
+    hash would call many unrelated uploads copies of it."""
+    box = ink_box(img)
+    return box is not None and min(box[2] - box[0], box[3] - box[1]) >= MIN_PANEL_INK_PX
+
+
+class PanelLookStore(KeyedVectors):
+    """The hashes of each compound figure's panels (data_dir/pictures/panel_looks.npz), keyed by
+    figure id, crop path and panel boxes: one slot of HASH_BYTES per letter of PANEL_LETTERS, then
+    a byte per slot saying whether it holds a hash (a panel with no drawing has none)."""
+
+    WIDTH = len(PANEL_LETTERS) * (HASH_BYTES + 1)
+
+    def __init__(self, data_dir: Path):
+        super().__init__(Path(data_dir) / "pictures" / "panel_looks.npz", dtype=np.uint8)
+
+    def missing(self, items: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        return [(fid, key) for fid, key in items
+                if self.keys.get(fid) != key or len(self.vectors[fid]) != self.WIDTH]
+
+    @staticmethod
+    def pack(by_letter: dict[str, np.ndarray]) -> np.ndarray:
+        """{letter: hash} as one stored row."""
+        n = len(PANEL_LETTERS)
+        row = np.zeros(n * (HASH_BYTES + 1), np.uint8)
+        for letter, h in by_letter.items():
+            i = PANEL_LETTERS.index(letter)
+            row[i * HASH_BYTES:(i + 1) * HASH_BYTES] = h
+            row[n * HASH_BYTES + i] = 1
+        return row
+
+    def panels(self, ids: list[int]) -> dict[int, dict[str, np.ndarray]]:
+        """{figure id: {letter: hash}} of the `ids` whose panels have hashes."""
+        n, out = len(PANEL_LETTERS), {}
+        for i in ids:
+            row = self.vectors.get(i)
+            if row is None or len(row) != self.WIDTH:
+                continue
+            got = {letter: row[j * HASH_BYTES:(j + 1) * HASH_BYTES] for j, letter in enumerate(PANEL_LETTERS)
+                   if row[n * HASH_BYTES + j]}
+            if got:
+                out[i] = got
+        return out

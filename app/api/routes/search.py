@@ -134,8 +134,9 @@ async def search_by_image(
     (`mode: "caption"`). Without one, the collection's figures are ranked by picture similarity
     (`mode: "image"`): the trained image branch when a model was trained (`figsearch train`),
     otherwise the picture vectors every index holds (pretrained backbone): copies of the picture
-    first (told by perceptual hashes; their reasons say "same picture"), then figures of the
-    upload's kind, nearest picture first."""
+    first (told by perceptual hashes; their reasons say "same picture"), then figures with a panel
+    the picture copies (reason "same picture as panel (b) of this figure", `panel` that panel), then
+    figures of the upload's kind, nearest picture first."""
     check_limit("k", k, settings)
     ctype = (image.content_type or "").split(";")[0].strip().lower()
     if ctype not in settings.image_types:

@@ -81,11 +81,14 @@ export async function renderUpload(root, { signal }) {
         msg.append(h('p', { class: 'muted small', id: 'query-types', title: 'Figure types classified from your picture' },
           'Your picture looks like: ', r.query_types.map((t) => `${t.score < 0.5 ? 'perhaps ' : ''}${t.type.replace(/_/g, ' ')}`).join(' · ')));
       }
-      const held = picture ? r.items.find((hit) => (hit.reasons || []).includes('same picture')) : null;
+      // the server told it by perceptual hashes: the upload is a figure the collection holds, or one of its panels
+      const held = picture ? r.items.find((hit) => (hit.reasons || []).includes('same picture'))
+        || r.items.find((hit) => hit.panel && (hit.reasons || []).some((x) => x.startsWith('same picture as panel'))) : null;
       if (held) {
-        // the server told it by perceptual hashes: the upload is a figure the collection holds
         const name = held.label || `${held.kind === 'table' ? 'Table' : 'Figure'} ${held.number}`;
+        const isPanel = !(held.reasons || []).includes('same picture');
         msg.append(h('p', { class: 'small', id: 'held-copy' }, 'Your picture is ',
+          isPanel ? `panel (${held.panel.label}) of ` : '',
           h('a', { href: `#/figure/${held.figure_id}` }, name), held.paper_title ? ` of “${held.paper_title}”` : '',
           ' (first below); the others are figures like it.'));
       }
