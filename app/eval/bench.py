@@ -455,7 +455,7 @@ timed(lambda fid: s.similar(fid, k=10, **SERVED_SIMILAR), warm)
 timed(lambda q: s.search(q, k=10), texts[:10])
 sim = timed(lambda fid: s.similar(fid, k=10, **SERVED_SIMILAR), targets)
 txt = timed(lambda q: s.search(q, k=10), texts)
-pic = timed(lambda fid: s.by_picture(s.visual.vectors_for([fid])[0], k=10), targets)
+pic = timed(lambda fid: s.by_picture(s.visual.vectors_for([fid])[0], k=10, look=s.looks.hashes[fid]), targets)
 print(json.dumps({"served_rss_loaded_mb": loaded, "served_warm_mb": round(warmed.bytes / 2**20, 1),
                   "served_warm_s": round(warmed.seconds, 2), "served_warm_files_left_out": len(warmed.skipped),
                   "served_rss_mb": _current_rss_mb(),
@@ -503,6 +503,15 @@ def _vector_recall(index: VectorIndex, queries: np.ndarray, exclude: np.ndarray 
         cos = index.vectors_for(got) @ queries[i]
         out.append(min(1.0, float((cos >= best[i, k - 1] - 1e-5).sum()) / k))
     return out
+
+
+PANELS_PER_FIGURE = 1.0  # hashed panels a figure: the corpus has .7 (a quarter of its figures, 2.9 panels each)
+
+
+def _looks(looks, panel_looks, panel_rows, panel_letters, n: int) -> LookIndex:
+    """The look index of the first `n` rows: their hashes and their panels'."""
+    m = int(np.searchsorted(panel_rows, n))
+    return LookIndex(looks[:n], np.ones(n, bool), panel_looks[:m], panel_rows[:m], panel_letters[:m])
 
 
 def run_bench(n_figures: int, dim: int = 384, seed: int = 0, queries: int = 200,
@@ -596,6 +605,16 @@ def _run(n_figures, dim, seed, queries, oracle_docs, oracle_queries, vector_kind
     for s in range(0, n_all, 1 << 20):
         looks[s:s + (1 << 20)] = rng.integers(0, 256, size=(min(1 << 20, n_all - s), HASH_BYTES), dtype=np.uint8)
     looks.flush()
+    # their panels' hashes: PANELS_PER_FIGURE a figure on average, each row's panels together
+    n_panels = int(n_all * PANELS_PER_FIGURE)
+    panel_looks = np.lib.format.open_memmap(root / "panel_looks.npy", mode="w+", dtype=np.uint8,
+                                            shape=(n_panels, HASH_BYTES))
+    for s in range(0, n_panels, 1 << 20):
+        panel_looks[s:s + (1 << 20)] = rng.integers(0, 256, size=(min(1 << 20, n_panels - s), HASH_BYTES),
+                                                    dtype=np.uint8)
+    panel_looks.flush()
+    panel_rows = np.sort(rng.integers(0, n_all, size=n_panels))
+    panel_letters = np.full(n_panels, "a", "U1")
     res["signals_build_s"] = round(time.perf_counter() - t, 2)
     res["build_s"] = round(res["lexical_build_s"] + t_vec + res["signals_build_s"], 2)
     log(f"papers ({len(papers)}), visual vectors and types in {res['signals_build_s']}s, rss {_rss_mb():.0f} MB")
@@ -604,7 +623,7 @@ def _run(n_figures, dim, seed, queries, oracle_docs, oracle_queries, vector_kind
     engine = Searcher(DocTable(np.arange(n_figures), col["paper_ids"][:n_figures], captions), lexical,
                       vectors=vectors, papers=papers, visual=visual,
                       types=TypeIndex(n_figures, TYPE_NAMES, types[:n_figures], type_scores[:n_figures]),
-                      looks=LookIndex(looks[:n_figures], np.ones(n_figures, bool)),
+                      looks=_looks(looks, panel_looks, panel_rows, panel_letters, n_figures),
                       vocabulary=QueryVocabulary(lambda q: [t for t in q.split() if t in TYPE_NAMES]))
 
     qdim = dim
@@ -685,7 +704,7 @@ def _run(n_figures, dim, seed, queries, oracle_docs, oracle_queries, vector_kind
     picture_queries = visual.vectors_for(targets[: max(1, queries // 2)])
     for i in range(len(picture_queries)):
         t = time.perf_counter()
-        engine.by_picture(picture_queries[i], k=10)
+        engine.by_picture(picture_queries[i], k=10, look=looks[targets[i]])  # with its hash: copies and panels
         lat_picture.append(time.perf_counter() - t)
     res.update(by_picture_p50_ms=_pct(lat_picture, 50), by_picture_p99_ms=_pct(lat_picture, 99))
     log("latency", {k: round(v, 2) for k, v in res.items() if k.endswith("_ms")})
@@ -727,7 +746,7 @@ def _run(n_figures, dim, seed, queries, oracle_docs, oracle_queries, vector_kind
         grown = Searcher(DocTable(np.arange(n_all), col["paper_ids"], Captions(
             np.memmap(root / "captions.bin", dtype=np.uint8, mode="r"), offsets)), lexical, vectors=vectors,
             papers=papers, visual=visual, types=TypeIndex(n_all, TYPE_NAMES, types, type_scores),
-            looks=LookIndex(looks, np.ones(n_all, bool)), vocabulary=engine.vocabulary)
+            looks=_looks(looks, panel_looks, panel_rows, panel_letters, n_all), vocabulary=engine.vocabulary)
         t_add += time.perf_counter() - t
         res["add_figures"] = add_figures
         res["add_figures_s"] = round(t_add, 2)

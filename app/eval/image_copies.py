@@ -151,7 +151,46 @@ def evaluate_image_copies(settings: Settings, n: int = 300, seed: int = 0, label
               if other_bits else None}
     if labels is not None:
         report["same_kind"] = _same_kind(settings, engine, rows, labels, rng)
+    report["panels"] = _panel_uploads(settings, engine, n, random.Random(seed + 2))
     return report
+
+
+def _panel_uploads(settings: Settings, engine: Searcher, n: int, rng: random.Random) -> dict:
+    """Uploads of one panel of compound figures (two panels or more), cut from the stored crop as
+    the panel route cuts it: how often the figure comes first / in the first five, for a rescaled
+    JPEG of the panel, the same with 5% more margin, and the panel rendered again from the PDF."""
+    from sqlalchemy import select
+
+    from app.db.schema import Figure, Paper
+    from app.db.session import session_scope
+    from app.ingest.render import panel_box
+
+    with session_scope(settings.db_url) as s:
+        figs = [f for f in s.execute(
+            select(Figure.id, Figure.image_path, Figure.panels, Figure.region_bbox, Figure.bbox, Figure.page, Paper.sha256)
+            .join(Paper, Paper.id == Figure.paper_id)
+            .where(Figure.id.in_([int(x) for x in engine.figure_ids]), Figure.kind == "figure")).all()
+            if len(f.panels or []) >= 2 and f.image_path]
+    picked = rng.sample(sorted(figs, key=lambda f: f.id), min(n, len(figs)))
+    found: dict[str, list[int | None]] = {}
+    for f in picked:
+        panel = rng.choice(f.panels)
+        region = list(f.region_bbox or f.bbox)
+        with Image.open(settings.data_dir / f.image_path) as im:
+            cut = im.convert("RGB").crop(panel_box(im.size, region, panel["bbox"]))
+        shots = {"panel copy": jpeg_copy(cut, rng), "panel margin +5%": jpeg_copy(with_margin(cut, 0.05), rng)}
+        pdf = stored_pdf(settings.data_dir, f.sha256)
+        if pdf is not None and f.page:
+            shots["panel rendered again"] = viewer_screenshot(pdf, f.page, panel["bbox"], rng)
+        for name, shot in shots.items():
+            q = picture_query(shot, settings.data_dir)
+            got = [h.figure_id for h in engine.by_picture(q.vector, k=5, type_scores=q.types.scores if q.types else None,
+                                                          look=q.look)]
+            found.setdefault(name, []).append(got.index(f.id) + 1 if f.id in got else None)
+    return {"n_figures_with_panels": len(figs), "n_queries": len(picked),
+            **{name: {"hit_at_1": round(float(np.mean([r == 1 for r in ranks])), 3),
+                      "hit_at_5": round(float(np.mean([r is not None for r in ranks])), 3)}
+               for name, ranks in found.items()}}
 
 
 def _quantiles(values: list[float]) -> dict | None:

@@ -37,7 +37,7 @@ HOT_FILES = (
     ("lexical/**/row_*.npy",),
     ("papers/*/row_*.npy",),
     ("lexical/**/col_*.npy",),
-    ("visual/**/*.i8", "visual/**/*.f16", "looks/hashes.npy"),
+    ("visual/**/*.i8", "visual/**/*.f16", "looks/hashes.npy", "looks/panel_hashes.npy"),
     ("vectors/**/*.i8", "vectors/**/*.f16"),
     ("docs/captions_blob.npy",),
 )
