@@ -97,6 +97,9 @@ def test_index_search_similar_contract(demo_ingested, demo_ingested_one, demo_in
     copies = json.loads(run(["eval-image-copies", "--data-dir", str(data), "--n", "6"]).stdout)
     assert copies["n_queries"] == min(6, len(figs)) and copies["hit_at_1"] >= 0.8
     assert 0.0 <= copies["copy_keeps_type"] <= 1.0
+    panels = copies["panels"]  # uploads of one panel of the compound figures, if there are any
+    assert panels["n_queries"] == min(6, panels["n_figures_with_panels"])
+    assert all(0.0 <= v["hit_at_1"] <= v["hit_at_5"] <= 1.0 for k, v in panels.items() if k.startswith("panel "))
 
 
 def test_refresh_metadata_reads_stored_papers_again(demo_ingested_one, tmp_path):
