@@ -35,7 +35,7 @@ import numpy as np
 
 from app.search.fusion import SAME_PICTURE_MIN
 
-HASH_BYTES = 64     # two 256-bit hashes: the picture as it is, then its content box
+HASH_BYTES = 64     # two 256-bit hashes (four 64-bit words each): the picture as it is, then its content box
 COPY_MAX_BITS = 24  # bits of a 256-bit hash that may differ between a picture and a copy of it (see above)
 PANEL_SCAN_ROWS = 1 << 16  # panel hashes compared at once (bounds the scan's temporary arrays)
 
@@ -43,9 +43,13 @@ PANEL_SCAN_ROWS = 1 << 16  # panel hashes compared at once (bounds the scan's te
 def hash_distances(query: np.ndarray, hashes: np.ndarray) -> np.ndarray:
     """Bits that differ between `query` (HASH_BYTES,) and each row of `hashes` (n, HASH_BYTES):
     the fewer of the two pairs (as it is, content box)."""
-    bits = np.bitwise_count(np.bitwise_xor(np.asarray(hashes, np.uint8).reshape(-1, 2, HASH_BYTES // 2),
-                                           np.asarray(query, np.uint8).reshape(2, HASH_BYTES // 2)))
-    return bits.sum(axis=2, dtype=np.int64).min(axis=1)
+    # each hash as four 64-bit words, their counts added one word at a time: a tenth of the time of
+    # bytes reduced by .sum(axis), which dominated the scan of every panel hash
+    rows = np.ascontiguousarray(hashes, np.uint8).reshape(-1, HASH_BYTES).view(np.uint64).reshape(-1, 2, 4)
+    q = np.ascontiguousarray(query, np.uint8).view(np.uint64).reshape(2, 4)
+    c = np.bitwise_count(rows ^ q).astype(np.int64)
+    per_hash = c[:, :, 0] + c[:, :, 1] + c[:, :, 2] + c[:, :, 3]
+    return np.minimum(per_hash[:, 0], per_hash[:, 1])
 
 
 class LookIndex:
