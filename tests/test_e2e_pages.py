@@ -242,6 +242,8 @@ def test_a_refused_image_drops_the_one_chosen_before(server, browser, tmp_path):
     page.on("request", lambda r: searched.append(r.url) if "/search/by-image" in r.url else None)
     page.set_input_files("#image-file", str(good))
     page.wait_for_selector(".preview img")
+    size_kb = max(1, round(good.stat().st_size / 1024))
+    assert f"{size_kb} KB" in page.inner_text(".preview")  # a small picture's size is not "0.00 MB"
     page.set_input_files("#image-file", str(bad))
     page.wait_for_selector("#upload-message .notice.error")
     assert "notes.png cannot be read as a picture" in page.inner_text("#upload-message")

@@ -221,4 +221,7 @@ export function dropZone({ accept, multiple = false, label, hint, onFiles, id })
   return { zone, input };
 }
 
-export function mb(bytes) { return `${(bytes / 1024 / 1024).toFixed(bytes < 1024 * 1024 ? 2 : 1)} MB`; }
+/** A file's size as people read it: "840 KB", "3.2 MB" (a small figure is not "0.00 MB"). */
+export function fileSize(bytes) {
+  return bytes < 1024 * 1024 ? `${Math.max(1, Math.round(bytes / 1024))} KB` : `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}

@@ -1,7 +1,7 @@
 // Admin: token login (sessionStorage), upload PDFs/zips, progress per job, index refresh. Papers
 // are removed from their own page (views/paper.js), which shows the control to a signed-in admin.
 import { api, serverInfo, ApiError, ADMIN_TOKEN_KEY as KEY } from '../api.js';
-import { h, notice, empty, setTitle, dropZone, mb, loading } from '../ui.js';
+import { h, notice, empty, setTitle, dropZone, fileSize, loading } from '../ui.js';
 
 const POLL_MS = 1000;
 const LONG_JOB = 12;  // a job with more files shows its file table folded (the counts line says how they went)
@@ -120,7 +120,7 @@ async function renderDashboard(root, token, { signal }) {
       chosen = [...files].filter(uploadable);
       const left = [...files].filter((f) => !uploadable(f));
       const total = chosen.reduce((s, f) => s + f.size, 0);
-      fileList.textContent = chosen.length ? `${chosen.length} file${chosen.length === 1 ? '' : 's'} (${mb(total)}): ${chosen.map((f) => f.name).join(', ')}` : '';
+      fileList.textContent = chosen.length ? `${chosen.length} file${chosen.length === 1 ? '' : 's'} (${fileSize(total)}): ${chosen.map((f) => f.name).join(', ')}` : '';
       uploadBtn.disabled = chosen.length === 0;
       uploadMsg.replaceChildren();
       if (left.length) {

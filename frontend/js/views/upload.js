@@ -1,7 +1,7 @@
 // Search by an uploaded figure image: by the picture itself, or by its caption's text when one is
 // given. The server says whether picture search is available (/api/v1/info).
 import { api, serverInfo } from '../api.js';
-import { h, notice, empty, figureCard, whyBlock, gridKeys, setTitle, dropZone, mb, loading, asSentence } from '../ui.js';
+import { h, notice, empty, figureCard, whyBlock, gridKeys, setTitle, dropZone, fileSize, loading, asSentence } from '../ui.js';
 
 export async function renderUpload(root, { signal }) {
   setTitle('Search by image');
@@ -29,13 +29,13 @@ export async function renderUpload(root, { signal }) {
         msg.replaceChildren(notice(text, 'error'));
       };
       if (!info.image_types.includes(f.type)) { refuse(`${f.name} is not a PNG or JPEG image.`); return; }
-      if (f.size > info.max_image_mb * 1024 * 1024) { refuse(`${f.name} is too large (${mb(f.size)}; the limit is ${info.max_image_mb} MB).`); return; }
+      if (f.size > info.max_image_mb * 1024 * 1024) { refuse(`${f.name} is too large (${fileSize(f.size)}; the limit is ${info.max_image_mb} MB).`); return; }
       file = f;
       if (previewUrl) URL.revokeObjectURL(previewUrl);
       previewUrl = URL.createObjectURL(f);
       const img = h('img', { src: previewUrl, alt: 'The chosen figure' });
       img.addEventListener('error', () => { if (file === f) refuse(`${f.name} cannot be read as a picture: its content is not a PNG or JPEG image.`); }, { once: true });
-      preview.replaceChildren(img, h('div', {}, h('strong', {}, f.name), h('div', { class: 'muted small' }, mb(f.size))));
+      preview.replaceChildren(img, h('div', {}, h('strong', {}, f.name), h('div', { class: 'muted small' }, fileSize(f.size))));
       preview.hidden = false;
     },
   });
