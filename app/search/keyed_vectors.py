@@ -10,11 +10,13 @@ import numpy as np
 
 
 class KeyedVectors:
-    """figure_id -> (key, vector), loaded from and saved to `path` (written atomically)."""
+    """figure_id -> (key, vector), loaded from and saved to `path` (written atomically). With a
+    `width`, a stored vector of another length (written by an earlier layout) counts as missing."""
 
-    def __init__(self, path: Path, dtype=np.float32):
+    def __init__(self, path: Path, dtype=np.float32, width: int | None = None):
         self.path = Path(path)
         self.dtype = np.dtype(dtype)
+        self.width = width
         self.vectors: dict[int, np.ndarray] = {}
         self.keys: dict[int, str] = {}
         if self.path.exists():
@@ -23,8 +25,9 @@ class KeyedVectors:
                 self.vectors[fid], self.keys[fid] = vec, key
 
     def missing(self, items: list[tuple[int, str]]) -> list[tuple[int, str]]:
-        """The (figure id, key) pairs without a vector stored for that key."""
-        return [(fid, key) for fid, key in items if self.keys.get(fid) != key]
+        """The (figure id, key) pairs without a vector stored for that key (of `width`, when set)."""
+        return [(fid, key) for fid, key in items if self.keys.get(fid) != key
+                or (self.width is not None and len(self.vectors[fid]) != self.width)]
 
     def put(self, items: list[tuple[int, str]], vectors: np.ndarray) -> None:
         for (fid, key), v in zip(items, vectors):

@@ -46,11 +46,7 @@ class LookStore(KeyedVectors):
     changed, or whose hash is of another layout, is hashed again."""
 
     def __init__(self, data_dir: Path):
-        super().__init__(Path(data_dir) / "pictures" / "looks.npz", dtype=np.uint8)
-
-    def missing(self, items: list[tuple[int, str]]) -> list[tuple[int, str]]:
-        return [(fid, key) for fid, key in items
-                if self.keys.get(fid) != key or len(self.vectors[fid]) != HASH_BYTES]
+        super().__init__(Path(data_dir) / "pictures" / "looks.npz", dtype=np.uint8, width=HASH_BYTES)
 
     def hashes(self, ids: list[int]) -> dict[int, np.ndarray]:
         """{figure id: hash} of the `ids` that have one."""
@@ -72,11 +68,7 @@ class PanelLookStore(KeyedVectors):
     WIDTH = len(PANEL_LETTERS) * (HASH_BYTES + 1)
 
     def __init__(self, data_dir: Path):
-        super().__init__(Path(data_dir) / "pictures" / "panel_looks.npz", dtype=np.uint8)
-
-    def missing(self, items: list[tuple[int, str]]) -> list[tuple[int, str]]:
-        return [(fid, key) for fid, key in items
-                if self.keys.get(fid) != key or len(self.vectors[fid]) != self.WIDTH]
+        super().__init__(Path(data_dir) / "pictures" / "panel_looks.npz", dtype=np.uint8, width=self.WIDTH)
 
     @staticmethod
     def pack(by_letter: dict[str, np.ndarray]) -> np.ndarray:
