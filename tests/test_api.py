@@ -421,6 +421,30 @@ def test_list_papers(client):
     assert_problem(client.get("/api/v1/papers", params={"status": "weird"}), 422, "status")
 
 
+def test_papers_list_leaves_out_files_that_are_not_papers(sample, tmp_path):
+    """Files that failed (not a PDF, unreadable) are stored for the admin's job view but are not
+    papers of the collection: the list and its total leave them out unless asked by status."""
+    from app.pipeline.ingest_jobs import prepare_job, run_job_embedded
+    from tests import badfiles
+
+    data = copy_data(sample, tmp_path / "data")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    files = [badfiles.random_bytes(bad), badfiles.html_named_pdf(bad)]
+    settings = Settings(data_dir=data, database_url="", broker_url="")
+    job = prepare_job([bad], settings)
+    run_job_embedded(settings, job, workers=1)
+    with make_client(data, warm_encoder=False) as c:
+        failed = c.get("/api/v1/papers", params={"status": "failed"}).json()
+        assert failed["total"] == len(files)  # stored, so the check below can fail
+        for sort in ("id", "recent", "title", "figures"):
+            listed = c.get("/api/v1/papers", params={"sort": sort, "limit": 100}).json()
+            assert listed["total"] == 4 and all(p["status"] == "ok" for p in listed["items"]), listed
+        assert c.get("/api/v1/papers", params={"q": "page"}).json()["total"] == 0
+        names = {f["name"]: f["status"] for f in c.get(f"/api/v1/admin/jobs/{job}", headers=AUTH).json()["files"]}
+        assert names == {p.name: "failed" for p in files}  # the admin still sees them
+
+
 def test_get_paper_with_figures_and_citations(client, ids):
     details = [client.get(f"/api/v1/papers/{pid}").json() for pid in ids["papers"]]
     for d in details:

@@ -288,7 +288,7 @@ def test_paper_filter_offers_every_page_of_papers(server, browser):
         route.fulfill(status=200, content_type="application/json",
                       body=json.dumps({"total": 150, "offset": offset, "limit": 100, "items": items}))
 
-    page.route("**/api/v1/papers?*status=ok*", answer)
+    page.route("**/api/v1/papers?*sort=title*", answer)
     page.goto(server + "/#/?paper_id=999999")
     wait_page(page)
     page.wait_for_selector("#f-paper")

@@ -90,6 +90,13 @@ class Paper(Base):
     )
 
 
+def in_collection():
+    """The condition of the papers researchers see (the list of papers, search, related figures):
+    the ones whose file was read. Failed files, files without a text layer and second copies of a
+    paper stay in the database for the admin's job view and `figsearch papers`."""
+    return Paper.status == PaperStatus.OK
+
+
 class Figure(Base):
     __tablename__ = "figures"
     __table_args__ = (UniqueConstraint("paper_id", "kind", "number", name="uq_figure_number"),)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
-from app.db.schema import Citation, Figure, Paper, PaperStatus
+from app.db.schema import Citation, Figure, Paper, in_collection
 from app.search.doc_table import FigureDoc
 from app.search.text import figure_text
 
@@ -39,7 +39,7 @@ def load_collection(session: Session, kinds: tuple[str, ...] = ("figure",)) -> C
     """Figures (and, when asked, tables) of successfully ingested papers; text = caption + mention
     contexts (the figure recommender's document), plus the cell text of a table; a figure's words
     printed inside it are searched by the lexical index too (FigureDoc.words)."""
-    q = (select(Figure).join(Paper).where(Paper.status == PaperStatus.OK, Figure.kind.in_(kinds))
+    q = (select(Figure).join(Paper).where(in_collection(), Figure.kind.in_(kinds))
          .options(selectinload(Figure.mentions)).order_by(Figure.id))
     docs = []
     col = Collection(docs)
@@ -63,7 +63,7 @@ def load_collection(session: Session, kinds: tuple[str, ...] = ("figure",)) -> C
             col.panels[f.id] = (list(f.region_bbox or f.bbox), f.panels)
     col.sha_of_paper = dict(session.execute(select(Paper.id, Paper.sha256)).all())
     for pid, title, abstract, body in session.execute(
-            select(Paper.id, Paper.title, Paper.abstract, Paper.body_terms).where(Paper.status == PaperStatus.OK)):
+            select(Paper.id, Paper.title, Paper.abstract, Paper.body_terms).where(in_collection())):
         col.paper_text[pid] = ". ".join(x for x in (title, abstract) if x)
         if body:
             col.body_terms[pid] = body

@@ -9,7 +9,7 @@ import numpy as np
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
-from app.db.schema import Figure, Paper, PaperStatus
+from app.db.schema import Figure, Paper, in_collection
 
 KINDS = ("figure", "table", "both")
 
@@ -33,8 +33,8 @@ class FigureFilter:
         return any(v is not None for v in (self.year_from, self.year_to, self.paper_id, self.figure_type))
 
     def apply(self, stmt: Select, with_type: bool = True) -> Select:
-        """`stmt` (a select joined with Paper) restricted to OK papers and these conditions."""
-        stmt = stmt.where(Paper.status == PaperStatus.OK)
+        """`stmt` (a select joined with Paper) restricted to the collection's papers and these conditions."""
+        stmt = stmt.where(in_collection())
         if self.kind != "both":
             stmt = stmt.where(Figure.kind == self.kind)
         if self.year_from is not None:
@@ -72,5 +72,5 @@ class FigureFilter:
 def year_range(db: Session) -> tuple[int | None, int | None]:
     """The earliest and latest year of the collection's papers (None when no year is known)."""
     lo, hi = db.execute(select(func.min(Paper.year), func.max(Paper.year))
-                        .where(Paper.status == PaperStatus.OK)).one()
+                        .where(in_collection())).one()
     return lo, hi

@@ -33,7 +33,7 @@ const MAX_PAPER_OPTIONS = 1000;  // past this many papers a list to pick from is
 let papersPromise = null;
 function paperOptions() {
   if (!papersPromise) {
-    const page = (offset) => api(`papers?limit=${PAPER_PAGE}&offset=${offset}&status=ok&sort=title`);
+    const page = (offset) => api(`papers?limit=${PAPER_PAGE}&offset=${offset}&sort=title`);
     papersPromise = page(0).then(async (first) => {
       const offsets = [];
       for (let o = PAPER_PAGE; o < Math.min(first.total, MAX_PAPER_OPTIONS); o += PAPER_PAGE) offsets.push(o);

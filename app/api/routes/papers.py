@@ -12,7 +12,7 @@ from app.api import schemas
 from app.api.deps import PaperId, SessionDep, SettingsDep
 from app.api.problems import check_limit, responses
 from app.api.serialize import figure_card, paper_ref, pdf_url, urls
-from app.db.schema import Citation, Figure, Paper
+from app.db.schema import Citation, Figure, Paper, in_collection
 from app.pdfs import stored_pdf
 from app.public_text import public_text
 
@@ -39,7 +39,9 @@ PAPER_SORTS = ("id", "year", "title", "figures")
 def list_papers(db: SessionDep, settings: SettingsDep,
                 offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
                 limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-                status: Annotated[str | None, Query(pattern="^(ok|no_text|failed|duplicate)$")] = None,
+                status: Annotated[str | None, Query(pattern="^(ok|no_text|failed|duplicate)$", description=(
+                    "Only papers of this status. Without it, the papers of the collection: files that failed, "
+                    "had no text layer or repeated a paper are left out (the admin's job view names them)."))] = None,
                 q: Annotated[str | None, Query(max_length=200, description=(
                     "Only papers whose title or authors contain every word (case-insensitive)."))] = None,
                 sort: Annotated[str, Query(pattern="^(id|recent|year|title|figures)$", description=(
@@ -48,9 +50,7 @@ def list_papers(db: SessionDep, settings: SettingsDep,
     """Papers of the collection, with their number of figures and tables and their central
     figure (the one the central-figure model ranks first; else the first figure)."""
     check_limit("limit", limit, settings)
-    base = select(Paper)
-    if status:
-        base = base.where(Paper.status == status)
+    base = select(Paper).where(Paper.status == status if status else in_collection())
     for word in (q or "").split():
         pattern = f"%{_escape_like(word)}%"
         base = base.where(or_(Paper.title.ilike(pattern, escape="\\"), Paper.authors.ilike(pattern, escape="\\")))
