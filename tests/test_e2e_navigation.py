@@ -298,3 +298,33 @@ def test_paper_filter_offers_every_page_of_papers(server, browser):
     assert page.evaluate("document.getElementById('f-paper').value") == "999999"
     assert not console.errors, console.errors
     page.close()
+
+
+def test_back_link_of_a_figure_opened_directly_stays_on_the_site(server, browser):
+    """"← Back" on a figure page returns to the page of this site the reader came from (the
+    results, with their query), also after a reload; a figure page opened directly (a new tab, a
+    bookmark: the tab's page before is not of this site) goes to the figures instead of leaving."""
+    fid = httpx.get(f"{server}/api/v1/figures", params={"limit": 1}).json()["items"][0]["figure_id"]
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    page.set_default_timeout(20_000)
+    console = Console(page)
+    page.goto(server + f"/#/figure/{fid}")  # the tab's page before it is about:blank
+    wait_page(page)
+    assert page.evaluate("history.length") > 1  # so "is there a page before?" cannot be told by the length
+    page.click("#back")
+    wait_page(page)
+    assert page.url == server + "/#/" and page.locator("#results .card").count() > 0
+
+    page.goto(server + "/#/?q=accuracy")
+    wait_page(page)
+    page.click("#results .card")
+    wait_js(page, "location.hash.startsWith('#/figure/')")
+    wait_page(page)
+    assert page.inner_text("#back") == "← Back"
+    page.reload()
+    wait_page(page)
+    page.click("#back")
+    wait_page(page)
+    assert page.url == server + "/#/?q=accuracy"
+    assert not console.errors, console.errors
+    page.close()

@@ -25,7 +25,9 @@ const routes = [
   [/^\/admin$/, 'admin', () => renderAdmin(view, ctx())],
 ];
 
-function ctx() { return { signal: current.signal, restore: arrived || {} }; }
+// `fromSite`: the entry before this one is a page of this site (history.back() stays here); not
+// so for the first page of a tab or one opened from another site or a bookmark.
+function ctx() { return { signal: current.signal, restore: arrived || {}, fromSite: Boolean(history.state && history.state.fromSite) }; }
 
 function parseHash() {
   const raw = location.hash.replace(/^#/, '') || '/';
@@ -38,6 +40,10 @@ async function route(e) {
   const mine = new AbortController();
   current = mine;
   arrived = history.state;
+  // an entry says once, when first shown, whether it was reached from a page of this site: a
+  // hashchange (e) only happens within this document; a load (no e) may come from anywhere.
+  // Back, Forward and reloads keep what the entry said.
+  if (!arrived || !('fromSite' in arrived)) remember({ fromSite: Boolean(e) });
   const focusLost = () => e && (!document.activeElement || document.activeElement === document.body);
   const { path, params } = parseHash();
   const found = routes.find(([re]) => re.test(path));

@@ -41,15 +41,17 @@ function citeBlock(f) {
     f.bibtex ? h('details', {}, h('summary', { class: 'small muted' }, 'BibTeX'), h('pre', { class: 'bibtex', id: 'bibtex' }, f.bibtex)) : null);
 }
 
-export async function renderFigure(root, id, { signal }) {
+export async function renderFigure(root, id, { signal, fromSite }) {
   root.append(loading());
   const f = await api(`figures/${id}`, { signal });
   setTitle(`${f.label} · ${f.paper.title}`);
   root.replaceChildren();
 
-  const back = history.length > 1
-    ? h('a', { href: '#/', onclick: (e) => { e.preventDefault(); history.back(); } }, '← Back')
-    : h('a', { href: '#/' }, '← All figures');
+  // Back returns to the page of this site the reader came from; a page opened directly (a new
+  // tab, a bookmark, a link from elsewhere) has none, and goes to the figures instead of leaving
+  const back = fromSite
+    ? h('a', { href: '#/', id: 'back', onclick: (e) => { e.preventDefault(); history.back(); } }, '← Back')
+    : h('a', { href: '#/', id: 'back' }, '← All figures');
   const central = f.central_rank === 1 ? h('span', { class: 'badge central', title: 'The central figure of its paper' }, '★ central figure') : null;
 
   const img = h('img', { src: f.image_url, alt: `${f.label}: ${captionBody(f).slice(0, 200)}`, id: 'figure-image' });
