@@ -210,6 +210,60 @@ def test_related_cards_show_the_same_picture_and_claim_nothing_untrue(server, br
     page.close()
 
 
+MANY_REASONS = ["similar picture", "same kind of figure (line chart)", "related paper topic", "similar description",
+                "both captions mention recall, embedding size", "both plot recall against embedding size"]
+
+
+@pytest.mark.parametrize("width,height,tag,shown", [(1366, 768, "desktop", 3), (390, 844, "phone", 2)])
+def test_related_card_folds_its_reasons_past_the_most_telling(server, browser, width, height, tag, shown):
+    """A related card with six reasons and words shows the most telling ones first (what both
+    figures plot before 'same kind of figure'), three of them (two on a phone), and folds the rest
+    behind '+N more', a button the keyboard reaches that opens them in place without following the
+    card's link. The API's answer keeps every reason."""
+    import json
+
+    fid = _figure_with_related(server)
+    original = httpx.get(f"{server}/api/v1/figures/{fid}/similar", params={"scope": "other_papers", "k": 12}).json()
+    assert original["items"]
+    full = original["items"][0]
+    full.update(reasons=MANY_REASONS, matched_terms=["recall", "beam", "criteo"])  # "recall" is named already
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_default_timeout(20_000)
+    console = Console(page)
+    page.route("**/similar?*scope=other_papers*",
+               lambda route: route.fulfill(status=200, content_type="application/json", body=json.dumps(original)))
+    page.goto(f"{server}/#/figure/{fid}")
+    wait_page(page)
+    card = page.locator(f"#similar .card[data-figure-id='{full['figure_id']}']")
+    visible = "[...document.querySelectorAll('#similar .card[data-figure-id=\"%s\"] .why .chip')]" \
+              ".filter(c => c.offsetParent !== null && !c.matches('button')).map(c => c.textContent)" % full["figure_id"]
+    chips = page.evaluate(visible)
+    assert chips == ["both plot recall against embedding size", "both captions mention recall, embedding size",
+                     "similar picture"][:shown], chips
+    button = card.locator("button.more-reasons")
+    total = len(MANY_REASONS) + 2  # the words "beam" and "criteo"
+    assert button.inner_text() == f"+{total - shown} more" and button.get_attribute("aria-expanded") == "false"
+    folded = boxes(page, f"#similar .card[data-figure-id='{full['figure_id']}'] .why")[0]["height"]
+    shot(page, f"{tag}-pages-06-folded-reasons")
+    card.focus()
+    page.keyboard.press("Tab")  # the next stop is the card's button
+    assert page.evaluate("document.activeElement.classList.contains('more-reasons')")
+    before = page.url
+    page.keyboard.press("Enter")
+    assert page.url == before and button.get_attribute("aria-expanded") == "true"
+    chips = page.evaluate(visible)
+    assert len(chips) == total and "beam" in chips and "recall" not in chips, chips
+    assert "both mention:" in card.inner_text()
+    assert boxes(page, f"#similar .card[data-figure-id='{full['figure_id']}'] .why")[0]["height"] > folded
+    page.keyboard.press("Enter")
+    assert len(page.evaluate(visible)) == shown and button.inner_text() == f"+{total - shown} more"
+    button.click()  # a click opens them too, and stays on the page
+    assert page.url == before and len(page.evaluate(visible)) == total
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    assert not console.errors, console.errors
+    page.close()
+
+
 def test_a_failing_related_list_leaves_the_figure_page(server, browser):
     """One related list answering 503 (a busy server) says so in its place; the figure, its
     caption and the other lists stay on the page."""

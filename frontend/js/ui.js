@@ -175,24 +175,66 @@ function unmatchedWhy(hit, closeMeaning) {
 // nothing else explains it; below, the card says nothing rather than something untrue.
 const CLOSE_MEANING = 0.5;
 
+// The server's reasons, most telling first: a copy of the picture, then what both figures show
+// or print, what both captions name, what both papers are about; a similar picture, the figure
+// type (its card says it already), a similar description, a related topic last. Others keep their place
+// in the middle; ties keep the server's order.
+const REASON_ORDER = [
+  ['same picture', 0], ['both plot', 1], ['both show:', 2], ['both show', 1], ['both vary', 1],
+  ['looks like', 1], ['may show', 2], ['both captions mention', 3], ['related paper:', 4],
+  ['similar picture', 6], ['same kind of figure', 7], ['similar description', 8], ['related paper topic', 9]];
+
+function reasonRank(r) {
+  const hit = REASON_ORDER.find(([start]) => r.startsWith(start));
+  return hit ? hit[1] : 5;
+}
+
+// A card shows this many of its reasons (each shared word counts as one), two on a phone; the
+// rest fold behind "+N more".
+const SHOWN = 3;
+const SHOWN_NARROW = 2;
+
 // "Why" a result, in words: the reasons the server gives, the informative terms shared with the
-// figure, or that the texts are close in meaning. Raw scores stay in the API.
+// figure, or that the texts are close in meaning. Raw scores stay in the API. The most telling
+// come first; past SHOWN, the rest fold behind "+N more" (a button: it opens them in place,
+// the card's link is not followed). Words a reason names already are not repeated.
 // Results found by an uploaded picture (`picture`) have no words to share: only the reasons.
 export function whyBlock(hit, { picture = false } = {}) {
-  const reasons = hit.reasons || [];
-  if (picture) {
-    return h('div', { class: 'why' }, h('div', { class: 'chips reasons' },
-      (reasons.length ? reasons : ['close in layout and colours']).map((r) => h('span', { class: 'chip reason' }, r))));
+  const reasons = [...(hit.reasons || [])].sort((a, b) => reasonRank(a) - reasonRank(b));
+  const said = reasons.join(' ').toLowerCase();
+  const terms = picture ? [] : (hit.matched_terms || []).filter((t) => !said.includes(t.toLowerCase())).slice(0, 6);
+  const close = !picture && !reasons.length && !terms.length && (hit.embedding_score ?? 0) >= CLOSE_MEANING;
+  const chips = reasons.map((r) => h('span', { class: 'chip reason' }, r));
+  if (picture && !chips.length) chips.push(h('span', { class: 'chip reason' }, 'close in layout and colours'));
+  if (close) chips.push(h('span', { class: 'chip reason' }, 'texts close in meaning'));
+  const words = terms.map((t) => h('span', { class: 'chip' }, t));
+  if (!chips.length && !words.length) return null;
+  const wordsRow = words.length
+    ? h('span', { class: 'chips terms', title: 'Informative words both figures\' texts use' }, h('span', {}, 'both mention:'), words)
+    : null;
+  const box = h('div', { class: 'chips reasons' }, chips, wordsRow);
+  const all = [...chips, ...words];
+  const shown = window.matchMedia('(max-width: 599px)').matches ? SHOWN_NARROW : SHOWN;
+  if (all.length > shown) {
+    const folded = all.slice(shown);
+    const fold = (hide) => {
+      folded.forEach((el) => { el.hidden = hide; });
+      if (wordsRow) wordsRow.hidden = hide && folded.includes(words[0]);
+    };
+    fold(true);
+    const more = `+${folded.length} more`;
+    const btn = h('button', { type: 'button', class: 'chip more-reasons', 'aria-expanded': 'false' }, more);
+    btn.addEventListener('click', (e) => {
+      e.preventDefault();  // the button sits in the card's link: it opens the reasons, not the figure
+      e.stopPropagation();
+      const open = btn.getAttribute('aria-expanded') !== 'true';
+      fold(!open);
+      btn.setAttribute('aria-expanded', String(open));
+      btn.textContent = open ? 'fewer' : more;
+    });
+    box.append(btn);
   }
-  const terms = (hit.matched_terms || []).slice(0, 6);
-  const close = !reasons.length && !terms.length && (hit.embedding_score ?? 0) >= CLOSE_MEANING;
-  if (!reasons.length && !terms.length && !close) return null;
-  return h('div', { class: 'why' },
-    reasons.length ? h('div', { class: 'chips reasons' }, reasons.map((r) => h('span', { class: 'chip reason' }, r))) : null,
-    terms.length
-      ? h('div', { class: 'chips', title: 'Informative words both figures\' texts use' }, h('span', {}, 'both mention:'), terms.map((t) => h('span', { class: 'chip' }, t)))
-      : null,
-    close ? h('div', { class: 'chips reasons' }, h('span', { class: 'chip reason' }, 'texts close in meaning')) : null);
+  return h('div', { class: 'why' }, box);
 }
 
 // Arrow keys move the focus between the cards of a grid (Enter opens, as links do).
