@@ -70,8 +70,9 @@ def test_sign_in_page_says_where_the_token_comes_from(server, browser):
 
 @pytest.fixture(scope="module")
 def bundle_job(server, tmp_path_factory):
-    """A zip uploaded through the API: a copy of paper 1 (a duplicate), a new paper and a text file
-    (skipped); returns the job id and the original paper once the job is done."""
+    """A zip uploaded through the API: a copy of paper 1 (a duplicate), a new paper, a text file
+    (skipped) and a file named .pdf that no PDF reader opens (failed); returns the job id and the
+    original paper once the job is done."""
     base, token = server["base"], server["token"]
     tmp = tmp_path_factory.mktemp("bundle")
     original = httpx.get(f"{base}/api/v1/papers/1").json()
@@ -82,6 +83,7 @@ def bundle_job(server, tmp_path_factory):
         z.write(pdf, "copy-of-paper-1.pdf")
         z.write(extra_pdf(tmp / "extra"), "new-paper.pdf")
         z.writestr("readme.txt", "not a paper")
+        z.writestr("broken-upload.pdf", b"%PDF-1.4\n" + bytes(range(256)) * 12)
     auth = {"Authorization": f"Bearer {token}"}
     with bundle.open("rb") as fh:
         r = httpx.post(f"{base}/api/v1/admin/collections", headers=auth, timeout=60,
@@ -152,6 +154,34 @@ def test_duplicate_links_to_the_original_paper(server, browser, bundle_job):
     assert bundle_job["original"]["title"] in page.inner_text("#paper-title")
     assert console.errors == [], console.errors
     page.close()
+
+
+def test_failed_upload_is_in_the_job_not_in_the_papers_list(server, browser, bundle_job):
+    """A file that failed is red in the admin's job view; researchers do not meet it in the list
+    of papers (at any width), nor as a paper to filter the figures by."""
+    page, job, console = job_page(server, browser, bundle_job)
+    failed = file_rows(job)["bundle.zip:broken-upload.pdf"]
+    assert failed.locator("td.err").count() == 1 and "failed" in failed.inner_text()
+    page.close()
+    for viewport, tag in ((WIDE, "wide"), (PHONE, "phone")):
+        page = browser.new_page(viewport=viewport)
+        page.set_default_timeout(20_000)
+        console = Console(page)
+        page.goto(server["base"] + "/#/papers")
+        wait_page(page)
+        page.wait_for_selector("#paper-list li")
+        listed = page.inner_text("#paper-list")
+        assert "broken-upload" not in listed and "failed" not in listed, listed
+        assert page.locator("#paper-list .badge").count() == 0  # every listed paper was read
+        count = int(page.inner_text("#paper-count").split()[0])
+        assert count == page.locator("#paper-list li").count()
+        shot(page, f"papers-after-failed-upload-{tag}")
+        page.goto(server["base"] + "/#/")
+        wait_page(page)
+        page.wait_for_selector("#f-paper option:nth-child(2)", state="attached")
+        assert "broken-upload" not in page.evaluate("document.getElementById('f-paper').textContent")
+        assert console.errors == [], console.errors
+        page.close()
 
 
 def test_index_line_counts_figures_and_tables(server, browser, bundle_job):
