@@ -264,6 +264,40 @@ def test_related_card_folds_its_reasons_past_the_most_telling(server, browser, w
     page.close()
 
 
+@pytest.mark.parametrize("width,height,tag", SIZES)
+def test_long_caption_folds_on_a_phone(server, browser, width, height, tag):
+    """A long caption on a phone shows its first lines and a button for the whole of it, so that
+    the related figures start on the second screen; the button opens it in place. Wider screens
+    keep the caption in its scrolling box, without the button."""
+    import json
+    import re as regex
+
+    fid = _figure_with_related(server)
+    figure = httpx.get(f"{server}/api/v1/figures/{fid}").json()
+    figure["caption"] = f"{figure['label']}: " + " ".join(["The model's accuracy rises with the number of examples."] * 14)
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_default_timeout(20_000)
+    console = Console(page)
+    page.route(regex.compile(rf".*/api/v1/figures/{fid}$"),
+               lambda route: route.fulfill(status=200, content_type="application/json", body=json.dumps(figure)))
+    page.goto(f"{server}/#/figure/{fid}")
+    wait_page(page)
+    page.wait_for_selector("#similar .card")
+    toggle = page.locator("#caption-toggle")
+    if tag == "desktop":
+        assert not toggle.is_visible()
+    else:
+        cap = boxes(page, "#figure-caption")[0]["height"]
+        assert toggle.is_visible() and toggle.get_attribute("aria-expanded") == "false"
+        assert boxes(page, "#similar .card")[0]["top"] < 2 * height
+        toggle.click()
+        assert toggle.get_attribute("aria-expanded") == "true" and boxes(page, "#figure-caption")[0]["height"] > 1.5 * cap
+        assert page.inner_text("#figure-caption").endswith("examples.")
+        shot(page, "phone-pages-07-caption-open")
+    assert not console.errors, console.errors
+    page.close()
+
+
 def test_a_failing_related_list_leaves_the_figure_page(server, browser):
     """One related list answering 503 (a busy server) says so in its place; the figure, its
     caption and the other lists stay on the page."""

@@ -41,6 +41,9 @@ function citeBlock(f) {
     f.bibtex ? h('details', {}, h('summary', { class: 'small muted' }, 'BibTeX'), h('pre', { class: 'bibtex', id: 'bibtex' }, f.bibtex)) : null);
 }
 
+// Where the figure page is one column (style.css: .figure-layout).
+const NARROW = '(max-width: 959px)';
+
 export async function renderFigure(root, id, { signal, fromSite }) {
   root.append(loading());
   const f = await api(`figures/${id}`, { signal });
@@ -64,12 +67,22 @@ export async function renderFigure(root, id, { signal, fromSite }) {
         m.before ? h('span', { class: 'ctx' }, m.before + ' ') : null, m.sentence, m.after ? h('span', { class: 'ctx' }, ' ' + m.after) : null)))
     : h('p', { class: 'muted' }, 'The text of the paper does not refer to this figure.');
 
+  // a long caption on a phone shows its first lines and a button for the rest (wider screens
+  // scroll it in its box), so that the related figures are not two screens down
+  const caption = captionBody(f)
+    ? h('p', { class: 'caption folded', id: 'figure-caption', tabindex: '0' }, captionBody(f))
+    : h('p', { class: 'caption muted', id: 'figure-caption' }, `No caption was found for this ${f.kind}.`);
+  const captionToggle = h('button', { type: 'button', class: 'text-btn', id: 'caption-toggle', 'aria-controls': 'figure-caption', 'aria-expanded': 'false', hidden: true }, 'Show the whole caption');
+  captionToggle.addEventListener('click', () => {
+    const open = caption.classList.toggle('folded') === false;
+    captionToggle.setAttribute('aria-expanded', String(open));
+    captionToggle.textContent = open ? 'Show less of the caption' : 'Show the whole caption';
+  });
+
   const side = h('div', { class: 'figure-side' },
     h('div', { class: 'panel' },
       h('h1', {}, f.label || `Figure ${f.number}`, ' ', central),
-      captionBody(f)
-        ? h('p', { class: 'caption', id: 'figure-caption', tabindex: '0' }, captionBody(f))
-        : h('p', { class: 'caption muted', id: 'figure-caption' }, `No caption was found for this ${f.kind}.`),
+      caption, captionToggle,
       h('div', { class: 'meta' },
         h('span', {}, `page ${f.page}`),
         f.figure_type && f.kind !== 'table' ? h('span', { id: 'figure-type' }, f.figure_type.replace(/_/g, ' ')) : null,
@@ -104,6 +117,7 @@ export async function renderFigure(root, id, { signal, fromSite }) {
   root.append(h('div', { class: 'crumbs' }, back),
     h('div', { class: 'figure-layout' }, main, side),
     simHead, simStatus, simGrid, details, sameHead, sameStatus, sameGrid, linkedHead, linkedGrid);
+  captionToggle.hidden = !(window.matchMedia(NARROW).matches && caption.scrollHeight > caption.clientHeight + 1);
 
   // a related list that fails says so in its place; the figure and the other lists stay
   const settle = (pending) => pending.catch((err) => { if (err.name === 'AbortError') throw err; return { items: [], error: err }; });
