@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -149,3 +151,23 @@ def test_demo_pages_on_real_papers(demo_data, tmp_path):
                 assert console.errors == [], console.errors
                 page.close()
             b.close()
+
+
+def test_shared_words_of_related_tables_are_shown_as_written(client, demo_data):
+    """A table's lexical text holds its cells: the words two tables share only there are shown as
+    printed in the cells, never as stems ("necessari", "queri")."""
+    with sqlite3.connect(demo_data / "figsearch.db") as db:
+        texts = {fid: f"{caption or ''} {cells or ''}" for fid, caption, cells in
+                 db.execute("SELECT id, caption, region_text FROM figures")}
+        for fid, *parts in db.execute("SELECT figure_id, before, sentence, after FROM mentions"):
+            texts[fid] += " " + " ".join(p or "" for p in parts)
+        tables = [fid for (fid,) in db.execute("SELECT id FROM figures WHERE kind = 'table'")]
+    words_of = {fid: set(re.findall(r"[^\W_]+(?:[@-][^\W_]+)*", t.lower())) | set(re.findall(r"[^\W_]+", t.lower()))
+                for fid, t in texts.items()}  # hyphenated compounds ("step-by-step") and their parts
+    from_cells = 0
+    for tid in tables:
+        for item in client.get(f"/api/v1/figures/{tid}/similar", params={"k": 5}).json()["items"]:
+            shown = {w.lower() for w in item["matched_terms"]}
+            assert shown <= words_of[tid] | words_of[item["figure_id"]], (tid, item["figure_id"], shown)
+            from_cells += len(shown - set(re.findall(r"[^\W_]+", item["caption"].lower())))
+    assert from_cells  # some shared words are not in the captions

@@ -86,14 +86,14 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
     terms = {h.figure_id: informative_terms(list(h.matched_terms), idf, topical=not snippets) for h in hits}
     wanted = [h.figure_id for h in hits if snippets or set(terms[h.figure_id]) - set(analyze(f"{query_text} {h.caption}"))]
     extra = mention_texts(db, wanted)  # only for hits with a term outside both captions, or snippets
-    printed = region_words_of(db, wanted)  # the lexical text also holds the words printed inside figures
+    # the lexical text also holds the words printed inside figures and the cells of tables
+    printed = region_words_of(db, wanted, tables=True)
     types = {fid: shown_named_type(named_types, shown) if named_types else dominant
              for fid, dominant, shown in db.execute(
                  select(Figure.id, Figure.figure_type, Figure.figure_types)
                  .where(Figure.id.in_([h.figure_id for h in hits if h.signals])))} if hits else {}
-    tables = [h.figure_id for h in hits if cards.get(h.figure_id, {}).get("kind") == "table"]
-    cells = dict(db.execute(select(Figure.id, Figure.region_text).where(Figure.id.in_(tables))).all()) \
-        if snippets and tables else {}
+    cells = {fid: text for fid, text in printed.items() if cards.get(fid, {}).get("kind") == "table"} \
+        if snippets else {}
     copied = {h.figure_id: panel_letter((h.signals or {}).get("same_panel", 0.0)) for h in hits}
     copied = {fid: letter for fid, letter in copied.items() if letter}  # the panel an uploaded picture copies
     panels = dict(db.execute(select(Figure.id, Figure.panels).where(
@@ -158,10 +158,12 @@ def paper_ref(p: Paper) -> schemas.PaperRef:
 
 
 
-def region_words_of(db: Session, figure_ids: Sequence[int]) -> dict[int, str]:
-    """The words printed inside each figure (its region's text layer), for the ones that have any."""
+def region_words_of(db: Session, figure_ids: Sequence[int], tables: bool = False) -> dict[int, str]:
+    """The words printed inside each figure (its region's text layer), for the ones that have any;
+    with `tables`, a table's cell text too (both are part of the text the lexical index reads)."""
+    kinds = ("figure", "table") if tables else ("figure",)
     return dict(db.execute(select(Figure.id, Figure.region_text).where(
-        Figure.id.in_(list(figure_ids)), Figure.kind == "figure", Figure.region_text != "")).all()) \
+        Figure.id.in_(list(figure_ids)), Figure.kind.in_(kinds), Figure.region_text != "")).all()) \
         if figure_ids else {}
 
 
