@@ -2,7 +2,6 @@
 share one code path."""
 from __future__ import annotations
 
-import logging
 import signal
 import threading
 from contextlib import contextmanager
@@ -13,8 +12,6 @@ from celery.exceptions import SoftTimeLimitExceeded
 from app.pipeline import ingest_jobs
 from app.settings import Settings
 from workers import app, liveness
-
-log = logging.getLogger(__name__)
 
 
 def _settings(cfg: dict | None = None) -> Settings:

@@ -11,7 +11,6 @@ papers' titles as topic queries, by OCR (the product's search index over OCR tex
 from __future__ import annotations
 
 import json
-import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,6 @@ from app.db.schema import Paper, PaperStatus
 from app.eval.crops import iou
 from app.pdfs import file_sha256
 
-log = logging.getLogger(__name__)
 
 KS = (1, 5, 10)
 RRF_K = 60  # reciprocal rank fusion constant (the usual default; not tuned here)

@@ -1,7 +1,6 @@
 """Extraction -> database rows: papers, figures, mentions, citation links, deduplication."""
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 from sqlalchemy import delete, select
@@ -12,7 +11,6 @@ from app.ingest.citations import TitleMatcher, normalise_title
 from app.ingest.extract import Extraction
 from app.search.text import top_term_counts
 
-log = logging.getLogger(__name__)
 
 MIN_TITLE_CHARS_FOR_DEDUP = 15
 

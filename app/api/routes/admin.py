@@ -4,7 +4,6 @@ Every route needs `Authorization: Bearer <FIGSEARCH_ADMIN_TOKEN>` (401 without, 
 """
 from __future__ import annotations
 
-import logging
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -29,7 +28,6 @@ from app.pipeline.ingest_jobs import JobLock, upload_area_bytes, uploads_dir
 from app.ingest.sources import SourceError
 from app.settings import Settings
 
-log = logging.getLogger(__name__)
 router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[AdminDep], responses=responses(401, 403))
 
 
