@@ -73,6 +73,3 @@ class SavableModule(nn.Module):
         model.meta = info.get("meta", {})
         model.eval()
         return model
-
-    def n_params(self) -> int:
-        return sum(p.numel() for p in self.parameters())

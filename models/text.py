@@ -5,7 +5,6 @@ precomputed and cached, which is what makes training fast on CPU)."""
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from models.base import SavableModule
@@ -69,7 +68,3 @@ class ConvText(SavableModule):
         x = self.emb(ids).transpose(1, 2)
         x = self.convs(x).amax(dim=2)
         return self.out(self.drop(x))
-
-
-def normalize(x: torch.Tensor) -> torch.Tensor:
-    return F.normalize(x, dim=-1)

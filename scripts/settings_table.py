@@ -22,7 +22,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 README = ROOT / "README.md"
-BLOCKS = ("settings", "commands", "tasks")
 
 
 def _begin(name: str) -> str:

@@ -978,7 +978,6 @@ class Reference:
     title: str
     venue: str
     year: int
-    collection_index: int | None = None
 
     def text(self) -> str:
         names = _join_and([f"{f[0]}. {l}" for f, l in self.authors])
@@ -1124,7 +1123,7 @@ def _build_paper(plan: PaperPlan, plans: list[PaperPlan], seed: int, length: int
     refs = []
     for j in plan.cites:
         q = plans[j]
-        refs.append(Reference(q.authors, q.title, f"In {q.venue[0]} ({q.venue[1]})", q.year, j))
+        refs.append(Reference(q.authors, q.title, f"In {q.venue[0]} ({q.venue[1]})", q.year))
     refs += _outside_refs(ctx, rng, all_titles, rng.randint(3, 6))
     refs.sort(key=lambda r: (r.authors[0][1], r.year, r.title))
     ref_nums = list(range(1, len(refs) + 1))

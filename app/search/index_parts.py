@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Mapping, Protocol
-
-import numpy as np
+from typing import Mapping
 
 from app.search.doc_table import DocTable
 from app.search.figure_words import FigureWords
@@ -45,20 +43,6 @@ PART_CLASSES: dict[str, type] = {cls.__name__: cls for cls in
 
 # the order parts are written and listed in (a part's folder is its name)
 PART_NAMES = ("docs", "lexical", "vectors", "visual", "papers", "types", "spelling", "figure_words", "looks")
-
-
-class VectorPart(Protocol):
-    """What the searcher asks of a vector part (see the module docstring)."""
-
-    def search(self, vecs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]: ...
-
-    def nearest_candidates(self, vecs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]: ...
-
-    def vectors_for(self, ids) -> np.ndarray: ...
-
-    def __len__(self) -> int: ...
-
-    def save(self, path_dir: str | Path) -> None: ...
 
 
 def write_parts(version_dir: Path, parts: Mapping[str, object]) -> None:

@@ -32,9 +32,6 @@ def _escape_like(word: str) -> str:
     return word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-PAPER_SORTS = ("id", "year", "title", "figures")
-
-
 @router.get("/papers", response_model=schemas.PaperPage, responses=responses(422))
 def list_papers(db: SessionDep, settings: SettingsDep,
                 offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
