@@ -205,7 +205,7 @@ def abstract_sentences(abstract: str, max_sentences: int = 16) -> list[str]:
 
 
 def load_papers(db_url: str, paper_ids: Sequence[int] | None = None, segmenter: Segmenter | None | bool = True,
-                with_mentions: bool = True, kind: str = "figure") -> list[PaperInfo]:
+                kind: str = "figure") -> list[PaperInfo]:
     """Papers with status ok and their figures (kind "figure" only), ordered by paper id.
 
     `segmenter=True` builds one from this collection's abstracts and mention sentences.
@@ -221,13 +221,11 @@ def load_papers(db_url: str, paper_ids: Sequence[int] | None = None, segmenter: 
         q = select(Paper).where(Paper.status == PaperStatus.OK).order_by(Paper.id)
         if paper_ids is not None:
             q = q.where(Paper.id.in_(list(paper_ids)))
-        opts = selectinload(Paper.figures)
-        if with_mentions:
-            opts = opts.selectinload(Figure.mentions)
+        opts = selectinload(Paper.figures).selectinload(Figure.mentions)
         for p in s.scalars(q.options(opts)):
             figs, ments = [], []
             for f in sorted((f for f in p.figures if f.kind == kind), key=lambda f: f.number):
-                fm = list(f.mentions) if with_mentions else []
+                fm = list(f.mentions)
                 figs.append(FigureInfo(id=f.id, number=f.number, caption=f.caption or "", page=f.page or 1,
                                        bbox=list(f.bbox or []), width=f.width or 0, height=f.height or 0,
                                        kind=f.kind, n_mentions=len(fm), figure_types=list(f.figure_types or []),

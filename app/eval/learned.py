@@ -51,12 +51,12 @@ def _key(data: LearnData, cfg: TrainConfig, excluded: set[int]) -> str:
     return h.hexdigest()[:16]
 
 
-def train_or_load(data: LearnData, cfg: TrainConfig, excluded: set[int], progress: bool, use_cache: bool = True):
+def train_or_load(data: LearnData, cfg: TrainConfig, excluded: set[int], progress: bool):
     from app.learn.registry import load_dir, save_result
     from app.learn.train import train
 
     d = Path(data.data_dir) / "models" / ".eval" / _key(data, cfg, excluded)
-    if use_cache and (d / "train.json").exists():
+    if (d / "train.json").exists():
         return load_dir(d, "eval", d.name)
     res = train(data, cfg, excluded, progress=progress)
     save_result(res, d, {"data_hash": data.data_hash(excluded), "excluded_paper_ids": sorted(excluded)})

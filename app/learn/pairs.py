@@ -81,7 +81,7 @@ class PairBuilder:
                     k += 1
         return out
 
-    def batch_rows(self, n_papers: int = 12, per_paper: int = 4, with_neighbours: bool = True) -> np.ndarray:
+    def batch_rows(self, n_papers: int = 12, per_paper: int = 4) -> np.ndarray:
         """A training batch of figures: random papers (and a citing/cited paper of some), up to
         `per_paper` figures each, so same, citing and random pairs all occur in the batch."""
         rng = self.rng
@@ -89,7 +89,7 @@ class PairBuilder:
         for p in rng.choice(self.papers, size=min(n_papers, len(self.papers)), replace=False).tolist():
             if p not in chosen:
                 chosen.append(p)
-            if with_neighbours and rng.random() < 0.5:
+            if rng.random() < 0.5:
                 nb = [q for q in self.neighbours.get(p, ()) if q in self.by_paper and q not in chosen]
                 if nb:
                     chosen.append(nb[rng.integers(len(nb))])
