@@ -30,6 +30,22 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def read_paper_shas(path: str | Path | None) -> set[str]:
+    """Papers named by sha256 in a file (`--exclude-papers`): one per line (blank lines and #
+    comments ignored), or JSON lines with a "sha256" field, so a gold file can be given as is."""
+    if not path:
+        return set()
+    import json
+
+    out: set[str] = set()
+    for line in Path(path).read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        out.add((json.loads(line)["sha256"] if line.startswith("{") else line.split()[0]).lower())
+    return out
+
+
 def pdf_relpath(sha256: str) -> str:
     if not _SHA_RE.match(sha256 or ""):
         raise ValueError("not a sha256 hex digest")

@@ -25,7 +25,6 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 from typing import Iterable, Sequence
 
 from sqlalchemy import select
@@ -35,7 +34,7 @@ from app.labels import LABEL_PREFIX_RE, MENTION_RE
 __all__ = [
     "FigureInfo", "MentionInfo", "PaperInfo", "Query", "load_papers", "clean_caption",
     "mask_refs", "abstract_sentences", "build_queries", "split_papers",
-    "data_hash", "read_sha_list", "Segmenter",
+    "data_hash", "Segmenter",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -242,24 +241,6 @@ def load_papers(db_url: str, paper_ids: Sequence[int] | None = None, segmenter: 
         for f in p.figures:
             f.text = clean_caption(f.caption, segmenter or None)
     return papers
-
-
-def read_sha_list(path: str | Path | None) -> set[str]:
-    """sha256 values, one per line (blank lines and # comments ignored); JSON lines with "sha256" too."""
-    if not path:
-        return set()
-    import json
-
-    out: set[str] = set()
-    for line in Path(path).read_text().splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("{"):
-            out.add(json.loads(line)["sha256"])
-        else:
-            out.add(line.split()[0])
-    return out
 
 
 # ---------------------------------------------------------------------------------------------

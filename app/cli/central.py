@@ -32,14 +32,14 @@ def train_central_cmd(
                                                                "(data_dir/models/central)."),
 ) -> None:
     """Fine-tune the central-figure bi-encoder on self-supervised (mention sentence, caption) pairs."""
-    from app.central.data import read_sha_list
     from app.central.train import TrainConfig, train_central
+    from app.pdfs import read_paper_shas
 
     settings = settings_or_exit(data_dir)
     cfg = TrainConfig(epochs=epochs, max_steps=max_steps, max_length=max_length, batch_size=batch_size,
                       time_budget_s=time_budget * 60, seed=seed, tables=tables)
     try:
-        meta = train_central(settings, cfg, exclude=read_sha_list(exclude_papers), out_dir=out, progress=True)
+        meta = train_central(settings, cfg, exclude=read_paper_shas(exclude_papers), out_dir=out, progress=True)
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1)

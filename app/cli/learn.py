@@ -19,8 +19,8 @@ def register(cli: typer.Typer) -> None:
                                              "minilm_text, style_image, lstm_seedcnn, fused_ce, fused_triplet, "
                                              "fused_ssim, fcc_ce, fcc_pearson."),
               exclude_papers: Optional[Path] = typer.Option(None, "--exclude-papers", exists=True, dir_okay=False,
-                                                            help="sha256 per line: these papers' figures take "
-                                                                 "part in no training pair."),
+                                                            help="sha256 per line (or gold JSON lines): these "
+                                                                 "papers' figures take part in no training pair."),
               epochs: Optional[int] = typer.Option(None, "--epochs", min=1),
               steps: Optional[int] = typer.Option(None, "--steps-per-epoch", min=1),
               seed: int = typer.Option(0, "--seed"),
@@ -32,9 +32,10 @@ def register(cli: typer.Typer) -> None:
         """Train a figure-embedding model on the collection (weak supervision: same paper 1, citing
         0.6, random 0) and publish it as data_dir/models/<model>/<version> (CURRENT pointer)."""
         from app.learn.variants import FCC_VARIANTS, VARIANTS, config_for
-        from app.learn.data import load_learn_data, read_sha_file
+        from app.learn.data import load_learn_data
         from app.learn.registry import DEFAULT_MODEL, publish
         from app.learn.train import train as run_train
+        from app.pdfs import read_paper_shas
         from app.settings import settings_for
 
         if model not in VARIANTS and model not in FCC_VARIANTS:
@@ -44,7 +45,7 @@ def register(cli: typer.Typer) -> None:
         over = {k: v for k, v in (("epochs", epochs), ("steps_per_epoch", steps)) if v is not None}
         cfg = config_for(model, seed=seed, **over)
         data = load_learn_data(settings)
-        shas = read_sha_file(exclude_papers)
+        shas = read_paper_shas(exclude_papers)
         excluded = data.rows_of_papers(shas)
         if shas and len(excluded) < len(shas):
             typer.echo(f"note: {len(shas) - len(excluded)} excluded sha256 are not in the collection", err=True)

@@ -231,9 +231,3 @@ def load_learn_data(settings, kinds: tuple[str, ...] = ("figure",)) -> LearnData
     return LearnData(settings.data_dir, col.docs, [paths.get(d.figure_id) or "" for d in col.docs],
                      dict(col.sha_of_paper), {k: set(v) for k, v in col.neighbours.items()}, paper_text=ptext,
                      thumb_paths=[thumbs.get(d.figure_id) or "" for d in col.docs])
-
-
-def read_sha_file(path: Path | None) -> set[str]:
-    if path is None:
-        return set()
-    return {l.strip().lower() for l in Path(path).read_text().splitlines() if l.strip() and not l.startswith("#")}
