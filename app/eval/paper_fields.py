@@ -15,7 +15,6 @@ titles set in capitals only.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import unicodedata
@@ -25,6 +24,8 @@ from pathlib import Path
 import pymupdf
 
 from app.ingest.parse import parse_pdf
+from app.ingest.title_case import is_all_caps
+from app.pdfs import file_sha256
 
 _NAME_SEP_RE = re.compile(r",|;|\band\b|&")
 _FOOTNOTE_SYMBOL_RE = re.compile("[*\u2217\u2020\u2021\u00a7\u00b6\u22c6\u2660-\u266f]")
@@ -45,10 +46,6 @@ def pdfs_under(roots: Iterable[Path]) -> list[Path]:
         else:
             out.update(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() == ".pdf")
     return sorted(out)
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def parse_fields(pdf: Path) -> tuple[str, str]:
@@ -97,7 +94,7 @@ def evaluate_paper_fields(gold_path: Path, roots: Iterable[Path]) -> dict:
     wanted = {g["sha256"] for g in gold}
     by_sha = {}
     for pdf in pdfs_under(roots):
-        sha = _sha256(pdf)
+        sha = file_sha256(pdf)
         if sha in wanted:
             by_sha[sha] = pdf
     papers = []
@@ -129,12 +126,6 @@ def evaluate_paper_fields(gold_path: Path, roots: Iterable[Path]) -> dict:
         "authors_exact": round(sum(p["authors_exact"] for p in papers) / n, 3),
         "details": papers,
     }
-
-
-def is_all_caps(title: str) -> bool:
-    """A title set in capitals only (two words or more of letters, none of them lower case)."""
-    words = [w for w in re.findall(r"[^\W\d_]+", title or "") if len(w) >= 2]
-    return len(words) >= 2 and not any(c.islower() for w in words for c in w)
 
 
 def field_defects(title: str, authors: str) -> list[str]:
