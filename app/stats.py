@@ -7,16 +7,26 @@ and test here resamples or pairs *papers*, each in one implementation:
   cluster_ci        the same for a mean over queries: papers are resampled with all their queries
   paired_by_paper   difference of two methods: per-paper mean difference, its bootstrap interval
                     and a two-tailed paired t-test over papers (plus a Wilcoxon signed-rank p)
+and cross-validation folds hold whole papers (paper_folds), so no paper is on both sides.
 """
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Sequence
+from typing import Callable, Hashable, Iterable, Sequence
 
 import numpy as np
 
 N_BOOT = 2000
+
+
+def paper_folds(papers: Iterable[Hashable], k: int, shuffle: Callable[[list], None]) -> dict:
+    """Fold (0..k-1) of each distinct paper: the papers sorted, put in a seeded order by `shuffle`
+    (`random.Random(seed).shuffle` or `numpy.random.default_rng(seed).shuffle`: each caller keeps
+    the generator its reported folds were drawn with) and dealt out in turn."""
+    order = sorted(set(papers))
+    shuffle(order)
+    return {p: i % k for i, p in enumerate(order)}
 
 
 def _means_by_paper(papers: Sequence[str], values: Sequence[float]) -> tuple[list[str], np.ndarray]:

@@ -60,7 +60,7 @@ from app.search.fusion import GRID, diversify, fit_weights, fuse, minmax, order
 from app.search.papers import PAPER_SIGNALS
 from app.search.plots import plotted
 from app.settings import settings_for
-from app.stats import cluster_ci
+from app.stats import cluster_ci, paper_folds
 
 sys.path.insert(0, str(Path(__file__).parent))
 from related_pool import contact_sheet, fig_key  # noqa: E402
@@ -190,9 +190,7 @@ def boosted(cands, judged, queries, folds, ctx, served_w, mpp, inner: int = 3):
     tops, chosen = {}, []
     for test in folds:
         train = [q for q in queries if q not in set(test)]
-        papers = sorted({judged.paper_of_query[q] for q in train})
-        np.random.default_rng(1).shuffle(papers)
-        fold_of = {p: i % inner for i, p in enumerate(papers)}
+        fold_of = paper_folds((judged.paper_of_query[q] for q in train), inner, np.random.default_rng(1).shuffle)
         parts = [[q for q in train if fold_of[judged.paper_of_query[q]] == f] for f in range(inner)]
 
         def inner_score(cfg):

@@ -23,6 +23,7 @@ from app.db.schema import Figure, Paper
 from app.db.session import session_scope
 from app.pdfs import stored_pdf
 from app.settings import settings_for
+from app.stats import paper_folds
 from app.vision.page_text import _runs
 from app.vision.text_layer import COVERAGE, WORDS_PER_LINE, text_layer
 
@@ -80,9 +81,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
     ex = examples(a.data_dir, a.labels, a.runs_per_paper, a.seed)
-    papers = sorted({e["paper"] for e in ex})
-    random.Random(a.seed).shuffle(papers)
-    fold = {p: i % a.folds for i, p in enumerate(papers)}
+    fold = paper_folds((e["paper"] for e in ex), a.folds, random.Random(a.seed).shuffle)
     held = {"labelled_text": [0, 0], "labelled_other": [0, 0], "page_text": [0, 0]}
     chosen = []
     for k in range(a.folds):

@@ -1,7 +1,10 @@
-"""The one paper-cluster bootstrap (app/stats.py) every evaluation's intervals come from."""
+"""The one paper-cluster bootstrap (app/stats.py) every evaluation's intervals come from, and the
+paper-grouped folds of every cross-validation."""
+import random
+
 import numpy as np
 
-from app.stats import cluster_ci
+from app.stats import cluster_ci, paper_folds
 
 
 def test_cluster_interval_contains_the_query_mean():
@@ -28,3 +31,21 @@ def test_the_interval_is_seeded_and_narrows_with_more_papers():
     w_few = np.diff(cluster_ci(range(10), few))[0]
     w_many = np.diff(cluster_ci(range(400), many))[0]
     assert w_many < w_few / 3
+
+
+def test_folds_deal_out_whole_papers_in_a_seeded_order():
+    """Each distinct paper gets one fold, the folds differ in size by one paper at most, the order
+    depends only on the set of papers and the seed (not on how often or in what order they come),
+    and the two generators give the permutations their callers drew before there was one function."""
+    papers = ["p3", "p1", "p2", "p1", "p5", "p4", "p3", "p6", "p7"]
+    folds = paper_folds(papers, 3, random.Random(0).shuffle)
+    assert set(folds) == set(papers) and set(folds.values()) == {0, 1, 2}
+    assert sorted(list(folds.values()).count(f) for f in range(3)) == [2, 2, 3]
+    assert folds == paper_folds(reversed(papers), 3, random.Random(0).shuffle)
+    order = sorted(set(papers))
+    random.Random(0).shuffle(order)
+    assert folds == {p: i % 3 for i, p in enumerate(order)}
+    order = sorted(set(papers))
+    np.random.default_rng(7).shuffle(order)
+    assert paper_folds(papers, 3, np.random.default_rng(7).shuffle) == {p: i % 3 for i, p in enumerate(order)}
+    assert len({tuple(sorted(paper_folds(papers, 3, random.Random(s).shuffle).items())) for s in range(5)}) > 1

@@ -21,7 +21,7 @@ import numpy as np
 
 from app.eval.judged import Judged, baseline_rankers, evaluate_rankings, query_metrics
 from app.search.fusion import GRID, diversify, fit_weights, fuse, order
-from app.stats import paired_by_paper
+from app.stats import paired_by_paper, paper_folds
 
 # figure-level signals and paper-level ones: the weights searched (lexical is the anchor)
 FIT_SIGNALS = ("text", "visual", "type", "type_scores", "figure_words", "paper", "paper_text", "paper_body",
@@ -90,10 +90,7 @@ def fit_on(cands, judged: Judged, queries: list[int], max_per_paper: int, guard=
 
 
 def grouped_folds(judged: Judged, queries: list[int], n_folds: int, seed: int) -> list[list[int]]:
-    papers = sorted({judged.paper_of_query[q] for q in queries})
-    rng = np.random.default_rng(seed)
-    rng.shuffle(papers)
-    fold_of = {p: i % n_folds for i, p in enumerate(papers)}
+    fold_of = paper_folds((judged.paper_of_query[q] for q in queries), n_folds, np.random.default_rng(seed).shuffle)
     return [[q for q in queries if fold_of[judged.paper_of_query[q]] == f] for f in range(n_folds)]
 
 

@@ -27,6 +27,7 @@ from app.eval.recommendation import (TOP, W_GRID, evaluate_ranker, lexical_ranke
 from app.learn.data import LearnData
 from app.learn.train import TrainConfig
 from app.learn.variants import config_for
+from app.stats import paper_folds
 
 @dataclass
 class FoldEmbeddings:
@@ -37,13 +38,6 @@ class FoldEmbeddings:
     def for_target(self, t: int) -> np.ndarray:
         f = int(self.fold_of_row[t])
         return self.mats[max(f, 0)]
-
-
-def assign_folds(paper_ids: list[int], k: int, seed: int) -> dict[int, int]:
-    papers = sorted(set(paper_ids))
-    rng = np.random.default_rng(seed + 1000)
-    rng.shuffle(papers)
-    return {p: i % k for i, p in enumerate(papers)}
 
 
 def _key(data: LearnData, cfg: TrainConfig, excluded: set[int]) -> str:
@@ -69,7 +63,7 @@ def crossfit(data: LearnData, eval_fids: list[int], target_rows: list[int], eval
     ({"fused": ..., "image": ...} as FoldEmbeddings) and training info."""
     from app.learn.embed import embed_rows
 
-    fold_of_paper = assign_folds([int(eval_paper_of[t]) for t in target_rows], k, seed)
+    fold_of_paper = paper_folds([int(eval_paper_of[t]) for t in target_rows], k, np.random.default_rng(seed + 1000).shuffle)
     row_of_fid = {d.figure_id: i for i, d in enumerate(data.docs)}
     rows = np.array([row_of_fid[f] for f in eval_fids], np.int64)
     fold_of_row = np.array([fold_of_paper.get(int(p), -1) for p in eval_paper_of.tolist()], np.int64)

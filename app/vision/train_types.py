@@ -39,6 +39,7 @@ from PIL import Image
 from app.extras import require
 from app.model_store import make_meta, publish, save_arrays
 from app.search.one_thread import one_blas_thread
+from app.stats import paper_folds
 from app.vision.backbone import SIZE, TAIL_START, backbone
 from app.vision.figure_types import ARTIFACT, HEAD_FILE, LABELS, softmax
 from app.vision.fine_tune import LR, VIEWS, tail_features, train_tail, trunk_activations
@@ -396,9 +397,7 @@ def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int =
     training figures."""
     real = _concat([p for k, p in parts.items() if k != "drawn"])
     drawn = parts.get("drawn")
-    papers = sorted(set(real.group))
-    random.Random(seed).shuffle(papers)
-    fold_of = {p: i % folds for i, p in enumerate(papers)}
+    fold_of = paper_folds(real.group, folds, random.Random(seed).shuffle)
     fold = np.array([fold_of[g] for g in real.group])
     logits = np.zeros((len(real.dominant), len(LABELS)), np.float32)
     same_kind = np.zeros(len(real.dominant))
