@@ -1,4 +1,4 @@
-"""Seed-001 figure-caption correspondence (FCC): a vision branch and a language branch trained only
+"""Figure-caption correspondence (FCC, Gomez-Perez & Ortega): a vision branch and a language branch trained only
 on (figure, caption) pairs, positives = real pairs, negatives = random captions (balanced).
 
 Two objectives:

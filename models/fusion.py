@@ -1,6 +1,7 @@
-"""Seed-000 fusion model: text features and image features concatenated, batch norm, one dense
-layer -> the figure embedding. Branch outputs are also kept (L2-normalised) so a text-only query
-(free-text search) and an image-only query (uploaded figure) have embeddings of their own.
+"""The fusion model of Kuzi & Zhai's figure recommender: text features and image features
+concatenated, batch norm, one dense layer -> the figure embedding. Branch outputs are also kept
+(L2-normalised) so a text-only query (free-text search) and an image-only query (uploaded figure)
+have embeddings of their own.
 
 Modality dropout (training only): with probability `modality_dropout` a sample's text or image
 features are zeroed before the fusion, so `fused` stays meaningful when a modality is missing
@@ -37,7 +38,7 @@ class FusionModel(SavableModule):
             raise ValueError(f"unknown text_kind {text_kind!r}")
         if not image:
             self.image = None
-        elif image_kind == "simple":  # the seed-000 CNN
+        elif image_kind == "simple":  # Kuzi & Zhai's simple CNN
             self.image = SimpleCNN(in_ch=in_ch, out_dim=branch_dim, dropout=dropout)
         elif image_kind == "style":
             self.image = StyleCNN(in_ch=in_ch, stats_dim=stats_dim, out_dim=branch_dim)

@@ -1,8 +1,9 @@
-"""Image encoders: the seed-000 simple CNN (2 conv layers x 32 filters 3x3, max-pool, dropout 0.5,
-dense 100 ReLU, dense 50) and the seed-001 VGG-style vision branch (conv-conv-pool blocks, BN + ReLU).
+"""Image encoders: the simple CNN of Kuzi & Zhai's figure recommender (2 conv layers x 32 filters
+3x3, max-pool, dropout 0.5, dense 100 ReLU, dense 50) and the VGG-style vision branch of Gomez-Perez
+& Ortega's figure-caption correspondence (conv-conv-pool blocks, BN + ReLU).
 
-Deviation from the seeds, for CPU: inputs are `size` x `size` (default 96) instead of 224, and the
-simple CNN pools the last feature map to 8x8 before the dense layer (the seed flattens a 111x111x32
+Deviation from the papers, for CPU: inputs are `size` x `size` (default 96) instead of 224, and the
+simple CNN pools the last feature map to 8x8 before the dense layer (the paper flattens a 111x111x32
 map into a 100-unit dense layer: 39M weights; this keeps 205k)."""
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ class SimpleCNN(SavableModule):
 
 
 class VGGBranch(SavableModule):
-    """Seed-001 vision branch: blocks of conv-BN-ReLU-conv-BN-ReLU-maxpool, global max -> out."""
+    """Gomez-Perez & Ortega's vision branch: blocks of conv-BN-ReLU-conv-BN-ReLU-maxpool, global max -> out."""
 
     def __init__(self, in_ch: int = 3, widths: tuple = (16, 32, 64, 128), out_dim: int = 128):
         self._remember(locals())

@@ -21,7 +21,7 @@ def pair_loss(sim: torch.Tensor, target: torch.Tensor, kind: str = "mse", weight
 
 
 def triplet_matrix_loss(sim: torch.Tensor, target: torch.Tensor, mask: torch.Tensor, margin: float = 1.0):
-    """Seed-000 triplet hinge max(0, m + q.neg - q.pos) over all (anchor, pos, neg) in a batch
+    """Kuzi & Zhai's triplet hinge max(0, m + q.neg - q.pos) over all (anchor, pos, neg) in a batch
     similarity matrix: pos = target > 0, neg = target == 0 (both within `mask`)."""
     pos = (target > 0) & mask
     neg = (target == 0) & mask

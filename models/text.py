@@ -47,8 +47,8 @@ class MiniLMHead(SavableModule):
 
 
 class ConvText(SavableModule):
-    """Seed-001 language branch: word embeddings -> 3 x (conv window 5 + ReLU + max-pool) -> global
-    max -> out. Smaller widths than the seed (512 filters, 300-d) for CPU training."""
+    """Gomez-Perez & Ortega's language branch: word embeddings -> 3 x (conv window 5 + ReLU +
+    max-pool) -> global max -> out. Smaller widths than the paper's (512 filters, 300-d) for CPU training."""
 
     def __init__(self, vocab_size: int = 5002, emb_dim: int = 100, filters: int = 128, out_dim: int = 128,
                  window: int = 5, dropout: float = 0.3):

@@ -1,4 +1,4 @@
-"""The evaluation protocols: a feature that knows a figure's paper must win the seed protocol and
+"""The evaluation protocols: a feature that knows a figure's paper must win the published protocol and
 gain nothing when same-paper figures are not candidates (cross-paper)."""
 import numpy as np
 
@@ -27,7 +27,7 @@ def collection(n_papers=12, per_paper=7, seed=0):
     return col
 
 
-def test_planted_same_paper_feature_wins_seed_protocol_and_adds_nothing_cross_paper():
+def test_planted_same_paper_feature_wins_published_protocol_and_adds_nothing_cross_paper():
     col = collection()
     data = EvalData(col, Searcher.build(col.docs), {})
     targets = list(range(0, len(col.docs), 3))

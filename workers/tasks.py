@@ -199,7 +199,7 @@ def score_central(paper_ids: list[int] | None = None, cfg: dict | None = None) -
     return score_papers(_settings(cfg), paper_ids)
 
 
-# ------------------------------------------------------------------ learned embeddings (issue 4)
+# ------------------------------------------------------------------ learned embeddings
 # Thin shells around app.pipeline.indexing's jobs; embedded mode calls the same functions in-process (index
 # builds after ingestion embed new figures with the trained model through app.pipeline.indexing).
 @app.task(name="figsearch.embed_new_figures")

@@ -233,7 +233,7 @@ SECTION_NAMES = {
 
 
 # ---------------------------------------------------------------------------
-# Small helpers
+# Text: case, short labels, lists of names, line wrapping
 # ---------------------------------------------------------------------------
 
 def _cap(s: str) -> str:
@@ -512,7 +512,7 @@ class _FigureFactory:
             h = w * (0.2 if wide else 0.5)
         return float(w), float(round(h))
 
-    # -- data helpers ----------------------------------------------------------
+    # -- plotted data ----------------------------------------------------------
     def _methods(self, k: int) -> list[str]:
         return [self.c.model] + self.c.baselines[: k - 1]
 

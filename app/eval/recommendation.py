@@ -584,7 +584,7 @@ def paper_view_ranking(data: EvalData, targets: list[int], weights: dict[str, fl
 
 def run_figure_level(data: EvalData, split: Split, union_dense: int | None = None) -> tuple[dict[str, list[float]], dict[str, float]]:
     """The served `all` ranking restricted to figure-level signals (no paper field), weights
-    fitted on validation targets; per-target seed-protocol metrics on the test targets."""
+    fitted on validation targets; per-target metrics of the published protocol on the test targets."""
     cands = engine_candidates(data, split.test + split.val, "all", union_dense or 0, 0)
 
     def val_p5(rank: Ranker, ts: list[int]) -> float:

@@ -216,7 +216,7 @@ def _order_page(blocks: list[_Block], page_width: float) -> list[_Block]:
 
 
 # ----------------------------------------------------------------------------
-# classification helpers
+# how a line is classified: section headings, the references heading, the abstract
 # ----------------------------------------------------------------------------
 
 _SECTION_NO_RE = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[IVX]+\.|[A-H](?:\.\d+)*\.?)\s+\S")

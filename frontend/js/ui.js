@@ -1,4 +1,4 @@
-// DOM helpers and shared widgets. Everything user-provided goes through textContent (no innerHTML).
+// DOM building and shared widgets. Everything user-provided goes through textContent (no innerHTML).
 
 export function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
