@@ -636,14 +636,12 @@ def test_caption_column_beside_its_figure_is_read_whole():
 
 
 def test_label_only_caption_of_a_full_page_figure_takes_the_text_on_the_facing_page():
-    from app.ingest.scanned.captions import OcrCaption
-    from app.ingest.scanned.extract import _caption_from_facing_page
+    """The rule scanned and born-digital extraction share (app.ingest.captions)."""
+    from app.ingest.captions import facing_page_caption
 
-    cap = OcrCaption("figure", 1, "Fig. 1", [], 1.0)
     texts = [(2, "Fig. 1"), (3, "Fig. 1. A: Calcium wave in a field of cells."), (5, "Fig. 1. far away and longer")]
-    assert _caption_from_facing_page(cap, 2, texts).text == "Fig. 1. A: Calcium wave in a field of cells."
-    long = OcrCaption("figure", 1, "Fig. 1. A calcium wave.", [], 1.0)
-    assert _caption_from_facing_page(long, 2, texts) is long
+    assert facing_page_caption("Fig. 1", 2, texts) == "Fig. 1. A: Calcium wave in a field of cells."
+    assert facing_page_caption("Fig. 1. A calcium wave.", 2, texts) == "Fig. 1. A calcium wave."
 
 
 def test_pages_of_text_lines_alone_are_told_apart_from_pages_with_a_graphic_or_a_table():

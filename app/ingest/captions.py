@@ -16,7 +16,7 @@ from app.labels import CAPTION_DELIMS, CAPTION_RE, MULTI_REF_RE, kind_of
 from app.ingest.layout import (TEXT_FLAGS, DocumentLayout, Line, column_span, doc_stats, is_bold, lines_from_dict,
                                mark_body, union)
 
-__all__ = ["Caption", "captions_from_lines", "find_captions", "labelled_caption"]
+__all__ = ["Caption", "captions_from_lines", "facing_page_caption", "find_captions", "labelled_caption"]
 
 
 
@@ -248,3 +248,13 @@ def captions_from_lines(lines: list[Line], st: DocumentLayout) -> list[Caption]:
         if len(cap.lines) > 1:
             claimed.update(id(ln) for ln in cap.lines)
     return caps
+
+
+def facing_page_caption(text: str, page: int, others: list[tuple[int, str]]) -> str:
+    """A full-page figure often carries only its label ("Fig. 1.") while its caption is printed on
+    the facing page: a caption of three words or fewer takes the longest text of its label found
+    on an adjacent page (`others`: (page, text) of every caption with that label)."""
+    if len(text.split()) > 3:
+        return text
+    longer = [t for p, t in others if abs(p - page) == 1 and len(t) > len(text)]
+    return max(longer, key=len) if longer else text

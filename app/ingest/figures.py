@@ -15,7 +15,7 @@ import numpy as np
 import pymupdf
 
 from app.ingest import layout_model
-from app.ingest.captions import Caption, find_captions
+from app.ingest.captions import Caption, facing_page_caption, find_captions
 from app.labels import CAPTION_RE
 from app.ingest.missed_captions import missing_labels, split_at_inner_captions, split_at_read_captions, stray_captions
 from app.ingest.layout import DocumentLayout, Line, build_layout, clean_text, union
@@ -65,8 +65,10 @@ def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: 
     seen: dict[tuple[str, int], list[Candidate]] = {}
     for i, cap, a, b in analysed:
         _keep_best(_candidate(i, cap, a, b, conv[cap.kind], st), best, seen)
-    for key, c in best.items():
-        _caption_from_facing_page(c, seen[key])
+    for key, c in best.items():  # the chosen candidate (the one with the graphic) of a label alone
+        text = facing_page_caption(c.cap.text, c.page, [(o.page, o.cap.text) for o in seen[key]])
+        if text != c.cap.text:
+            c.cap = replace(c.cap, text=text)
     missing = missing_labels(st, set(best))
     if missing:
         try:
@@ -183,17 +185,6 @@ def _second_opinion(doc: "pymupdf.Document", cands: list[Candidate], st: Documen
         q = crop_quality(c.cap.kind, fused, has_g, page, st)
         if q == "ok" or c.region is None:
             c.region, c.quality, c.has_graphics = fused, q, has_g
-
-
-def _caption_from_facing_page(c: Candidate, same_label: list[Candidate]) -> None:
-    """A full-page figure often carries only its label ("Fig. 1.") while the caption text is
-    printed on the facing page: the chosen candidate (the one with the graphic) takes the longest
-    caption text of its label found on an adjacent page."""
-    if len(c.cap.text.split()) > 3:
-        return
-    texts = [o.cap.text for o in same_label if abs(o.page - c.page) == 1 and len(o.cap.text) > len(c.cap.text)]
-    if texts:
-        c.cap = replace(c.cap, text=max(texts, key=len))
 
 
 def _emit(page: pymupdf.Page, dl, c: Candidate, out_dir: pathlib.Path, rel_prefix: str, dpi: int,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pymupdf
 
+from app.ingest.captions import facing_page_caption
 from app.ingest.scanned import detect, image_layout
 from app.ingest.scanned.captions import OcrCaption, find_captions
 from app.ingest.scanned.ocr import OcrPage, layer_page, ocr_image, page_grey
@@ -104,7 +105,8 @@ def _figures_from_pages(pages: list[OcrPage | None], out_dir: Path, rel: str, th
             if key not in best or score > best[key][0]:
                 best[key] = (score, pno, cap, region)
     for key, (score, pno, cap, region) in best.items():
-        best[key] = (score, pno, _caption_from_facing_page(cap, pno, texts[key]), region)
+        text = facing_page_caption(cap.text, pno, texts[key])
+        best[key] = (score, pno, cap if text == cap.text else replace(cap, text=text), region)
     figures = []
     if best:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -125,16 +127,6 @@ def _figures_from_pages(pages: list[OcrPage | None], out_dir: Path, rel: str, th
             thumbnail_path=thumb, width=w, height=h, caption_bbox=[round(v, 2) for v in cb],
             region_bbox=[round(v, 2) for v in crop], text_source="ocr"))
     return figures, graphics
-
-
-def _caption_from_facing_page(cap: OcrCaption, pno: int, texts: list[tuple[int, str]]) -> OcrCaption:
-    """A full-page figure often carries only its label ("Fig. 1") while its caption is printed on
-    the facing page (as the born-digital extraction does): the label-only caption takes the
-    longest text of its label found on an adjacent page."""
-    if len(cap.text.split()) > 3:
-        return cap
-    longer = [t for p, t in texts if abs(p - pno) == 1 and len(t) > len(cap.text)]
-    return replace(cap, text=max(longer, key=len)) if longer else cap
 
 
 def _page_notes(kinds: list[str], pages: list[OcrPage | None]) -> str:
