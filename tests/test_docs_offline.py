@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from app.api.main import create_app
 from app.settings import Settings
 from tests.browser import CHROMIUM, launch_chromium
+from tests.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "docs-admin-token-0123456789abcdef"
@@ -60,11 +61,7 @@ def test_docs_render_offline_without_console_errors(tmp_path):
     """Any request to another host is aborted (offline); the pages must still render their
     operations, with no console error (a CSP violation is one)."""
     pw_api = pytest.importorskip("playwright.sync_api")
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     env = {**os.environ, "FIGSEARCH_DATA_DIR": str(tmp_path / "data"), "FIGSEARCH_ADMIN_TOKEN": TOKEN,
            "FIGSEARCH_BROKER_URL": "", "FIGSEARCH_DATABASE_URL": "", "FIGSEARCH_WARM_ENCODER": "false"}
     proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "app.api.main:create_app", "--factory",

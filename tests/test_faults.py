@@ -17,15 +17,10 @@ from sqlalchemy import func, select
 from app.db.schema import Job, JobFile, Paper
 from app.db.session import session_scope
 from app.settings import Settings
+from tests.servers import free_port
 from tests.test_distributed import ROOT, start_worker, stop
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def base_env(**extra) -> dict:

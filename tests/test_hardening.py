@@ -21,6 +21,7 @@ from fastapi.testclient import TestClient
 from app.api.main import create_app
 from app.settings import Settings
 from tests import badfiles
+from tests.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "hardening-token-0123456789abcdef"
@@ -256,9 +257,7 @@ def test_served_configuration_drops_slow_headers(tmp_path):
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"ok"})
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     opts = uvicorn_options(make_settings(tmp_path / "data", header_timeout_s=1.0))
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **opts))
     thread = threading.Thread(target=server.run, daemon=True)
