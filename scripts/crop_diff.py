@@ -5,12 +5,13 @@
     python scripts/crop_diff.py sheet ../shared/corpus/recsys /tmp/before.json /tmp/after.json /tmp/sheets/
     python scripts/crop_diff.py missing /tmp/after.json
 
-`sheet` draws every box that moved, appeared or went (before red, after green) on its page, 12 to a
+`sheet` draws every crop that moved, appeared or went (before red, after green) on its page, 12 to a
 contact sheet, so each change can be looked at.
 
-A snapshot holds, per PDF, every extracted figure/table (kind, number, page, crop box, caption) and
+A snapshot holds, per PDF, every extracted figure/table (kind, number, page, box with the caption, the
+region alone, caption box, caption) and
 the parsed paper fields (title, authors, year, abstract, sentence and mention counts). `diff`
-prints boxes that moved by more than `--tol` points, figures found or lost, caption, panel and
+prints boxes (or regions, the crops) that moved by more than `--tol` points, figures found or lost, caption, panel and
 paper-field changes, so a refactoring can be shown to keep the crops (or a fix to change only what it should).
 `missing` lists the figures and tables the body text refers to that extraction did not find.
 """
@@ -40,6 +41,7 @@ def _one(args: tuple[str, str]) -> tuple[str, dict]:
         "paper": {"title": p.title, "authors": p.authors, "year": p.year, "abstract": p.abstract,
                   "sentences": len(p.sentences), "references": len(p.references), "mentions": len(ex.mentions)},
         "figures": {f"{f.kind} {f.number}": {"page": f.page, "bbox": f.bbox, "caption": f.caption,
+                                              "region": f.region_bbox, "caption_bbox": f.caption_bbox,
                                               "crop_quality": getattr(f, "crop_quality", "ok"),
                                               "size": [f.width, f.height],
                                               "panels": [[q["label"], q["bbox"]] for q in f.panels]}
@@ -70,10 +72,10 @@ def diff(a_path: pathlib.Path, b_path: pathlib.Path, tol: float) -> int:
                 n_lost += 1
                 print(f"LOST  {pdf} | {key} p{x['page']} {x['bbox']}")
             else:
-                moved = x["page"] != y["page"] or max(abs(u - v) for u, v in zip(x["bbox"], y["bbox"])) > tol
-                if moved:
+                if _moved(x, y, tol):
                     n_moved += 1
-                    print(f"MOVED {pdf} | {key} p{x['page']} {x['bbox']} -> p{y['page']} {y['bbox']}")
+                    print(f"MOVED {pdf} | {key} p{x['page']} {x['bbox']} -> p{y['page']} {y['bbox']}"
+                          + (f" (crop {x.get('region')} -> {y.get('region')})" if x.get("region") != y.get("region") else ""))
                 else:
                     n_same += 1
                 if [q[0] for q in x.get("panels", [])] != [q[0] for q in y.get("panels", [])]:
@@ -108,6 +110,20 @@ def missing(a_path: pathlib.Path) -> int:
     return n
 
 
+def _crop(x: dict) -> list:
+    """The crop of a snapshot entry: its region (the graphic alone) when the snapshot holds it,
+    else its box with the caption."""
+    return x.get("region") or x["bbox"]
+
+
+def _moved(x: dict, y: dict, tol: float) -> bool:
+    """Another page, or the box (graphic + caption) or the region (the crop) moved by more than tol."""
+    def far(p, q):
+        return (p is None) != (q is None) or (p is not None and max(abs(u - v) for u, v in zip(p, q)) > tol)
+    return x["page"] != y["page"] or far(x["bbox"], y["bbox"]) or (
+        "region" in x and "region" in y and far(x["region"], y["region"]))
+
+
 def _changes(a: dict, b: dict, tol: float) -> list[tuple]:
     """(pdf, key, page, before box or None, after box or None) of boxes that moved, appeared or went."""
     out = []
@@ -115,9 +131,9 @@ def _changes(a: dict, b: dict, tol: float) -> list[tuple]:
         fa, fb = a.get(pdf, {}).get("figures", {}), b.get(pdf, {}).get("figures", {})
         for key in sorted(set(fa) | set(fb)):
             x, y = fa.get(key), fb.get(key)
-            if x and y and x["page"] == y["page"] and max(abs(u - v) for u, v in zip(x["bbox"], y["bbox"])) <= tol:
+            if x and y and not _moved(x, y, tol):
                 continue
-            out.append((pdf, key, (y or x)["page"], x["bbox"] if x else None, y["bbox"] if y else None))
+            out.append((pdf, key, (y or x)["page"], _crop(x) if x else None, _crop(y) if y else None))
     return out
 
 
