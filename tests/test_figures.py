@@ -1077,3 +1077,75 @@ def test_image_clipped_away_beside_a_plot_does_not_stretch_its_crop(tmp_path):
     _draw_image(doc, page, name, "q 400 600 30 30 re W n 50 0 0 10 535 632 cm /IMG Do Q")
     f = _figures(_saved(doc, tmp_path / "hidden.pdf"), tmp_path)[1]
     assert f.bbox[2] <= 546, f.bbox
+
+
+def test_table_top_rule_near_the_page_head_is_kept_and_the_running_head_rule_is_not(tmp_path):
+    """A table set at the head of an A4 page has its top rule inside the band where running heads
+    and their rules sit: the rule opens the table (its header row starts right under it), so the
+    crop keeps it; the rule under the running head (text right over it, the table a line below)
+    stays page decoration."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((60, 52), "Proceedings of a conference on something, pages 1-10", fontsize=8)
+    page.draw_line((56, 55), (539, 55), color=(0, 0, 0), width=0.5)  # the running head's rule
+    page.draw_line((110, 71), (485, 71), color=(0, 0, 0), width=0.8)  # the table's top rule
+    for k, row in enumerate(["Model       AUC      LogLoss", "LR          0.71     0.45", "DeepFM      0.80     0.38"]):
+        page.insert_text((170, 84 + 13 * k), row, fontsize=9)  # the header row's top 4 points under the rule
+        if k == 0:
+            page.draw_line((110, 88), (485, 88), color=(0, 0, 0), width=0.5)
+    page.draw_line((110, 115), (485, 115), color=(0, 0, 0), width=0.8)
+    page.insert_textbox(pymupdf.Rect(56, 125, 539, 150), "Table 1: Results of the two models.", fontsize=9, align=1)
+    page.insert_textbox(pymupdf.Rect(56, 160, 539, 400), BODY * 2, fontsize=10)
+    doc = _saved(doc, tmp_path / "head.pdf")
+    tabs = {f.number: f for f in extract_figures(doc, tmp_path / "out", "f", dpi=72) if f.kind == "table"}
+    r = tabs[1].region_bbox
+    assert r is not None and 69 <= r[1] <= 71.5, r  # from the top rule (was: the header row's text)
+    assert r[0] <= 111 and r[2] >= 484 and r[3] <= 120, r
+
+
+def test_dashed_frame_lines_beside_a_diagram_are_the_figure(tmp_path):
+    """The sides of a dashed frame, drawn as vertical hairlines set a little apart from the boxes
+    of a diagram, are the figure's: the crop takes them (was: ended at the boxes, a hairline has no
+    width to overlap the caption's column with)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(54, 60, 295, 700), BODY * 4, fontsize=10)
+    for x in (345, 410, 475):
+        page.draw_rect(pymupdf.Rect(x, 95, x + 50, 175), color=(0, 0, 0), width=1)
+    for x in (333, 537):
+        page.draw_line((x, 85), (x, 150), color=(0, 0, 0), width=0.8, dashes="[4 3] 0")
+    page.insert_textbox(pymupdf.Rect(320, 190, 558, 215), "Figure 1: Three stages of the model.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(320, 225, 558, 700), BODY * 2, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "dashed.pdf"), tmp_path)[1]
+    r = f.region_bbox
+    assert r[0] <= 333.5 and r[2] >= 536.5, r
+    assert r[1] <= 85.5 and r[3] <= 185, r
+
+
+def test_ruled_table_grows_along_its_uprights_past_a_cell_of_running_text(tmp_path):
+    """A ruled table whose second row holds a cell of several long lines in the body font (it
+    reads as a paragraph, so the first guess stops above it): the region's edge cuts the table's
+    uprights, and the region grows along them to the bottom rule, the cell's lines being held
+    between the uprights left and right of them however wide the cell (was: the first row alone)."""
+    cell = ("age, gender, device type, geo info, app info, browser, colo (host location), page view, "
+            "previous clearing price, number of visits, conversion, impressions, clicks, previous winning "
+            "statistics and the history of the user on the site")
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(54, 60, 295, 740), BODY * 4, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(318, 80, 558, 106), "Table 1: The features that set the value of an ad slot.",
+                        fontsize=10)
+    for y in (110, 134, 214):
+        page.draw_line((318, y), (565, y), color=(0, 0, 0), width=0.5)
+    for x in (318, 390, 565):
+        page.draw_line((x, 110), (x, 214), color=(0, 0, 0), width=0.5)
+    page.insert_text((322, 125), "Publisher", fontsize=10)
+    page.insert_text((394, 125), "site, ad size, ad position", fontsize=10)
+    page.insert_text((322, 150), "User", fontsize=10)
+    page.insert_textbox(pymupdf.Rect(393, 137, 562, 212), cell, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(318, 230, 558, 740), BODY * 3, fontsize=10)
+    doc = _saved(doc, tmp_path / "ruled.pdf")
+    tabs = {f.number: f for f in extract_figures(doc, tmp_path / "out", "f", dpi=72) if f.kind == "table"}
+    r = tabs[1].region_bbox
+    assert r is not None and r[1] <= 111 and r[3] >= 213, r
+    assert r[3] <= 225 and r[0] >= 317 and r[2] <= 566, r  # not into the paragraph under it

@@ -21,7 +21,7 @@ from app.ingest.missed_captions import missing_labels, split_at_inner_captions, 
 from app.ingest.layout import DocumentLayout, Line, build_layout, clean_text, union
 from app.ingest.panel_pixels import Strip, label_shapes, label_strips, read_strips, unread_shapes
 from app.ingest.panels import MIN_PANELS, find_panels
-from app.ingest.regions import (CUT_DRAWING, Candidate, Region, analyse_page, choose_region, convention,
+from app.ingest.regions import (Candidate, Region, analyse_page, choose_region, convention,
                                 crop_quality, extend_cut_drawing, fuse_layout, region_doubt, split_overlaps)
 from app.ingest.render import RenderedCrop, render_crop
 from app.ingest.types import ExtractedFigure
@@ -157,7 +157,7 @@ def _label_rows(dl, rc: RenderedCrop, region: list[float], lines: list[Line], ow
 def _second_opinion(doc: "pymupdf.Document", cands: list[Candidate], st: DocumentLayout,
                     analysed: list[tuple[int, Caption, Region, Region]]) -> None:
     """Regions the geometry is unsure of (regions.region_doubt) are first grown along the drawings
-    their edge cuts (regions.extend_cut_drawing); those still in doubt are grown by the layout
+    their edge cuts (regions.extend_cut_drawing), whatever the doubt; those still in doubt are grown by the layout
     model's boxes of their page (regions.fuse_layout); the model runs once per such page, on no other."""
     boxes: dict[int, list] = {}
     for c in cands:
@@ -168,13 +168,15 @@ def _second_opinion(doc: "pymupdf.Document", cands: list[Candidate], st: Documen
         if doubt is None:
             continue
         others = [cap.bbox for i, cap, _, _ in analysed if i == c.page and cap is not c.cap]
-        if doubt == CUT_DRAWING:
-            grown = extend_cut_drawing(c, page, st, graphics, others, taken)
-            if grown is not None:
-                c.region, c.has_graphics = grown, True
-                taken = [o.region for o in cands if o.page == c.page and o.region is not None]
-                if region_doubt(c, page, st, graphics, taken) is None:
-                    continue
+        # whatever the doubt (a tiny slice of a table, ink beside it), a region whose edge cuts a
+        # drawing first grows along it
+        grown = extend_cut_drawing(c, page, st, graphics, others, taken)
+        if grown is not None:
+            c.region, c.has_graphics = grown, True
+            c.quality = crop_quality(c.cap.kind, grown, True, page, st)
+            taken = [o.region for o in cands if o.page == c.page and o.region is not None]
+            if region_doubt(c, page, st, graphics, taken) is None:
+                continue
         if c.page not in boxes:
             boxes[c.page] = layout_model.page_boxes(doc[c.page])
         fused = fuse_layout(c, boxes[c.page], page, st, graphics, others)

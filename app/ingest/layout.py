@@ -238,6 +238,34 @@ def visible_images(page: pymupdf.Page) -> list[dict]:
     return [info for info in infos if info["bbox"][2] > info["bbox"][0] and info["bbox"][3] > info["bbox"][1]]
 
 
+def _page_rules(page: pymupdf.Page, a: np.ndarray, edge_rule: np.ndarray) -> np.ndarray:
+    """Which of the wide flat rules near the page's top or bottom edge (`edge_rule`) are page
+    decoration: a rule under a running head or over a footer. A rule that the text or drawing on
+    its inner side starts right at (half a line, and nearer than any text on its outer side) opens
+    or closes what it rules off instead: the top rule of a table, the top of a plot set at the
+    head of the page."""
+    H = page.rect.height
+    try:
+        words = np.asarray([w[:4] for w in page.get_text("words")], dtype=float).reshape(-1, 4)
+    except Exception:  # noqa: BLE001 - without words every such rule stays decoration
+        log.debug("words failed on page %s", page.number, exc_info=True)
+        return edge_rule
+    out = edge_rule.copy()
+    for i in np.flatnonzero(edge_rule):
+        x0, y0, x1, y1 = a[i]
+        w = words[(words[:, 0] < x1) & (words[:, 2] > x0)]
+        d = a[~edge_rule & (a[:, 0] < x1) & (a[:, 2] > x0)]
+        top = y0 < H / 2
+        outer = (y0 - w[w[:, 3] <= y0 + 1, 3]) if top else (w[w[:, 1] >= y1 - 1, 1] - y1)
+        inner = np.concatenate([w[w[:, 1] >= y1 - 1, 1] - y1, d[d[:, 1] >= y1 - 1, 1] - y1] if top else
+                               [y0 - w[w[:, 3] <= y0 + 1, 3], y0 - d[d[:, 3] <= y0 + 1, 3]])
+        near_in = inner.min() if len(inner) else np.inf
+        near_out = outer.min() if len(outer) else np.inf
+        if near_in <= 6 and near_in < near_out:
+            out[i] = False
+    return out
+
+
 def page_graphics(page: pymupdf.Page) -> np.ndarray:
     """Rects of images and vector paths, minus page decoration (rules, borders, backgrounds)."""
     W, H = page.rect.width, page.rect.height
@@ -265,7 +293,9 @@ def page_graphics(page: pymupdf.Page) -> np.ndarray:
     image = np.arange(len(a)) < n_images
     in_margins = (a[:, 0] > 0.05 * W) & (a[:, 2] < 0.95 * W) & (a[:, 1] > 0.05 * H) & (a[:, 3] < 0.95 * H)
     keep &= ~(((w * h) > 0.6 * W * H) & ~(image & in_margins))
-    keep &= ~((h < 3) & (w > 0.5 * W) & ((a[:, 1] < 0.09 * H) | (a[:, 3] > 0.91 * H)))  # header/footer rules
+    edge_rule = keep & (h < 3) & (w > 0.5 * W) & ((a[:, 1] < 0.09 * H) | (a[:, 3] > 0.91 * H))
+    if edge_rule.any():
+        keep &= ~_page_rules(page, a, edge_rule)
     keep &= ~((w < 3) & (h > 0.6 * H))  # column separators
     keep &= ~((a[:, 3] < _MARGIN * H) | (a[:, 1] > (1 - _MARGIN) * H))  # wholly in the top/bottom margin:
     # running heads, publisher watermarks and logos ("This CVPR paper is the Open Access version ...")

@@ -140,7 +140,11 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
     g = graphics
     sel = np.zeros(len(g), dtype=bool)
     if len(g):
-        ix = np.clip(np.minimum(g[:, 2], sx1) - np.maximum(g[:, 0], sx0), 0, None)
+        # a vertical hairline (one side of a dashed frame) lying wholly in the band counts as half
+        # a point wide (one reaching past it, like a plot's axis beside the caption, does not)
+        whole = (g[:, 1] >= ry0 - 1) & (g[:, 3] <= ry1 + 1)
+        half = np.where(whole, np.maximum(0.5 - (g[:, 2] - g[:, 0]), 0.0) / 2, 0.0)
+        ix = np.clip(np.minimum(g[:, 2] + half, sx1) - np.maximum(g[:, 0] - half, sx0), 0, None)
         w = np.maximum(g[:, 2] - g[:, 0], 0.5)
         inside_y = _within_band(g, ry0, ry1, st.body_size, (sx0, sx1))
         sel = inside_y & (ix > 0) & (ix >= 0.5 * np.minimum(w, sx1 - sx0))
@@ -733,8 +737,12 @@ def _cut_graphics(region: tuple, cap: tuple, graphics: np.ndarray, page: PageLay
     x0, y0, x1, y1 = region
     up, down = cap[1] >= y1 - 2, cap[3] <= y0 + 2
     ox, oy = np.minimum(g[:, 2], x1) - np.maximum(g[:, 0], x0), np.minimum(g[:, 3], y1) - np.maximum(g[:, 1], y0)
-    # a hairline (a branch, a rule) is inside when it lies within the region across its thin side
-    inside = ((ox > 1) | ((g[:, 2] - g[:, 0] <= 1) & (ox >= 0))) & ((oy > 1) | ((g[:, 3] - g[:, 1] <= 1) & (oy >= 0)))
+    # a hairline (a branch, a rule) is inside when it lies within the region across its thin side;
+    # a graphic that starts at the region's edge (a table's uprights under the one rule a sliced
+    # region holds) goes on from it
+    in_x = (ox > 1) | ((g[:, 2] - g[:, 0] <= 1) & (ox >= 0))
+    in_y = (oy > 1) | ((g[:, 3] - g[:, 1] <= 1) & (oy >= 0))
+    inside = (in_x & in_y) | (in_x & (oy >= -0.5)) | (in_y & (ox >= -0.5))
     tol = 0.8 * line
     past = (g[:, 0] < x0 - tol) | (g[:, 2] > x1 + tol)
     if not down:
@@ -762,8 +770,9 @@ def _touching_closure(g: np.ndarray, seed: np.ndarray, allowed: np.ndarray, gap:
 
 def _enclosed(ln: Line, ink: np.ndarray, line: float) -> bool:
     """A text line held by a drawing: inside one of its boxes, or with its strokes both above and
-    below it, or both left and right of it, within a line (the words of a parse tree between its
-    arcs, the nodes of a tree between their branches)."""
+    below it within a line (the words of a parse tree between its arcs), or both left and right
+    of it level with it (the nodes of a tree between their branches, a table's cell between its
+    uprights, however wide the cell)."""
     if not len(ink):
         return False
     g = ink
@@ -773,8 +782,8 @@ def _enclosed(ln: Line, ink: np.ndarray, line: float) -> bool:
     ys = (np.minimum(g[:, 3], ln.y1) - np.maximum(g[:, 1], ln.y0)) > 0
     above = xs & (g[:, 3] <= ln.y0 + 2) & (g[:, 3] >= ln.y0 - 1.5 * line)
     below = xs & (g[:, 1] >= ln.y1 - 2) & (g[:, 1] <= ln.y1 + 1.5 * line)
-    left = ys & (g[:, 2] <= ln.x0 + 2) & (g[:, 2] >= ln.x0 - 2 * line)
-    right = ys & (g[:, 0] >= ln.x1 - 2) & (g[:, 0] <= ln.x1 + 2 * line)
+    left = ys & (g[:, 2] <= ln.x0 + 2)
+    right = ys & (g[:, 0] >= ln.x1 - 2)
     return bool((above.any() and below.any()) or (left.any() and right.any()))
 
 
