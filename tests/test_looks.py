@@ -5,13 +5,13 @@ import io
 from dataclasses import replace
 
 import numpy as np
-from PIL import Image, ImageDraw
+from PIL import Image, ImageChops, ImageDraw
 
 from app.search.doc_table import FigureDoc
 from app.search.fusion import SAME_PICTURE_MIN
 from app.search.looks import COPY_MAX_BITS, HASH_BYTES, LookIndex, hash_distances, same_picture
 from app.search.searcher import Searcher
-from app.vision.looks import look_hash
+from app.vision.looks import look_hash, sliver_trimmed, upload_looks
 
 
 def bar_chart(heights, width=480, height=320) -> Image.Image:
@@ -174,6 +174,40 @@ def test_search_by_picture_finds_the_figure_of_an_uploaded_panel_by_the_panel_ha
     assert reasons(first.signals) == ["same picture as panel (b) of this figure"]
     whole = eng.by_picture(vis[3], k=2, look=look_hash(jpeg(fig, 0.6, 70)))[0]  # the whole figure: a copy
     assert whole.figure_id == 303 and reasons(whole.signals) == ["same picture"]
+
+
+def test_an_upload_of_one_panel_with_a_sliver_of_its_neighbour_is_found_as_that_panel():
+    """A screenshot of panel (a) taken a little wide catches the axis of panel (b) at its right
+    edge, beyond a white gutter: its hash is far from panel (a)'s, the hash of it without the
+    sliver is a copy, so the figure comes first, named by panel (a)."""
+    from app.search.explain import reasons
+
+    fig, right = Image.new("RGB", (590, 280), "white"), Image.new("RGB", (590, 280), "white")
+    fig.paste(bar_chart([200, 120, 80, 240, 160], 300, 260), (10, 10))
+    right.paste(bar_chart([60, 230, 150, 90], 300, 260), (275, 10))
+    fig = ImageChops.darker(fig, right)  # two charts whose drawings are 15 px apart
+    boxes = [(5, 5, 308, 275), (308, 5, 585, 275)]
+    a = fig.crop(boxes[0])
+    upload = jpeg(fig.crop((5, 5, 330, 275)), 0.7, 60)  # the axes of (b) come in
+    assert np.asarray(upload.convert("L"))[:, -8:].min() < 100  # (b)'s axis is in the upload
+    assert hash_distances(look_hash(upload), look_hash(a)[None])[0] > COPY_MAX_BITS  # the upload as it is: no copy
+    assert sliver_trimmed(jpeg(a, 0.7, 60)) is None  # a picture without slivers has one hash
+    looks = upload_looks(upload)
+    assert looks.shape == (2, HASH_BYTES) and hash_distances(looks, look_hash(a)[None])[0] <= COPY_MAX_BITS
+    assert hash_distances(looks, look_hash(fig.crop(boxes[1]))[None])[0] > COPY_MAX_BITS
+    docs = [FigureDoc(figure_id=500 + i, paper_id=1 + i, caption="chart", text="chart") for i in range(4)]
+    vis = _pictures(4, seed=13)
+    rng = np.random.default_rng(5)
+    hashes = {500 + i: rng.integers(0, 256, HASH_BYTES, dtype=np.uint8) for i in range(4)}
+    hashes[502] = look_hash(fig)
+    panels = {502: {letter: look_hash(fig.crop(box)) for letter, box in zip("ab", boxes)}}
+    eng = Searcher.build(docs, visual_embeddings=vis, vector_kind="flat", gpu="off")
+    eng.looks = LookIndex.build(eng.docs.figure_ids, hashes, panels=panels)
+    q = _unit_orthogonal(vis[2], 6)  # the upload's picture vector: unrelated to the figure's
+    assert eng.by_picture(q, k=2, look=look_hash(upload))[0].signals["same_panel"] == 0.0  # one hash: not found
+    first = eng.by_picture(q, k=2, look=looks)[0]
+    assert first.figure_id == 502 and first.signals["same_panel"] == 1.0
+    assert reasons(first.signals) == ["same picture as panel (a) of this figure"]
 
 
 def test_a_copy_of_the_whole_picture_comes_before_a_figure_that_holds_it_as_a_panel():

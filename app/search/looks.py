@@ -41,15 +41,19 @@ PANEL_SCAN_ROWS = 1 << 16  # panel hashes compared at once (bounds the scan's te
 
 
 def hash_distances(query: np.ndarray, hashes: np.ndarray) -> np.ndarray:
-    """Bits that differ between `query` (HASH_BYTES,) and each row of `hashes` (n, HASH_BYTES):
-    the fewer of the two pairs (as it is, content box)."""
+    """Bits that differ between `query` and each row of `hashes` (n, HASH_BYTES): the fewer of the
+    two pairs (as it is, content box). `query` is one hash (HASH_BYTES,) or an upload's several
+    (k, HASH_BYTES: app/vision/looks.py `upload_looks`), of which the nearest counts."""
     # each hash as four 64-bit words, their counts added one word at a time: a tenth of the time of
     # bytes reduced by .sum(axis), which dominated the scan of every panel hash
     rows = np.ascontiguousarray(hashes, np.uint8).reshape(-1, HASH_BYTES).view(np.uint64).reshape(-1, 2, 4)
-    q = np.ascontiguousarray(query, np.uint8).view(np.uint64).reshape(2, 4)
-    c = np.bitwise_count(rows ^ q).astype(np.int64)
-    per_hash = c[:, :, 0] + c[:, :, 1] + c[:, :, 2] + c[:, :, 3]
-    return np.minimum(per_hash[:, 0], per_hash[:, 1])
+    best = None
+    for q in np.ascontiguousarray(query, np.uint8).reshape(-1, HASH_BYTES).view(np.uint64).reshape(-1, 2, 4):
+        c = np.bitwise_count(rows ^ q).astype(np.int64)
+        per_hash = c[:, :, 0] + c[:, :, 1] + c[:, :, 2] + c[:, :, 3]
+        bits = np.minimum(per_hash[:, 0], per_hash[:, 1])
+        best = bits if best is None else np.minimum(best, bits)
+    return best
 
 
 class LookIndex:

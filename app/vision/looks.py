@@ -21,6 +21,8 @@ HASH_SIDE = 16  # bits of one hash: HASH_SIDE ** 2; two hashes make HASH_BYTES
 INK_BELOW = 200  # grey level under which a pixel is drawing, not margin (faint JPEG noise is above)
 PANEL_LETTERS = "abcdefgh"  # a figure's panels (app/ingest/panels.py), one hash slot each
 MIN_PANEL_INK_PX = 24  # a panel whose ink spans fewer pixels either way is too small to tell copies by
+SLIVER_DEPTH = 0.15  # how far in from an edge of the ink (share of its length) a gutter may cut off a sliver
+GUTTER_MIN_PX = 2  # blank lines that make a gutter between a sliver and the picture
 
 
 def ink_box(img: Image.Image) -> tuple[int, int, int, int] | None:
@@ -39,6 +41,52 @@ def look_hash(img: Image.Image) -> np.ndarray:
     bits = [np.asarray(imagehash.phash(im, hash_size=HASH_SIDE).hash, dtype=bool).ravel()
             for im in (img, content_box(img))]
     return np.packbits(np.concatenate(bits))
+
+
+def _gutter_cuts(has_ink: np.ndarray) -> tuple[int, int]:
+    """(first line kept, line after the last kept) of a run of lines that begins and ends with ink:
+    cut at a gutter (GUTTER_MIN_PX blank lines or more) within SLIVER_DEPTH of either end, the
+    gutter nearest that end."""
+    n = len(has_ink)
+    edges = np.flatnonzero(np.diff(has_ink.astype(np.int8)))  # ink -> blank at e (blank from e + 1), and back
+    starts, ends = edges[0::2] + 1, edges[1::2] + 1  # blank runs [start, end): ink on both sides
+    wide = ends - starts >= GUTTER_MIN_PX
+    starts, ends = starts[wide], ends[wide]
+    near_lo, near_hi = ends <= SLIVER_DEPTH * n, starts >= (1 - SLIVER_DEPTH) * n
+    lo = int(ends[near_lo][0]) if near_lo.any() else 0
+    hi = int(starts[near_hi][-1]) if near_hi.any() else n
+    return lo, hi
+
+
+def sliver_trimmed(img: Image.Image) -> Image.Image | None:
+    """The picture without the slivers at its edges: a strip of ink cut off from the rest by a white
+    gutter close to an edge, as a screenshot of one panel catches of its neighbours or of a
+    sub-caption; rows first, then columns, twice. None when there is no such sliver."""
+    ink = np.asarray(img.convert("L")) < INK_BELOW
+    box = ink_box(img)
+    if box is None:
+        return None
+
+    def to_ink(x0: int, y0: int, x1: int, y1: int) -> tuple[int, int, int, int]:
+        rows, cols = ink[y0:y1, x0:x1].any(axis=1), ink[y0:y1, x0:x1].any(axis=0)
+        return (x0 + int(cols.argmax()), y0 + int(rows.argmax()),
+                x1 - int(cols[::-1].argmax()), y1 - int(rows[::-1].argmax()))
+
+    x0, y0, x1, y1 = box
+    for _ in range(2):
+        top, bottom = _gutter_cuts(ink[y0:y1, x0:x1].any(axis=1))
+        x0, y0, x1, y1 = to_ink(x0, y0 + top, x1, y0 + bottom)
+        left, right = _gutter_cuts(ink[y0:y1, x0:x1].any(axis=0))
+        x0, y0, x1, y1 = to_ink(x0 + left, y0, x0 + right, y1)
+    return None if (x0, y0, x1, y1) == box else img.crop((x0, y0, x1, y1))
+
+
+def upload_looks(img: Image.Image) -> np.ndarray:
+    """An uploaded picture's hashes (n, HASH_BYTES): `look_hash` of the picture, then of it without
+    the slivers at its edges where it has any (`sliver_trimmed`); a stored picture is as far from
+    the upload as from the nearer of them (app/search/looks.py)."""
+    trimmed = sliver_trimmed(img)
+    return np.stack([look_hash(img)] + ([look_hash(trimmed)] if trimmed is not None else []))
 
 
 class LookStore(KeyedVectors):
