@@ -1,7 +1,10 @@
-"""Perceptual hashes of pictures (the look index's input, app/search/looks.py): two 256-bit DCT
+"""Perceptual hashes of pictures (the look index's input, app/search/looks.py): three 256-bit DCT
 hashes (`imagehash.phash` with a 16 x 16 hash) of the picture in grey, packed into bytes: one of
-the picture as it is and one of its content box (the white margin around the drawing trimmed), so
-that a screenshot taken with more or less margin than the stored crop still matches it. Rescaling
+the picture as it is, one of its content box (the white margin around the drawing trimmed), so
+that a screenshot taken with more or less margin than the stored crop still matches it, and one of
+its content box without slivers at its edges (a strip of ink beyond a white gutter close to an
+edge: what a screenshot of one panel catches of its neighbours, or a sub-caption), so that a
+screenshot with more or less of them than the stored crop matches too. Rescaling
 and JPEG re-encoding move a hash by a few bits, a different drawing by many. Computed from the
 stored crops when the index is built (no backbone: a few milliseconds a figure) and kept in a store
 keyed like the picture vectors, so each crop is hashed once; the panels of a compound figure are
@@ -17,7 +20,7 @@ from PIL import Image
 from app.search.keyed_vectors import KeyedVectors
 from app.search.looks import HASH_BYTES
 
-HASH_SIDE = 16  # bits of one hash: HASH_SIDE ** 2; two hashes make HASH_BYTES
+HASH_SIDE = 16  # bits of one hash: HASH_SIDE ** 2; HASHES of them make HASH_BYTES
 INK_BELOW = 200  # grey level under which a pixel is drawing, not margin (faint JPEG noise is above)
 PANEL_LETTERS = "abcdefgh"  # a figure's panels (app/ingest/panels.py), one hash slot each
 MIN_PANEL_INK_PX = 24  # a panel whose ink spans fewer pixels either way is too small to tell copies by
@@ -37,9 +40,12 @@ def content_box(img: Image.Image) -> Image.Image:
 
 
 def look_hash(img: Image.Image) -> np.ndarray:
-    """The picture's perceptual hashes, as it is and trimmed to its content: (HASH_BYTES,) uint8."""
+    """The picture's perceptual hashes: as it is, trimmed to its content, and trimmed to its
+    content without the slivers at its edges (`sliver_trimmed`; its content box when it has none):
+    (HASH_BYTES,) uint8."""
+    box = content_box(img)
     bits = [np.asarray(imagehash.phash(im, hash_size=HASH_SIDE).hash, dtype=bool).ravel()
-            for im in (img, content_box(img))]
+            for im in (img, box, sliver_trimmed(img) or box)]
     return np.packbits(np.concatenate(bits))
 
 
@@ -79,14 +85,6 @@ def sliver_trimmed(img: Image.Image) -> Image.Image | None:
         left, right = _gutter_cuts(ink[y0:y1, x0:x1].any(axis=0))
         x0, y0, x1, y1 = to_ink(x0 + left, y0, x0 + right, y1)
     return None if (x0, y0, x1, y1) == box else img.crop((x0, y0, x1, y1))
-
-
-def upload_looks(img: Image.Image) -> np.ndarray:
-    """An uploaded picture's hashes (n, HASH_BYTES): `look_hash` of the picture, then of it without
-    the slivers at its edges where it has any (`sliver_trimmed`); a stored picture is as far from
-    the upload as from the nearer of them (app/search/looks.py)."""
-    trimmed = sliver_trimmed(img)
-    return np.stack([look_hash(img)] + ([look_hash(trimmed)] if trimmed is not None else []))
 
 
 class LookStore(KeyedVectors):

@@ -24,7 +24,7 @@ from PIL import Image
 from app.model_store import load_arrays, resolve
 from app.vision.backbone import NAME, SIZE, Backbone, backbone
 from app.vision.figure_types import ARTIFACT, TypeScores, type_head
-from app.vision.looks import upload_looks
+from app.vision.looks import look_hash
 
 PROJECTION_FILE = "pictures.safetensors"
 TAIL_FILE = "backbone_tail.safetensors"  # fine-tuned last blocks of the backbone (optional)
@@ -134,11 +134,11 @@ class PictureQuery(NamedTuple):
 
     vector: np.ndarray          # its picture vector
     types: TypeScores | None    # its figure types by pixels (None: no type head installed)
-    look: np.ndarray            # its perceptual hashes (app/vision/looks.py `upload_looks`): find copies of it
+    look: np.ndarray            # its perceptual hashes (app/vision/looks.py): find copies of it
 
 
 def picture_query(img: Image.Image, data_dir: Path | None = None) -> PictureQuery:
     """An uploaded picture's vector, figure types and perceptual hashes."""
     rgb = img.convert("RGB")
     got = encode_pictures([rgb], data_dir=data_dir)
-    return PictureQuery(got.vectors[0], got.types[0] if got.types else None, upload_looks(rgb))
+    return PictureQuery(got.vectors[0], got.types[0] if got.types else None, look_hash(rgb))
