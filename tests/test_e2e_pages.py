@@ -298,6 +298,50 @@ def test_long_caption_folds_on_a_phone(server, browser, width, height, tag):
     page.close()
 
 
+@pytest.mark.parametrize("width,height,tag", SIZES)
+def test_long_abstract_folds_on_a_phone(server, browser, width, height, tag):
+    """A long abstract on a phone shows its first lines and a button for the whole of it, so that
+    the figures start on the second screen; the button opens it in place and folds it back. Wider
+    screens show the whole abstract, without the button; a short abstract has no button."""
+    import json
+    import re as regex
+
+    paper = httpx.get(f"{server}/api/v1/papers/1").json()
+    assert paper["figures"]
+    long = " ".join(["We study how the accuracy of the model rises with the number of training examples."] * 24)
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_default_timeout(20_000)
+    console = Console(page)
+    answer = {"abstract": long}
+    page.route(regex.compile(r".*/api/v1/papers/1$"), lambda route: route.fulfill(
+        status=200, content_type="application/json", body=json.dumps({**paper, **answer})))
+    page.goto(f"{server}/#/paper/1")
+    wait_page(page)
+    page.wait_for_selector("#paper-figures .card")
+    toggle = page.locator("#abstract-toggle")
+    if tag == "desktop":
+        assert not toggle.is_visible()
+        assert page.inner_text("#paper-abstract").endswith("examples.")
+        assert boxes(page, "#paper-abstract")[0]["height"] > 6 * 24  # not clamped
+    else:
+        folded = boxes(page, "#paper-abstract")[0]["height"]
+        assert toggle.is_visible() and toggle.get_attribute("aria-expanded") == "false"
+        assert toggle.get_attribute("aria-controls") == "paper-abstract"
+        assert boxes(page, "#paper-figures .card")[0]["top"] < 1.5 * height
+        shot(page, "phone-pages-08-abstract-folded")
+        toggle.click()
+        assert toggle.get_attribute("aria-expanded") == "true" and boxes(page, "#paper-abstract")[0]["height"] > 3 * folded
+        assert toggle.inner_text() == "Show less of the abstract"
+        toggle.click()
+        assert toggle.get_attribute("aria-expanded") == "false" and boxes(page, "#paper-abstract")[0]["height"] == folded
+    answer["abstract"] = "A short abstract of one sentence."
+    page.goto(f"{server}/#/paper/1?order=paper")
+    wait_js(page, "document.querySelector('#paper-abstract')?.textContent.startsWith('A short')")
+    assert not page.locator("#abstract-toggle").is_visible()
+    assert not console.errors, console.errors
+    page.close()
+
+
 def test_a_failing_related_list_leaves_the_figure_page(server, browser):
     """One related list answering 503 (a busy server) says so in its place; the figure, its
     caption and the other lists stay on the page."""

@@ -39,6 +39,22 @@ export function asSentence(t) { return t ? `${t[0].toUpperCase()}${t.slice(1)}${
 
 export function setTitle(text) { document.title = text ? `${text} · figsearch` : 'figsearch'; }
 
+// A long text on a narrow screen (`media`) shows its first lines (style.css clamps `.folded`) and a
+// text button for the rest, "Show the whole caption", that opens it in place and folds it back.
+// `fold.check()`, called once the text is on the page, shows the button only where the clamp
+// cuts text; wider screens never show it.
+export function foldText(text, { id, what, media }) {
+  const btn = h('button', { type: 'button', class: 'text-btn', id, 'aria-controls': text.id, 'aria-expanded': 'false', hidden: true }, `Show the whole ${what}`);
+  btn.addEventListener('click', () => {
+    const open = text.classList.toggle('folded') === false;
+    btn.setAttribute('aria-expanded', String(open));
+    btn.textContent = open ? `Show less of the ${what}` : `Show the whole ${what}`;
+  });
+  text.classList.add('folded');
+  const check = () => { btn.hidden = !(window.matchMedia(media).matches && text.scrollHeight > text.clientHeight + 1); };
+  return { button: btn, check };
+}
+
 // Caption without the leading "Figure 3:" (shown separately as the label).
 export function captionBody(f) {
   const c = f.caption || '';

@@ -1,7 +1,7 @@
 // Figure page: the large figure, caption, where it is in the PDF, how to cite it, mentions, its
 // paper, and similar figures with a "why".
 import { api } from '../api.js';
-import { h, loading, empty, notice, figureCard, whyBlock, gridKeys, setTitle, captionBody, asSentence } from '../ui.js';
+import { h, loading, empty, notice, figureCard, whyBlock, gridKeys, setTitle, captionBody, asSentence, foldText } from '../ui.js';
 
 // Copy text to the clipboard; where the Clipboard API is missing (http on another host), a
 // selected textarea and execCommand do it. Resolves true when copied.
@@ -70,19 +70,14 @@ export async function renderFigure(root, id, { signal, fromSite }) {
   // a long caption on a phone shows its first lines and a button for the rest (wider screens
   // scroll it in its box), so that the related figures are not two screens down
   const caption = captionBody(f)
-    ? h('p', { class: 'caption folded', id: 'figure-caption', tabindex: '0' }, captionBody(f))
+    ? h('p', { class: 'caption', id: 'figure-caption', tabindex: '0' }, captionBody(f))
     : h('p', { class: 'caption muted', id: 'figure-caption' }, `No caption was found for this ${f.kind}.`);
-  const captionToggle = h('button', { type: 'button', class: 'text-btn', id: 'caption-toggle', 'aria-controls': 'figure-caption', 'aria-expanded': 'false', hidden: true }, 'Show the whole caption');
-  captionToggle.addEventListener('click', () => {
-    const open = caption.classList.toggle('folded') === false;
-    captionToggle.setAttribute('aria-expanded', String(open));
-    captionToggle.textContent = open ? 'Show less of the caption' : 'Show the whole caption';
-  });
+  const captionFold = foldText(caption, { id: 'caption-toggle', what: 'caption', media: NARROW });
 
   const side = h('div', { class: 'figure-side' },
     h('div', { class: 'panel' },
       h('h1', {}, f.label || `Figure ${f.number}`, ' ', central),
-      caption, captionToggle,
+      caption, captionFold.button,
       h('div', { class: 'meta' },
         h('span', {}, `page ${f.page}`),
         f.figure_type && f.kind !== 'table' ? h('span', { id: 'figure-type' }, f.figure_type.replace(/_/g, ' ')) : null,
@@ -117,7 +112,7 @@ export async function renderFigure(root, id, { signal, fromSite }) {
   root.append(h('div', { class: 'crumbs' }, back),
     h('div', { class: 'figure-layout' }, main, side),
     simHead, simStatus, simGrid, details, sameHead, sameStatus, sameGrid, linkedHead, linkedGrid);
-  captionToggle.hidden = !(window.matchMedia(NARROW).matches && caption.scrollHeight > caption.clientHeight + 1);
+  captionFold.check();
 
   // a related list that fails says so in its place; the figure and the other lists stay
   const settle = (pending) => pending.catch((err) => { if (err.name === 'AbortError') throw err; return { items: [], error: err }; });

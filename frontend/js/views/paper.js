@@ -1,7 +1,7 @@
 // Paper page (figures in central order or in paper order, the PDF, cited and citing papers) and
 // the paper list.
 import { api } from '../api.js';
-import { h, append, loading, empty, figureCard, gridKeys, setTitle } from '../ui.js';
+import { h, append, loading, empty, figureCard, gridKeys, setTitle, foldText } from '../ui.js';
 import { removeControl } from './paper_remove.js';
 
 function paperList(items, none) {
@@ -10,6 +10,10 @@ function paperList(items, none) {
 }
 
 const byNumber = (a, b) => a.number - b.number || a.page - b.page;
+
+// Where a long abstract folds to its first lines (style.css: .abstract.folded), so that a phone
+// reaches the figures on its first screens.
+const NARROW = '(max-width: 759px)';
 
 export async function renderPaper(root, id, params, { signal }) {
   root.append(loading());
@@ -34,6 +38,9 @@ export async function renderPaper(root, id, params, { signal }) {
         orderLink('central', 'Central first'), orderLink('paper', 'In paper order'))
     : h('span', { class: 'muted small' }, ' · in order of appearance');
 
+  const abstract = p.abstract ? h('p', { class: 'abstract', id: 'paper-abstract' }, p.abstract) : null;
+  const abstractFold = abstract ? foldText(abstract, { id: 'abstract-toggle', what: 'abstract', media: NARROW }) : null;
+
   // append() skips the parts a paper lacks (DOM append would print them as "null")
   append(root, [
     h('div', { class: 'crumbs' }, h('a', { href: '#/papers' }, '← All papers')),
@@ -48,7 +55,7 @@ export async function renderPaper(root, id, params, { signal }) {
         p.source ? h('span', { class: 'source-file', title: 'Source file' }, p.source) : null,
         p.pdf_url ? h('a', { href: p.pdf_url, target: '_blank', rel: 'noopener', id: 'paper-pdf' }, 'Open the PDF ↗') : null),
       p.error ? h('p', { class: 'muted small' }, p.error) : null,
-      p.abstract ? h('p', { class: 'abstract' }, p.abstract) : null,
+      abstract, abstractFold?.button,
       removeControl(p, figs.length, tables.length, signal)),
     h('div', { class: 'section-head' }, h('h2', {}, 'Figures'), figs.length ? orderSwitch : null),
     figs.length ? grid : empty('No figures were found in this paper.', ''),
@@ -57,6 +64,7 @@ export async function renderPaper(root, id, params, { signal }) {
     h('div', { class: 'links', style: 'margin-top:18px' },
       h('div', { class: 'panel', id: 'cites' }, h('h3', {}, `Cites (${p.cites.length} in the collection)`), paperList(p.cites, 'No cited paper is in the collection.')),
       h('div', { class: 'panel', id: 'cited-by' }, h('h3', {}, `Cited by (${p.cited_by.length} in the collection)`), paperList(p.cited_by, 'No paper of the collection cites it.')))]);
+  abstractFold?.check();  // once on the page: only a clamp that cuts text shows the button
 }
 
 const PAGE = 50;
