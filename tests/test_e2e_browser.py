@@ -53,9 +53,9 @@ def test_user_journey(server, browser, tmp_path_factory):
     shot(page, "02-search")
 
     # keyboard: arrows move between cards, Enter opens one
-    first.focus()
+    first.locator("a.card-link").focus()
     page.keyboard.press("ArrowRight")
-    assert page.evaluate("document.activeElement.dataset.figureId") == \
+    assert page.evaluate("document.activeElement.closest('.card').dataset.figureId") == \
         page.locator("#results .card").nth(1).get_attribute("data-figure-id")
     page.keyboard.press("ArrowLeft")
     page.keyboard.press("Enter")

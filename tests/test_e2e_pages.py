@@ -243,9 +243,13 @@ def test_related_card_folds_its_reasons_past_the_most_telling(server, browser, w
     button = card.locator("button.more-reasons")
     total = len(MANY_REASONS) + 2  # the words "beam" and "criteo"
     assert button.inner_text() == f"+{total - shown} more" and button.get_attribute("aria-expanded") == "false"
+    # the button sits beside the card's link, not in it: the link's name (what a screen reader
+    # says) is the figure's, without "+N more"
+    assert card.locator("a.card-link").count() == 1 and card.locator("a.card-link button").count() == 0
+    assert f"+{total - shown} more" not in card.locator("a.card-link").inner_text()
     folded = boxes(page, f"#similar .card[data-figure-id='{full['figure_id']}'] .why")[0]["height"]
     shot(page, f"{tag}-pages-06-folded-reasons")
-    card.focus()
+    card.locator("a.card-link").focus()
     page.keyboard.press("Tab")  # the next stop is the card's button
     assert page.evaluate("document.activeElement.classList.contains('more-reasons')")
     before = page.url
@@ -260,6 +264,10 @@ def test_related_card_folds_its_reasons_past_the_most_telling(server, browser, w
     button.click()  # a click opens them too, and stays on the page
     assert page.url == before and len(page.evaluate(visible)) == total
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    # a click elsewhere on the card, even on a reason, opens the figure as before (the link covers the card)
+    chip = card.locator(".why .chip.reason").first.bounding_box()
+    page.mouse.click(chip["x"] + chip["width"] / 2, chip["y"] + chip["height"] / 2)
+    wait_js(page, f"location.hash === '#/figure/{full['figure_id']}'")
     assert not console.errors, console.errors
     page.close()
 

@@ -1,5 +1,5 @@
 // Hash router: #/ (search or browse), #/figure/ID, #/paper/ID, #/papers, #/upload, #/admin.
-import { h, notice, clear, remember, asSentence } from './ui.js';
+import { h, notice, clear, remember, asSentence, cardLink } from './ui.js';
 import { renderSearch } from './views/search.js';
 import { renderFigure } from './views/figure.js';
 import { renderPaper, renderPapers } from './views/paper.js';
@@ -75,7 +75,7 @@ async function route(e) {
     // back on a page: the card that was followed has the focus again; else, when the followed link is
     // gone, the next Tab starts in the new page, not at the top
     const card = arrived && arrived.focusCard ? view.querySelector(`.card[data-figure-id="${CSS.escape(arrived.focusCard)}"]`) : null;
-    if (card) card.focus({ preventScroll: true });
+    if (card) cardLink(card).focus({ preventScroll: true });
     else if (focusLost()) view.focus({ preventScroll: true });
   }
   done(mine);

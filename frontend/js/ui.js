@@ -76,8 +76,11 @@ function thumb(f) {
   return box;
 }
 
-// A figure card linking to its page; `extra` nodes are appended to the body (e.g. the "why").
-// Badges (central figure, scanned) sit in the card's text, never over the picture.
+// A figure card: a box holding the link to the figure's page (picture, label, caption, paper) and,
+// after the link, the `extra` nodes (the "why", a snippet). The link covers the whole box (style.css:
+// .card-link::after), so a click anywhere opens the figure; a button in the extra part (the reasons'
+// "+N more") sits above it, outside the link: it is no part of the link's name and is the next Tab
+// stop. Badges (central figure, scanned) sit in the card's text, never over the picture.
 export function figureCard(f, { extra = null, showPaper = true } = {}) {
   const badges = [
     f.central_rank === 1 ? h('span', { class: 'badge central', title: 'The central figure of its paper' }, '★ central') : null,
@@ -90,10 +93,19 @@ export function figureCard(f, { extra = null, showPaper = true } = {}) {
     captionBody(f)
       ? h('div', { class: 'cap' }, f.caption_highlights?.length ? captionWithMatches(f) : captionBody(f))
       : h('div', { class: 'cap none' }, 'No caption'),
-    showPaper && f.paper_title ? h('div', { class: 'paper' }, f.paper_title + (f.paper_year ? ` (${f.paper_year})` : '')) : null,
-    extra);
-  return h('a', { class: `card${f.kind === 'table' ? ' table-card' : ''}`, href: `#/figure/${f.figure_id}`, dataset: { figureId: f.figure_id } },
-    thumb(f), body);
+    showPaper && f.paper_title ? h('div', { class: 'paper' }, f.paper_title + (f.paper_year ? ` (${f.paper_year})` : '')) : null);
+  return h('div', { class: `card${f.kind === 'table' ? ' table-card' : ''}`, dataset: { figureId: f.figure_id } },
+    h('a', { class: 'card-link', href: `#/figure/${f.figure_id}` }, thumb(f), body),
+    extra ? h('div', { class: 'card-extra' }, extra) : null);
+}
+
+// The link of a card (what takes the focus).
+export function cardLink(card) { return card.querySelector(':scope > .card-link'); }
+
+// The card whose link has the focus, or null.
+function focusedCard() {
+  const el = document.activeElement;
+  return el && el.classList.contains('card-link') ? el.parentElement : null;
 }
 
 function marked(text, highlights) {
@@ -212,8 +224,8 @@ const SHOWN_NARROW = 2;
 
 // "Why" a result, in words: the reasons the server gives, the informative terms shared with the
 // figure, or that the texts are close in meaning. Raw scores stay in the API. The most telling
-// come first; past SHOWN, the rest fold behind "+N more" (a button: it opens them in place,
-// the card's link is not followed). Words a reason names already are not repeated.
+// come first; past SHOWN, the rest fold behind "+N more" (a button beside the card's link: it
+// opens them in place). Words a reason names already are not repeated.
 // Results found by an uploaded picture (`picture`) have no words to share: only the reasons.
 export function whyBlock(hit, { picture = false } = {}) {
   const reasons = [...(hit.reasons || [])].sort((a, b) => reasonRank(a) - reasonRank(b));
@@ -240,9 +252,7 @@ export function whyBlock(hit, { picture = false } = {}) {
     fold(true);
     const more = `+${folded.length} more`;
     const btn = h('button', { type: 'button', class: 'chip more-reasons', 'aria-expanded': 'false' }, more);
-    btn.addEventListener('click', (e) => {
-      e.preventDefault();  // the button sits in the card's link: it opens the reasons, not the figure
-      e.stopPropagation();
+    btn.addEventListener('click', () => {
       const open = btn.getAttribute('aria-expanded') !== 'true';
       fold(!open);
       btn.setAttribute('aria-expanded', String(open));
@@ -253,18 +263,18 @@ export function whyBlock(hit, { picture = false } = {}) {
   return h('div', { class: 'why' }, box);
 }
 
-// Arrow keys move the focus between the cards of a grid (Enter opens, as links do).
+// Arrow keys move the focus between the links of a grid's cards (Enter opens, as links do).
 export function gridKeys(grid) {
   grid.addEventListener('keydown', (e) => {
     if (!['ArrowLeft', 'ArrowRight', 'ArrowUp', 'ArrowDown', 'Home', 'End'].includes(e.key)) return;
     const cards = [...grid.querySelectorAll(':scope > .card')];
-    const i = cards.indexOf(document.activeElement);
+    const i = cards.indexOf(focusedCard());
     if (i < 0) return;
     const cols = Math.max(1, Math.round(grid.clientWidth / cards[0].getBoundingClientRect().width));
     const step = { ArrowLeft: -1, ArrowRight: 1, ArrowUp: -cols, ArrowDown: cols }[e.key];
     let j = e.key === 'Home' ? 0 : e.key === 'End' ? cards.length - 1 : i + step;
     j = Math.max(0, Math.min(cards.length - 1, j));
-    if (j !== i) { e.preventDefault(); cards[j].focus(); }
+    if (j !== i) { e.preventDefault(); cardLink(cards[j]).focus(); }
   });
 }
 

@@ -1,7 +1,7 @@
 // Search page: results for ?q=…, or the most recently added figures when there is no query, both narrowed by
 // the filters in the URL (filters.js). "Load more" pages.
 import { api, serverInfo } from '../api.js';
-import { h, loading, notice, empty, figureCard, gridKeys, setTitle, snippetBlock, remember, asSentence } from '../ui.js';
+import { h, loading, notice, empty, figureCard, cardLink, gridKeys, setTitle, snippetBlock, remember, asSentence } from '../ui.js';
 import { filterBar, filterParams, searchHash } from '../filters.js';
 
 const PAGE = 24;
@@ -90,7 +90,7 @@ export async function renderSearch(root, params, { signal, restore }) {
     }
     more.hidden = !hasMore;
     moreBtn.disabled = false;
-    if (refocus && firstNew > 0 && grid.children[firstNew]) grid.children[firstNew].focus({ preventScroll: true });
+    if (refocus && firstNew > 0 && grid.children[firstNew]) cardLink(grid.children[firstNew]).focus({ preventScroll: true });
   }
 
   moreBtn.addEventListener('click', () => page().catch(showError));
