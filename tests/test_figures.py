@@ -1149,3 +1149,59 @@ def test_ruled_table_grows_along_its_uprights_past_a_cell_of_running_text(tmp_pa
     r = tabs[1].region_bbox
     assert r is not None and r[1] <= 111 and r[3] >= 213, r
     assert r[3] <= 225 and r[0] >= 317 and r[2] <= 566, r  # not into the paragraph under it
+
+
+def _ruled_table(page, top: float, rows: list[str]) -> float:
+    """A table of text rows between a top and a bottom rule, from `top`; returns its bottom."""
+    page.draw_line((340, top), (540, top), color=(0, 0, 0), width=0.6)
+    for k, row in enumerate(rows):
+        page.insert_text((350, top + 11 + 11 * k), row, fontsize=8)
+    bottom = top + 4 + 11 * len(rows)
+    page.draw_line((340, bottom), (540, bottom), color=(0, 0, 0), width=0.6)
+    return bottom
+
+
+def test_stacked_tables_never_share_one_region(tmp_path):
+    """Two ruled tables stacked in a column, each with its caption below it, the second table a
+    little nearer the first caption than the first table is: the first caption's content below is
+    the second's content above. Both captions take the same side, the one that gives each a
+    table (was: both claimed the second table and the first was left a strip)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(54, 60, 295, 700), BODY * 4, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(320, 60, 558, 400), BODY, fontsize=10)
+    b1 = _ruled_table(page, 420, ["Model   AUC   LogLoss", "LR      0.71  0.45", "FM      0.80  0.38"])
+    page.insert_textbox(pymupdf.Rect(320, b1 + 12, 558, b1 + 40), "Table 1. Test error of the models on the first set.", fontsize=9)
+    b2 = _ruled_table(page, b1 + 30, ["Rate    0.9   0.95", "1e-2    2.59  2.58", "1e-4    2.05  1.99"])
+    page.insert_textbox(pymupdf.Rect(320, b2 + 12, 558, b2 + 40), "Table 2. Test error for each setting of the rate.", fontsize=9)
+    tabs = {f.number: f for f in extract_figures(_saved(doc, tmp_path / "stack.pdf"), tmp_path / "out", "f", dpi=72)
+            if f.kind == "table"}
+    r1, r2 = tabs[1].region_bbox, tabs[2].region_bbox
+    assert r1 is not None and 418 <= r1[1] and r1[3] <= b1 + 2, r1
+    assert r2 is not None and b1 + 28 <= r2[1] and r2[3] <= b2 + 2, r2
+
+
+def test_bold_table_caption_ends_before_its_first_row(tmp_path):
+    """A table caption set wholly in bold with no closing stop, right over the table's rows in the
+    regular face: the rows are the table's, not caption text; nor is a header row of cells set
+    far apart in the caption's own face (was: the caption swallowed the rows)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(54, 300, 295, 700), BODY * 2, fontsize=10)
+    page.insert_text((100, 70), "Table 2: Learning rate parameter", fontsize=9, fontname="hebo")
+    for k, (a, b) in enumerate((("Learning rate schema", "Parameters"), ("Per-coordinate", "0.1"), ("Global", "0.01"))):
+        page.insert_text((100, 84 + 12 * k), a, fontsize=9)
+        page.insert_text((210, 84 + 12 * k), b, fontsize=9)
+    page.insert_text((330, 70), "Table 3: Results for direct ads", fontsize=9, fontname="hebo")
+    for k, (a, b, c) in enumerate((("Pacing", "Off", "On"), ("Life time", "13.5", "19.5"), ("Spend", "-", "+7.7%"))):
+        font = "hebo" if k == 0 else "helv"
+        page.insert_text((310, 84 + 12 * k), a, fontsize=9, fontname=font)
+        page.insert_text((420, 84 + 12 * k), b, fontsize=9, fontname=font)
+        page.insert_text((460, 84 + 12 * k), c, fontsize=9, fontname=font)
+    page.insert_textbox(pymupdf.Rect(320, 300, 558, 700), BODY * 2, fontsize=10)
+    tabs = {f.number: f for f in extract_figures(_saved(doc, tmp_path / "bold.pdf"), tmp_path / "out", "f", dpi=72)
+            if f.kind == "table"}
+    assert tabs[2].caption == "Table 2: Learning rate parameter", tabs[2].caption
+    assert tabs[3].caption == "Table 3: Results for direct ads", tabs[3].caption
+    assert tabs[2].region_bbox is not None and tabs[2].region_bbox[1] <= 76, tabs[2].region_bbox
+    assert tabs[3].region_bbox is not None and tabs[3].region_bbox[1] <= 76, tabs[3].region_bbox

@@ -14,7 +14,7 @@ import pymupdf
 
 from app.labels import CAPTION_DELIMS, CAPTION_RE, MULTI_REF_RE, kind_of
 from app.ingest.layout import (TEXT_FLAGS, DocumentLayout, Line, column_span, doc_stats, is_bold, lines_from_dict,
-                               mark_body, union)
+                               mark_body, overlap_1d, union)
 
 __all__ = ["Caption", "captions_from_lines", "facing_page_caption", "find_captions", "labelled_caption"]
 
@@ -163,6 +163,7 @@ def _extend_caption(cap: Caption, lines: list[Line], st: DocumentLayout) -> None
         lo, hi = column_span(cap.bbox, st)
         ranges.append((min(first.x0, lo), max(row_x1, hi)))  # a short first line: the text may go on wider
     style = _caption_font(first)
+    one_style = len({_style(s) for s in first.spans if s["text"].strip()}) == 1  # label and text alike
     cur = first
 
     def next_line(xa: float, xb: float) -> Line | None:
@@ -190,14 +191,24 @@ def _extend_caption(cap: Caption, lines: list[Line], st: DocumentLayout) -> None
             break  # a new label after a finished sentence; after "(see" it is the caption's own text
         if nxt.block != cur.block and style is not None and _caption_font(nxt) != style and len(cap.lines) > 1:
             break
+        if cap.kind == "table" and cur is first and one_style and _caption_font(nxt) != style \
+                and first.text.rstrip()[-1:] not in ".!?":
+            break  # a table caption set wholly in one style, then a line in another mid-sentence: the table's first row
         # same row continuation (split cell) or next row; a piece of the row must lie within the
         # caption's range as the line itself must: the row of a caption beside it (side-by-side
         # figures) is not part of this caption
         row = [o for o in lines if id(o) not in used and o.horizontal and abs(o.y0 - nxt.y0) < 1.5
                and min(o.x1, rb + 0.5 * size) - max(o.x0, ra - 0.5 * size) >= 0.6 * (o.x1 - o.x0)]
         row.sort(key=lambda o: o.x0)
-        if cap.lines[-1].text.rstrip()[-1:] in ".:" and any(b.x0 - a.x1 > 2 * size for a, b in zip(row, row[1:])):
-            break  # a finished sentence, then a row of separate cells: the table under its caption
+        # the row's cells: pieces level with it that reach into the caption's range at all (a row
+        # header set out to the left of a centred caption)
+        level = sorted((o for o in lines if id(o) not in used and o.horizontal and abs(o.y0 - nxt.y0) < 1.5
+                        and overlap_1d(o.x0, o.x1, ra, rb) > 0), key=lambda o: o.x0)
+        cells = any(b.x0 - a.x1 > 2 * size for a, b in zip(level, level[1:]))
+        if cells and (cap.kind == "table" or cap.lines[-1].text.rstrip()[-1:] in ".:"):
+            # a row of separate cells: the table under its caption (under a figure's caption, only
+            # after a finished sentence)
+            break
         for o in row:
             used.add(id(o))
             cap.lines.append(o)

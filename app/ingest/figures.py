@@ -22,7 +22,8 @@ from app.ingest.layout import DocumentLayout, Line, build_layout, clean_text, un
 from app.ingest.panel_pixels import Strip, label_shapes, label_strips, read_strips, unread_shapes
 from app.ingest.panels import MIN_PANELS, find_panels
 from app.ingest.regions import (Candidate, Region, analyse_page, choose_region, convention,
-                                crop_quality, extend_cut_drawing, fuse_layout, region_doubt, split_overlaps)
+                                crop_quality, extend_cut_drawing, fuse_layout, one_region_each, region_doubt,
+                                split_overlaps)
 from app.ingest.render import RenderedCrop, render_crop
 from app.ingest.types import ExtractedFigure
 
@@ -61,6 +62,7 @@ def extract_figures(doc: "pymupdf.Document", out_dir: pathlib.Path, rel_prefix: 
             log.warning("figure analysis failed on page %d", page.number + 1, exc_info=True)
             dropped.append({"label": f"page {page.number + 1}", "reason": f"figure analysis failed: {exc}"[:200]})
     conv = {k: convention([(c, a, b) for _, c, a, b in analysed], k) for k in ("figure", "table")}
+    analysed = one_region_each(analysed, conv)
     best: dict[tuple[str, int], Candidate] = {}
     seen: dict[tuple[str, int], list[Candidate]] = {}
     for i, cap, a, b in analysed:

@@ -21,7 +21,7 @@ from app.ingest.layout import (DocumentLayout, Line, PageLayout, column_span, in
                                paragraph_blocks, union)
 
 __all__ = ["CUT_DRAWING", "Candidate", "Region", "analyse_page", "choose_region", "convention", "crop_quality",
-           "extend_cut_drawing", "fuse_layout", "region_doubt", "split_overlaps"]
+           "extend_cut_drawing", "fuse_layout", "one_region_each", "region_doubt", "split_overlaps"]
 
 
 CUT_DRAWING = "graphic cut by the region's edge"  # a region_doubt reason that extend_cut_drawing can settle
@@ -536,6 +536,56 @@ def choose_region(cap: Caption, above: Region, below: Region, prefer_above: bool
         if r.rect is not None and r.gap < 30 and (r.rect[3] - r.rect[1]) >= 15:
             return r
     return None
+
+
+def _same_content(r: tuple | None, o: tuple | None) -> bool:
+    """Two regions holding the same content: their overlap is at least half the smaller one."""
+    if r is None or o is None:
+        return False
+    inter = overlap_1d(r[0], r[2], o[0], o[2]) * overlap_1d(r[1], r[3], o[1], o[3])
+    return inter > 0 and inter >= 0.5 * min((r[2] - r[0]) * (r[3] - r[1]), (o[2] - o[0]) * (o[3] - o[1]))
+
+
+def one_region_each(analysed: list[tuple[int, Caption, Region, Region]],
+                    prefer_above: dict[str, bool]) -> list[tuple[int, Caption, Region, Region]]:
+    """Two captions of one kind never take one region. When the content below one caption is the
+    content above the next (tables stacked in a column, with their captions all above or all below
+    them), the captions of that stack take the same side, the side that gives more of them a
+    region with graphics (then a region at all); a tie goes by the document's convention
+    (`prefer_above`, per kind). The other side of each caption of the stack is dropped."""
+    out = list(analysed)
+    parent = list(range(len(out)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    linked = set()
+    for i, (pi, ci, ai, bi) in enumerate(out):
+        for j, (pj, cj, aj, bj) in enumerate(out):
+            if i == j or pi != pj or ci.kind != cj.kind or not (ci.horizontal and cj.horizontal):
+                continue
+            if bi.side or aj.side or cj.bbox[1] < ci.bbox[3]:
+                continue
+            if _same_content(bi.rect, aj.rect):  # below caption i is above caption j
+                parent[root(i)] = root(j)
+                linked.update((i, j))
+    stacks: dict[int, list[int]] = {}
+    for i in sorted(linked):
+        stacks.setdefault(root(i), []).append(i)
+    none = Region(None, float("inf"), False)
+    for members in stacks.values():
+        def worth(k: int) -> tuple[int, int]:  # k: 2 for the regions above, 3 for those below
+            regs = [out[m][k] for m in members]
+            return sum(r.has_graphics for r in regs), sum(r.rect is not None for r in regs)
+        up, down = worth(2), worth(3)
+        take_above = up > down or (up == down and prefer_above[out[members[0]][1].kind])
+        for m in members:
+            p, c, a, b = out[m]
+            out[m] = (p, c, a, none) if take_above else (p, c, none, b)
+    return out
 
 
 def convention(analysed: list[tuple[Caption, Region, Region]], kind: str) -> bool:
