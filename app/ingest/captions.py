@@ -163,7 +163,7 @@ def _extend_caption(cap: Caption, lines: list[Line], st: DocumentLayout) -> None
         lo, hi = column_span(cap.bbox, st)
         ranges.append((min(first.x0, lo), max(row_x1, hi)))  # a short first line: the text may go on wider
     style = _caption_font(first)
-    one_style = len({_style(s) for s in first.spans if s["text"].strip()}) == 1  # label and text alike
+    all_bold = not cap.label_alone and all(is_bold(s) for s in first.spans if s["text"].strip())
     cur = first
 
     def next_line(xa: float, xb: float) -> Line | None:
@@ -191,9 +191,9 @@ def _extend_caption(cap: Caption, lines: list[Line], st: DocumentLayout) -> None
             break  # a new label after a finished sentence; after "(see" it is the caption's own text
         if nxt.block != cur.block and style is not None and _caption_font(nxt) != style and len(cap.lines) > 1:
             break
-        if cap.kind == "table" and cur is first and one_style and _caption_font(nxt) != style \
-                and first.text.rstrip()[-1:] not in ".!?":
-            break  # a table caption set wholly in one style, then a line in another mid-sentence: the table's first row
+        if cap.kind == "table" and cur is first and all_bold and first.text.rstrip()[-1:] not in ".!?" \
+                and not any(is_bold(s) for s in nxt.spans if s["text"].strip()):
+            break  # a table caption set wholly in bold, then a line with no bold mid-sentence: the table's first row
         # same row continuation (split cell) or next row; a piece of the row must lie within the
         # caption's range as the line itself must: the row of a caption beside it (side-by-side
         # figures) is not part of this caption
