@@ -27,7 +27,8 @@ import pymupdf
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.ingest.layout import build_layout, in_page_margin, visible_images  # noqa: E402
+from app.ingest.layout import build_layout, cut_to, in_page_margin, paths_in_clips, visible_images  # noqa: E402
+from crop_diff import save_sheets  # noqa: E402  (scripts/ is on the path of a script run from it)
 
 PAD = 2.0  # the crop's own padding (render.py)
 
@@ -51,23 +52,12 @@ def page_marks(page: pymupdf.Page) -> list[tuple[str, tuple]]:
     W, H = page.rect.width, page.rect.height
     out = [("image", tuple(b)) for b in (info["bbox"] for info in visible_images(page))
            if (b[2] - b[0]) * (b[3] - b[1]) <= 0.6 * W * H]  # not a page background (a scanned page)
-    clips: dict[int, tuple] = {}
-    for p in page.get_drawings(extended=True):
-        level, kind = p.get("level", 0), p.get("type")
-        if kind in ("clip", "group"):
-            for k in [k for k in clips if k >= level]:
-                del clips[k]
-            if kind == "clip" and p.get("scissor") is not None:
-                clips[level] = tuple(p["scissor"])
-            continue
+    for p, clip in paths_in_clips(page.get_drawings(extended=True)):
         fill = p.get("fill")
-        if kind == "f" and fill is not None and len(fill) >= 3 and min(fill[:3]) >= 0.99:
+        if p.get("type") == "f" and fill is not None and len(fill) >= 3 and min(fill[:3]) >= 0.99:
             continue
         for item in p.get("items", []):
-            x0, y0, x1, y1 = _item_boxes(item)
-            for k, c in clips.items():
-                if k < level:
-                    x0, y0, x1, y1 = max(x0, c[0]), max(y0, c[1]), min(x1, c[2]), min(y1, c[3])
+            x0, y0, x1, y1 = cut_to(_item_boxes(item), clip)
             if x1 < x0 or y1 < y0 or (x1 - x0) * (y1 - y0) > 0.6 * W * H:
                 continue  # clipped away; a page background
             out.append(("segment", (x0, y0, x1, y1)))
@@ -197,11 +187,7 @@ def sheet(root: pathlib.Path, snap: dict, flagged: dict, out: pathlib.Path) -> N
             ImageDraw.Draw(tile).text((5, 5), f"{pdf[-40:]} p{it['page']} {it['key']} cuts {len(it['cuts'])} beside {len(it['beside'])}",
                                       fill=(0, 0, 0))
             tiles.append(tile)
-    for i in range(0, len(tiles), 12):
-        s = Image.new("RGB", (1440, 1720), (190, 190, 190))
-        for j, t in enumerate(tiles[i:i + 12]):
-            s.paste(t, ((j % 3) * 480, (j // 3) * 430))
-        s.save(out / f"cuts-{i // 12:02d}.png")
+    save_sheets(tiles, out, "cuts")
     print(f"{len(tiles)} flagged crops -> {out}")
 
 

@@ -161,12 +161,19 @@ def sheet(root: pathlib.Path, a_path: pathlib.Path, b_path: pathlib.Path, out: p
         tile.paste(Image.frombytes("RGB", (pix.width, pix.height), pix.samples), (5, 25))
         ImageDraw.Draw(tile).text((5, 5), f"{pdf[-45:]} p{page_no} {key}", fill=(0, 0, 0))
         tiles.append(tile)
+    save_sheets(tiles, out, "changes")
+    print(f"{len(tiles)} changed boxes -> {out}")
+
+
+def save_sheets(tiles: list, out: pathlib.Path, stem: str) -> None:
+    """480x430 tiles, 12 a sheet (3 across), as out/<stem>-00.png, -01.png, ..."""
+    from PIL import Image
+
     for i in range(0, len(tiles), 12):
         s = Image.new("RGB", (1440, 1720), (190, 190, 190))
         for j, t in enumerate(tiles[i:i + 12]):
             s.paste(t, ((j % 3) * 480, (j // 3) * 430))
-        s.save(out / f"changes-{i // 12:02d}.png")
-    print(f"{len(tiles)} changed boxes -> {out}")
+        s.save(out / f"{stem}-{i // 12:02d}.png")
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ import logging
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -195,12 +196,11 @@ def _invisible(path: dict) -> bool:
     return path.get("type") == "f" and fill is not None and len(fill) >= 3 and min(fill[:3]) >= 0.99
 
 
-def _visible_path_rects(paths: list[dict]) -> list[tuple]:
-    """Rects of the drawn paths, each cut to the clip paths around it. A clipped path's own rect
-    can reach far beyond what is painted (hatch patterns of bars, plot lines clipped to their
-    axes) and would pull a figure region across the page."""
+def paths_in_clips(paths: list[dict]) -> Iterator[tuple[dict, tuple | None]]:
+    """Each drawn path of `page.get_drawings(extended=True)` with the clip rect in force where it is
+    drawn (the intersection of the enclosing clip paths; None without one). Clip and group entries
+    only set the nesting and are not yielded."""
     clips: dict[int, tuple] = {}  # nesting level -> clip rect in force for deeper levels
-    out = []
     for p in paths:
         level, kind = p.get("level", 0), p.get("type")
         if kind in ("clip", "group"):
@@ -209,13 +209,31 @@ def _visible_path_rects(paths: list[dict]) -> list[tuple]:
             if kind == "clip" and p.get("scissor") is not None:
                 clips[level] = tuple(p["scissor"])
             continue
+        clip = None
+        for k, c in clips.items():
+            if k < level:
+                clip = c if clip is None else (max(clip[0], c[0]), max(clip[1], c[1]),
+                                               min(clip[2], c[2]), min(clip[3], c[3]))
+        yield p, clip
+
+
+def cut_to(box: tuple, clip: tuple | None) -> tuple:
+    """`box` cut to `clip` (an empty result has x1 < x0 or y1 < y0)."""
+    if clip is None:
+        return tuple(box)
+    return (max(box[0], clip[0]), max(box[1], clip[1]), min(box[2], clip[2]), min(box[3], clip[3]))
+
+
+def _visible_path_rects(paths: list[dict]) -> list[tuple]:
+    """Rects of the drawn paths, each cut to the clip paths around it. A clipped path's own rect
+    can reach far beyond what is painted (hatch patterns of bars, plot lines clipped to their
+    axes) and would pull a figure region across the page."""
+    out = []
+    for p, clip in paths_in_clips(paths):
         r = p.get("rect")
         if r is None or _invisible(p):
             continue
-        x0, y0, x1, y1 = r
-        for k, c in clips.items():
-            if k < level:
-                x0, y0, x1, y1 = max(x0, c[0]), max(y0, c[1]), min(x1, c[2]), min(y1, c[3])
+        x0, y0, x1, y1 = cut_to(r, clip)
         if x1 >= x0 and y1 >= y0:
             out.append((x0, y0, x1, y1))
     return out
