@@ -694,3 +694,20 @@ def test_no_absolute_path_in_any_public_route_or_cli_output(tmp_path, demo_pdfs)
         r = cli(args, env, timeout=120)
         assert r.returncode == 0, r.stderr
         clean(r.stdout + r.stderr, "figsearch " + " ".join(args))
+
+
+def test_a_failed_background_index_load_lets_the_next_poll_load_again(tmp_path, monkeypatch):
+    """A background load that fails in an unexpected way (an index version pruned while it was being
+    chosen) is logged and no longer marked as running: otherwise every later version would wait
+    behind it and the server would keep its old index for good."""
+    from app.api.engine_holder import EngineHolder
+
+    holder = EngineHolder(tmp_path / "index")
+    holder._loading = "v20990101T000000-abcdef"
+
+    def broken_load():
+        raise FileNotFoundError(2, "No such file or directory", "manifest.json")
+
+    monkeypatch.setattr(holder, "_load", broken_load)
+    holder._load_in_background()
+    assert holder._loading is None

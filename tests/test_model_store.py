@@ -75,6 +75,27 @@ def test_a_damaged_version_is_skipped_and_a_dangling_current_repaired(tmp_path, 
     assert resolve("toy", data).source == "shipped"
 
 
+def test_a_version_removed_while_it_is_checked_is_skipped(tmp_path, shipped, monkeypatch):
+    """An older version pruned by a concurrent publish while a server checks it: the check says the
+    version is not intact (the server serves another) instead of failing with FileNotFoundError."""
+    from app.model_store import versions as versions_module
+
+    data = tmp_path / "data"
+    old = publish("toy", _fill(1.0), _meta(), data_dir=data)
+    time.sleep(0.02)
+    new = publish("toy", _fill(2.0), _meta(), data_dir=data)
+    real_sha256 = versions_module.file_sha256
+
+    def vanishing(path):  # the file goes between the size check and the read
+        if new.version in str(path):
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real_sha256(path)
+
+    monkeypatch.setattr(versions_module, "file_sha256", vanishing)
+    choice = versions_module.choose(data / "models" / "toy")
+    assert choice.version == old.version and "removed while it was checked" in choice.problem
+
+
 def test_pickles_are_refused(tmp_path, shipped):
     data = tmp_path / "data"
 

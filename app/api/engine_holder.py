@@ -236,7 +236,17 @@ class EngineHolder:
                 return
             self._loading = named or "repair"
             self._pointer = named
-        threading.Thread(target=self._load, name="figsearch-index-load", daemon=True).start()
+        threading.Thread(target=self._load_in_background, name="figsearch-index-load", daemon=True).start()
+
+    def _load_in_background(self) -> None:
+        """`_load` in its own thread: whatever goes wrong is logged and the next poll may load
+        again (a load left marked as running would keep every later version from being served)."""
+        try:
+            self._load()
+        except Exception:
+            log.exception("loading the search index failed")
+            with self._lock:
+                self._loading = None
 
     def poll_nowait(self) -> None:
         """Look for a new index version without ever blocking the caller (health checks): a

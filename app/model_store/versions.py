@@ -97,9 +97,16 @@ def write_manifest(version_dir: Path, previous: Path | None = None) -> None:
 
 
 def check_version(version_dir: Path) -> None:
-    """Raise VersionCorrupt naming the first file that does not match the manifest."""
+    """Raise VersionCorrupt naming the first file that does not match the manifest. A version
+    removed while it is checked (an older one pruned by a concurrent publish) is not intact either."""
     version_dir = Path(version_dir)
-    name = _label(version_dir)
+    try:
+        _check_files(version_dir, _label(version_dir))
+    except FileNotFoundError as exc:
+        raise VersionCorrupt(f"{_label(version_dir)} was removed while it was checked ({exc.filename})") from None
+
+
+def _check_files(version_dir: Path, name: str) -> None:
     if not version_dir.is_dir():
         raise VersionCorrupt(f"{name} does not exist")
     mf = version_dir / MANIFEST
@@ -134,7 +141,14 @@ def versions(root: Path) -> list[str]:
     """Published version names, newest first (by the time their folder was finished, then name)."""
     if not root.is_dir():
         return []
-    found = [(p.stat().st_mtime_ns, p.name) for p in root.iterdir() if p.is_dir() and VERSION_NAME.match(p.name)]
+    found = []
+    for p in root.iterdir():
+        if VERSION_NAME.match(p.name):
+            try:
+                if p.is_dir():
+                    found.append((p.stat().st_mtime_ns, p.name))
+            except FileNotFoundError:  # removed since it was listed
+                continue
     return [name for _t, name in sorted(found, reverse=True)]
 
 
