@@ -69,8 +69,7 @@ def sliver_trimmed(img: Image.Image) -> Image.Image | None:
     gutter close to an edge, as a screenshot of one panel catches of its neighbours or of a
     sub-caption; rows first, then columns, twice. None when there is no such sliver."""
     ink = np.asarray(img.convert("L")) < INK_BELOW
-    box = ink_box(img)
-    if box is None:
+    if not ink.any():
         return None
 
     def to_ink(x0: int, y0: int, x1: int, y1: int) -> tuple[int, int, int, int]:
@@ -78,6 +77,7 @@ def sliver_trimmed(img: Image.Image) -> Image.Image | None:
         return (x0 + int(cols.argmax()), y0 + int(rows.argmax()),
                 x1 - int(cols[::-1].argmax()), y1 - int(rows[::-1].argmax()))
 
+    box = to_ink(0, 0, ink.shape[1], ink.shape[0])  # the ink box, from the array already made
     x0, y0, x1, y1 = box
     for _ in range(2):
         top, bottom = _gutter_cuts(ink[y0:y1, x0:x1].any(axis=1))
