@@ -2,11 +2,15 @@
 pretrained backbone, which gives its figure types and its picture vector (app/vision/pictures.py),
 and the words of each figure's region in its PDF's text layer (app/vision/text_layer.py).
 
-    python scripts/bench_vision.py --data-dir DIR [--n 500] [--threads 2]
+    python scripts/bench_vision.py --data-dir DIR [--n 500] [--threads 2] [--runtime torch]
+
+`--runtime torch` runs the backbone's PyTorch module instead of its ONNX Runtime export (the
+comparison behind the served choice).
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -20,7 +24,7 @@ from app.db.schema import Figure, Paper  # noqa: E402
 from app.db.session import session_scope  # noqa: E402
 from app.pipeline.classify import _text_layers  # noqa: E402
 from app.settings import settings_for  # noqa: E402
-from app.vision.pictures import encode_pictures  # noqa: E402
+from app.vision.pictures import backbone_for, encode_pictures  # noqa: E402
 
 
 def main() -> None:
@@ -28,6 +32,7 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, required=True)
     ap.add_argument("--n", type=int, default=500)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--runtime", choices=("onnx", "torch"), default="onnx")
     args = ap.parse_args()
     import torch
 
@@ -37,22 +42,25 @@ def main() -> None:
         rows = s.execute(select(Figure.image_path, Figure.id, Paper.sha256, Figure.page, Figure.region_bbox,
                                 Figure.bbox).join(Paper).where(Figure.kind == "figure").limit(args.n)).all()
     paths = [r[0] for r in rows]
-    encode_pictures([Image.new("RGB", (64, 64), "white")])  # load outside the timing
+    encode_pictures([Image.new("RGB", (64, 64), "white")], data_dir=args.data_dir)  # load outside the timing
+    if args.runtime == "torch":
+        backbone_for(args.data_dir).session = None
 
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     images = []
     for rel in paths:
         with Image.open(settings.data_dir / rel) as im:
             im.draft("RGB", (448, 448))
             images.append(im.convert("RGB"))
-    t1 = time.perf_counter()
-    encode_pictures(images)
-    t2 = time.perf_counter()
+    c1, t1 = time.process_time(), time.perf_counter()
+    encode_pictures(images, data_dir=args.data_dir)
+    c2, t2 = time.process_time(), time.perf_counter()
     _text_layers(settings, [tuple(r[1:]) for r in rows])
     t3 = time.perf_counter()
     n = len(paths)
     print(f"{n} crops: read {n / (t1 - t0):.1f} fig/s, backbone + types + picture vector {n / (t2 - t1):.1f} fig/s, "
-          f"text layers {n / (t3 - t2):.1f} fig/s; in all {n / (t3 - t0):.1f} fig/s")
+          f"text layers {n / (t3 - t2):.1f} fig/s; in all {n / (t3 - t0):.1f} fig/s; "
+          f"backbone {n / max(c2 - c1, 1e-9):.1f} fig per CPU-s, load {os.getloadavg()[0]:.1f} ({args.runtime})")
 
 
 if __name__ == "__main__":

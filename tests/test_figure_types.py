@@ -63,10 +63,12 @@ socket.socket.connect = refuse
 socket.create_connection = refuse
 import numpy as np
 from PIL import Image
-from app.vision.backbone import LOADERS, Backbone
+from app.vision.backbone import LOADERS, NAME, Backbone
 for name in LOADERS:
-    f = Backbone(name, 64).features([Image.new("RGB", (90, 60), "white")])
+    b = Backbone(name, 64)
+    f = b.features([Image.new("RGB", (90, 60), "white")])
     assert f.shape == (1, 2560) and np.isfinite(f).all(), name
+    assert b.runtime == "onnx" or name != NAME, name  # the served backbone runs in ONNX Runtime
 assert "torchvision" not in sys.modules
 print("ok")
 """
@@ -269,3 +271,40 @@ def test_balance_lifts_the_recall_of_a_rare_type():
         return (fit_head(ex, components=10, balance=balance).logits(test_x).argmax(axis=1) == 1).mean()
 
     assert rare_recall(1.0) > rare_recall(0.0) + 0.2
+
+
+def _drawn_crops() -> list[Image.Image]:
+    from PIL import ImageDraw
+
+    out = []
+    for k in range(3):
+        im = Image.new("RGB", (120 + 30 * k, 90), "white")
+        d = ImageDraw.Draw(im)
+        d.line([(10, 80), (60, 20 + 10 * k), (110, 40)], fill=(200, 30, 30), width=3)
+        d.rectangle([20, 50, 40 + 20 * k, 85], outline="black")
+        out.append(im)
+    return out
+
+
+def test_onnx_runtime_gives_the_features_of_the_torch_module():
+    from app.vision.backbone import Backbone
+
+    fast, ref = Backbone("mobilenet_v2", 96), Backbone("mobilenet_v2", 96, runtime="torch")
+    assert (fast.runtime, ref.runtime) == ("onnx", "torch")
+    a, b = fast.features(_drawn_crops()), ref.features(_drawn_crops())
+    assert a.shape == b.shape == (3, 2560)
+    np.testing.assert_allclose(a, b, atol=2e-3, rtol=1e-3)
+
+
+def test_a_failed_export_leaves_the_torch_module_in_charge(monkeypatch):
+    import torch
+
+    from app.vision.backbone import Backbone
+
+    def fail(*a, **k):
+        raise RuntimeError("exporter missing")
+
+    monkeypatch.setattr(torch.onnx, "export", fail)
+    b = Backbone("mobilenet_v2", 64)
+    assert b.runtime == "torch"
+    assert np.isfinite(b.features(_drawn_crops())).all()

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import pymupdf
 
+from app.onnx_sessions import session_options
+
 log = logging.getLogger(__name__)
 
 __all__ = ["LayoutBox", "available", "page_boxes"]
@@ -69,10 +71,7 @@ def _single_threaded_sessions():
     make = ort.InferenceSession
 
     def single_threaded(path, sess_options=None, providers=None, **kwargs):
-        options = sess_options or ort.SessionOptions()
-        options.intra_op_num_threads = options.inter_op_num_threads = 1
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        return make(path, sess_options=options, providers=providers, **kwargs)
+        return make(path, sess_options=session_options(1, sess_options), providers=providers, **kwargs)
 
     ort.InferenceSession = single_threaded
     try:
