@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -22,11 +23,14 @@ def _env(redis_url, pg_url, data):
 
 
 def start_worker(env, concurrency=2):
+    """A Celery worker whose log goes to a file (`proc.log`): a pipe nobody reads while the test
+    waits fills up on a loaded machine (tracebacks of timed-out files) and blocks the worker."""
     celery = str(Path(sys.executable).with_name("celery"))
+    log = tempfile.TemporaryFile()
     proc = subprocess.Popen([celery, "-A", "workers", "worker", "-l", "warning", "--concurrency", str(concurrency),
                              "--without-gossip", "--without-mingle", "--without-heartbeat"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+    proc.log = log
     return proc
 
 
@@ -71,10 +75,10 @@ def test_ingest_through_redis_and_workers(demo_pdfs, redis_url, pg_url, tmp_path
         assert (data / "figures").is_dir() and any((data / "figures").rglob("*.png"))
     finally:
         stop(worker)
-        if worker.stderr:
-            err = worker.stderr.read().decode(errors="replace")
-            if "Traceback" in err:
-                print(err[-4000:])
+        worker.log.seek(0)
+        err = worker.log.read().decode(errors="replace")
+        if "Traceback" in err:
+            print(err[-4000:])
 
 
 def test_worker_killing_file_fails_after_max_deliveries_and_the_batch_finishes(demo_pdfs, real_papers,
