@@ -272,6 +272,44 @@ def test_related_card_folds_its_reasons_past_the_most_telling(server, browser, w
     page.close()
 
 
+def test_phone_cards_are_as_tall_as_their_content(server, browser):
+    """On a phone a result or related card is one row of the list, its picture beside its label,
+    caption and paper, as tall as its own content: three cards or more fit a screen (a grid of
+    equal heights made every card as tall as the tallest, about 1.5 a screen), and the reasons
+    and their "+N more" button stay on the card."""
+    import json
+
+    fid = _figure_with_related(server)
+    original = httpx.get(f"{server}/api/v1/figures/{fid}/similar", params={"scope": "other_papers", "k": 12}).json()
+    assert len(original["items"]) >= 3
+    original["items"][0].update(reasons=MANY_REASONS, matched_terms=["beam", "criteo"])
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    page.set_default_timeout(20_000)
+    console = Console(page)
+    page.route("**/similar?*scope=other_papers*",
+               lambda route: route.fulfill(status=200, content_type="application/json", body=json.dumps(original)))
+    for address, grid in ((f"#/figure/{fid}", "#similar"), ("#/?q=model%20accuracy", "#results")):
+        page.goto(f"{server}/{address}")
+        wait_page(page)
+        page.wait_for_selector(f"{grid} .card")
+        wait_js(page, f"document.querySelector('{grid} .card img').complete")  # the others load lazily
+        cards = boxes(page, f"{grid} .card")
+        assert len({round(c["left"]) for c in cards}) == 1, cards  # one card a row
+        heights = [c["height"] for c in cards]
+        assert max(heights) <= 844 / 3, heights
+        # the picture sits beside the text, not above it
+        pic, label = boxes(page, f"{grid} .card .thumb")[0], boxes(page, f"{grid} .card .label")[0]
+        assert label["left"] >= pic["right"] and label["top"] < pic["bottom"], (pic, label)
+        shot(page, f"phone-pages-08-cards-{grid[1:]}")
+    page.goto(f"{server}/#/figure/{fid}")
+    wait_page(page)
+    first = page.locator("#similar .card").first
+    assert first.locator(".why .chip.reason").first.is_visible() and first.locator("button.more-reasons").is_visible()
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    assert not console.errors, console.errors
+    page.close()
+
+
 @pytest.mark.parametrize("width,height,tag", SIZES)
 def test_long_caption_folds_on_a_phone(server, browser, width, height, tag):
     """A long caption on a phone shows its first lines and a button for the whole of it, so that
