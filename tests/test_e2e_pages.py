@@ -431,3 +431,24 @@ def test_a_refused_image_drops_the_one_chosen_before(server, browser, tmp_path):
     assert searched == [] and "notes.png" in page.inner_text("#upload-message")
     assert not console.errors, console.errors
     page.close()
+
+
+@pytest.mark.parametrize("width,height,tag", SIZES)
+def test_results_of_a_picture_come_into_view(server, browser, tmp_path, width, height, tag):
+    """On a phone the results of a search by picture start below the form: the page brings the
+    first of them into view instead of leaving the reader before a button that seemed to do
+    nothing."""
+    picture = tmp_path / "figure.png"
+    picture.write_bytes(httpx.get(f"{server}/api/v1/figures/1/image").content)
+    page, console = open_page(browser, server, "#/upload", width, height)
+    assert "Choose a figure image" in page.inner_text(".drop")
+    page.set_input_files("#image-file", str(picture))
+    page.wait_for_selector(".preview img")
+    page.click("#find-similar")
+    page.wait_for_selector("#image-results .card")
+    first = boxes(page, "#image-results .card")[0]
+    assert 0 <= first["top"] and first["top"] + 100 <= height, first
+    assert page.locator("#held-copy").is_visible() and boxes(page, "#held-copy")[0]["top"] >= 0
+    shot(page, f"{tag}-pages-09-picture-results")
+    assert not console.errors, console.errors
+    page.close()

@@ -3,6 +3,16 @@
 import { api, serverInfo } from '../api.js';
 import { h, notice, empty, figureCard, whyBlock, gridKeys, setTitle, dropZone, fileSize, loading, asSentence } from '../ui.js';
 
+// Below the form on a phone, the answer would arrive off screen (the button seemed to do nothing):
+// when hardly any of the first result shows, the page scrolls to what the picture is and the results.
+function bringIntoView(summary, grid) {
+  const first = grid.firstElementChild;
+  if (!first || first.getBoundingClientRect().top < window.innerHeight - 120) return;
+  const header = document.querySelector('.top');
+  const covered = header && getComputedStyle(header).position === 'sticky' ? header.offsetHeight : 0;
+  window.scrollTo(0, window.scrollY + summary.getBoundingClientRect().top - covered - 8);
+}
+
 export async function renderUpload(root, { signal }) {
   setTitle('Search by image');
   const info = await serverInfo();
@@ -18,7 +28,7 @@ export async function renderUpload(root, { signal }) {
   gridKeys(grid);
 
   const { zone } = dropZone({
-    id: 'image-file', accept: info.image_types.join(','), label: 'Drop a figure image here, or click to choose one',
+    id: 'image-file', accept: info.image_types.join(','), label: 'Choose a figure image, or drop one here',
     hint: `PNG or JPEG, up to ${info.max_image_mb} MB`,
     onFiles: (files) => {
       const f = files[0];
@@ -93,6 +103,7 @@ export async function renderUpload(root, { signal }) {
           ' (first below); the others are figures like it.'));
       }
       for (const hit of r.items) grid.append(figureCard(hit, { extra: whyBlock(hit, { picture }) }));
+      bringIntoView(msg, grid);
     } catch (err) {
       if (err.name === 'AbortError') return;
       msg.replaceChildren(notice(asSentence(err.message), err.status === 501 ? 'warn' : 'error'));
