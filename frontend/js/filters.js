@@ -93,12 +93,21 @@ export async function filterBar(params, { signal, onChange }) {
     : null;
   const active = [...current.keys()].length;
   const reset = active ? h('a', { href: searchHash(params.get('q') || '', []), id: 'f-reset', class: 'small' }, 'Clear filters') : null;
-  const form = h('form', { class: 'filters', id: 'filters', role: 'search', 'aria-label': 'Filters', onsubmit: (e) => { e.preventDefault(); onChange(collect()); } },
-    h('div', { class: 'filter-row' },
-      h('label', { class: 'f' }, h('span', {}, 'Show'), kind),
-      h('label', { class: 'f years' }, h('span', {}, 'Years'), yFrom, h('span', { class: 'dash' }, '–'), yTo),
-      h('label', { class: 'f paper' }, h('span', {}, 'Paper'), paper),
-      reset),
-    chips);
+  // on a phone the fields fold behind a "Filters" button (open while one of them is set) and the
+  // type chips scroll sideways in one line, so that the results start on the first screen
+  // (style.css); wider screens show everything and no button
+  const set = ['kind', 'year_from', 'year_to', 'paper_id'].filter((k) => current.get(k)).length;
+  const fields = h('div', { class: 'filter-row', id: 'filter-fields' },
+    h('label', { class: 'f' }, h('span', {}, 'Show'), kind),
+    h('label', { class: 'f years' }, h('span', {}, 'Years'), yFrom, h('span', { class: 'dash' }, '–'), yTo),
+    h('label', { class: 'f paper' }, h('span', {}, 'Paper'), paper),
+    reset);
+  const toggle = h('button', { type: 'button', class: 'chip filters-toggle', id: 'filters-toggle', 'aria-controls': 'filter-fields', 'aria-expanded': String(set > 0) },
+    set ? `Filters (${set})` : 'Filters');
+  const form = h('form', { class: `filters${set ? ' open' : ''}`, id: 'filters', role: 'search', 'aria-label': 'Filters', onsubmit: (e) => { e.preventDefault(); onChange(collect()); } },
+    fields, h('div', { class: 'facet-line' }, toggle, chips));
+  toggle.addEventListener('click', () => {
+    toggle.setAttribute('aria-expanded', String(form.classList.toggle('open')));
+  });
   return { form, facets };
 }
