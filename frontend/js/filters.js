@@ -104,7 +104,7 @@ export async function filterBar(params, { signal, onChange }) {
     reset);
   const toggle = h('button', { type: 'button', class: 'chip filters-toggle', id: 'filters-toggle', 'aria-controls': 'filter-fields', 'aria-expanded': String(set > 0) },
     set ? `Filters (${set})` : 'Filters');
-  const form = h('form', { class: `filters${set ? ' open' : ''}`, id: 'filters', role: 'search', 'aria-label': 'Filters', onsubmit: (e) => { e.preventDefault(); onChange(collect()); } },
+  const form = h('form', { class: `filters foldable${set ? ' open' : ''}`, id: 'filters', role: 'search', 'aria-label': 'Filters', onsubmit: (e) => { e.preventDefault(); onChange(collect()); } },
     fields, h('div', { class: 'facet-line' }, toggle, chips));
   toggle.addEventListener('click', () => {
     toggle.setAttribute('aria-expanded', String(form.classList.toggle('open')));
