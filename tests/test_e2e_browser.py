@@ -186,6 +186,7 @@ def test_phone_layout(server, browser):
         page.wait_for_selector(ready)
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, f"{route}: horizontal overflow of {overflow}px"
+        assert "keyboard" not in page.inner_text(".foot")  # no shortcuts to offer without a keyboard
         shot(page, name)
     # unknown pages and missing figures say so instead of breaking
     page.goto(f"{base}/#/nowhere")
