@@ -176,6 +176,33 @@ def test_phone_filters_fold_and_type_chips_keep_one_line(server, browser):
     page.close()
 
 
+@pytest.mark.parametrize("width,tag", [(1366, "desktop"), (390, "phone")])
+def test_results_do_not_jump_when_the_filters_arrive(server, browser, width, tag):
+    """The filter box above the results needs the list of papers, fetched once per tab and slower
+    than the search on a first visit (held back here): the results wait for it instead of being
+    pushed down by it once a reader may be tapping them. Every position the first card takes
+    while the page builds is its final one."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.set_default_timeout(20_000)
+    console = Console(page)
+
+    def late(route):
+        time.sleep(1.0)  # the list of papers answers after the search (the order of a first visit)
+        route.continue_()
+    page.route("**/api/v1/papers?*", late)
+    page.add_init_script("""new MutationObserver(() => {
+        const c = document.querySelector('#results .card');
+        if (c) (window.firstCardTops ||= []).push(Math.round(c.getBoundingClientRect().top + scrollY));
+      }).observe(document, {childList: true, subtree: true});""")
+    page.goto(server + "/#/?q=model")
+    wait_page(page)
+    page.wait_for_selector("#filters")
+    tops = page.evaluate("window.firstCardTops")
+    assert tops and len(set(tops)) == 1, tops
+    assert not console.errors, console.errors
+    page.close()
+
+
 def _settled_cards(page, timeout: float = 10.0) -> list:
     """The paper page's cards as (label, height), once two reads 0.2 s apart agree: the order
     switch re-renders the list, and reading card by card could straddle that."""

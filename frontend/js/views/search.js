@@ -72,6 +72,9 @@ export async function renderSearch(root, params, { signal, restore }) {
     // the cut-off above which a card may say "close in meaning" is the server's (cached after the
     // first page); without it no card claims closeness
     const closeMeaning = (await serverInfo().catch(() => null))?.ranking?.thresholds?.dense_match_min ?? Infinity;
+    // the first results wait for the filter box above them: shown before it, they jumped down
+    // under the reader's finger when it came
+    if (!shown) await barShown;
     status.replaceChildren();
     const firstNew = grid.children.length;
     for (const f of items) grid.append(figureCard(f, { extra: snippetBlock(f, closeMeaning) }));
