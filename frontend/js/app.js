@@ -1,5 +1,5 @@
 // Hash router: #/ (search or browse), #/figure/ID, #/paper/ID, #/papers, #/upload, #/admin.
-import { h, notice, clear, remember, asSentence, cardLink } from './ui.js';
+import { h, notice, clear, remember, asSentence, cardLink, doneTyping } from './ui.js';
 import { renderSearch } from './views/search.js';
 import { renderFigure } from './views/figure.js';
 import { renderPaper, renderPapers } from './views/paper.js';
@@ -104,6 +104,7 @@ document.getElementById('search-form').addEventListener('submit', (e) => {
   const { path, params } = parseHash();
   // a new query on the search page keeps its filters; from any other page it starts afresh
   location.hash = searchHash(q, path === '/' || path === '' ? filterParams(params) : []);
+  doneTyping(qInput);
 });
 
 // "/" focuses the search box (unless typing somewhere); Escape leaves it.

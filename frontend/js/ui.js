@@ -37,6 +37,11 @@ export function remember(part) { history.replaceState({ ...(history.state || {})
 // The server's messages are lower-case phrases; pages show them as sentences.
 export function asSentence(t) { return t ? `${t[0].toUpperCase()}${t.slice(1)}${/[.!?]$/.test(t) ? '' : '.'}` : t; }
 
+// On a touch screen a search box keeps its on-screen keyboard open after the search, over half of
+// the results: the box lets go of the focus once its search is sent. (With a mouse and keyboard it
+// keeps it, to refine the query.)
+export function doneTyping(input) { if (window.matchMedia('(pointer: coarse)').matches) input.blur(); }
+
 export function setTitle(text) { document.title = text ? `${text} · figsearch` : 'figsearch'; }
 
 // A long text on a narrow screen (`media`) shows its first lines (style.css clamps `.folded`) and a
