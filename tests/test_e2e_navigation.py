@@ -145,10 +145,16 @@ def test_filters_figure_and_paper_pages(server, browser, width, tag):
     page.close()
 
 
+def boxes_right(locator) -> float:
+    box = locator.bounding_box()
+    return box["x"] + box["width"]
+
+
 def test_phone_filters_fold_and_type_chips_keep_one_line(server, browser):
     """On a phone the filter fields fold behind "Filters" and the type chips scroll sideways in
-    one line, so that the filters take one line above the results (they took four or more);
-    the button opens the fields, and a page whose filters are set shows them open."""
+    one line, so that the filters take one line above the results (they took four or more); the
+    chosen type comes first in that line; the button opens the fields, and a page whose filters
+    are set shows them open."""
     page = browser.new_page(viewport={"width": 390, "height": 844})
     page.set_default_timeout(20_000)
     console = Console(page)
@@ -161,6 +167,15 @@ def test_phone_filters_fold_and_type_chips_keep_one_line(server, browser):
     assert len(tops) > 1 and len(set(tops)) == 1, tops
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     shot(page, "phone-06-filters-folded")
+    last = page.locator("#type-facets .chip").last  # off the screen's edge in its line
+    chosen = last.get_attribute("data-type")
+    last.click()
+    wait_js(page, f"location.hash.includes('type={chosen}')")
+    wait_page(page)
+    on = page.locator("#type-facets .chip.on")
+    assert on.get_attribute("data-type") == chosen and boxes_right(on) <= 390  # the chosen type shows
+    page.go_back()
+    wait_page(page)
     toggle = page.locator("#filters-toggle")
     assert toggle.get_attribute("aria-expanded") == "false"
     toggle.click()
