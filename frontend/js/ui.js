@@ -81,6 +81,10 @@ function thumb(f) {
   return box;
 }
 
+// A figure at least this many times as wide as tall (a row of panels) is shrunk past reading in the
+// picture beside a phone card's text: there it spans the card, above the text (style.css: .card.wide).
+const WIDE = 2.5;
+
 // A figure card: a box holding the link to the figure's page (picture, label, caption, paper) and,
 // after the link, the `extra` nodes (the "why", a snippet). The link covers the whole box (style.css:
 // .card-link::after), so a click anywhere opens the figure; a button in the extra part (the reasons'
@@ -99,7 +103,8 @@ export function figureCard(f, { extra = null, showPaper = true } = {}) {
       ? h('div', { class: 'cap' }, f.caption_highlights?.length ? captionWithMatches(f) : captionBody(f))
       : h('div', { class: 'cap none' }, 'No caption'),
     showPaper && f.paper_title ? h('div', { class: 'paper' }, f.paper_title + (f.paper_year ? ` (${f.paper_year})` : '')) : null);
-  return h('div', { class: `card${f.kind === 'table' ? ' table-card' : ''}`, dataset: { figureId: f.figure_id } },
+  const wide = f.kind !== 'table' && f.width && f.height && f.width / f.height >= WIDE;
+  return h('div', { class: `card${f.kind === 'table' ? ' table-card' : ''}${wide ? ' wide' : ''}`, dataset: { figureId: f.figure_id } },
     h('a', { class: 'card-link', href: `#/figure/${f.figure_id}` }, thumb(f), body),
     extra ? h('div', { class: 'card-extra' }, extra) : null);
 }
