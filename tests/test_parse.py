@@ -304,3 +304,90 @@ def test_year_skips_citations_and_falls_back_to_the_references():
     doc = _front_page([[(200, "Ann Author, Bob Builder", 12)]], {"creationDate": "D:20260813001223"},
                       "Proceedings of the Conference on Ranking (RANK 2022), pages 1-9", refs)
     assert parse_pdf(doc).year == 2022
+
+
+def _page_of_lines(doc: pymupdf.Document, lines: list[str], y0: float = 150, size: float = 10) -> pymupdf.Page:
+    page = doc.new_page(width=612, height=792)
+    for i, t in enumerate(lines):
+        page.insert_text((56, y0 + 1.2 * size * i), t, fontsize=size, fontname="helv")
+    return page
+
+
+def test_line_end_hyphen_before_a_capital_or_digit_leaves_no_space():
+    """'GPT-' / '3.5' and 'BERT-' / 'Base' keep the hyphen; 'EN-' / 'GLISH' drops it because the
+    paper writes ENGLISH elsewhere; a lower-case break keeps its hyphen when the paper writes the
+    compound hyphenated ('cross-entropy'), and drops it otherwise ('recommendation')."""
+    doc = pymupdf.open()
+    page = _page_of_lines(doc, [
+        "We evaluate the recom-",
+        "mendation quality of GPT-",
+        "3.5 and of BERT-",
+        "Base on the EN-",
+        "GLISH part of the data, trained with cross-",
+        "entropy on all the rest of the training data.",
+    ])
+    page.insert_text((56, 100), "A Title For The Hyphen Test Paper", fontsize=16, fontname="hebo")
+    _page_of_lines(doc, ["The ENGLISH results use the cross-entropy loss, as is usual for such models of text."],
+                   y0=400)
+    body = parse_pdf(doc).body_text
+    assert "recommendation quality of GPT-3.5 and of BERT-Base on the ENGLISH part" in body
+    assert "trained with cross-entropy on all" in body
+    assert "- " not in body
+
+
+def test_join_lines_without_the_documents_words():
+    from app.ingest.hyphenation import join_lines
+
+    assert join_lines(["a state-of-the-", "art model with a 2-", "layer net and GPT-", "4"]) == \
+        "a state-of-the-art model with a 2-layer net and GPT-4"
+    assert join_lines(["the recom-", "mendation (see", "-", "below)"]) == "the recommendation (see - below)"
+
+
+def _paged_pdf(n_pages: int, heads: dict[int, str], head_y: float) -> pymupdf.Document:
+    doc = pymupdf.open()
+    for pno in range(n_pages):
+        page = doc.new_page(width=612, height=792)
+        if pno == 0:
+            page.insert_text((56, 60), "A Synthetic Study of Running Heads", fontsize=18, fontname="hebo")
+        elif pno in heads:
+            page.insert_text((56, head_y), heads[pno], fontsize=9, fontname="helv")
+        topic = ["columns", "captions", "tables", "figures", "headings", "equations", "footnotes", "lists"][pno]
+        page.insert_textbox(pymupdf.Rect(56, 86, 556, 700),
+                            f"This paragraph on {topic} talks about the page model and the reading order in some "
+                            "detail, so that the page holds a real paragraph of running text for the parser.",
+                            fontsize=9, fontname="helv")
+    return doc
+
+
+def test_running_heads_just_below_the_margin_band_are_dropped():
+    """An author-list head on odd pages and a short-title head on even pages, each on only half of
+    the pages, set 0.091 of the page height down with the body text right below them."""
+    heads = {p: ("Ann Author, Bob Builder, and Cy Coder" if p % 2 else "Running Heads in a Synthetic Study")
+             for p in range(1, 8)}
+    body = parse_pdf(_paged_pdf(8, heads, head_y=0.091 * 792 + 3)).body_text
+    assert "This paragraph on equations talks" in body
+    assert "Ann Author" not in body and "Running Heads in" not in body
+
+
+def test_footnotes_with_a_raised_mark_are_not_body_text():
+    """A footnote set at nearly the body size is told by its raised mark; a raised exponent that
+    wrapped to a line start (before a comma) stays in the paragraph."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((56, 60), "A Synthetic Study of Footnotes", fontsize=18, fontname="hebo")
+    page.insert_textbox(pymupdf.Rect(56, 100, 556, 200),
+                        "The first paragraph of the paper is long enough to be body text and it cites a "
+                        "data set with a footnote mark after its name, as papers often do.",
+                        fontsize=9, fontname="helv")
+    page.insert_text((56, 560), "We normalise the adjacency matrix with the degree matrix D raised to -1/", fontsize=9,
+                     fontname="helv")
+    page.insert_text((56, 568), "2", fontsize=6, fontname="helv")
+    page.insert_text((60, 571), ", which keeps the scale of the features stable over all layers of the model.",
+                     fontsize=9, fontname="helv")
+    page.insert_text((56, 700), "1", fontsize=6, fontname="helv")
+    page.insert_text((60, 703), "See https://example.org/data for the data set and its licence terms.", fontsize=8.5,
+                     fontname="helv")
+    body = parse_pdf(doc).body_text
+    assert "The first paragraph" in body
+    assert "which keeps the scale of the features" in body
+    assert "example.org" not in body and "licence terms" not in body

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import pymupdf
 
 from app.labels import CAPTION_DELIMS, CAPTION_RE, MULTI_REF_RE, kind_of
+from app.ingest.hyphenation import join_lines
 from app.ingest.layout import (TEXT_FLAGS, DocumentLayout, Line, column_span, doc_stats, is_bold, lines_from_dict,
                                mark_body, overlap_1d, union)
 
@@ -221,16 +222,7 @@ def _extend_caption(cap: Caption, lines: list[Line], st: DocumentLayout) -> None
 
 def join_caption_lines(parts: list[str]) -> str:
     """Join caption lines, undoing end-of-line hyphenation (born-digital and OCR'd captions alike)."""
-    out = ""
-    for p in parts:
-        p = p.strip()
-        if not out:
-            out = p
-        elif out.endswith("-") and p[:1].islower():
-            out = out[:-1] + p
-        else:
-            out += " " + p
-    return re.sub(r"\s+", " ", out).strip()
+    return re.sub(r"\s+", " ", join_lines(parts)).strip()
 
 
 def find_captions(page: pymupdf.Page, pdict: dict | None = None, stats: DocumentLayout | None = None) -> list[Caption]:

@@ -20,6 +20,7 @@ from datetime import date
 import pymupdf
 
 from app.labels import CAPTION_PARAGRAPH_RE
+from app.ingest.hyphenation import join_lines, vocabulary
 from app.ingest.layout import DocumentLayout, Line, PageLayout, build_layout, clean_text, is_bold, join_spans
 from app.ingest.title_case import title_case
 from app.ingest.types import ParsedPaper
@@ -130,16 +131,22 @@ def _furniture_key(text: str) -> str:
     return re.sub(r"\d+", "#", text.lower())[:80]
 
 
+# Running heads and feet repeat page after page; on a tight layout (a head 0.09 of the page height
+# down, the body starting just below it) they sit lower than the margin, so repeated text is
+# looked for in a wider band than the single-page rules (page numbers, tiny print) use.
+_MARGIN_BAND = 0.09
+_REPEAT_BAND = 0.12
+
+
+def _in_band(ln: Line, height: float, band: float) -> bool:
+    return ln.yc < band * height or ln.yc > (1 - band) * height
+
+
 def _remove_furniture(pages: list[list[_Block]], heights: list[float], body_size: float) -> None:
     n = len(pages)
     counts: Counter[str] = Counter()
     for pno, blocks in enumerate(pages):
-        h = heights[pno]
-        seen = set()
-        for b in blocks:
-            for ln in b.lines:
-                if ln.yc < 0.09 * h or ln.yc > 0.91 * h:
-                    seen.add(_furniture_key(ln.text))
+        seen = {_furniture_key(ln.text) for b in blocks for ln in b.lines if _in_band(ln, heights[pno], _REPEAT_BAND)}
         counts.update(seen)
     repeat_min = max(2, int(0.3 * n + 0.5)) if n >= 3 else 10**9
     for pno, blocks in enumerate(pages):
@@ -148,10 +155,9 @@ def _remove_furniture(pages: list[list[_Block]], heights: list[float], body_size
         for b in blocks:
             kept = []
             for ln in b.lines:
-                in_margin = ln.yc < 0.09 * h or ln.yc > 0.91 * h
-                if in_margin:
-                    if counts[_furniture_key(ln.text)] >= repeat_min:
-                        continue
+                if _in_band(ln, h, _REPEAT_BAND) and counts[_furniture_key(ln.text)] >= repeat_min:
+                    continue
+                if _in_band(ln, h, _MARGIN_BAND):
                     if _PAGE_NO_RE.match(ln.text) or len(ln.text) <= 3:
                         continue
                     if ln.size < 0.8 * body_size and (ln.yc < 0.06 * h or ln.yc > 0.94 * h):
@@ -161,6 +167,42 @@ def _remove_furniture(pages: list[list[_Block]], heights: list[float], body_size
                 b.lines = kept
                 b.update_bbox()
                 keep_blocks.append(b)
+        blocks[:] = keep_blocks
+
+
+_NOTE_MARK_RE = re.compile(r"^(?:\d{1,2}|[*\u2217\u2020\u2021\u00a7\u00b6\u22c6])$")
+_NOTE_ZONE = 0.6  # footnotes sit in the lower part of a page
+_NOTE_START_RE = re.compile(r"[A-Z][a-z]|https?:|www\.")
+
+
+def _starts_footnote(ln: Line, height: float) -> bool:
+    """A line low on the page that opens with a raised, smaller mark ("¹See https://...",
+    "∗Corresponding author"): a footnote. Footnotes set barely smaller than the body pass the
+    size test of paragraphs, so they are told by their mark."""
+    if ln.yc < _NOTE_ZONE * height:
+        return False
+    spans = [sp for sp in ln.spans if sp["text"].strip()]
+    if len(spans) < 2 or not _NOTE_MARK_RE.match(spans[0]["text"].strip()):
+        return False
+    mark, text = spans[0], spans[1]
+    # a note opens with a capitalised word or an address; a raised mark before a comma, a
+    # lower-case word or a symbol in capitals ("² AD") is an exponent or a wrapped note reference
+    opens_note = bool(_NOTE_START_RE.match(text["text"].lstrip()))
+    return opens_note and mark["size"] < 0.8 * text["size"] and mark["bbox"][3] < text["bbox"][3] - 0.5
+
+
+def _remove_footnotes(pages: list[list[_Block]], heights: list[float]) -> None:
+    """Drop each footnote: from the line opening it to the end of its block."""
+    for pno, blocks in enumerate(pages):
+        keep_blocks = []
+        for b in blocks:
+            start = next((i for i, ln in enumerate(b.lines) if _starts_footnote(ln, heights[pno])), None)
+            if start is not None:
+                b.lines = b.lines[:start]
+                if not b.lines:
+                    continue
+                b.update_bbox()
+            keep_blocks.append(b)
         blocks[:] = keep_blocks
 
 
@@ -264,29 +306,6 @@ def _is_heading(ln: Line, body_size: float) -> bool:
     return bool(_SECTION_NO_RE.match(t)) and upper > 0.8
 
 
-def _join_lines(lines: list[str]) -> str:
-    """Join lines of a paragraph with spaces, undoing line-end hyphenation."""
-    out = ""
-    for t in lines:
-        t = t.strip()
-        if not t:
-            continue
-        if not out:
-            out = t
-            continue
-        if out.endswith("-") and len(out) >= 2 and out[-2].isalpha() and t[:1].islower():
-            last_word = out.rsplit(" ", 1)[-1]
-            if last_word.count("-") >= 2:  # "state-of-the-" keeps its hyphen
-                out = out + t
-            else:
-                out = out[:-1] + t
-        elif out.endswith(("\u2010", "\u2011")):
-            out = out[:-1] + t
-        else:
-            out = out + " " + t
-    return out
-
-
 def _body_size(pages: list[list[_Block]]) -> float:
     c: Counter[float] = Counter()
     for blocks in pages:
@@ -339,7 +358,7 @@ def _find_title(first_page: list[_Block], page_h: float) -> tuple[str, list[Line
                 last = ln
             elif ln.y0 > last.y1 + 2:
                 break
-        text = _join_lines([g.text for g in group])
+        text = join_lines([g.text for g in group])
         text = re.sub(r"[\*\u2217\u2020\u2021\u00a7\u00b6\u22c6]+", "", text)
         text = re.sub(r"\s+([,:;?!])", r"\1", re.sub(r"\s+", " ", text)).strip(" ,;")
         if len(text) >= 12 and len(text.split()) >= 2 and len(text) < 300:
@@ -626,7 +645,7 @@ def _fallback_year(metadata: dict, references: list[str]) -> int | None:
 
 
 def _find_abstract(
-    ordered: list[_Block], body_size: float, title_lines: list[Line]
+    ordered: list[_Block], body_size: float, title_lines: list[Line], vocab: Counter[str]
 ) -> tuple[str, Line | None]:
     """Abstract text and the line holding the "Abstract" label (None when not found)."""
     lines = [ln for b in ordered if b.page <= 1 for ln in b.lines]
@@ -660,7 +679,7 @@ def _find_abstract(
             collected.append(t)
             if sum(len(c) for c in collected) > 5000:
                 break
-        text = _join_lines(collected).strip()
+        text = join_lines(collected, vocab).strip()
         if len(text) >= 80:
             return text, lines[start]
     # fall back: the first long paragraph after the title
@@ -670,7 +689,7 @@ def _find_abstract(
             break
         if any(id(ln) in tset for ln in b.lines):
             continue
-        text = _join_lines([ln.text for ln in b.lines])
+        text = join_lines([ln.text for ln in b.lines], vocab)
         if len(text.split()) >= 60 and not _BOILERPLATE_RE.match(text):
             return text, None
     return "", None
@@ -684,7 +703,7 @@ _NUM_BRACKET_RE = re.compile(r"^\[(\d{1,4}|[A-Za-z][A-Za-z+\-]{0,9}\d{0,4}[a-z]?
 _NUM_DOT_RE = re.compile(r"^(\d{1,3})\.\s+\S")
 
 
-def _split_references(ref_lines: list[tuple[Line, str]]) -> list[str]:
+def _split_references(ref_lines: list[tuple[Line, str]], vocab: Counter[str]) -> list[str]:
     """``ref_lines``: (line, column key) in reading order after the heading."""
     if not ref_lines:
         return []
@@ -700,7 +719,7 @@ def _split_references(ref_lines: list[tuple[Line, str]]) -> list[str]:
                 entries.append([ln.text])
             else:
                 entries[-1].append(ln.text)
-        return _finish_refs(entries)
+        return _finish_refs(entries, vocab)
 
     # "12. Author ..." numbered with a dot, must follow the running number
     seq = 0
@@ -719,7 +738,7 @@ def _split_references(ref_lines: list[tuple[Line, str]]) -> list[str]:
                 entries[-1].append(ln.text)
             else:
                 entries.append([ln.text])
-        return _finish_refs(entries)
+        return _finish_refs(entries, vocab)
 
     # author-year: hanging indent per column, else vertical gaps
     by_col: dict[str, list[Line]] = defaultdict(list)
@@ -755,13 +774,13 @@ def _split_references(ref_lines: list[tuple[Line, str]]) -> list[str]:
         else:
             entries[-1].append(ln.text)
         prev, prev_key = ln, key
-    return _finish_refs(entries)
+    return _finish_refs(entries, vocab)
 
 
-def _finish_refs(entries: list[list[str]]) -> list[str]:
+def _finish_refs(entries: list[list[str]], vocab: Counter[str]) -> list[str]:
     out = []
     for e in entries:
-        s = re.sub(r"\s+", " ", _join_lines(e)).strip()
+        s = re.sub(r"\s+", " ", join_lines(e, vocab)).strip()
         if len(s) >= 15 and sum(c.isalpha() for c in s) >= 8:
             out.append(s)
     return out
@@ -898,11 +917,13 @@ def parse_pdf(doc: pymupdf.Document, max_pages: int | None = None,
     paper.year = _printed_year(first_page, rotated, heights[0])
 
     _remove_furniture(pages, heights, body_size)
+    _remove_footnotes(pages, heights)
     ordered: list[_Block] = []
     for pno, blocks in enumerate(pages):
         ordered.extend(_order_page(blocks, widths[pno]))
 
-    paper.abstract, abs_line = _find_abstract(ordered, body_size, title_lines)
+    vocab = vocabulary(ln.text for b in ordered for ln in b.lines)
+    paper.abstract, abs_line = _find_abstract(ordered, body_size, title_lines, vocab)
 
     # flatten to lines with their block index / column key
     flat: list[tuple[Line, int, str]] = []
@@ -935,7 +956,7 @@ def parse_pdf(doc: pymupdf.Document, max_pages: int | None = None,
                 end = j
                 break
             ref_lines.append((ln, flat[j][2]))
-        paper.references = _split_references(ref_lines)
+        paper.references = _split_references(ref_lines, vocab)
         body_idx = list(range(ref_i)) + list(range(end, len(flat)))
     if paper.year is None:
         paper.year = _fallback_year(meta, paper.references)
@@ -985,7 +1006,7 @@ def parse_pdf(doc: pymupdf.Document, max_pages: int | None = None,
         if not u:
             hard_break = True
             continue
-        text = _join_lines([ln.text for ln in u])
+        text = join_lines([ln.text for ln in u], vocab)
         m = _ABS_RE.match(text)
         if m:
             text = text[m.end():]
@@ -1000,7 +1021,7 @@ def parse_pdf(doc: pymupdf.Document, max_pages: int | None = None,
         if size < 0.85 * body_size:
             continue  # footnotes, figure labels, table cells
         if paras and not hard_break and not re.search(r"[.!?:]['\"\u201d)]?$", paras[-1]) and text[:1].islower():
-            paras[-1] = _join_lines([paras[-1], text])
+            paras[-1] = join_lines([paras[-1], text], vocab)
         else:
             paras.append(text)
         hard_break = False
