@@ -1,7 +1,8 @@
 """Faults left in parsed body text, counted over every PDF under the given folders: line-end
 hyphens that leave "- " before a capital or digit ("GPT- 3.5"), and lines printed on three or
 more pages in their top or bottom eighth (running heads and feet; digits folded, 12 letters or
-more) that still appear in the body text. Parses as ingestion does (`parse_pdf`, without caption boxes:
+more) that still appear in the body text, and footnote text in it (an address right after a note
+number, "³https://...", or a paragraph opening with a note mark, "∗Work done at ..."). Parses as ingestion does (`parse_pdf`, without caption boxes:
 they change neither rule).
 
     python scripts/body_text_faults.py ../shared/corpus/recsys ../shared/corpus/naacl2024 ../shared/corpus/misc
@@ -20,6 +21,7 @@ from app.ingest.layout import build_layout
 from app.ingest.parse import parse_pdf
 
 _HYPHEN_SPACE_RE = re.compile(r"[A-Za-z]- [A-Z0-9]")
+_FOOTNOTE_RE = re.compile(r"(?:^|\s)\d{1,2}(?:https?://|www\.)|^[*\u2217\u2020\u2021\u22c6]\s?[A-Z][a-z]", re.M)
 _MIN_REPEAT_CHARS = 12
 _MARGIN_BAND = 0.125
 
@@ -46,8 +48,9 @@ def main() -> None:
     ap.add_argument("folders", nargs="+", type=Path)
     ap.add_argument("--samples", type=int, default=12, help="examples of each fault to print")
     args = ap.parse_args()
-    n_pdfs = n_hyphen = n_repeat = papers_hyphen = papers_repeat = 0
+    n_pdfs = n_hyphen = n_repeat = papers_hyphen = papers_repeat = n_notes = papers_notes = 0
     hyphen_samples: list[str] = []
+    note_samples: list[str] = []
     repeat_samples: list[str] = []
     for folder in args.folders:
         for pdf in sorted(folder.rglob("*.pdf")):
@@ -63,6 +66,10 @@ def main() -> None:
             n_hyphen += len(hits)
             papers_hyphen += bool(hits)
             hyphen_samples += [f"{pdf.name[:30]}: ...{h}..." for h in hits]
+            notes = [body[m.start(): m.end() + 50] for m in _FOOTNOTE_RE.finditer(body)]
+            n_notes += len(notes)
+            papers_notes += bool(notes)
+            note_samples += [f"{pdf.name[:30]}: {n.strip()}..." for n in notes]
             norm_body = _norm(body)
             left = [k for k in repeated if k in norm_body]
             n_repeat += sum(norm_body.count(k) for k in left)
@@ -76,6 +83,9 @@ def main() -> None:
     print(f"lines printed on >= 3 pages still in body text: {n_repeat} occurrences in {papers_repeat} papers")
     for s in rng.sample(repeat_samples, min(args.samples, len(repeat_samples))):
         print("   ", s)
+    print(f"footnote text in body text: {n_notes} in {papers_notes} papers")
+    for s in rng.sample(note_samples, min(args.samples, len(note_samples))):
+        print("   ", s.replace("\n", " | "))
 
 
 if __name__ == "__main__":
