@@ -634,6 +634,34 @@ def test_upload_pdf_job_and_search(admin_client, tmp_path_factory):
     assert job2["files"][0]["status"] == "duplicate"
 
 
+def test_a_job_that_adds_no_paper_publishes_no_index_version(sample, tmp_path):
+    """An upload whose files all failed or repeat stored papers changes nothing searchable: the job
+    ends without typing, scoring or publishing a new index version."""
+    from app.pipeline.ingest_jobs import JobLock
+
+    data = copy_data(sample, tmp_path / "data")
+    with make_client(data) as c:
+        wait_ready(c, encoder=False)
+        index = data / "index"
+        current, versions = (index / "CURRENT").read_text(), sorted(p.name for p in index.glob("v*"))
+        stored = c.get("/api/v1/papers").json()["items"][0]["paper_id"]
+        files = [("files", ("copy.pdf", c.get(f"/api/v1/papers/{stored}/pdf").content, "application/pdf")),
+                 ("files", ("broken.pdf", b"%PDF-1.7\nnot really a PDF", "application/pdf")),
+                 ("files", ("empty.pdf", b"", "application/pdf"))]
+        r = c.post("/api/v1/admin/collections", headers=AUTH, files=files)
+        assert r.status_code == 202, r.text
+        job = wait_job(c, r.json()["job_id"])
+        assert job["counts"] == {"duplicate": 1, "failed": 2}, job["files"]
+        # the server holds the job's lock until the job's last step (the index refresh) is over
+        lock, deadline = JobLock(c.app.state.settings, job["job_id"]), time.time() + 120
+        while not lock.acquire():
+            assert time.time() < deadline, "the job's steps after its files did not end"
+            time.sleep(0.2)
+        lock.release()
+        assert (index / "CURRENT").read_text() == current
+        assert sorted(p.name for p in index.glob("v*")) == versions
+
+
 def test_delete_paper_and_reindex(admin_client):
     c = admin_client
     settings = c.app.state.settings

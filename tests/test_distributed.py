@@ -22,15 +22,17 @@ def _env(redis_url, pg_url, data):
     return env
 
 
-def start_worker(env, concurrency=2):
-    """A Celery worker whose log goes to a file (`proc.log`): a pipe nobody reads while the test
-    waits fills up on a loaded machine (tracebacks of timed-out files) and blocks the worker."""
+def start_worker(env, concurrency=2, log: Path | None = None):
+    """A Celery worker whose log goes to a file (`proc.log`; with `log`, that file at info level: each
+    task received): a pipe nobody reads while the test waits fills up on a loaded machine
+    (tracebacks of timed-out files) and blocks the worker."""
     celery = str(Path(sys.executable).with_name("celery"))
-    log = tempfile.TemporaryFile()
-    proc = subprocess.Popen([celery, "-A", "workers", "worker", "-l", "warning", "--concurrency", str(concurrency),
+    out = open(log, "w+b") if log else tempfile.TemporaryFile()
+    proc = subprocess.Popen([celery, "-A", "workers", "worker", "-l", "info" if log else "warning",
+                             "--concurrency", str(concurrency),
                              "--without-gossip", "--without-mingle", "--without-heartbeat"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
-    proc.log = log
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=out, start_new_session=True)
+    proc.log = out
     return proc
 
 
@@ -214,3 +216,42 @@ def test_workers_grow_the_index_after_a_second_job(demo_pdfs, redis_url, pg_url,
         assert set(before.figure_ids.tolist()) < set(after.figure_ids.tolist())
     finally:
         stop(worker)
+
+
+def test_a_job_that_adds_no_paper_sends_no_index_work(demo_pdfs, redis_url, pg_url, tmp_path):
+    """A job whose files all repeat stored papers queues no `after_ingest` (no figure types, central
+    scores or index version to redo); the jobs before and after it that add papers each queue one."""
+    from app.search.searcher import Searcher
+    from tests.conftest import copy_into
+
+    data = tmp_path / "data"
+    env = _env(redis_url, pg_url, data)
+    env["FIGSEARCH_DENSE"] = "false"
+    log = tmp_path / "worker.log"
+    worker = start_worker(env, concurrency=1, log=log)
+
+    def ingest(pdf, folder):
+        r = subprocess.run([sys.executable, "-m", "app.cli", "ingest", str(copy_into([pdf], tmp_path / folder)[0]),
+                            "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    def index_holding_more_than(n):
+        deadline = time.time() + 400
+        while time.time() < deadline:
+            if (data / "index" / "CURRENT").exists():
+                figures = len(Searcher.load_current(data / "index").figure_ids)
+                if figures > n:
+                    return figures
+            time.sleep(2)
+        raise AssertionError("no index version with the new paper's figures was published")
+    try:
+        assert ingest(demo_pdfs[0], "first")["ok"] == 1
+        n = index_holding_more_than(0)
+        assert ingest(demo_pdfs[0], "again")["duplicate"] == 1
+        assert ingest(demo_pdfs[1], "second")["ok"] == 1
+        index_holding_more_than(n)  # the duplicate's job, queued before, would have been received by now
+    finally:
+        stop(worker)
+    received = [line for line in log.read_text().splitlines() if "figsearch.after_ingest[" in line and "received" in line]
+    assert len(received) == 2, received

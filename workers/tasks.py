@@ -72,7 +72,8 @@ def after_ingest(paper_ids: list[int], cfg: dict | None = None) -> dict:
 
 
 def send_after_ingest(settings: Settings, paper_ids: list[int], cfg: dict | None) -> None:
-    if settings.auto_index:
+    """Queue the collection work of a finished job, when it added papers (else nothing changed)."""
+    if ingest_jobs.needs_collection_work(settings, paper_ids):
         after_ingest.apply_async(args=(paper_ids, cfg), soft_time_limit=settings.collection_timeout_s,
                                  time_limit=settings.collection_timeout_s + 30)
 

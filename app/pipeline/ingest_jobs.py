@@ -312,11 +312,18 @@ def finish_job(settings: Settings, job_id: str) -> list[int]:
     return new_papers
 
 
+def needs_collection_work(settings: Settings, paper_ids: list[int]) -> bool:
+    """Whether a finished job calls for `after_ingest`: only when it added papers to the collection
+    (a job whose files all failed or repeated stored papers changes nothing searchable, so it must
+    not publish a new index version), and only with FIGSEARCH_AUTO_INDEX."""
+    return settings.auto_index and bool(paper_ids)
+
+
 def after_ingest(settings: Settings, paper_ids: list[int]) -> None:
     """The collection-wide steps after a job: figure types and central scores of its papers, then a
     new index version. They grow with the collection, so workers run them as a task of their own;
     without FIGSEARCH_AUTO_INDEX, `figsearch index` types the figures before it builds."""
-    if settings.auto_index:
+    if needs_collection_work(settings, paper_ids):
         classify_new(settings, paper_ids)
         score_central(settings, paper_ids)
         refresh_index(settings)
