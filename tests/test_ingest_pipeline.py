@@ -139,3 +139,16 @@ def test_real_papers(real_papers, fast_settings):
             assert nums and nums[0] == 1
             assert all(f.label.startswith("Figure") for f in p.figures if f.kind == "figure")
             assert all(f.label.startswith("Table") for f in p.figures if f.kind == "table")
+
+
+def test_an_unreadable_pdf_is_named_as_uploaded_without_the_library_code(tmp_path):
+    """The PDF library's reason names the working copy it was given (a zip member's staging name)
+    and starts with its error code; the admin reads the file's own name and the reason alone."""
+    from app.ingest.extract import extract_pdf
+
+    copy = tmp_path / "z00000" / "00003_broken.pdf"
+    copy.parent.mkdir()
+    copy.write_bytes(b"%PDF-1.4\n" + bytes(range(256)) * 12)
+    error = extract_pdf(copy, tmp_path / "data", source="bundle.zip:broken.pdf").error
+    assert error.startswith("unreadable PDF (damaged or cut short): ") and "'bundle.zip:broken.pdf'" in error, error
+    assert "z00000" not in error and "00003_" not in error and "code=" not in error, error

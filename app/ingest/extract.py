@@ -6,6 +6,7 @@ function of its arguments and must turn every problem into a clear `error` strin
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,13 +70,20 @@ def _check_header(path: Path, limits: Limits) -> None:
         raise RefusedFile(f"not a PDF ({kind} content; no %PDF- header)")
 
 
-def _open(path: Path, limits: Limits):
+def _unreadable(exc: Exception, path: Path, name: str) -> RefusedFile:
+    """The PDF library's reason for a file it cannot read, as an admin reads it: without its error
+    code, and naming the file as uploaded rather than the working copy the library was given."""
+    reason = re.sub(r"^code=\d+:\s*", "", str(exc).replace(str(path), name)).strip()
+    return RefusedFile(f"unreadable PDF (damaged or cut short): {reason}")
+
+
+def _open(path: Path, limits: Limits, name: str):
     import pymupdf
 
     try:
         doc = pymupdf.open(path, filetype="pdf")
     except Exception as exc:  # pymupdf raises several types for broken files
-        raise RefusedFile(f"unreadable PDF: {exc}") from exc
+        raise _unreadable(exc, path, name) from exc
     if doc.needs_pass and not doc.authenticate(""):
         doc.close()
         raise RefusedFile("encrypted PDF (password required)")
@@ -83,7 +91,7 @@ def _open(path: Path, limits: Limits):
         n_pages = doc.page_count
     except Exception as exc:
         doc.close()
-        raise RefusedFile(f"unreadable PDF: {exc}") from exc
+        raise _unreadable(exc, path, name) from exc
     if n_pages == 0:
         doc.close()
         raise RefusedFile("PDF has no pages (truncated or damaged)")
@@ -117,7 +125,7 @@ def extract_pdf(path: str | Path, data_dir: str | Path, limits: Limits | None = 
     result = Extraction(sha256=sha, source=source or path.name)
     try:
         _check_header(path, limits)
-        doc = _open(path, limits)
+        doc = _open(path, limits, result.source)
     except RefusedFile as exc:
         result.status, result.error = "failed", str(exc)
         return result
