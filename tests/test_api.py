@@ -636,7 +636,12 @@ def test_upload_pdf_job_and_search(admin_client, tmp_path_factory):
 
 def test_a_job_that_adds_no_paper_publishes_no_index_version(sample, tmp_path):
     """An upload whose files all failed or repeat stored papers changes nothing searchable: the job
-    ends without typing, scoring or publishing a new index version."""
+    ends without typing, scoring or publishing a new index version; removing a failed file's record
+    asks for no index refresh either. The copy of a stored paper is known by its bytes before any
+    extraction, which would rewrite the stored paper's crops in place."""
+    import hashlib
+
+    from app.ingest.extract import figure_dir_for
     from app.pipeline.ingest_jobs import JobLock
 
     data = copy_data(sample, tmp_path / "data")
@@ -645,7 +650,11 @@ def test_a_job_that_adds_no_paper_publishes_no_index_version(sample, tmp_path):
         index = data / "index"
         current, versions = (index / "CURRENT").read_text(), sorted(p.name for p in index.glob("v*"))
         stored = c.get("/api/v1/papers").json()["items"][0]["paper_id"]
-        files = [("files", ("copy.pdf", c.get(f"/api/v1/papers/{stored}/pdf").content, "application/pdf")),
+        pdf = c.get(f"/api/v1/papers/{stored}/pdf").content
+        crops = data / figure_dir_for(hashlib.sha256(pdf).hexdigest())
+        written = {p.name: p.stat().st_mtime_ns for p in crops.iterdir()}
+        assert written
+        files = [("files", ("copy.pdf", pdf, "application/pdf")),
                  ("files", ("broken.pdf", b"%PDF-1.7\nnot really a PDF", "application/pdf")),
                  ("files", ("empty.pdf", b"", "application/pdf"))]
         r = c.post("/api/v1/admin/collections", headers=AUTH, files=files)
@@ -660,6 +669,14 @@ def test_a_job_that_adds_no_paper_publishes_no_index_version(sample, tmp_path):
         lock.release()
         assert (index / "CURRENT").read_text() == current
         assert sorted(p.name for p in index.glob("v*")) == versions
+        assert {p.name: p.stat().st_mtime_ns for p in crops.iterdir()} == written  # untouched
+        refreshes = []
+        c.app.state.job_runner.submit_reindex = lambda: refreshes.append(1)
+        failed = next(f["paper_id"] for f in job["files"] if f["name"] == "broken.pdf")
+        r = c.delete(f"/api/v1/admin/papers/{failed}", headers=AUTH)
+        assert r.status_code == 200 and r.json()["index_refresh"] is False, r.text
+        assert "not in the collection" in r.json()["detail"] and refreshes == []
+        assert_problem(c.get(f"/api/v1/papers/{failed}"), 404)
 
 
 def test_delete_paper_and_reindex(admin_client):
@@ -671,7 +688,7 @@ def test_delete_paper_and_reindex(admin_client):
     image_files = [settings.data_dir / p for p in _image_paths(settings, fids)]
     assert image_files and all(p.exists() for p in image_files)
     r = c.delete(f"/api/v1/admin/papers/{paper['paper_id']}", headers=AUTH)
-    assert r.status_code == 200 and r.json()["deleted_figures"] == paper["n_figures"]
+    assert r.status_code == 200 and r.json()["deleted_figures"] == paper["n_figures"] and r.json()["index_refresh"]
     assert_problem(c.get(f"/api/v1/papers/{paper['paper_id']}"), 404)
     assert_problem(c.get(f"/api/v1/figures/{fids[0]}"), 404)
     assert not any(p.exists() for p in image_files)

@@ -184,6 +184,44 @@ def test_failed_upload_is_in_the_job_not_in_the_papers_list(server, browser, bun
         page.close()
 
 
+def test_page_of_a_failed_file_says_what_happened_and_removes_only_its_record(server, browser, bundle_job):
+    """A file that failed has a page (its id is in the job's API answer): it says why the file is not
+    in the collection and how to retry, instead of an empty figure grid and citation lists; removing
+    it names a record, not a paper with figures, and leaves the search index as it is."""
+    base, token = server["base"], server["token"]
+    auth = {"Authorization": f"Bearer {token}"}
+    files = httpx.get(f"{base}/api/v1/admin/jobs/{bundle_job['job_id']}", headers=auth).json()["files"]
+    failed = next(f for f in files if f["name"] == "bundle.zip:broken-upload.pdf")
+    version = httpx.get(f"{base}/readyz").json()["index"]["version"]
+    for viewport, tag in ((PHONE, "phone"), (WIDE, "wide")):
+        page = browser.new_page(viewport=viewport)
+        page.set_default_timeout(20_000)
+        console = Console(page)
+        sign_in(page, base, token)
+        page.goto(f"{base}/#/paper/{failed['paper_id']}")
+        wait_page(page)
+        note = page.inner_text("#not-in-collection")
+        assert "could not be read" in note and "not in the collection" in note and "upload it again" in note, note
+        assert failed["error"][1:] in note, (failed["error"], note)
+        assert "broken-upload.pdf'" in note and "z0" not in note and "code=" not in note, note  # the file as uploaded
+        view = page.inner_text("#view")
+        assert "No figures were found" not in view and page.locator("#cites, #cited-by").count() == 0, view
+        page.click("#remove-paper-open")
+        ask = page.inner_text("#remove-paper .confirm")
+        assert "Remove the record of" in ask and "not in the collection" in ask and "figure" not in ask, ask
+        wide, out = overflow(page)
+        assert wide <= 0, out
+        shot(page, f"paper-failed-file-{tag}")
+        if tag == "wide":
+            page.click("#remove-paper-confirm")
+            page.wait_for_selector("#remove-paper .notice.ok")
+            assert "search index is unchanged" in page.inner_text("#remove-paper")
+            assert httpx.get(f"{base}/api/v1/papers/{failed['paper_id']}").status_code == 404
+        assert console.errors == [], console.errors
+        page.close()
+    assert httpx.get(f"{base}/readyz").json()["index"]["version"] == version
+
+
 def test_index_line_counts_figures_and_tables(server, browser, bundle_job):
     page, job, console = job_page(server, browser, bundle_job)
     ready = httpx.get(f"{server['base']}/readyz").json()["index"]

@@ -35,6 +35,10 @@ def ingest_pdf(self, job_file_id: int, cfg: dict | None = None) -> dict:
     settings = _settings(cfg)
     outcome = ingest_jobs.claim_delivery(settings, job_file_id)
     r = holder = None
+    if outcome is not None:  # failed here for having killed FIGSEARCH_MAX_DELIVERIES workers: held by nobody now
+        liveness.forget(liveness.client(settings.broker_url), job_file_id)
+    else:  # a copy of a stored paper is its duplicate, known before any extraction
+        outcome = ingest_jobs.record_stored_copy(settings, job_file_id)
     if outcome is None:
         soft = (self.request.timelimit or (None, None))[1]
         limit = soft - LIMIT_GRACE_S if soft else settings.file_timeout_s
@@ -51,8 +55,6 @@ def ingest_pdf(self, job_file_id: int, cfg: dict | None = None) -> dict:
             outcome = ingest_jobs.record_outcome(settings, job_file_id, None, f"timed out after {limit:g} s")
         finally:
             liveness.release(r, job_file_id, holder)
-    else:  # failed here for having killed FIGSEARCH_MAX_DELIVERIES workers: held by nobody now
-        liveness.forget(liveness.client(settings.broker_url), job_file_id)
     if outcome.job_finished:
         with ingest_jobs.session_scope(settings.db_url) as s:
             from app.db.schema import JobFile

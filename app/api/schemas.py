@@ -252,6 +252,8 @@ class Deleted(BaseModel):
     paper_id: int
     deleted_figures: int
     detail: str
+    index_refresh: bool = Field(True, description="Whether a new index version is being built (not for a file "
+                                                  "outside the collection: failed, no text layer, a duplicate).")
 
 
 # ---------------------------------------------------------------- service

@@ -31,8 +31,8 @@ from app.db.session import session_scope
 from app.pipeline.classify import classify_new
 from app.ingest.extract import Extraction, Limits, extract_pdf, limit_memory
 from app.ingest.sources import ByteBudget, InputFile, SourceError, copy_to_shared, expand_inputs
-from app.ingest.store import Outcome, store_extraction
-from app.pdfs import store_pdf
+from app.ingest.store import Outcome, store_extraction, stored_copy
+from app.pdfs import file_sha256, store_pdf
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -262,13 +262,36 @@ def _keep_pdf(settings: Settings, source: str, sha256: str) -> None:
         log.warning("could not keep the PDF of paper %s: %s", sha256[:12], exc)
 
 
-def _record(s: Session, job_file_id: int, ex: Extraction | None, error: str) -> Outcome:
+def record_stored_copy(settings: Settings, job_file_id: int) -> Outcome | None:
+    """Finish a pending job file whose bytes are those of a stored paper as its duplicate, before
+    any extraction, and return that outcome (None otherwise: extract it). Extracting it would cost a
+    full read for nothing and rewrite the stored paper's crops, whose folder is named by the same
+    hash, in place: missing while it runs, and lost if that extraction then failed. Bookkeeping,
+    not extraction: callers run it outside the file's time limit."""
+    with session_scope(settings.db_url) as s:
+        jf = s.get(JobFile, job_file_id)
+        if jf is None or jf.status != "pending":
+            return None
+        path = jf.path
+    try:
+        sha = file_sha256(path)
+    except OSError:
+        return None  # the extraction reports what is wrong with the file
+    with session_scope(settings.db_url) as s:
+        copy = stored_copy(s, sha)
+        return None if copy is None else _record(s, job_file_id, None, "", known=copy)
+
+
+def _record(s: Session, job_file_id: int, ex: Extraction | None, error: str,
+            known: Outcome | None = None) -> Outcome:
     jf = s.get(JobFile, job_file_id, with_for_update=True)
     if jf is None:
         raise LookupError(f"job file {job_file_id} not found")
     if jf.status != "pending":
         return Outcome(jf.status, jf.paper_id, jf.n_figures, jf.error)
-    if ex is None:
+    if known is not None:
+        outcome = known
+    elif ex is None:
         outcome = Outcome("failed", None, 0, error or "unknown error")
     else:
         outcome = store_extraction(s, ex)
@@ -381,6 +404,11 @@ def run_job_embedded(settings: Settings, job_id: str, workers: int = 2,
     try:
         futures = []
         for jf_id, name, path in files:
+            copy = record_stored_copy(settings, jf_id)
+            if copy is not None:
+                if on_file:
+                    on_file(name, copy)
+                continue
             limit = file_time_limit(settings, path)
             futures.append((jf_id, name, limit, pool.schedule(
                 extract_pdf, args=(path, str(settings.data_dir), limits), kwargs={"source": Path(name).name},

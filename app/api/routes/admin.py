@@ -20,7 +20,7 @@ from app.api.jobs import file_rows
 from app.public_text import public_text
 from app.api.uploads import UPLOAD_REQUEST_BODY, read_upload
 from app.api.problems import responses
-from app.db.schema import Figure, Job, Paper, new_job_id
+from app.db.schema import Figure, Job, Paper, in_collection, new_job_id
 from app.pipeline import ingest_jobs
 from app.ingest.extract import figure_dir_for
 from app.pdfs import remove_pdf
@@ -122,18 +122,24 @@ def _remove_files(settings: Settings, paper: Paper, figures: list[Figure]) -> No
 @router.delete("/papers/{paper_id}", response_model=schemas.Deleted, responses=responses(404))
 def delete_paper(paper_id: PaperId, request: Request, db: SessionDep, settings: SettingsDep):
     """Delete a paper, its figures, mentions, citation links and crop files; the search index is
-    refreshed in the background (until then its figures are left out of results)."""
+    refreshed in the background (until then its figures are left out of results). A file that is
+    not in the collection (failed, no text layer, a duplicate) has nothing in the index: its record
+    goes without a refresh."""
     paper = db.get(Paper, paper_id, options=[selectinload(Paper.figures)])
     if paper is None:
         raise HTTPException(404, f"paper {paper_id} not found")
-    figures = list(paper.figures)
+    indexed = db.scalar(select(Paper.id).where(Paper.id == paper_id, in_collection())) is not None
+    figures, status = list(paper.figures), paper.status
     db.delete(paper)
     db.commit()
     _remove_files(settings, paper, figures)
-    request.app.state.job_runner.submit_reindex()
+    if indexed:
+        request.app.state.job_runner.submit_reindex()
     n = sum(1 for f in figures if f.kind == "figure")
-    return schemas.Deleted(paper_id=paper_id, deleted_figures=n,
-                           detail="deleted; the search index is being refreshed")
+    return schemas.Deleted(paper_id=paper_id, deleted_figures=n, index_refresh=indexed,
+                           detail="deleted; the search index is being refreshed" if indexed else
+                           f"deleted; it was not in the collection ({status.replace('_', ' ')}), "
+                           "so the search index is unchanged")
 
 
 @router.post("/reindex", status_code=202, response_model=schemas.Accepted)

@@ -1,7 +1,7 @@
 // Paper page (figures in central order or in paper order, the PDF, cited and citing papers) and
 // the paper list.
 import { api } from '../api.js';
-import { h, append, loading, empty, figureCard, gridKeys, setTitle, foldText } from '../ui.js';
+import { h, append, loading, empty, figureCard, gridKeys, setTitle, foldText, asSentence } from '../ui.js';
 import { removeControl } from './paper_remove.js';
 
 function paperList(items, none) {
@@ -10,6 +10,21 @@ function paperList(items, none) {
 }
 
 const byNumber = (a, b) => a.number - b.number || a.page - b.page;
+
+// A file kept for the admin's job view but not in the collection (failed, no text layer, a second
+// copy of a paper): what happened to it and what to do, in place of the figures and citations
+// such a file does not have.
+function outsideCollection(p) {
+  const why = p.error ? asSentence(p.error) : '';
+  const parts = p.status === 'failed'
+    ? ['This file could not be read, so it is not in the collection. ', why,
+      ' Once the file is fixed, upload it again on the ', h('a', { href: '#/admin' }, 'Admin page'), ': a file that failed is read again.']
+    : p.status === 'duplicate'
+      ? ['This file repeats a paper of the collection, so it is not in the collection itself. ', why,
+        p.duplicate_of ? h('span', {}, ' ', h('a', { href: `#/paper/${p.duplicate_of}`, class: 'original-paper' }, 'Open the original paper →')) : null]
+      : ['This file has no text layer that could be read, so it is not in the collection. ', why];
+  return h('div', { class: 'notice warn', role: 'status', id: 'not-in-collection' }, parts);
+}
 
 // Where a long abstract folds to its first lines (style.css: .abstract.folded), so that a phone
 // reaches the figures on its first screens.
@@ -26,7 +41,8 @@ export async function renderPaper(root, id, params, { signal }) {
   let figs = p.figures.filter((f) => f.kind === 'figure');
   if (order === 'paper') figs = [...figs].sort(byNumber);
   const tables = p.figures.filter((f) => f.kind !== 'figure').sort(byNumber);
-  const status = p.status !== 'ok' ? h('span', { class: `badge ${p.status}` }, p.status.replace('_', ' ')) : null;
+  const outside = p.status !== 'ok';
+  const status = outside ? h('span', { class: `badge ${p.status}` }, p.status.replace('_', ' ')) : null;
 
   const grid = h('div', { class: 'grid even', id: 'paper-figures' });
   gridKeys(grid);
@@ -51,17 +67,18 @@ export async function renderPaper(root, id, params, { signal }) {
           : null),
       p.authors ? h('p', { class: 'authors' }, p.authors) : null,
       h('div', { class: 'meta' }, p.year ? h('span', {}, String(p.year)) : null, p.n_pages ? h('span', {}, `${p.n_pages} pages`) : null,
-        h('span', {}, `${figs.length} figure${figs.length === 1 ? '' : 's'}`), tables.length ? h('span', {}, `${tables.length} table${tables.length === 1 ? '' : 's'}`) : null,
+        outside && !figs.length ? null : h('span', {}, `${figs.length} figure${figs.length === 1 ? '' : 's'}`), tables.length ? h('span', {}, `${tables.length} table${tables.length === 1 ? '' : 's'}`) : null,
         p.source ? h('span', { class: 'source-file', title: 'Source file' }, p.source) : null,
         p.pdf_url ? h('a', { href: p.pdf_url, target: '_blank', rel: 'noopener', id: 'paper-pdf' }, 'Open the PDF ↗') : null),
-      p.error ? h('p', { class: 'muted small' }, p.error) : null,
+      outside ? outsideCollection(p) : p.error ? h('p', { class: 'muted small' }, p.error) : null,
       abstract, abstractFold?.button,
       removeControl(p, figs.length, tables.length, signal)),
-    h('div', { class: 'section-head' }, h('h2', {}, 'Figures'), figs.length ? orderSwitch : null),
-    figs.length ? grid : empty('No figures were found in this paper.', ''),
+    outside && !p.figures.length ? null : [
+      h('div', { class: 'section-head' }, h('h2', {}, 'Figures'), figs.length ? orderSwitch : null),
+      figs.length ? grid : empty('No figures were found in this paper.', '')],
     tables.length ? h('h2', {}, 'Tables') : null,
     tables.length ? (() => { const g = h('div', { class: 'grid even tables', id: 'paper-tables' }); tables.forEach((t) => g.append(figureCard(t, { showPaper: false }))); gridKeys(g); return g; })() : null,
-    h('div', { class: 'links', style: 'margin-top:18px' },
+    outside ? null : h('div', { class: 'links', style: 'margin-top:18px' },
       h('div', { class: 'panel', id: 'cites' }, h('h3', {}, `Cites (${p.cites.length} in the collection)`), paperList(p.cites, 'No cited paper is in the collection.')),
       h('div', { class: 'panel', id: 'cited-by' }, h('h3', {}, `Cited by (${p.cited_by.length} in the collection)`), paperList(p.cited_by, 'No paper of the collection cites it.')))]);
   abstractFold?.check();  // once on the page: only a clamp that cuts text shows the button

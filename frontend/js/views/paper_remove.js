@@ -7,7 +7,8 @@ export function removeControl(p, nFigures, nTables, signal) {
   const token = adminToken();
   if (!token) return null;
   const box = h('div', { class: 'remove-paper', id: 'remove-paper' });
-  const open = h('button', { class: 'btn btn-danger', type: 'button', id: 'remove-paper-open' }, 'Remove paper…');
+  const outside = p.status !== 'ok';  // a failed file, one without a text layer or a duplicate: not in the collection
+  const open = h('button', { class: 'btn btn-danger', type: 'button', id: 'remove-paper-open' }, outside ? 'Remove this record…' : 'Remove paper…');
   const count = (n, w) => `${n} ${w}${n === 1 ? '' : 's'}`;
   open.addEventListener('click', () => {
     open.disabled = true;
@@ -15,14 +16,18 @@ export function removeControl(p, nFigures, nTables, signal) {
     const no = h('button', { class: 'btn', type: 'button', id: 'remove-paper-cancel' }, 'Cancel');
     const msg = h('div', {});
     const ask = h('div', { class: 'confirm', role: 'alertdialog', 'aria-label': 'Confirm removal' },
-      h('p', {}, `Remove “${p.title}” with its ${count(nFigures, 'figure')} and ${count(nTables, 'table')} from the collection? This cannot be undone.`),
+      h('p', {}, outside
+        ? `Remove the record of “${p.title}” (${p.status.replace('_', ' ')}, not in the collection)? This cannot be undone.`
+        : `Remove “${p.title}” with its ${count(nFigures, 'figure')} and ${count(nTables, 'table')} from the collection? This cannot be undone.`),
       h('div', { class: 'row' }, yes, no), msg);
     no.addEventListener('click', () => { ask.remove(); open.disabled = false; open.focus(); });
     yes.addEventListener('click', async () => {
       yes.disabled = true; no.disabled = true;
       try {
-        await api(`admin/papers/${p.paper_id}`, { method: 'DELETE', token, signal });
-        box.replaceChildren(notice(`Removed “${p.title}” with its ${count(nFigures, 'figure')} and ${count(nTables, 'table')}; the search index is being refreshed.`, 'ok'),
+        const r = await api(`admin/papers/${p.paper_id}`, { method: 'DELETE', token, signal });
+        box.replaceChildren(notice(r.index_refresh === false
+          ? `Removed the record of “${p.title}”; the search index is unchanged.`
+          : `Removed “${p.title}” with its ${count(nFigures, 'figure')} and ${count(nTables, 'table')}; the search index is being refreshed.`, 'ok'),
           h('a', { href: '#/papers' }, '← All papers'));
         // the figures and links below are gone with the paper: only its heading and the notice stay
         const view = box.closest('.view');
