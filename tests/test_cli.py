@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests import badfiles
 from tests.conftest import cli_run, copy_data_dir
 
@@ -43,6 +45,7 @@ def test_json_summary_and_usage_errors(demo_pdfs, tmp_path):
     assert run(["papers", "--data-dir", str(data), "--format", "xml"], check=False).returncode != 0
 
 
+@pytest.mark.timeout(600)  # some twenty CLI processes, each loading its models: slow on a loaded machine
 def test_index_search_similar_contract(demo_ingested, demo_ingested_one, demo_indexed, tmp_path):
     for i, ingested in enumerate((demo_ingested, demo_ingested_one)):  # with and without an index folder
         unindexed = copy_data_dir(ingested, tmp_path / f"unindexed-{i}")
