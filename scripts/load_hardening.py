@@ -204,7 +204,7 @@ def health_latencies(base: str, seconds: float) -> list[float]:
 def probe_lost_worker(args) -> dict:
     from sqlalchemy import create_engine, func, select, text
 
-    from app.db.schema import JobFile, Paper
+    from app.db.schema import JobFile, JobFileStatus, Paper
     from app.db.session import session_scope
 
     work = Path(args.work)
@@ -241,7 +241,7 @@ def probe_lost_worker(args) -> dict:
     try:
         time.sleep(args.kill_after)
         with session_scope(pg) as s:
-            done_at_kill = s.scalar(select(func.count()).select_from(JobFile).where(JobFile.status != "pending"))
+            done_at_kill = s.scalar(select(func.count()).select_from(JobFile).where(JobFile.status.not_in(JobFileStatus.UNFINISHED)))
         os.kill(w1.pid, signal.SIGKILL)  # the main process only, as in the report
         killed = time.time()
         w2 = worker()

@@ -142,7 +142,7 @@ def kill_worker_per_delivery(cli, worker_pid: int, db_url: str, file_name: str, 
 
     from sqlalchemy import select
 
-    from app.db.schema import JobFile
+    from app.db.schema import JobFile, JobFileStatus
     from app.db.session import session_scope
 
     kills, seen, t0 = 0, 0, time.time()
@@ -150,7 +150,7 @@ def kill_worker_per_delivery(cli, worker_pid: int, db_url: str, file_name: str, 
         with session_scope(db_url) as s:
             row = s.execute(select(JobFile.status, JobFile.deliveries)
                             .where(JobFile.name.like(f"%{file_name}"))).first()
-        if row is not None and row.status == "pending" and row.deliveries > seen:
+        if row is not None and row.status in JobFileStatus.UNFINISHED and row.deliveries > seen:
             seen = row.deliveries
             for child in child_pids(worker_pid):
                 os.kill(child, signal.SIGKILL)

@@ -68,6 +68,17 @@ def test_ingest_through_redis_and_workers(demo_pdfs, redis_url, pg_url, tmp_path
         for expected in ("0 bytes", "HTML", "encrypted", "unsafe path"):
             assert expected in reasons, reasons
         assert summary["duplicate"] == 1
+        # ...known when the job was recorded: no worker ever took it (two workers extracting both copies at
+        # once wrote one crop folder), and it points to the paper of the first copy
+        from sqlalchemy import select
+
+        from app.db.schema import JobFile
+        from app.db.session import session_scope
+
+        with session_scope(pg_url) as s:
+            copy = s.execute(select(JobFile.deliveries, JobFile.paper_id, JobFile.error)
+                             .where(JobFile.status == "duplicate")).one()
+        assert copy.deliveries == 0 and copy.paper_id is not None and "earlier in this job" in copy.error, copy
         assert not (tmp_path / "escaped.pdf").exists()
         papers = subprocess.run([sys.executable, "-m", "app.cli", "papers", "--format", "jsonl"], cwd=ROOT, env=env,
                                 capture_output=True, text=True, timeout=60).stdout.splitlines()

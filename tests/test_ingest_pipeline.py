@@ -152,3 +152,110 @@ def test_an_unreadable_pdf_is_named_as_uploaded_without_the_library_code(tmp_pat
     error = extract_pdf(copy, tmp_path / "data", source="bundle.zip:broken.pdf").error
     assert error.startswith("unreadable PDF (damaged or cut short): ") and "'bundle.zip:broken.pdf'" in error, error
     assert "z00000" not in error and "00003_" not in error and "code=" not in error, error
+
+
+def _statuses(settings, job_id) -> dict[str, tuple[str, int | None, str]]:
+    from app.db.schema import JobFile
+
+    with session_scope(settings.db_url) as s:
+        rows = s.execute(select(JobFile.name, JobFile.status, JobFile.paper_id, JobFile.error)
+                         .where(JobFile.job_id == job_id))
+        return {Path(n).name: (st, pid, err) for n, st, pid, err in rows}
+
+
+def test_a_copy_of_a_new_file_in_the_same_job_is_its_duplicate_and_never_read(demo_pdfs, fast_settings, tmp_path):
+    """Two copies of one new file in a job were both extracted, at once, into the one crop folder
+    named by their hash (each extraction empties it first). The later copy is now the earlier one's
+    duplicate as soon as the job is recorded, so only one of them is ever read."""
+    folder = tmp_path / "upload"
+    folder.mkdir()
+    shutil.copyfile(demo_pdfs[0], folder / "a.pdf")
+    shutil.copyfile(demo_pdfs[0], folder / "copy of a.pdf")
+    shutil.copyfile(demo_pdfs[1], folder / "b.pdf")
+    job_id = ingest_jobs.prepare_job([folder], fast_settings)
+    assert [Path(name).name for _id, name, _path in ingest_jobs.pending_files(fast_settings, job_id)] == ["a.pdf", "b.pdf"]
+    status, error = _statuses(fast_settings, job_id)["copy of a.pdf"][::2]
+    assert status == "duplicate" and error == "same file as a.pdf, earlier in this job", error
+    ingest_jobs.run_job_embedded(fast_settings, job_id, workers=2)
+    files = _statuses(fast_settings, job_id)
+    assert files["a.pdf"][0] == files["b.pdf"][0] == "ok"
+    assert files["copy of a.pdf"][:2] == ("duplicate", files["a.pdf"][1])  # points to the paper of the first copy
+    assert ingest_jobs.job_progress(fast_settings, job_id) == ("done", 3, 3)
+    from app.api.jobs import file_rows  # as the admin's job view shows it: the paper's counts on the first copy only
+
+    with session_scope(fast_settings.db_url) as s:
+        rows = {r["name"]: r for r in file_rows(fast_settings, s, s.get(Job, job_id))}
+    assert rows["a.pdf"]["n_figures"] > 0 and rows["copy of a.pdf"]["duplicate_of"] == rows["a.pdf"]["paper_id"]
+    assert (rows["copy of a.pdf"]["n_figures"], rows["copy of a.pdf"]["n_tables"]) == (0, 0), rows["copy of a.pdf"]
+
+
+def extract_when_released(path, data_dir, limits, source=""):
+    """Extraction that first waits for a gate file beside the PDF (a file in work for as long as a
+    test needs); run in the extraction processes in place of `extract_pdf`."""
+    import time
+
+    from app.ingest.extract import extract_pdf
+
+    gate = Path(path).with_suffix(".go")
+    for _ in range(1200):
+        if gate.exists():
+            break
+        time.sleep(0.1)
+    return extract_pdf(path, data_dir, limits, source=source)
+
+
+def test_the_file_being_read_is_working_while_the_others_wait(demo_pdfs, fast_settings, tmp_path, monkeypatch):
+    """A file in an extraction process shows as working, the files behind it as pending (a long OCR
+    file used to leave the job at 6/7 with no sign of which file was in work)."""
+    import threading
+    import time
+
+    folder = tmp_path / "upload"
+    folder.mkdir()
+    shutil.copyfile(demo_pdfs[0], folder / "a.pdf")
+    shutil.copyfile(demo_pdfs[1], folder / "b.pdf")
+    monkeypatch.setattr(ingest_jobs, "extract_pdf", extract_when_released)
+    job_id = ingest_jobs.prepare_job([folder], fast_settings)
+    runner = threading.Thread(target=ingest_jobs.run_job_embedded, args=(fast_settings, job_id), kwargs={"workers": 1})
+    runner.start()
+    try:
+        seen = {}
+        for _ in range(600):  # until the first file is in work (at most a minute)
+            seen = {name: st for name, (st, _pid, _err) in _statuses(fast_settings, job_id).items()}
+            if seen["a.pdf"] != "pending":
+                break
+            time.sleep(0.1)
+        assert seen == {"a.pdf": "working", "b.pdf": "pending"}, seen
+    finally:
+        for name in ("a", "b"):
+            (folder / f"{name}.go").touch()
+        runner.join()
+    assert {st for st, _pid, _err in _statuses(fast_settings, job_id).values()} == {"ok"}
+
+
+def test_a_worker_marks_its_file_working_and_a_file_left_working_is_finished_later(demo_pdfs, fast_settings,
+                                                                                   tmp_path, monkeypatch):
+    """The workers' path: the file is working while it is extracted. A file left working by a process
+    that stopped is still unfinished: a redelivered task takes it, a resumed job reads it again, and
+    an interrupted job shows it as pending."""
+    from app.ingest.extract import extract_pdf
+
+    job_id = ingest_jobs.prepare_job([demo_pdfs[0], demo_pdfs[1]], fast_settings)
+    (first, *_), (second, *_) = ingest_jobs.pending_files(fast_settings, job_id)
+    during = []
+
+    def extract_and_look(path, data_dir, limits, source=""):
+        during.append(_statuses(fast_settings, job_id)[demo_pdfs[0].name][0])
+        return extract_pdf(path, data_dir, limits, source=source)
+
+    monkeypatch.setattr(ingest_jobs, "extract_pdf", extract_and_look)
+    assert ingest_jobs.process_job_file(fast_settings, first).status == "ok" and during == ["working"]
+
+    ingest_jobs.mark_working(fast_settings, [second])  # its worker dies while reading it
+    assert ingest_jobs.is_unfinished(fast_settings, second)
+    assert ingest_jobs.claim_delivery(fast_settings, second) is None  # the redelivered task goes ahead
+    assert [i for i, *_ in ingest_jobs.pending_files(fast_settings, job_id)] == [second]
+    ingest_jobs.mark_interrupted(fast_settings, job_id, "stopped")
+    assert _statuses(fast_settings, job_id)[demo_pdfs[1].name][0] == "pending"
+    assert ingest_jobs.process_job_file(fast_settings, second).status == "ok"
+    assert not ingest_jobs.is_unfinished(fast_settings, second)

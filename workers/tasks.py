@@ -164,9 +164,9 @@ def ingest_collection(job_id: str, cfg: dict | None = None) -> dict:
 
 
 def _resend(job_file_id: int, entry: dict) -> bool:
-    """Re-send a file its dead worker held, if it is still pending (liveness.reap)."""
+    """Re-send a file its dead worker held, if it is still unfinished (liveness.reap)."""
     settings = _settings(entry.get("cfg"))
-    if not ingest_jobs.is_pending(settings, job_file_id):
+    if not ingest_jobs.is_unfinished(settings, job_file_id):
         return False
     send_file(job_file_id, entry.get("cfg") or task_config(settings), float(entry.get("limit") or
                                                                          settings.file_timeout_s))

@@ -49,7 +49,8 @@ def file_rows(settings: Settings, db: Session, job: Job) -> list[dict]:
     originals: dict[int, int | None] = {}
     if dup_ids:  # a same-title duplicate has its own row pointing at the original; a same file is the original
         originals = dict(db.execute(select(Paper.id, Paper.duplicate_of_id).where(Paper.id.in_(dup_ids))).all())
-    ids = {f.paper_id for f in files if f.paper_id is not None and f.status in ("ok", "no_text")}
+    added = ("ok", "no_text")
+    ids = {f.paper_id for f in files if f.paper_id is not None and f.status in added}
     counts: dict[tuple[int, str], int] = {}
     present: set[int] = set()
     if ids:
@@ -61,7 +62,7 @@ def file_rows(settings: Settings, db: Session, job: Job) -> list[dict]:
     rows = []
     for f, name in zip(files, names):
         n_fig = n_tab = 0
-        if f.paper_id in ids:
+        if f.status in added:  # a copy of a file of the job has its paper too, and counts nothing
             if f.paper_id in present:
                 n_fig, n_tab = counts.get((f.paper_id, "figure"), 0), counts.get((f.paper_id, "table"), 0)
             else:

@@ -122,7 +122,7 @@ def _install_gauges(app: FastAPI, reg: Registry, factory, holder: EngineHolder) 
             return [({"status": st}, n) for st, n in s.execute(select(column, func.count()).select_from(model)
                                                                .group_by(column)).all()]
 
-    reg.gauge("figsearch_ingest_files", "Ingested files by outcome (ok, no_text, duplicate, failed, pending).",
+    reg.gauge("figsearch_ingest_files", "Ingested files by outcome (ok, no_text, duplicate, failed, skipped; pending, working).",
               lambda: grouped(JobFile.status, JobFile))
     reg.gauge("figsearch_ingest_jobs", "Ingest jobs by status.", lambda: grouped(Job.status, Job))
     reg.gauge("figsearch_papers", "Papers in the database by status.", lambda: grouped(Paper.status, Paper))

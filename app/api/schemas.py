@@ -217,7 +217,8 @@ class JobAccepted(BaseModel):
 
 class JobFileOut(BaseModel):
     name: str
-    status: str = Field(description="pending, ok, no_text, duplicate or failed")
+    status: str = Field(description="pending (waiting), working (being read), ok, no_text, "
+                                            "duplicate, failed or skipped (not a PDF)")
     paper_id: int | None = None
     n_figures: int = Field(0, description="Figures of the paper this file added (0 unless ok or no_text).")
     n_tables: int = Field(0, description="Tables of the paper this file added (0 unless ok or no_text).")

@@ -403,7 +403,7 @@ def jobs(job_id: Optional[str] = typer.Argument(None, help="One job: show its pe
     the folder holding the job's files), as in the admin API."""
     from app.api.jobs import file_rows
     from app.public_text import public_text
-    from app.db.schema import Job
+    from app.db.schema import Job, JobFileStatus
     from app.db.session import session_scope
 
     settings = settings_or_exit(data_dir)
@@ -445,8 +445,8 @@ def jobs(job_id: Optional[str] = typer.Argument(None, help="One job: show its pe
     if not files:
         return
     _table(["FILE", "STATUS", "FIGURES", "TABLES", "ERROR"],
-           [[f["name"], f["status"], "-" if f["status"] == "pending" else str(f["n_figures"]),
-             "-" if f["status"] == "pending" else str(f["n_tables"]), " ".join((f["error"] or "").split())]
+           [[f["name"], f["status"], "-" if f["status"] in JobFileStatus.UNFINISHED else str(f["n_figures"]),
+             "-" if f["status"] in JobFileStatus.UNFINISHED else str(f["n_tables"]), " ".join((f["error"] or "").split())]
             for f in files], right={2, 3})
     typer.echo(f"total: {sum(f['n_figures'] for f in files)} figures, {sum(f['n_tables'] for f in files)} tables")
 

@@ -176,6 +176,13 @@ class JobStatus:
     FINISHED = (DONE, FAILED)
 
 
+class JobFileStatus:
+    """A job file's state before its outcome (ok, no_text, duplicate, failed, skipped)."""
+    PENDING = "pending"  # waiting for an extraction process
+    WORKING = "working"  # being read; back to pending when the job is interrupted
+    UNFINISHED = (PENDING, WORKING)
+
+
 def new_job_id() -> str:
     return uuid.uuid4().hex
 
@@ -208,6 +215,7 @@ class JobFile(Base):
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(Text)  # as the user gave it (file or zip member)
     path: Mapped[str] = mapped_column(Text, default="")  # where the worker reads it
+    sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)  # of its bytes, when recorded
     status: Mapped[str] = mapped_column(String(16), default="pending")
     paper_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     n_figures: Mapped[int] = mapped_column(Integer, default=0)

@@ -26,13 +26,14 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from app.db.schema import Job, JobFile, JobStatus
+from app.db.schema import Job, JobFile, JobFileStatus, JobStatus
 from app.db.session import session_scope
 from app.pipeline.classify import classify_new
 from app.ingest.extract import Extraction, Limits, extract_pdf, limit_memory
 from app.ingest.sources import ByteBudget, InputFile, SourceError, copy_to_shared, expand_inputs
 from app.ingest.store import Outcome, store_extraction, stored_copy
 from app.pdfs import file_sha256, store_pdf
+from app.public_text import public_names
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -111,29 +112,46 @@ def _now() -> dt.datetime:
 
 
 # ---------------------------------------------------------------- jobs
-def create_job(settings: Settings, files: list[InputFile], kind: str = "ingest", job_id: str | None = None) -> str:
-    """Record a job and its files; files refused up front are finished at once."""
+def create_job(settings: Settings, files: list[InputFile], job_id: str, kind: str = "ingest") -> str:
+    """Record a job and its files; files refused up front are finished at once, and so is a copy of
+    an earlier file of the job (same bytes): it is that file's duplicate, never read itself. Both
+    copies extracted at once would write the same crop folder (named by the hash) together."""
+    shown = dict(zip((f.name for f in files), public_names(settings, job_id, [f.name for f in files])))
+    first_of: dict[str, str] = {}  # sha256 -> name of the job's first file with these bytes
     with session_scope(settings.db_url) as s:
-        job = Job(kind=kind, status=JobStatus.QUEUED, total=len(files))
-        if job_id:
-            job.id = job_id
+        job = Job(id=job_id, kind=kind, status=JobStatus.QUEUED, total=len(files))
         s.add(job)
         s.flush()
         for f in files:
-            jf = JobFile(job_id=job.id, name=f.name, path=f.path)
+            jf = JobFile(job_id=job.id, name=f.name, path=f.path, sha256=None if f.error else _sha_or_none(f.path))
             if f.error:
                 jf.status, jf.error, jf.finished_at = ("skipped" if f.skipped else "failed"), f.error, _now()
                 job.done += 1
+            elif jf.sha256 in first_of:
+                jf.status, jf.finished_at = "duplicate", _now()
+                jf.error = f"same file as {shown[first_of[jf.sha256]]}, earlier in this job"
+                job.done += 1
+            elif jf.sha256:
+                first_of[jf.sha256] = f.name
             s.add(jf)
         if job.total == 0 or job.done == job.total:
             job.status, job.finished_at = JobStatus.DONE, _now()
         return job.id
 
 
+def _sha_or_none(path: str) -> str | None:
+    try:
+        return file_sha256(path)
+    except OSError:
+        return None  # the extraction reports what is wrong with the file
+
+
 def pending_files(settings: Settings, job_id: str) -> list[tuple[int, str, str]]:
+    """The job's files still to read: waiting, or in work when the job's process stopped."""
     with session_scope(settings.db_url) as s:
         rows = s.execute(select(JobFile.id, JobFile.name, JobFile.path)
-                         .where(JobFile.job_id == job_id, JobFile.status == "pending").order_by(JobFile.id))
+                         .where(JobFile.job_id == job_id, JobFile.status.in_(JobFileStatus.UNFINISHED))
+                         .order_by(JobFile.id))
         return [tuple(r) for r in rows]
 
 
@@ -144,9 +162,17 @@ def job_file_ref(settings: Settings, job_file_id: int) -> tuple[str, str] | None
         return tuple(row) if row else None
 
 
-def is_pending(settings: Settings, job_file_id: int) -> bool:
+def is_unfinished(settings: Settings, job_file_id: int) -> bool:
     with session_scope(settings.db_url) as s:
-        return s.scalar(select(JobFile.status).where(JobFile.id == job_file_id)) == "pending"
+        return s.scalar(select(JobFile.status).where(JobFile.id == job_file_id)) in JobFileStatus.UNFINISHED
+
+
+def mark_working(settings: Settings, job_file_ids: list[int]) -> None:
+    """These files are being read now (the admin sees which; waiting ones stay pending)."""
+    if job_file_ids:
+        with session_scope(settings.db_url) as s:
+            s.execute(update(JobFile).where(JobFile.id.in_(job_file_ids), JobFile.status == JobFileStatus.PENDING)
+                      .values(status=JobFileStatus.WORKING))
 
 
 def unfinished_jobs(settings: Settings, statuses=(JobStatus.QUEUED, JobStatus.RUNNING)) -> list[str]:
@@ -169,9 +195,11 @@ def orphaned_jobs(settings: Settings) -> list[str]:
 
 
 def mark_interrupted(settings: Settings, job_id: str, reason: str) -> None:
-    """The job's process stopped before its last file: its pending files stay pending, to be
-    finished by `figsearch ingest --resume JOB`."""
+    """The job's process stopped before its last file: its unfinished files are pending again, to
+    be finished by `figsearch ingest --resume JOB`."""
     with session_scope(settings.db_url) as s:
+        s.execute(update(JobFile).where(JobFile.job_id == job_id, JobFile.status == JobFileStatus.WORKING)
+                  .values(status=JobFileStatus.PENDING))
         s.execute(update(Job).where(Job.id == job_id, Job.status.not_in(JobStatus.FINISHED))
                   .values(status=JobStatus.INTERRUPTED, error=reason[:2000]))
 
@@ -228,7 +256,7 @@ def claim_delivery(settings: Settings, job_file_id: int) -> Outcome | None:
     redelivered when its worker died): it is marked failed, in the same transaction, and that
     outcome returned; otherwise None (go ahead)."""
     with session_scope(settings.db_url) as s:
-        n = s.execute(update(JobFile).where(JobFile.id == job_file_id, JobFile.status == "pending")
+        n = s.execute(update(JobFile).where(JobFile.id == job_file_id, JobFile.status.in_(JobFileStatus.UNFINISHED))
                       .values(deliveries=JobFile.deliveries + 1).returning(JobFile.deliveries)).scalar()
         if n is None or n <= settings.max_deliveries:
             return None
@@ -270,13 +298,12 @@ def record_stored_copy(settings: Settings, job_file_id: int) -> Outcome | None:
     not extraction: callers run it outside the file's time limit."""
     with session_scope(settings.db_url) as s:
         jf = s.get(JobFile, job_file_id)
-        if jf is None or jf.status != "pending":
+        if jf is None or jf.status not in JobFileStatus.UNFINISHED:
             return None
-        path = jf.path
-    try:
-        sha = file_sha256(path)
-    except OSError:
-        return None  # the extraction reports what is wrong with the file
+        path, sha = jf.path, jf.sha256
+    sha = sha or _sha_or_none(path)
+    if sha is None:
+        return None
     with session_scope(settings.db_url) as s:
         copy = stored_copy(s, sha)
         return None if copy is None else _record(s, job_file_id, None, "", known=copy)
@@ -287,7 +314,7 @@ def _record(s: Session, job_file_id: int, ex: Extraction | None, error: str,
     jf = s.get(JobFile, job_file_id, with_for_update=True)
     if jf is None:
         raise LookupError(f"job file {job_file_id} not found")
-    if jf.status != "pending":
+    if jf.status not in JobFileStatus.UNFINISHED:
         return Outcome(jf.status, jf.paper_id, jf.n_figures, jf.error)
     if known is not None:
         outcome = known
@@ -297,6 +324,10 @@ def _record(s: Session, job_file_id: int, ex: Extraction | None, error: str,
         outcome = store_extraction(s, ex)
     jf.status, jf.paper_id, jf.n_figures, jf.error = outcome.status, outcome.paper_id, outcome.n_figures, outcome.error
     jf.finished_at = _now()
+    if jf.sha256 and outcome.paper_id is not None and outcome.status != "failed":  # its copies in the job
+        s.execute(update(JobFile).where(JobFile.job_id == jf.job_id, JobFile.sha256 == jf.sha256,
+                                        JobFile.id != jf.id, JobFile.status == "duplicate")
+                  .values(paper_id=outcome.paper_id))
     s.flush()
     s.execute(update(Job).where(Job.id == jf.job_id).values(done=Job.done + 1))
     job = s.get(Job, jf.job_id, populate_existing=True)
@@ -312,9 +343,10 @@ def process_job_file(settings: Settings, job_file_id: int) -> Outcome:
         jf = s.get(JobFile, job_file_id)
         if jf is None:
             raise LookupError(f"job file {job_file_id} not found")
-        if jf.status != "pending":
+        if jf.status not in JobFileStatus.UNFINISHED:
             return Outcome(jf.status, jf.paper_id, jf.n_figures, jf.error)
         path, name = jf.path, jf.name
+        jf.status = JobFileStatus.WORKING
     try:
         ex = extract_pdf(path, settings.data_dir, limits_from(settings), source=Path(name).name)
     except FileNotFoundError:
@@ -439,8 +471,11 @@ def _abandon(pool, kill: set, wait_s: float = 10.0) -> None:
 def _collect(settings: Settings, futures: list, on_file: Callable[[str, Outcome], None] | None) -> None:
     from pebble import ProcessExpired
 
+    waiting = {f[0]: f[3] for f in futures}
     for jf_id, name, limit, fut in futures:
         while not fut.done():  # wake up often: a SIGTERM taken by another thread is handled here
+            mark_working(settings, [i for i, f in waiting.items() if f.running()])
+            waiting = {i: f for i, f in waiting.items() if not (f.running() or f.done())}
             wait_futures([fut], timeout=0.5)
         try:
             outcome = record_outcome(settings, jf_id, fut.result())

@@ -5,6 +5,10 @@ import { h, notice, empty, setTitle, dropZone, fileSize, loading } from '../ui.j
 
 const POLL_MS = 1000;
 const LONG_JOB = 12;  // a job with more files shows its file table folded (the counts line says how they went)
+const UNFINISHED = new Set(['pending', 'working']);
+// a file's status as shown: the one being read says so; the others by name ('no_text' -> 'no text')
+const statusWord = (status) => (status === 'working' ? 'reading' : status.replace('_', ' '));
+const statusLabel = (status) => (status === 'working' ? 'reading…' : statusWord(status));
 const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 // "14:05 (3 min ago)": local time (with the date when not today) and how long ago.
@@ -202,7 +206,7 @@ async function renderDashboard(root, token, { signal }) {
   function jobView(j, filesOpen = false) {
     const pct = j.total ? Math.round((100 * j.done) / j.total) : (j.status === 'done' ? 100 : 0);
     const state = j.status === 'failed' ? 'failed' : j.status === 'done' ? 'done' : '';
-    const counts = Object.entries(j.counts || {}).map(([k, v]) => `${v} ${k.replace('_', ' ')}`).join(', ');
+    const counts = Object.entries(j.counts || {}).map(([k, v]) => `${v} ${statusWord(k)}`).join(', ');
     const el = h('div', { class: 'job', dataset: { jobId: j.job_id, status: j.status } },
       h('div', { class: 'job-head' },
         h('strong', {}, `Job ${j.job_id.slice(0, 8)}`),
@@ -217,9 +221,9 @@ async function renderDashboard(root, token, { signal }) {
         h('thead', {}, h('tr', {}, h('th', {}, 'File'), h('th', {}, 'Result'), h('th', {}, 'Figures'), h('th', {}, 'Tables'), h('th', {}, ''))),
         h('tbody', {}, j.files.map((f) => h('tr', {},
           h('td', { class: 'name' }, f.name),
-          h('td', {}, h('span', { class: `badge ${f.status}` }, f.status.replace('_', ' '))),
-          h('td', { class: 'num', 'data-label': f.n_figures === 1 ? 'figure' : 'figures' }, f.status === 'pending' ? '…' : String(f.n_figures)),
-          h('td', { class: 'num', 'data-label': f.n_tables === 1 ? 'table' : 'tables' }, f.status === 'pending' ? '…' : String(f.n_tables ?? 0)),
+          h('td', {}, h('span', { class: `badge ${f.status}` }, statusLabel(f.status))),
+          h('td', { class: 'num', 'data-label': f.n_figures === 1 ? 'figure' : 'figures' }, UNFINISHED.has(f.status) ? '…' : String(f.n_figures)),
+          h('td', { class: 'num', 'data-label': f.n_tables === 1 ? 'table' : 'tables' }, UNFINISHED.has(f.status) ? '…' : String(f.n_tables ?? 0)),
           fileOutcome(f))))));
       el.append(j.files.length > LONG_JOB
         ? h('details', { class: 'job-files', open: filesOpen }, h('summary', { class: 'small' }, `The ${j.files.length} files`), table)
