@@ -27,24 +27,28 @@ class Outcome:
     job_finished: bool = False  # this file was the job's last one
 
 
-def stored_copy(session: Session, sha256: str) -> Outcome | None:
-    """The outcome of a file whose bytes are those of a stored paper: a duplicate of it. None when
-    no paper has these bytes, or only a failed one (a failed file may be retried)."""
-    existing = session.scalar(select(Paper).where(Paper.sha256 == sha256))
+def _as_copy(existing: Paper | None) -> Outcome | None:
+    """A file with a stored paper's bytes is its duplicate; a failed paper may be retried (None)."""
     if existing is None or existing.status == PaperStatus.FAILED:
         return None
     return Outcome("duplicate", existing.id, len(existing.figures), "same file already ingested",
                    duplicate_of=existing.id)
 
 
+def stored_copy(session: Session, sha256: str) -> Outcome | None:
+    """The outcome of a file whose bytes are those of a stored paper: a duplicate of it. None when
+    no paper has these bytes, or only a failed one (a failed file may be retried)."""
+    return _as_copy(session.scalar(select(Paper).where(Paper.sha256 == sha256)))
+
+
 def store_extraction(session: Session, ex: Extraction) -> Outcome:
     """Insert (or recognise) the paper of one extraction. Caller commits."""
-    copy = stored_copy(session, ex.sha256)
+    existing = session.scalar(select(Paper).where(Paper.sha256 == ex.sha256))
+    copy = _as_copy(existing)
     if copy is not None:
         return copy
-    failed = session.scalar(select(Paper).where(Paper.sha256 == ex.sha256))
-    if failed is not None:  # a failed file may be retried
-        session.delete(failed)
+    if existing is not None:  # a failed file may be retried
+        session.delete(existing)
         session.flush()
 
     p = ex.paper

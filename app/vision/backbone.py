@@ -121,20 +121,6 @@ def _export(module, size: int, threads: int):
         return None
 
 
-def _as_module(trunk):
-    """The trunk as a torch module, for the export (EfficientNet's trunk is a bound method)."""
-    import torch
-
-    if isinstance(trunk, torch.nn.Module):
-        return trunk
-
-    class Trunk(torch.nn.Module):
-        def forward(self, x):
-            return trunk(x)
-
-    return Trunk()
-
-
 class Backbone:
     """A pretrained network (frozen, or with a fine-tuned tail): crops in, pooled feature rows out."""
 
@@ -152,7 +138,9 @@ class Backbone:
             load_tail(module, tail)
         module.eval()
         self.module = module.to(memory_format=torch.channels_last)
-        self.session = _export(_as_module(self.trunk), size, torch.get_num_threads()) if runtime == "onnx" else None
+        # EfficientNet's trunk is a bound method, not a module the exporter takes: PyTorch runs it
+        exportable = runtime == "onnx" and isinstance(self.trunk, torch.nn.Module)
+        self.session = _export(self.trunk, size, torch.get_num_threads()) if exportable else None
         self.runtime = "onnx" if self.session is not None else "torch"
 
     def batch_array(self, images: list[Image.Image]) -> np.ndarray:
