@@ -100,6 +100,9 @@ class Settings(BaseSettings):
     cors_origins: list[str] = Field([], description='CORS allowed origins (JSON list, e.g. ["https://x.org"]).')
     allow_server_paths: bool = Field(False, description="Admins may ingest a path on the server's disk.")
     keep_uploads: bool = Field(False, description="Keep uploaded files under data_dir/uploads after ingestion.")
+    keep_failed_hours: float = Field(168.0, ge=0, description="How long the bytes of a file that failed are kept "
+                                                              "after its job, for a retry (they count in the upload "
+                                                              "quota; 0 = not kept).")
     header_timeout_s: float = Field(10.0, gt=0, description="`figsearch serve`: a connection must send its request "
                                                             "headers within this time.")
     max_connections: int = Field(200, ge=1, description="`figsearch serve`: more concurrent connections get 503.")

@@ -49,6 +49,13 @@ def extra_pdf(root: Path) -> Path:
     return _SAMPLE["extra"]
 
 
+def generated_pdf(root: Path, seed: int) -> Path:
+    """One more generated paper of its own (`seed`), in `root`."""
+    from app.demo.generate import generate_collection
+
+    return generate_collection(root / f"generated-{seed}", n_papers=1, seed=seed)[0]
+
+
 def copy_data(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst)
     return dst
@@ -703,6 +710,136 @@ def test_delete_paper_and_reindex(admin_client):
     assert_problem(c.delete(f"/api/v1/admin/papers/{paper['paper_id']}", headers=AUTH), 404)
     r = c.post("/api/v1/admin/reindex", headers=AUTH)
     assert r.status_code == 202 and r.json()["status"] == "accepted"
+
+
+# ------------------------------------------------------------------ admin: what a job says, retrying it, older jobs
+@pytest.fixture(scope="module")
+def flow_client(sample, tmp_path_factory):
+    """Client for the admin flow (index state, retry, job pages), over its own copy of the sample."""
+    yield from served_copy(sample, tmp_path_factory, "api-flow")
+
+
+def observe_job(c: TestClient, job_id: str, timeout: float = 180) -> list[dict]:
+    """Every answer of the job's endpoint, polled as fast as it answers, until its status is done or failed."""
+    seen, deadline = [], time.time() + timeout
+    while time.time() < deadline:
+        seen.append(c.get(f"/api/v1/admin/jobs/{job_id}", headers=AUTH).json())
+        if seen[-1]["status"] in ("done", "failed"):
+            return seen
+        time.sleep(0.05)
+    raise AssertionError(f"job {job_id} did not finish: {seen[-1]}")
+
+
+def test_an_upload_keeps_its_pdfs_and_a_job_is_done_only_when_its_figures_are_searchable(flow_client, tmp_path):
+    """A file of another type among PDFs is left out, named in the answer and listed in the job as
+    skipped (the whole upload was refused for it). The job says "indexing" after its last file and
+    "done" only once an index version holding its papers is published; `searchable` turns true when
+    this server serves it (before, a job was "done" while its figures could not be found yet)."""
+    c = flow_client
+    pdf = extra_pdf(tmp_path)
+    files = [("files", (pdf.name, pdf.read_bytes(), "application/pdf")),
+             ("files", ("notes.txt", b"reading list", "text/plain"))]
+    r = c.post("/api/v1/admin/collections", headers=AUTH, files=files)
+    assert r.status_code == 202, r.text
+    acc = r.json()
+    assert acc["total"] == 2 and [f["name"] for f in acc["skipped"]] == ["notes.txt"]
+    assert "unsupported type 'text/plain'" in acc["skipped"][0]["error"]
+    seen = observe_job(c, acc["job_id"])
+    order = ["queued", "running", "indexing", "done"]
+    statuses = [j["status"] for j in seen]
+    assert statuses == sorted(statuses, key=order.index), statuses
+    index = c.app.state.settings.data_dir / "index"
+    done = seen[-1]
+    assert done["status"] == "done" and done["index_state"] == "published", done
+    assert (index / done["index_version"]).is_dir()  # published when the job says done
+    assert all(j["searchable"] is not True for j in seen if j["status"] != "done")
+    assert all(j["index_state"] in (None, "building") for j in seen if j["status"] != "done")
+    by_name = {f["name"]: f for f in done["files"]}
+    assert by_name["notes.txt"]["status"] == "skipped" and "text/plain" in by_name["notes.txt"]["error"]
+    assert by_name[pdf.name]["status"] == "ok" and done["counts"] == {"ok": 1, "skipped": 1}
+    deadline = time.time() + 60
+    while not c.get(f"/api/v1/admin/jobs/{acc['job_id']}", headers=AUTH).json()["searchable"]:
+        assert time.time() < deadline, "the server did not load the published version"
+        time.sleep(0.2)
+    fig = next(f for f in c.get(f"/api/v1/papers/{by_name[pdf.name]['paper_id']}").json()["figures"]
+               if f["kind"] == "figure")
+    hits = c.get("/api/v1/search", params={"q": fig["caption"], "k": 5}).json()["items"]
+    assert fig["figure_id"] in [h["figure_id"] for h in hits]
+
+
+def test_a_failed_file_is_read_again_when_its_job_is_retried(flow_client, tmp_path):
+    """A file whose time ran out (a busy machine) is kept; POST /admin/jobs/{id}/retry reads it again
+    in the same job, which then adds its paper. Retrying asks for a job that has ended and has
+    something to retry."""
+    from sqlalchemy import update
+
+    from app.db.schema import Job
+    from app.db.session import session_scope
+
+    c = flow_client
+    settings = c.app.state.settings
+    pdf = generated_pdf(tmp_path, seed=11)
+    limit = settings.file_timeout_s
+    settings.file_timeout_s = 0.001
+    try:
+        r = c.post("/api/v1/admin/collections", headers=AUTH,
+                   files=[("files", ("slow.pdf", pdf.read_bytes(), "application/pdf"))])
+        job = wait_job(c, r.json()["job_id"])
+    finally:
+        settings.file_timeout_s = limit
+    (f,) = job["files"]
+    assert f["status"] == "failed" and "timed out" in f["error"] and f["retryable"] and job["retryable"] == 1
+    assert job["index_state"] == "unchanged" and job["searchable"] is None
+    url = f"/api/v1/admin/jobs/{job['job_id']}/retry"
+    assert_problem(c.post(url + "?file_id=424242", headers=AUTH), 409, "only failed files")
+    with session_scope(settings.db_url) as s:  # a job still at work is not retried under its feet
+        s.execute(update(Job).where(Job.id == job["job_id"]).values(status="running"))
+    assert_problem(c.post(url, headers=AUTH), 409, "wait for it to end")
+    with session_scope(settings.db_url) as s:
+        s.execute(update(Job).where(Job.id == job["job_id"]).values(status="done"))
+
+    r = c.post(url + f"?file_id={f['file_id']}", headers=AUTH)
+    assert r.status_code == 202 and r.json()["job_id"] == job["job_id"] and r.json()["status"] == "queued", r.text
+    again = wait_job(c, job["job_id"])
+    (f,) = again["files"]
+    assert f["status"] == "ok" and f["paper_id"] and not f["retryable"] and again["retryable"] == 0, again
+    assert (again["done"], again["total"], again["index_state"]) == (1, 1, "published")
+    assert_problem(c.post(url, headers=AUTH), 409, "nothing to retry")
+    assert_problem(c.post("/api/v1/admin/jobs/nosuchjob/retry", headers=AUTH), 404, "not found")
+
+
+def test_a_job_does_not_name_a_removed_paper_nor_the_next_paper_given_its_id(flow_client, tmp_path):
+    """A job file whose paper was removed names no paper (it kept the removed id, which SQLite gives
+    to the next paper stored: the job then showed, counted and checked that other paper as its own)."""
+    c = flow_client
+    first = wait_job(c, c.post("/api/v1/admin/collections", headers=AUTH, files=[
+        ("files", ("first.pdf", generated_pdf(tmp_path, seed=17).read_bytes(), "application/pdf"))]).json()["job_id"])
+    removed = first["files"][0]["paper_id"]
+    assert c.delete(f"/api/v1/admin/papers/{removed}", headers=AUTH).status_code == 200
+    second = wait_job(c, c.post("/api/v1/admin/collections", headers=AUTH, files=[
+        ("files", ("second.pdf", generated_pdf(tmp_path, seed=19).read_bytes(), "application/pdf"))]).json()["job_id"])
+    (f,) = c.get(f"/api/v1/admin/jobs/{first['job_id']}", headers=AUTH).json()["files"]
+    assert f["status"] == "ok" and f["paper_id"] is None and f["n_figures"] == first["files"][0]["n_figures"], f
+    assert second["files"][0]["paper_id"] is not None
+    assert c.get(f"/api/v1/admin/jobs/{first['job_id']}", headers=AUTH).json()["searchable"] is None
+
+
+def test_jobs_are_listed_page_by_page(flow_client):
+    c = flow_client
+    everything = c.get("/api/v1/admin/jobs?limit=100", headers=AUTH).json()
+    assert everything["next_before"] is None and len(everything["items"]) >= 3
+    pages, before = [], None
+    while True:
+        page = c.get("/api/v1/admin/jobs", params={"limit": 2, **({"before": before} if before else {})},
+                     headers=AUTH).json()
+        pages.append([j["job_id"] for j in page["items"]])
+        before = page["next_before"]
+        if before is None:
+            break
+        assert before == pages[-1][-1]
+    assert [j for p in pages for j in p] == [j["job_id"] for j in everything["items"]]
+    assert all(len(p) == 2 for p in pages[:-1]) and 1 <= len(pages[-1]) <= 2
+    assert_problem(c.get("/api/v1/admin/jobs?before=nosuchjob", headers=AUTH), 404, "not found")
 
 
 def _image_paths(settings, fids):

@@ -45,6 +45,22 @@ def test_json_summary_and_usage_errors(demo_pdfs, tmp_path):
     assert run(["papers", "--data-dir", str(data), "--format", "xml"], check=False).returncode != 0
 
 
+def test_retry_reads_the_failed_files_of_a_job_again(demo_pdfs, tmp_path):
+    """A file that timed out (a busy machine) is read again by `figsearch ingest --retry JOB`, in the
+    same job; a job with nothing to retry is a usage error."""
+    data = tmp_path / "data"
+    r = run(["ingest", str(demo_pdfs[0]), "--data-dir", str(data), "--json"], {"FIGSEARCH_FILE_TIMEOUT_S": "0.001"})
+    first = json.loads(r.stdout.strip().splitlines()[-1])
+    assert first["failed"] == 1 and first["ok"] == 0, first
+    r = run(["ingest", "--retry", first["job_id"], "--data-dir", str(data), "--json"])
+    again = json.loads(r.stdout.strip().splitlines()[-1])
+    assert again["job_id"] == first["job_id"] and again["ok"] == 1 and again["failed"] == 0, again
+    nothing = run(["ingest", "--retry", first["job_id"], "--data-dir", str(data)], check=False)
+    assert nothing.returncode == 2 and "nothing to retry" in nothing.stderr, nothing.stderr
+    both = run(["ingest", str(demo_pdfs[0]), "--retry", first["job_id"], "--data-dir", str(data)], check=False)
+    assert both.returncode == 2 and "--retry JOB" in both.stderr
+
+
 @pytest.mark.timeout(600)  # some twenty CLI processes, each loading its models: slow on a loaded machine
 def test_index_search_similar_contract(demo_ingested, demo_ingested_one, demo_indexed, tmp_path):
     for i, ingested in enumerate((demo_ingested, demo_ingested_one)):  # with and without an index folder

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.browser import BROWSER_MARKS, Console, browser, sample_server, save_shot, wait_js, wait_page  # noqa: F401 (fixture)
-from tests.test_api import extra_pdf
+from tests.test_api import extra_pdf, generated_pdf
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = Path(os.environ.get("FIGSEARCH_SHOTS", ROOT / "artifacts" / "screenshots"))
@@ -288,4 +288,90 @@ def test_files_that_are_not_pdfs_are_left_out_of_an_upload(server, browser, tmp_
     assert page.is_enabled("#upload-submit")
     page.set_input_files("#pdf-files", [str(notes)])  # nothing left to upload
     assert page.is_disabled("#upload-submit") and page.inner_text("#chosen-files") == ""
+    page.close()
+
+
+def test_an_uploaded_paper_is_indexing_until_its_figures_are_searchable(server, browser, tmp_path):
+    """A paper uploaded from the admin page: its job says "indexing" after its last file (not
+    "done") and then "Searchable", when a search finds its figures."""
+    pdf = generated_pdf(tmp_path, seed=13)
+    page = browser.new_page(viewport=WIDE)
+    page.set_default_timeout(20_000)
+    console = Console(page)
+    sign_in(page, server["base"], server["token"])
+    page.set_input_files("#pdf-files", [str(pdf)])
+    page.click("#upload-submit")
+    page.wait_for_selector("#upload-pdfs .notice.ok")
+    job = page.locator("#jobs .job").first
+    job_id = job.get_attribute("data-job-id")
+    seen, deadline = [], time.time() + 180
+    while "Searchable" not in (seen or [""])[-1]:
+        assert time.time() < deadline, seen
+        status = job.get_attribute("data-status")
+        line = job.locator(".job-index").all_inner_texts()
+        seen.append(f"{status}: {line[0] if line else ''}")
+        if status == "indexing" and not any(s.startswith("indexing") for s in seen[:-1]):
+            shot(page, "admin-job-indexing")  # when the poll catches it (a fast build may pass unseen)
+        time.sleep(0.1)
+    assert all(not s.startswith("done") or "Searchable" in s or "loading" in s for s in seen), seen
+    assert not any(s.startswith("indexing") and "Searchable" in s for s in seen), seen
+    auth = {"Authorization": f"Bearer {server['token']}"}
+    paper_id = httpx.get(f"{server['base']}/api/v1/admin/jobs/{job_id}", headers=auth).json()["files"][0]["paper_id"]
+    fig = next(f for f in httpx.get(f"{server['base']}/api/v1/papers/{paper_id}").json()["figures"])
+    hits = httpx.get(f"{server['base']}/api/v1/search", params={"q": fig["caption"], "paper_id": paper_id,
+                                                                 "kind": "both"}).json()["items"]
+    assert fig["figure_id"] in [h["figure_id"] for h in hits]
+    shot(page, "admin-job-searchable")
+    assert console.errors == [], console.errors
+    page.close()
+
+
+def test_a_failed_file_is_retried_from_the_job(server, browser, bundle_job):
+    """A failed file (its bytes are kept) has a Retry button that reads it again in the same job:
+    the job runs again and ends with the file still failed (it is broken), still retryable, and the
+    other files untouched."""
+    page, job, console = job_page(server, browser, bundle_job)
+    failed = file_rows(job)["bundle.zip:broken-upload.pdf"]
+    assert failed.locator(".file-retry").count() == 1
+    assert job.locator(".job-retry").inner_text() == "Retry 1 failed file"
+    shot(page, "admin-job-retry-wide")
+    failed.locator(".file-retry").click()
+    where = f"document.querySelector(\"#jobs .job[data-job-id='{bundle_job['job_id']}']\")"
+    wait_js(page, f"{where}.dataset.status !== 'done'")  # shown as queued at once, then followed
+    wait_js(page, f"{where}.dataset.status === 'done' && {where}.querySelector('.files') !== null", 120)
+    job = page.locator(f"#jobs .job[data-job-id='{bundle_job['job_id']}']")
+    again = file_rows(job)["bundle.zip:broken-upload.pdf"]
+    assert "failed" in again.inner_text() and again.locator(".file-retry").count() == 1
+    files = httpx.get(f"{server['base']}/api/v1/admin/jobs/{bundle_job['job_id']}",
+                      headers={"Authorization": f"Bearer {server['token']}"}).json()["files"]
+    statuses = {f["name"]: f["status"] for f in files}
+    assert statuses["bundle.zip:new-paper.pdf"] == "ok" and statuses["bundle.zip:readme.txt"] == "skipped"
+    page.set_viewport_size(PHONE)
+    wide, out = overflow(page)
+    assert wide <= 0, out
+    shot(page, "admin-job-retry-phone")
+    assert console.errors == [], console.errors
+    page.close()
+
+
+def test_older_jobs_are_shown_on_demand(server, browser, tmp_path):
+    """The admin page shows the last ten jobs and a "Show older jobs" button for the rest."""
+    base, auth = server["base"], {"Authorization": f"Bearer {server['token']}"}
+    pdf = httpx.get(f"{base}/api/v1/papers/{httpx.get(f'{base}/api/v1/papers').json()['items'][0]['paper_id']}/pdf").content
+    for i in range(10):  # copies of a stored paper: each job is over at once
+        r = httpx.post(f"{base}/api/v1/admin/collections", headers=auth, timeout=60,
+                       files={"files": (f"copy-{i}.pdf", pdf, "application/pdf")})
+        assert r.status_code == 202, r.text
+    total = len(httpx.get(f"{base}/api/v1/admin/jobs?limit=100", headers=auth).json()["items"])
+    assert total > 10
+    page = browser.new_page(viewport=WIDE)
+    page.set_default_timeout(20_000)
+    console = Console(page)
+    sign_in(page, base, server["token"])
+    page.wait_for_selector("#more-jobs", state="visible")
+    assert page.locator("#jobs .job").count() == 10
+    page.click("#more-jobs")
+    wait_js(page, f"document.querySelectorAll('#jobs .job').length === {total}")
+    assert page.locator("#more-jobs").is_hidden()
+    assert console.errors == [], console.errors
     page.close()

@@ -173,7 +173,7 @@ def test_a_copy_of_a_new_file_in_the_same_job_is_its_duplicate_and_never_read(de
     shutil.copyfile(demo_pdfs[0], folder / "copy of a.pdf")
     shutil.copyfile(demo_pdfs[1], folder / "b.pdf")
     job_id = ingest_jobs.prepare_job([folder], fast_settings)
-    assert [Path(name).name for _id, name, _path in ingest_jobs.pending_files(fast_settings, job_id)] == ["a.pdf", "b.pdf"]
+    assert [Path(name).name for _id, name, *_ in ingest_jobs.pending_files(fast_settings, job_id)] == ["a.pdf", "b.pdf"]
     status, error = _statuses(fast_settings, job_id)["copy of a.pdf"][::2]
     assert status == "duplicate" and error == "same file as a.pdf, earlier in this job", error
     ingest_jobs.run_job_embedded(fast_settings, job_id, workers=2)
@@ -189,7 +189,7 @@ def test_a_copy_of_a_new_file_in_the_same_job_is_its_duplicate_and_never_read(de
     assert (rows["copy of a.pdf"]["n_figures"], rows["copy of a.pdf"]["n_tables"]) == (0, 0), rows["copy of a.pdf"]
 
 
-def extract_when_released(path, data_dir, limits, source=""):
+def extract_when_released(path, data_dir, limits, source="", sha256=None):
     """Extraction that first waits for a gate file beside the PDF (a file in work for as long as a
     test needs); run in the extraction processes in place of `extract_pdf`."""
     import time
@@ -201,7 +201,7 @@ def extract_when_released(path, data_dir, limits, source=""):
         if gate.exists():
             break
         time.sleep(0.1)
-    return extract_pdf(path, data_dir, limits, source=source)
+    return extract_pdf(path, data_dir, limits, source=source, sha256=sha256)
 
 
 def test_the_file_being_read_is_working_while_the_others_wait(demo_pdfs, fast_settings, tmp_path, monkeypatch):
@@ -244,9 +244,9 @@ def test_a_worker_marks_its_file_working_and_a_file_left_working_is_finished_lat
     (first, *_), (second, *_) = ingest_jobs.pending_files(fast_settings, job_id)
     during = []
 
-    def extract_and_look(path, data_dir, limits, source=""):
+    def extract_and_look(path, data_dir, limits, source="", sha256=None):
         during.append(_statuses(fast_settings, job_id)[demo_pdfs[0].name][0])
-        return extract_pdf(path, data_dir, limits, source=source)
+        return extract_pdf(path, data_dir, limits, source=source, sha256=sha256)
 
     monkeypatch.setattr(ingest_jobs, "extract_pdf", extract_and_look)
     assert ingest_jobs.process_job_file(fast_settings, first).status == "ok" and during == ["working"]
@@ -259,3 +259,107 @@ def test_a_worker_marks_its_file_working_and_a_file_left_working_is_finished_lat
     assert _statuses(fast_settings, job_id)[demo_pdfs[1].name][0] == "pending"
     assert ingest_jobs.process_job_file(fast_settings, second).status == "ok"
     assert not ingest_jobs.is_unfinished(fast_settings, second)
+
+
+def test_a_file_is_hashed_once_when_its_job_is_recorded(demo_pdfs, fast_settings, monkeypatch):
+    """The sha256 taken when the job is recorded goes with the file to its extraction, which used to
+    read the whole file again for it."""
+    import hashlib
+
+    from app.ingest import extract
+
+    job_id = ingest_jobs.prepare_job([demo_pdfs[0]], fast_settings)
+    hashed = []
+    monkeypatch.setattr(extract, "file_sha256", lambda path: hashed.append(path) or "0" * 64)
+    (jf_id, *_), = ingest_jobs.pending_files(fast_settings, job_id)
+    assert ingest_jobs.process_job_file(fast_settings, jf_id).status == "ok"
+    assert hashed == []
+    with session_scope(fast_settings.db_url) as s:
+        assert s.scalar(select(Paper.sha256)) == hashlib.sha256(demo_pdfs[0].read_bytes()).hexdigest()
+
+
+def extract_unless_told_to_fail(path, data_dir, limits, source="", sha256=None):
+    """`extract_pdf`, but a file named in a `fail-NAME` file beside the data dir fails (as a crash
+    of the PDF library would)."""
+    from app.ingest.extract import extract_pdf
+
+    if (Path(data_dir).parent / f"fail-{source}").exists():
+        raise RuntimeError("the PDF library crashed")
+    return extract_pdf(path, data_dir, limits, source=source, sha256=sha256)
+
+
+def test_a_failed_file_is_kept_and_read_again_when_its_job_is_retried(demo_pdfs, fast_settings, tmp_path,
+                                                                       monkeypatch):
+    """A file that failed keeps its bytes after the job, when the others' are removed; retrying the
+    job reads it again, in the same job, which then adds its paper (and only that one is new). A
+    job with nothing left to retry says so; after FIGSEARCH_KEEP_FAILED_HOURS the bytes go."""
+    import zipfile
+
+    bundle = tmp_path / "bundle.zip"
+    with zipfile.ZipFile(bundle, "w") as z:
+        z.write(demo_pdfs[0], "a.pdf")
+        z.write(demo_pdfs[1], "b.pdf")
+    monkeypatch.setattr(ingest_jobs, "extract_pdf", extract_unless_told_to_fail)
+    told = fast_settings.data_dir.parent / "fail-bundle.zip:b.pdf"
+    told.touch()
+    job_id = ingest_jobs.prepare_job([bundle], fast_settings)
+    (_, _, a_path, _), (_, _, b_path, _) = ingest_jobs.pending_files(fast_settings, job_id)
+    ingest_jobs.run_job_embedded(fast_settings, job_id, workers=1)
+    files = _statuses(fast_settings, job_id)
+    assert files["bundle.zip:a.pdf"][0] == "ok" and files["bundle.zip:b.pdf"] == ("failed", None, "RuntimeError: the PDF library crashed")
+    assert ingest_jobs.job_progress(fast_settings, job_id) == ("done", 2, 2)
+    assert Path(b_path).is_file() and not Path(a_path).exists()  # only the failed file's bytes are kept
+    assert ingest_jobs.clean_leftovers(fast_settings) == (0, 0) and Path(b_path).is_file()
+
+    told.unlink()  # (the library was fixed)
+    assert ingest_jobs.retry_job(fast_settings, job_id) == 1
+    assert ingest_jobs.job_progress(fast_settings, job_id) == ("queued", 1, 2)
+    new = []
+    monkeypatch.setattr(ingest_jobs, "after_ingest", lambda settings, papers, job: new.extend(papers))
+    ingest_jobs.run_job_embedded(fast_settings, job_id, workers=1)
+    files = _statuses(fast_settings, job_id)
+    assert files["bundle.zip:a.pdf"][0] == files["bundle.zip:b.pdf"][0] == "ok" and new == [files["bundle.zip:b.pdf"][1]]
+    assert not Path(b_path).exists() and not ingest_jobs.staging_dir(fast_settings, job_id).exists()
+    ingest_jobs.mark_done(fast_settings, job_id, "off")
+    with pytest.raises(ingest_jobs.NothingToRetry, match="nothing to retry"):
+        ingest_jobs.retry_job(fast_settings, job_id)
+    with pytest.raises(LookupError):
+        ingest_jobs.retry_job(fast_settings, "no-such-job")
+
+
+def test_the_bytes_of_a_failed_file_go_after_the_time_they_are_kept(demo_pdfs, fast_settings, tmp_path,
+                                                                    monkeypatch):
+    import zipfile
+
+    bundle = tmp_path / "bundle.zip"
+    with zipfile.ZipFile(bundle, "w") as z:
+        z.write(demo_pdfs[1], "b.pdf")
+    monkeypatch.setattr(ingest_jobs, "extract_pdf", extract_unless_told_to_fail)
+    (fast_settings.data_dir.parent / "fail-bundle.zip:b.pdf").touch()
+    job_id = ingest_jobs.prepare_job([bundle], fast_settings)
+    (_, _, b_path, _), = ingest_jobs.pending_files(fast_settings, job_id)
+    ingest_jobs.run_job_embedded(fast_settings, job_id, workers=1)
+    assert Path(b_path).is_file()
+    fast_settings.keep_failed_hours = 0.0001  # its job finished longer ago than that
+    import time
+
+    time.sleep(0.5)
+    removed, freed = ingest_jobs.clean_leftovers(fast_settings)
+    assert removed == 1 and freed == demo_pdfs[1].stat().st_size and not Path(b_path).exists()
+    with pytest.raises(ingest_jobs.NothingToRetry, match="no failed file of this job is kept"):
+        ingest_jobs.retry_job(fast_settings, job_id)
+
+
+def test_retrying_an_interrupted_job_finishes_it_and_indexes_all_its_papers(demo_pdfs, fast_settings, monkeypatch):
+    """An interrupted job never ran the steps after its files: retried, it reads its unfinished files
+    and then types, scores and indexes the papers of its earlier run too."""
+    job_id = ingest_jobs.prepare_job([demo_pdfs[0], demo_pdfs[1]], fast_settings)
+    (first, *_), _ = ingest_jobs.pending_files(fast_settings, job_id)
+    assert ingest_jobs.process_job_file(fast_settings, first).status == "ok"
+    ingest_jobs.mark_interrupted(fast_settings, job_id, "stopped")
+    assert ingest_jobs.retry_job(fast_settings, job_id) == 0  # no failed file; its unfinished one runs
+    new = []
+    monkeypatch.setattr(ingest_jobs, "after_ingest", lambda settings, papers, job: new.extend(papers))
+    ingest_jobs.run_job_embedded(fast_settings, job_id, workers=1)
+    files = _statuses(fast_settings, job_id)
+    assert sorted(new) == sorted(pid for _st, pid, _err in files.values()) and len(new) == 2, (new, files)

@@ -60,24 +60,28 @@ def ingest_pdf(self, job_file_id: int, cfg: dict | None = None) -> dict:
             from app.db.schema import JobFile
 
             job_id = s.get(JobFile, job_file_id).job_id
-        send_after_ingest(settings, ingest_jobs.finish_job(settings, job_id), cfg)
+        send_after_ingest(settings, job_id, ingest_jobs.finish_job(settings, job_id), cfg)
     return {"status": outcome.status, "paper_id": outcome.paper_id, "n_figures": outcome.n_figures,
             "error": outcome.error}
 
 
 @app.task(name="figsearch.after_ingest")
-def after_ingest(paper_ids: list[int], cfg: dict | None = None) -> dict:
+def after_ingest(paper_ids: list[int], cfg: dict | None = None, job_id: str | None = None) -> dict:
     """Figure types, central scores and a new index version after a job, under the collection time
-    limit (an index build must not run under the limit of the job's last file)."""
-    ingest_jobs.after_ingest(_settings(cfg), paper_ids)
+    limit (an index build must not run under the limit of the job's last file); then the job is done."""
+    ingest_jobs.after_ingest(_settings(cfg), paper_ids, job_id)
     return {"papers": len(paper_ids)}
 
 
-def send_after_ingest(settings: Settings, paper_ids: list[int], cfg: dict | None) -> None:
-    """Queue the collection work of a finished job, when it added papers (else nothing changed)."""
+def send_after_ingest(settings: Settings, job_id: str, paper_ids: list[int], cfg: dict | None) -> None:
+    """Queue the collection work of a job whose files are all read, when it added papers; else
+    nothing changed and the job is done here."""
     if ingest_jobs.needs_collection_work(settings, paper_ids):
-        after_ingest.apply_async(args=(paper_ids, cfg), soft_time_limit=settings.collection_timeout_s,
+        after_ingest.apply_async(args=(paper_ids, cfg), kwargs={"job_id": job_id},
+                                 soft_time_limit=settings.collection_timeout_s,
                                  time_limit=settings.collection_timeout_s + 30)
+    else:
+        ingest_jobs.after_ingest(settings, paper_ids, job_id)
 
 
 # Celery's own limits on a file task sit this far past the file's limit, as a backstop
@@ -141,7 +145,7 @@ def enqueue_job(settings: Settings, job_id: str) -> int:
     if not files:
         via.send_task("figsearch.ingest_collection", args=(job_id, cfg))
         return 0
-    for jf_id, _name, path in files:
+    for jf_id, _name, path, _sha in files:
         send_file(jf_id, cfg, ingest_jobs.file_time_limit(settings, path), via)
     return len(files)
 
@@ -157,8 +161,8 @@ def ingest_collection(job_id: str, cfg: dict | None = None) -> dict:
     files = ingest_jobs.pending_files(settings, job_id)
     ingest_jobs.mark_running(settings, job_id)
     if not files:
-        send_after_ingest(settings, ingest_jobs.finish_job(settings, job_id), cfg)
-    for jf_id, _name, path in files:
+        send_after_ingest(settings, job_id, ingest_jobs.finish_job(settings, job_id), cfg)
+    for jf_id, _name, path, _sha in files:
         send_file(jf_id, cfg or task_config(settings), ingest_jobs.file_time_limit(settings, path))
     return {"job_id": job_id, "queued": len(files)}
 

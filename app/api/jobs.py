@@ -16,7 +16,7 @@ from typing import Callable
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from app.db.schema import Figure, Job, JobStatus, Paper
+from app.db.schema import Figure, Job, JobStatus, Paper, in_collection
 from app.db.session import session_scope
 from app.dispatch import dispatcher_for
 from app.pipeline import ingest_jobs
@@ -39,7 +39,8 @@ def safe_filename(name: str, default: str = "upload") -> str:
 
 def file_rows(settings: Settings, db: Session, job: Job) -> list[dict]:
     """Per-file results of a job, shared by the admin API and `figsearch jobs` so both show the
-    same names and counts. Figures and tables are those of the paper the file added (status ok
+    same names and counts. A failed file is `retryable` while its bytes are kept and its job is not
+    running. Figures and tables are those of the paper the file added (status ok
     or no_text), counted in the database; 0 for duplicates, failures and pending files. A file
     whose paper was deleted since keeps its recorded figure count (tables unknown: 0). A
     duplicate names the paper it duplicates (`duplicate_of`): the stored copy of the same file, or
@@ -59,6 +60,8 @@ def file_rows(settings: Settings, db: Session, job: Job) -> list[dict]:
             counts[(pid, kind)] = n
         present = set(db.scalars(select(Paper.id).where(Paper.id.in_(ids))))
     names = public_names(settings, job.id, [f.name for f in files])
+    running = job.status in (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.INDEXING)
+    kept = set() if running else ingest_jobs.retryable_paths(settings, [f.path for f in files if f.status == "failed"])
     rows = []
     for f, name in zip(files, names):
         n_fig = n_tab = 0
@@ -70,10 +73,24 @@ def file_rows(settings: Settings, db: Session, job: Job) -> list[dict]:
         dup_of = None
         if f.status == "duplicate" and f.paper_id in originals:
             dup_of = originals[f.paper_id] or f.paper_id
-        rows.append({"name": name, "status": f.status, "paper_id": f.paper_id, "n_figures": n_fig,
+        rows.append({"file_id": f.id, "name": name, "status": f.status, "paper_id": f.paper_id, "n_figures": n_fig,
                      "n_tables": n_tab, "error": public_text(settings, f.error or ""),
-                     "duplicate_of": dup_of})
+                     "duplicate_of": dup_of, "retryable": f.status == "failed" and f.path in kept})
     return rows
+
+
+def job_searchable(db: Session, job: Job, engine) -> bool | None:
+    """Whether every figure and table of the papers the job added to the collection is in `engine`
+    (the index version this server serves; None: none loaded); None when it added none. Read from
+    the index itself, so it holds however the papers got there (after the job, or a later rebuild)."""
+    ids = {f.paper_id for f in job.files if f.status == "ok" and f.paper_id is not None}
+    if not ids:
+        return None
+    figure_ids = db.scalars(select(Figure.id).join(Paper, Paper.id == Figure.paper_id)
+                            .where(Figure.paper_id.in_(ids), in_collection())).all()
+    if not figure_ids:
+        return None
+    return engine is not None and all(fid in engine for fid in figure_ids)
 
 
 def mark_failed(settings: Settings, job_id: str, error: str) -> None:

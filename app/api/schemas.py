@@ -208,14 +208,22 @@ class PaperDetail(PaperSummary):
 
 
 # ---------------------------------------------------------------- admin
+class SkippedUpload(BaseModel):
+    name: str
+    error: str = Field(description="Why it was left out (its type is not accepted).")
+
+
 class JobAccepted(BaseModel):
     job_id: str
     status: str
     total: int
     status_url: str
+    skipped: list[SkippedUpload] = Field(default_factory=list, description=(
+        "Uploaded files left out for their type (not a PDF or zip): the job lists them too, as skipped."))
 
 
 class JobFileOut(BaseModel):
+    file_id: int | None = Field(None, description="Names the file in POST /admin/jobs/{id}/retry.")
     name: str
     status: str = Field(description="pending (waiting), working (being read), ok, no_text, "
                                             "duplicate, failed or skipped (not a PDF)")
@@ -224,12 +232,16 @@ class JobFileOut(BaseModel):
     n_tables: int = Field(0, description="Tables of the paper this file added (0 unless ok or no_text).")
     error: str = ""
     duplicate_of: int | None = Field(None, description="A duplicate: the paper of the collection it duplicates.")
+    retryable: bool = Field(False, description="A failed file whose bytes are still kept: POST /admin/jobs/{id}/retry "
+                                               "reads it again.")
 
 
 class JobOut(BaseModel):
     job_id: str
     kind: str
-    status: str = Field(description="queued, running, done or failed")
+    status: str = Field(description="queued, running, indexing (every file read; its papers are being typed, "
+                                    "scored and indexed), done (its papers are in a published index version, or "
+                                    "it added none; `index_state` says which), failed or interrupted")
     done: int
     total: int
     error: str = ""
@@ -238,10 +250,22 @@ class JobOut(BaseModel):
     started_at: dt.datetime | None = None
     finished_at: dt.datetime | None = None
     files: list[JobFileOut] | None = None
+    index_state: str | None = Field(None, description=(
+        "The steps after the last file: building, published (a new index version holds the job's papers), "
+        "failed (the previous version serves; `index_error` says why), unchanged (the job added no paper) or "
+        "off (FIGSEARCH_AUTO_INDEX=false); null while files are read."))
+    index_version: str | None = Field(None, description="The index version published for this job.")
+    index_error: str = ""
+    searchable: bool | None = Field(None, description=(
+        "Whether every figure and table of the papers this job added is in the index this server serves now; "
+        "null when it added none."))
+    retryable: int = Field(0, description="Failed files POST /admin/jobs/{id}/retry can read again.")
 
 
 class JobList(BaseModel):
     items: list[JobOut]
+    next_before: str | None = Field(None, description=(
+        "More, older jobs: ask again with before=this (null: none left)."))
 
 
 class Accepted(BaseModel):

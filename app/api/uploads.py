@@ -1,9 +1,10 @@
 """Admin uploads streamed straight into the job's folder of the data dir's upload area.
 
 Starlette's form parser spools file parts to the system temp dir; this one writes each file part
-to data_dir/uploads/<job>/<NNN>/<name> as it arrives, refuses an unsupported type at the part's
-headers (before its bytes), and stops at the byte allowance (request limit or what is left of
-the upload quota). A server killed mid-upload leaves a folder no job owns, removed at start-up.
+to data_dir/uploads/<job>/<NNN>/<name> as it arrives, leaves out a part of an unsupported type at
+its headers (its bytes are read past, never written; the part is named in the answer and listed in
+the job as skipped, as a zip's non-PDF member is), and stops at the byte allowance (request limit or
+what is left of the upload quota). A server killed mid-upload leaves a folder no job owns, removed at start-up.
 """
 from __future__ import annotations
 
@@ -58,6 +59,8 @@ class UploadAreaParser(MultiPartParser):
         self.dest, self.settings = dest, settings
         self.allowance, self.quota_limited, self.written = allowance, quota_limited, 0
         self.paths: list[Path] = []
+        self.refused: list[tuple[str, str]] = []  # (uploaded name, why) of the parts left out
+        self._refusing = False
 
     def on_headers_finished(self) -> None:
         # a 'files' part is a file even without a filename (RFC 7578 makes it optional)
@@ -65,13 +68,17 @@ class UploadAreaParser(MultiPartParser):
         if options.get(b"name") == b"files" and b"filename" not in options:
             self._current_part.content_disposition += b'; filename=""'
         super().on_headers_finished()
+        self._refusing = False
         upload = self._current_part.file
         if upload is None:
             return
         ctype = upload_type(upload.filename or "", upload.headers.get("content-type"))
         if ctype not in self.settings.upload_types:
-            raise HTTPException(415, f"{upload.filename!r}: unsupported type {ctype!r}; accepted: "
-                                     f"{', '.join(self.settings.upload_types)}")
+            self.refused.append((upload.filename or f"upload-{len(self.paths) + len(self.refused)}",
+                                 f"skipped: unsupported type {ctype!r} (accepted: "
+                                 f"{', '.join(self.settings.upload_types)})"))
+            self._refusing = True
+            return
         i = len(self.paths)
         slot = self.dest / f"{i:03d}"
         slot.mkdir(parents=True, exist_ok=True)
@@ -82,6 +89,8 @@ class UploadAreaParser(MultiPartParser):
         self.paths.append(target)
 
     def on_part_data(self, data: bytes, start: int, end: int) -> None:
+        if self._refusing:  # read past, never written (the request's own size limit still bounds it)
+            return
         if self._current_part.file is not None:
             self.written += end - start
             if self.written > self.allowance:
@@ -92,19 +101,29 @@ class UploadAreaParser(MultiPartParser):
                                     headers={"Connection": "close"})
         super().on_part_data(data, start, end)
 
+    def on_part_end(self) -> None:
+        if self._refusing:  # not in the form: the caller has it in `refused`
+            self._current_part.file.file.close()
+            self._refusing = False
+            return
+        super().on_part_end()
 
-async def read_upload(request: Request, dest: Path, settings: Settings,
-                      allowance: int, quota_limited: bool) -> tuple[list[tuple[str, Path]], str]:
-    """([(uploaded name, path in the upload area)], server path field). The caller removes
-    `dest` when anything goes wrong."""
+
+async def read_upload(request: Request, dest: Path, settings: Settings, allowance: int,
+                      quota_limited: bool) -> tuple[list[tuple[str, Path]], str, list[tuple[str, str]]]:
+    """([(uploaded name, path in the upload area)], server path field, [(uploaded name, why)] of
+    the files left out for their type). The caller removes `dest` when anything goes wrong."""
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    refused: list[tuple[str, str]] = []
     if ctype in ("", "application/x-www-form-urlencoded"):  # no files: at most the server path field
         form: FormData = await request.form(max_fields=20) if ctype else FormData()
     elif ctype == "multipart/form-data":
+        parser = UploadAreaParser(request, dest, settings, allowance, quota_limited)
         try:
-            form = await UploadAreaParser(request, dest, settings, allowance, quota_limited).parse()
+            form = await parser.parse()
         except MultiPartException as exc:
             raise HTTPException(400, exc.message)
+        refused = parser.refused
     else:
         raise HTTPException(415, f"send the files as multipart/form-data (field 'files'), not {ctype!r}")
     files = []
@@ -120,4 +139,4 @@ async def read_upload(request: Request, dest: Path, settings: Settings,
     path_field = form.get("path")
     if isinstance(path_field, str) and not path_field.strip():
         raise HTTPException(422, "path: a server path must not be empty (leave the field out instead)")
-    return files, path_field.strip() if isinstance(path_field, str) else ""
+    return files, path_field.strip() if isinstance(path_field, str) else "", refused

@@ -78,7 +78,7 @@ def _wait_for_workers(settings: Settings, job_id: str, bar) -> None:
         status, done, total = ingest_jobs.job_progress(settings, job_id)
         bar.update(done - bar.n)
         now = time.monotonic()
-        if done != last_done:
+        if done != last_done or status == "indexing":  # the steps after the last file have their own limit
             last_done, last_change = done, now
         elif now - last_change > settings.ingest_stall_s:
             bar.close()
@@ -89,7 +89,8 @@ def _wait_for_workers(settings: Settings, job_id: str, bar) -> None:
             raise typer.Exit(1)
         if bar.disable and now - last_line >= PROGRESS_EVERY_S:
             last_line = now
-            typer.echo(f"ingest: {done}/{total} files done (job {job_id})", err=True)
+            typer.echo(f"ingest: {done}/{total} files done (job {job_id})"
+                       + ("; indexing its papers" if status == "indexing" else ""), err=True)
         try:
             lost = [f for f in lost_files(settings, job_id) if (f["job_file_id"], f["holder"]) not in reported]
         except Exception:  # the broker is briefly away: the progress above still counts
@@ -108,6 +109,9 @@ def ingest(paths: Optional[list[Path]] = typer.Argument(None, help="PDF files, f
            data_dir: Optional[Path] = DataDir,
            resume: Optional[str] = typer.Option(None, "--resume", metavar="JOB",
                                                 help="Finish an interrupted job (its pending files)."),
+           retry: Optional[str] = typer.Option(None, "--retry", metavar="JOB",
+                                               help="Read the failed files of a finished job again (their bytes "
+                                                    "are kept for FIGSEARCH_KEEP_FAILED_HOURS)."),
            json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON.")) -> None:
     """Ingest PDFs into the collection: papers, figures, captions, mentions, citation links."""
     import signal
@@ -117,8 +121,8 @@ def ingest(paths: Optional[list[Path]] = typer.Argument(None, help="PDF files, f
     from app.ingest.sources import SourceError
     from app.public_text import public_names, public_text
 
-    if bool(paths) == bool(resume):
-        typer.echo("error: give PDF files/folders/zips to ingest, or --resume JOB", err=True)
+    if bool(paths) + bool(resume) + bool(retry) != 1:
+        typer.echo("error: give PDF files/folders/zips to ingest, or --resume JOB, or --retry JOB", err=True)
         raise typer.Exit(2)
     settings = settings_or_exit(data_dir)
     lock = None
@@ -127,6 +131,16 @@ def ingest(paths: Optional[list[Path]] = typer.Argument(None, help="PDF files, f
         if removed:
             typer.echo(f"removed {removed} leftover upload/staging folders ({freed / 1e6:.1f} MB)", err=True)
         _note_orphaned_jobs(settings)
+    if retry:
+        try:
+            ingest_jobs.retry_job(settings, retry)
+        except LookupError:
+            typer.echo(f"error: no job {retry}", err=True)
+            raise typer.Exit(2)
+        except ingest_jobs.NothingToRetry as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2)
+        resume = retry
     if resume:
         job_id = resume
         try:
@@ -419,7 +433,9 @@ def jobs(job_id: Optional[str] = typer.Argument(None, help="One job: show its pe
         for j in found:
             row = {"job_id": j.id, "kind": j.kind, "status": j.status, "done": j.done, "total": j.total,
                    "created_at": j.created_at.isoformat() if j.created_at else None,
-                   "finished_at": j.finished_at.isoformat() if j.finished_at else None}
+                   "finished_at": j.finished_at.isoformat() if j.finished_at else None,
+                   "index_state": j.index_state, "index_version": j.index_version,
+                   "index_error": public_text(settings, j.index_error or "")}
             if job_id:
                 row["error"] = public_text(settings, j.error or "")
                 row["files"] = file_rows(settings, s, j)
@@ -438,7 +454,11 @@ def jobs(job_id: Optional[str] = typer.Argument(None, help="One job: show its pe
                 for r in rows])
         return
     r = rows[0]
-    typer.echo(f"job {r['job_id']} ({r['kind']}): {r['status']}, {r['done']}/{r['total']} files")
+    typer.echo(f"job {r['job_id']} ({r['kind']}): {r['status']}, {r['done']}/{r['total']} files"
+               + (f"; index {r['index_state']}" if r["index_state"] else "")
+               + (f" ({r['index_version']})" if r["index_version"] else ""))
+    if r["index_error"]:
+        typer.echo(f"index error: {r['index_error']}")
     if r["error"]:
         typer.echo(f"error: {r['error']}")
     files = r["files"]

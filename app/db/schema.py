@@ -170,10 +170,21 @@ class Citation(Base):
 class JobStatus:
     QUEUED = "queued"
     RUNNING = "running"
+    # every file is read; its papers are being typed, scored and indexed: not searchable yet
+    INDEXING = "indexing"
     DONE = "done"
     FAILED = "failed"
     INTERRUPTED = "interrupted"  # its process stopped; `figsearch ingest --resume JOB` finishes it
     FINISHED = (DONE, FAILED)
+
+
+class IndexState:
+    """What a job's collection steps (figure types, central scores, a new index version) came to."""
+    BUILDING = "building"  # running now
+    PUBLISHED = "published"  # a new index version holds the job's papers
+    FAILED = "failed"  # the build failed: the previous version serves (`index_error` says why)
+    UNCHANGED = "unchanged"  # the job added no paper: nothing to index
+    OFF = "off"  # FIGSEARCH_AUTO_INDEX=false: `figsearch index` (or POST /admin/reindex) indexes them
 
 
 class JobFileStatus:
@@ -199,6 +210,12 @@ class Job(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
     started_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # the collection steps after its last file (IndexState); None while files are being read
+    index_state: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    index_version: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    index_error: Mapped[str] = mapped_column(Text, default="", server_default="")
+    # 1, and one more for each retry: the papers of the files of the current run are the new ones
+    run: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
 
     files: Mapped[list["JobFile"]] = relationship(
         back_populates="job", cascade="all, delete-orphan", order_by="JobFile.id"
@@ -223,5 +240,6 @@ class JobFile(Base):
     finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     # how many times a worker took this file (a file that kills workers is failed after N)
     deliveries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    run: Mapped[int] = mapped_column(Integer, default=1, server_default="1")  # the job's run that last read it
 
     job: Mapped[Job] = relationship(back_populates="files")

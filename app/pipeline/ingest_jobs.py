@@ -26,7 +26,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from app.db.schema import Job, JobFile, JobFileStatus, JobStatus
+from app.db.schema import IndexState, Job, JobFile, JobFileStatus, JobStatus
 from app.db.session import session_scope
 from app.pipeline.classify import classify_new
 from app.ingest.extract import Extraction, Limits, extract_pdf, limit_memory
@@ -134,8 +134,8 @@ def create_job(settings: Settings, files: list[InputFile], job_id: str, kind: st
             elif jf.sha256:
                 first_of[jf.sha256] = f.name
             s.add(jf)
-        if job.total == 0 or job.done == job.total:
-            job.status, job.finished_at = JobStatus.DONE, _now()
+        if job.total == 0 or job.done == job.total:  # no file to read: no paper to add
+            job.status, job.finished_at, job.index_state = JobStatus.DONE, _now(), IndexState.UNCHANGED
         return job.id
 
 
@@ -146,10 +146,12 @@ def _sha_or_none(path: str) -> str | None:
         return None  # the extraction reports what is wrong with the file
 
 
-def pending_files(settings: Settings, job_id: str) -> list[tuple[int, str, str]]:
-    """The job's files still to read: waiting, or in work when the job's process stopped."""
+def pending_files(settings: Settings, job_id: str) -> list[tuple[int, str, str, str | None]]:
+    """The job's files still to read (id, name, path, sha256 when known), waiting or in work when
+    the job's process stopped. The sha256 was taken when the job was recorded, so extraction does
+    not read the file a second time for it."""
     with session_scope(settings.db_url) as s:
-        rows = s.execute(select(JobFile.id, JobFile.name, JobFile.path)
+        rows = s.execute(select(JobFile.id, JobFile.name, JobFile.path, JobFile.sha256)
                          .where(JobFile.job_id == job_id, JobFile.status.in_(JobFileStatus.UNFINISHED))
                          .order_by(JobFile.id))
         return [tuple(r) for r in rows]
@@ -175,8 +177,10 @@ def mark_working(settings: Settings, job_file_ids: list[int]) -> None:
                       .values(status=JobFileStatus.WORKING))
 
 
-def unfinished_jobs(settings: Settings, statuses=(JobStatus.QUEUED, JobStatus.RUNNING)) -> list[str]:
-    """Jobs that still have pending files (e.g. the embedded server was restarted mid-job)."""
+def unfinished_jobs(settings: Settings,
+                    statuses=(JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.INDEXING)) -> list[str]:
+    """Jobs with work left: pending files, or the steps after their last file (e.g. the embedded
+    server was restarted mid-job)."""
     with session_scope(settings.db_url) as s:
         rows = s.execute(select(Job.id).where(Job.status.in_(list(statuses)))
                          .order_by(Job.created_at)).scalars().all()
@@ -212,6 +216,7 @@ def clean_leftovers(settings: Settings, min_age_s: float = 600.0) -> tuple[int, 
     removed = freed = 0
     with session_scope(settings.db_url) as s:
         status = dict(s.execute(select(Job.id, Job.status)).all())
+        kept = _kept_for_retry(settings, s)
     now = time.time()
 
     def newest(d: Path) -> float:
@@ -228,9 +233,8 @@ def clean_leftovers(settings: Settings, min_age_s: float = 600.0) -> tuple[int, 
                 finished = st in JobStatus.FINISHED
                 stale_orphan = st is None and now - newest(d) > min_age_s
                 if (finished and not keep_done) or stale_orphan:
-                    size = sum(p.stat().st_size for p in d.rglob("*") if p.is_file()) if d.is_dir() else 0
-                    shutil.rmtree(d) if d.is_dir() else d.unlink()
-                    removed, freed = removed + 1, freed + size
+                    size = _remove_except(d, kept.get(d.name, set()))
+                    removed, freed = removed + (not d.exists()), freed + size
             except (OSError, SQLAlchemyError):
                 log.exception("could not clean %s", d)
     locks = settings.data_dir / "locks"
@@ -331,8 +335,9 @@ def _record(s: Session, job_file_id: int, ex: Extraction | None, error: str,
     s.flush()
     s.execute(update(Job).where(Job.id == jf.job_id).values(done=Job.done + 1))
     job = s.get(Job, jf.job_id, populate_existing=True)
-    if job.done >= job.total and job.status != JobStatus.DONE:
-        job.status, job.finished_at = JobStatus.DONE, _now()
+    if job.done >= job.total and job.status not in (JobStatus.INDEXING, JobStatus.DONE):
+        # done only once its papers are searchable: `after_ingest` says so
+        job.status, job.index_state = JobStatus.INDEXING, IndexState.BUILDING
         outcome.job_finished = True
     return outcome
 
@@ -345,10 +350,10 @@ def process_job_file(settings: Settings, job_file_id: int) -> Outcome:
             raise LookupError(f"job file {job_file_id} not found")
         if jf.status not in JobFileStatus.UNFINISHED:
             return Outcome(jf.status, jf.paper_id, jf.n_figures, jf.error)
-        path, name = jf.path, jf.name
+        path, name, sha = jf.path, jf.name, jf.sha256
         jf.status = JobFileStatus.WORKING
     try:
-        ex = extract_pdf(path, settings.data_dir, limits_from(settings), source=Path(name).name)
+        ex = extract_pdf(path, settings.data_dir, limits_from(settings), source=Path(name).name, sha256=sha)
     except FileNotFoundError:
         return record_outcome(settings, job_file_id, None, "file vanished before it was read")
     return record_outcome(settings, job_file_id, ex)
@@ -361,8 +366,12 @@ def finish_job(settings: Settings, job_id: str) -> list[int]:
 
     with session_scope(settings.db_url) as s:
         relink_all(s)
-        new_papers = [pid for (pid,) in s.execute(select(JobFile.paper_id).where(
-            JobFile.job_id == job_id, JobFile.status == "ok", JobFile.paper_id.is_not(None)))]
+        s.execute(update(Job).where(Job.id == job_id, Job.status.in_([JobStatus.QUEUED, JobStatus.RUNNING]))
+                  .values(status=JobStatus.INDEXING, index_state=IndexState.BUILDING))
+        # the papers of this run (a retried job's earlier runs indexed theirs)
+        new_papers = [pid for (pid,) in s.execute(select(JobFile.paper_id).join(Job, Job.id == JobFile.job_id).where(
+            JobFile.job_id == job_id, JobFile.status == "ok", JobFile.paper_id.is_not(None),
+            JobFile.run == Job.run))]
     remove_job_files(settings, job_id)
     return new_papers
 
@@ -374,21 +383,145 @@ def needs_collection_work(settings: Settings, paper_ids: list[int]) -> bool:
     return settings.auto_index and bool(paper_ids)
 
 
-def after_ingest(settings: Settings, paper_ids: list[int]) -> None:
+def after_ingest(settings: Settings, paper_ids: list[int], job_id: str | None = None) -> None:
     """The collection-wide steps after a job: figure types and central scores of its papers, then a
     new index version. They grow with the collection, so workers run them as a task of their own;
-    without FIGSEARCH_AUTO_INDEX, `figsearch index` types the figures before it builds."""
-    if needs_collection_work(settings, paper_ids):
+    without FIGSEARCH_AUTO_INDEX, `figsearch index` types the figures before it builds. The job
+    (`job_id`) is done when they are over, with what they came to (`Job.index_state`): its status
+    never says done while its papers are not searchable yet."""
+    if not needs_collection_work(settings, paper_ids):
+        state = IndexState.OFF if paper_ids else IndexState.UNCHANGED
+        mark_done(settings, job_id, state)
+        return
+    try:
         classify_new(settings, paper_ids)
         score_central(settings, paper_ids)
-        refresh_index(settings)
+        version, error = refresh_index(settings)
+    except Exception as exc:  # each step logs its own failures; this is the unforeseen one
+        log.exception("the steps after job %s failed", job_id)
+        version, error = None, f"{type(exc).__name__}: {exc}"
+    # stopped by a signal, it stays `indexing`: a resumed job runs these steps again
+    mark_done(settings, job_id, IndexState.PUBLISHED if version else IndexState.FAILED, version, error)
+
+
+def mark_done(settings: Settings, job_id: str | None, state: str, version: str | None = None,
+              error: str = "") -> None:
+    """The job is over: its files are read and the steps after them came to `state`."""
+    if job_id is None:
+        return
+    with session_scope(settings.db_url) as s:
+        s.execute(update(Job).where(Job.id == job_id, Job.status != JobStatus.FAILED)
+                  .values(status=JobStatus.DONE, finished_at=_now(), index_state=state, index_version=version,
+                          index_error=error[:2000]))
 
 
 def remove_job_files(settings: Settings, job_id: str) -> None:
-    """A finished job's staging copies and (unless FIGSEARCH_KEEP_UPLOADS) its uploads."""
-    shutil.rmtree(staging_dir(settings, job_id), ignore_errors=True)
+    """A finished job's staging copies and (unless FIGSEARCH_KEEP_UPLOADS) its uploads, but for the
+    files that failed: kept for a retry (`retry_job`) for FIGSEARCH_KEEP_FAILED_HOURS, after which
+    `clean_leftovers` removes them."""
+    with session_scope(settings.db_url) as s:
+        keep = _kept_for_retry(settings, s, job_id).get(job_id, set())
+    _remove_except(staging_dir(settings, job_id), keep)
     if not settings.keep_uploads:
-        shutil.rmtree(uploads_dir(settings, job_id), ignore_errors=True)
+        _remove_except(uploads_dir(settings, job_id), keep)
+
+
+def _kept_for_retry(settings: Settings, s: Session, job_id: str | None = None) -> dict[str, set[Path]]:
+    """Job id -> the paths of its failed files still kept for a retry (job finished, or still
+    running, less than FIGSEARCH_KEEP_FAILED_HOURS ago)."""
+    if settings.keep_failed_hours <= 0:
+        return {}
+    since = _now() - dt.timedelta(hours=settings.keep_failed_hours)
+    q = (select(JobFile.job_id, JobFile.path).join(Job, Job.id == JobFile.job_id)
+         .where(JobFile.status == "failed", JobFile.path != "",
+                (Job.finished_at.is_(None)) | (Job.finished_at > since)))
+    if job_id is not None:
+        q = q.where(JobFile.job_id == job_id)
+    out: dict[str, set[Path]] = {}
+    for jid, path in s.execute(q):
+        out.setdefault(jid, set()).add(Path(path))
+    return out
+
+
+def _remove_except(top: Path, keep: set[Path]) -> int:
+    """Remove `top` but for the files `keep` (and the folders holding them); returns the bytes freed."""
+    if not top.exists():
+        return 0
+    if not top.is_dir():
+        size = top.stat().st_size
+        top.unlink()
+        return size
+    freed = 0
+    for root, dirs, names in os.walk(top, topdown=False):
+        for n in names:
+            p = Path(root) / n
+            if p in keep:
+                continue
+            try:
+                freed += p.lstat().st_size
+                p.unlink()
+            except OSError:
+                pass
+        for d in dirs:
+            try:
+                (Path(root) / d).rmdir()  # only when empty: it holds no kept file
+            except OSError:
+                pass
+    try:
+        top.rmdir()
+    except OSError:
+        pass
+    return freed
+
+
+def retryable_paths(settings: Settings, paths: list[str]) -> set[str]:
+    """Of the paths of failed files, those whose bytes are still there to read again."""
+    return {p for p in paths if p and Path(p).is_file()}
+
+
+class NothingToRetry(Exception):
+    """The job is running, or has neither a failed file kept nor unfinished work."""
+
+
+def retry_job(settings: Settings, job_id: str, file_ids: list[int] | None = None) -> int:
+    """Make a finished (or interrupted) job's failed files pending again (all of them whose bytes are
+    kept, or those of `file_ids`), so that running the job reads them again, in any mode. Files still
+    unfinished (an interrupted job) run too, and a job whose index build failed builds again.
+    Returns the number of failed files made pending; raises LookupError for an unknown job and
+    NothingToRetry when there is nothing to run."""
+    with session_scope(settings.db_url) as s:
+        job = s.get(Job, job_id, with_for_update=True)
+        if job is None:
+            raise LookupError(job_id)
+        if job.status in (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.INDEXING):
+            raise NothingToRetry(f"job {job_id} is {job.status}: wait for it to end")
+        failed = [jf for jf in job.files if jf.status == "failed" and (file_ids is None or jf.id in file_ids)]
+        if file_ids is not None and len(failed) != len(set(file_ids)):
+            raise NothingToRetry("only failed files of this job can be retried")
+        kept = retryable_paths(settings, [jf.path for jf in failed])
+        again = [jf for jf in failed if jf.path in kept]
+        if file_ids is not None and len(again) != len(failed):
+            raise NothingToRetry("the file is no longer kept (it failed more than FIGSEARCH_KEEP_FAILED_HOURS ago, "
+                                 "or was refused before it was stored): upload it again")
+        unfinished = any(jf.status in JobFileStatus.UNFINISHED for jf in job.files)
+        if not again and not unfinished and job.index_state != IndexState.FAILED:
+            raise NothingToRetry("nothing to retry: no failed file of this job is kept (a file refused before it "
+                                 "was stored, or failed more than FIGSEARCH_KEEP_FAILED_HOURS ago, must be "
+                                 "uploaded again)")
+        # what this run reads is typed, scored and indexed after it; so are the papers of earlier runs
+        # when their steps never ended (an interrupted job) or failed
+        not_indexed = job.index_state not in (IndexState.PUBLISHED, IndexState.UNCHANGED, IndexState.OFF)
+        job.run += 1
+        for jf in job.files:
+            if jf in again or jf.status in JobFileStatus.UNFINISHED or (not_indexed and jf.status == "ok"):
+                jf.run = job.run
+        for jf in again:
+            jf.status, jf.error, jf.paper_id, jf.n_figures = JobFileStatus.PENDING, "", None, 0
+            jf.finished_at, jf.deliveries = None, 0
+        job.done -= len(again)
+        job.status, job.finished_at, job.error = JobStatus.QUEUED, None, ""
+        job.index_state, job.index_version, job.index_error = None, None, ""
+        return len(again)
 
 
 def score_central(settings: Settings, paper_ids: list[int]) -> None:
@@ -403,16 +536,19 @@ def score_central(settings: Settings, paper_ids: list[int]) -> None:
         log.exception("central-figure scoring failed for papers %s", paper_ids[:10])
 
 
-def refresh_index(settings: Settings) -> None:
-    """Publish a new search index version; failures are logged, never lose the ingest."""
+def refresh_index(settings: Settings) -> tuple[str | None, str]:
+    """Publish a new search index version: (its name, "") or, when it failed, (None, why). Failures
+    are logged, never lose the ingest: the previous version stays in use."""
     from app.pipeline.indexing import build_index
 
     try:
         report = build_index(settings, dense=settings.dense)
-        log.info("index %s: %d figures (%d newly embedded; %s, %d segments)", report.version, report.n_figures,
-                 report.n_encoded, report.how, report.n_segments)
-    except Exception:
+    except Exception as exc:
         log.exception("index refresh failed; the previous index version stays in use")
+        return None, f"{type(exc).__name__}: {exc}"
+    log.info("index %s: %d figures (%d newly embedded; %s, %d segments)", report.version, report.n_figures,
+             report.n_encoded, report.how, report.n_segments)
+    return report.version, ""
 
 
 # ---------------------------------------------------------------- embedded runner
@@ -435,7 +571,7 @@ def run_job_embedded(settings: Settings, job_id: str, workers: int = 2,
                        initargs=(settings.worker_memory_mb,), context=multiprocessing.get_context("spawn"))
     try:
         futures = []
-        for jf_id, name, path in files:
+        for jf_id, name, path, sha in files:
             copy = record_stored_copy(settings, jf_id)
             if copy is not None:
                 if on_file:
@@ -443,15 +579,15 @@ def run_job_embedded(settings: Settings, job_id: str, workers: int = 2,
                 continue
             limit = file_time_limit(settings, path)
             futures.append((jf_id, name, limit, pool.schedule(
-                extract_pdf, args=(path, str(settings.data_dir), limits), kwargs={"source": Path(name).name},
-                timeout=limit)))
+                extract_pdf, args=(path, str(settings.data_dir), limits),
+                kwargs={"source": Path(name).name, "sha256": sha}, timeout=limit)))
         _collect(settings, futures, on_file)
     except BaseException:  # Ctrl-C / SIGTERM: do not wait for files in flight
         _abandon(pool, kill=set(multiprocessing.active_children()) - children_before)
         raise
     pool.close()
     pool.join()
-    after_ingest(settings, finish_job(settings, job_id))
+    after_ingest(settings, finish_job(settings, job_id), job_id)
 
 
 def _abandon(pool, kill: set, wait_s: float = 10.0) -> None:
@@ -514,17 +650,19 @@ def summarise(settings: Settings, job_id: str) -> JobSummary:
 
 
 def prepare_job(paths: list[str | Path], settings: Settings, job_id: str | None = None,
-                quota_bytes: int | None = None) -> str:
+                quota_bytes: int | None = None, skipped: list[InputFile] | None = None) -> str:
     """Expand the inputs and record the job. Raises SourceError on a missing path, and when the
     inputs hold no PDF at all (only non-PDF zip members, nested zips, empty archives): such a
     request is a mistake, not a job. `job_id` lets a caller name its upload folder after the job
-    before the job exists; `quota_bytes` bounds what unpacking zips may write."""
+    before the job exists; `quota_bytes` bounds what unpacking zips may write; `skipped` are files
+    left out before (uploads of another type), listed in the job after the others."""
     from app.db.schema import new_job_id
 
     settings.ensure_dirs()
     job_id = job_id or new_job_id()
     staging = staging_dir(settings, job_id)
     files = expand_inputs(paths, settings, staging, ByteBudget(quota_bytes) if quota_bytes is not None else None)
+    files += skipped or []
     if all(f.skipped for f in files):
         shutil.rmtree(staging, ignore_errors=True)
         skipped = "; ".join(f"{f.name}: {f.error}" for f in files[:5]) + ("; ..." if len(files) > 5 else "")

@@ -6,6 +6,8 @@ import { h, notice, empty, setTitle, dropZone, fileSize, loading } from '../ui.j
 const POLL_MS = 1000;
 const LONG_JOB = 12;  // a job with more files shows its file table folded (the counts line says how they went)
 const UNFINISHED = new Set(['pending', 'working']);
+const IN_PROGRESS = new Set(['queued', 'running', 'indexing']);  // a job that is still working
+const PAGE = 10;  // jobs per page of the list ("Show older jobs" asks for the next)
 // a file's status as shown: the one being read says so; the others by name ('no_text' -> 'no text')
 const statusWord = (status) => (status === 'working' ? 'reading' : status.replace('_', ' '));
 const statusLabel = (status) => (status === 'working' ? 'reading…' : statusWord(status));
@@ -148,6 +150,9 @@ async function renderDashboard(root, token, { signal }) {
     try {
       const r = await api('admin/collections', { method: 'POST', body, token, signal });
       uploadMsg.replaceChildren(notice(`Upload received: job ${r.job_id.slice(0, 8)} with ${r.total} file${r.total === 1 ? '' : 's'}.`, 'ok'));
+      if (r.skipped && r.skipped.length) {  // the server left these out for their type (listed in the job too)
+        uploadMsg.append(notice(`Left out, not a PDF or zip: ${r.skipped.map((f) => f.name).join(', ')}.`, 'warn'));
+      }
       chosen = []; input.value = ''; fileList.textContent = '';
       addJob({ job_id: r.job_id, status: r.status, done: 0, total: r.total }, true);
     } catch (err) {
@@ -215,11 +220,13 @@ async function renderDashboard(root, token, { signal }) {
         h('span', { style: `width:${pct}%` })),
       jobTimes(j),
       counts ? h('div', { class: 'muted small' }, counts) : null,
-      j.error ? notice(j.error, 'error') : null);
+      indexLine(j),
+      j.error ? notice(j.error, 'error') : null,
+      jobActions(j));
     if (j.files && j.files.length) {
       const table = h('div', { class: 'table-wrap' }, h('table', { class: 'files' },
         h('thead', {}, h('tr', {}, h('th', {}, 'File'), h('th', {}, 'Result'), h('th', {}, 'Figures'), h('th', {}, 'Tables'), h('th', {}, ''))),
-        h('tbody', {}, j.files.map((f) => h('tr', {},
+        h('tbody', {}, j.files.map((f) => ({ ...f, job_id: j.job_id, retryable: f.retryable && !IN_PROGRESS.has(j.status) })).map((f) => h('tr', {},
           h('td', { class: 'name' }, f.name),
           h('td', {}, h('span', { class: `badge ${f.status}` }, statusLabel(f.status))),
           h('td', { class: 'num', 'data-label': f.n_figures === 1 ? 'figure' : 'figures' }, UNFINISHED.has(f.status) ? '…' : String(f.n_figures)),
@@ -232,6 +239,47 @@ async function renderDashboard(root, token, { signal }) {
     return el;
   }
 
+  // Whether the job's new figures can be found yet: a job is "indexing" until its index version is
+  // published, and then searchable once this server serves that version.
+  function indexLine(j) {
+    const line = (text, cls = '') => h('div', { class: `small job-index ${cls}`, dataset: { indexState: j.index_state || '' } }, text);
+    if (j.status === 'indexing') return line('All files read; indexing the new papers: their figures are not searchable yet…', 'muted');
+    if (j.status !== 'done' || !j.index_state) return null;
+    if (j.searchable) return line(`Searchable: its new figures are in the search index${j.index_version ? ` (since ${j.index_version})` : ''}.`, 'ok-text');
+    if (j.searchable == null) {  // it added no figure (or its papers were removed since)
+      return line(j.index_state === 'published' ? `Indexed in ${j.index_version}.` : 'No new figures: the search index is unchanged.', 'muted');
+    }
+    if (j.index_state === 'failed') {
+      return line(`Not searchable yet: the index build failed (${j.index_error || 'see the server log'}). Retry it below or rebuild the search index.`, 'err');
+    }
+    if (j.index_state === 'published') return line(`Index ${j.index_version || ''} published; loading it…`, 'muted');
+    return line(`Not searchable yet: ${j.index_state === 'off' ? 'automatic indexing is off; ' : ''}rebuild the search index.`, 'muted');
+  }
+
+  // Retry: the failed files whose bytes are kept, the unfinished files of an interrupted job, a failed index build.
+  function jobActions(j) {
+    if (IN_PROGRESS.has(j.status)) return null;
+    const n = j.retryable || 0;
+    const label = n ? `Retry ${plural(n, 'failed file')}` : j.status === 'interrupted' || j.status === 'failed' ? 'Resume the job'
+      : j.index_state === 'failed' ? 'Retry the index build' : null;
+    if (!label) return null;
+    const btn = h('button', { class: 'btn btn-small job-retry', type: 'button' }, label);
+    btn.addEventListener('click', () => retry(j.job_id, btn));
+    return h('div', { class: 'job-actions' }, btn);
+  }
+
+  async function retry(jobId, btn, fileId = null) {
+    btn.disabled = true;
+    try {
+      await api(`admin/jobs/${jobId}/retry${fileId == null ? '' : `?file_id=${fileId}`}`, { method: 'POST', token, signal });
+      addJob({ ...(jobData.get(jobId) || {}), job_id: jobId, status: 'queued' });
+    } catch (err) {
+      if (err.name === 'AbortError') return;
+      btn.disabled = false;
+      btn.parentElement.append(notice(err.message, 'error'));
+    }
+  }
+
   // The last column: the paper a file added, the paper a duplicate repeats, or why a file failed
   // (red) or was skipped (neutral: not a PDF is no fault).
   function fileOutcome(f) {
@@ -242,10 +290,17 @@ async function renderDashboard(root, token, { signal }) {
     const open = f.paper_id && (f.status === 'ok' || f.status === 'no_text')
       ? h('a', { href: `#/paper/${f.paper_id}`, class: 'paper-result' }, 'open paper →') : null;
     if (!f.error) return h('td', {}, open);
-    return h('td', { class: f.status === 'failed' ? 'err' : 'note' }, f.error, open ? ' · ' : null, open);
+    let again = null;
+    if (f.retryable) {
+      again = h('button', { class: 'btn btn-small file-retry', type: 'button', title: `Read ${f.name} again` }, 'Retry');
+      again.addEventListener('click', () => retry(f.job_id, again, f.file_id));
+    }
+    return h('td', { class: f.status === 'failed' ? 'err' : 'note' }, f.error, open ? ' · ' : null, open, again ? ' ' : null, again);
   }
 
+  const jobData = new Map();
   function addJob(j, top = false) {
+    jobData.set(j.job_id, j);
     const old = jobEls.get(j.job_id);
     const el = jobView(j, Boolean(old && old.querySelector('details.job-files[open]')));  // a poll keeps it unfolded
     if (old) old.replaceWith(el);
@@ -253,7 +308,9 @@ async function renderDashboard(root, token, { signal }) {
     else jobsBox.append(el);
     jobEls.set(j.job_id, el);
     jobsBox.querySelector('.empty')?.remove();
-    if (j.status === 'queued' || j.status === 'running' || !j.files) poll(j.job_id);
+    // a published version this server has not loaded yet: look again shortly
+    const loading = j.status === 'done' && j.index_state === 'published' && j.searchable === false;
+    if (IN_PROGRESS.has(j.status) || !j.files || loading) poll(j.job_id);
   }
 
   function poll(id) {
@@ -264,7 +321,7 @@ async function renderDashboard(root, token, { signal }) {
         const j = await api(`admin/jobs/${id}`, { token, signal });
         addJob(j);
         const finished = j.status === 'done' || j.status === 'failed';
-        if (finished && (before === 'queued' || before === 'running')) watchIndex();
+        if (finished && IN_PROGRESS.has(before)) showIndex();
       } catch (err) {
         if (err.name === 'AbortError') return;
         const el = jobEls.get(id);
@@ -290,9 +347,22 @@ async function renderDashboard(root, token, { signal }) {
   showIndex();
   const wait = loading('Loading jobs…');
   jobsBox.append(wait);
-  const recent = await api('admin/jobs?limit=10', { token, signal });
+  const more = h('button', { class: 'btn', type: 'button', id: 'more-jobs', hidden: true }, 'Show older jobs');
+  jobsPanel.append(more);
+  let next = null;
+  async function loadJobs() {
+    const page = await api(`admin/jobs?limit=${PAGE}${next ? `&before=${next}` : ''}`, { token, signal });
+    // finished jobs are fetched once for their per-file results; a job uploaded meanwhile stays on top
+    for (const j of page.items) if (!jobEls.has(j.job_id)) addJob(j);
+    next = page.next_before;
+    more.hidden = !next;
+  }
+  more.addEventListener('click', async () => {
+    more.disabled = true;
+    try { await loadJobs(); } catch (err) { if (err.name !== 'AbortError') more.after(notice(err.message, 'error')); }
+    finally { more.disabled = false; }
+  });
+  await loadJobs();
   wait.remove();
-  // finished jobs are fetched once for their per-file results; a job uploaded meanwhile stays on top
-  for (const j of recent.items) if (!jobEls.has(j.job_id)) addJob(j);
   if (!jobEls.size) jobsBox.append(empty('No jobs yet.', 'Uploads appear here with their progress.'));
 }
