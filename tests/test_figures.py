@@ -1205,3 +1205,123 @@ def test_bold_table_caption_ends_before_its_first_row(tmp_path):
     assert tabs[3].caption == "Table 3: Results for direct ads", tabs[3].caption
     assert tabs[2].region_bbox is not None and tabs[2].region_bbox[1] <= 76, tabs[2].region_bbox
     assert tabs[3].region_bbox is not None and tabs[3].region_bbox[1] <= 76, tabs[3].region_bbox
+
+
+def _code_and_plot(page, frame: tuple) -> None:
+    """A Sweave listing flush left over a centred plot frame with tick marks and a curve."""
+    page.insert_textbox(pymupdf.Rect(72, 60, 540, 120), BODY[:300], fontsize=10)
+    page.insert_text((72, 135), "R> plot(scus)", fontsize=10, fontname="cour")
+    page.draw_rect(pymupdf.Rect(frame), color=(0, 0, 0), width=1)
+    page.draw_line((frame[0] + 5, frame[3] - 5), (frame[2] - 5, frame[1] + 10), color=(0, 0, 0), width=1)
+
+
+def test_plot_title_centred_over_its_plot_is_kept(tmp_path):
+    """A plot's title (R's main title: bold, about the body's size, centred over the plot a line
+    and a half above its frame) is part of the figure; the listing flush left above it is not
+    (was: the crop started at the frame)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    _code_and_plot(page, (200, 190, 420, 330))
+    page.insert_text((262, 172), "M-fluctuation test", fontsize=11, fontname="hebo")
+    page.insert_textbox(pymupdf.Rect(72, 345, 540, 375), "Figure 3: Empirical fluctuation process.", fontsize=10, align=1)
+    page.insert_textbox(pymupdf.Rect(72, 395, 540, 700), BODY, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "title.pdf"), tmp_path)[3]
+    assert f.region_bbox is not None and f.region_bbox[1] <= 163, f.region_bbox  # the title's top
+    assert f.region_bbox[1] >= 140, f.region_bbox  # not the listing
+
+
+def test_text_left_of_a_side_caption_is_kept_below_its_top(tmp_path):
+    """A small plot with its caption at its right, the caption level with the plot's lower edge:
+    the x-axis tick labels and title under the frame stand beside the caption and stay in the
+    figure (was: cut at the caption's top)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(125, 60, 470, 120), BODY[:300], fontsize=10)
+    page.draw_rect(pymupdf.Rect(150, 133, 307, 289), color=(0, 0, 0), width=1)
+    for k in range(5):
+        x = 158 + 35 * k
+        page.draw_line((x, 289), (x, 292), color=(0, 0, 0), width=0.5)
+        page.insert_text((x - 4, 301), f"{k - 1}.0", fontsize=5.3)
+    page.insert_text((220, 313), "NMDS1", fontsize=5.3)
+    page.insert_textbox(pymupdf.Rect(325, 291, 470, 320), "Figure 1: Default ordination plot.", fontsize=10)
+    page.insert_textbox(pymupdf.Rect(125, 335, 470, 700), BODY, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "beside.pdf"), tmp_path)[1]
+    assert f.region_bbox is not None and f.region_bbox[3] >= 312, f.region_bbox  # down to the axis title
+    assert f.region_bbox[2] <= 320, f.region_bbox  # not the caption
+
+
+def test_justified_first_row_of_a_narrow_caption_keeps_its_words():
+    """A justified narrow caption whose first row's words stand far apart (pieces of one text
+    block, gaps wider than a span gap) keeps every word of that row (was: "Figure 1: plot.")."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((325, 300), "Figure 1:", fontsize=10)
+    page.insert_text((381, 300), "Default", fontsize=10)
+    page.insert_text((425, 300), "ordination", fontsize=10)
+    page.insert_text((325, 312), "plot.", fontsize=10)
+    (cap,) = find_captions(page)
+    assert cap.text == "Figure 1: Default ordination plot.", cap.text
+
+
+def test_table_caption_stops_at_the_rule_over_its_header(tmp_path):
+    """A table caption above its table ends at the table's top rule: the spanning header and the
+    column header under the rule are the table's (was: caption text, and the crop began under them)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 60, 540, 120), BODY[:300], fontsize=10)
+    page.insert_text((172, 142), "Table 1: alzheimer data: Smoking and Alzheimer's disease.", fontsize=10)
+    for y in (144.8, 146.8):
+        page.draw_line((198, y), (413, y), color=(0, 0, 0), width=0.4)
+    page.insert_text((299, 156), "No. of cigarettes daily", fontsize=10)
+    page.insert_text((288, 168), "None   <10   10-20   >20", fontsize=10)
+    page.draw_line((198, 171), (413, 171), color=(0, 0, 0), width=0.4)
+    for k, (name, vals) in enumerate((("Alzheimer", "91 7 15 21"), ("Other dementias", "55 7 16 9"))):
+        page.insert_text((204, 183 + 12 * k), name, fontsize=10)
+        for j, v in enumerate(vals.split()):
+            page.insert_text((301 + 33 * j, 183 + 12 * k), v, fontsize=10)
+    page.draw_line((198, 210), (413, 210), color=(0, 0, 0), width=0.4)
+    page.insert_textbox(pymupdf.Rect(72, 230, 540, 600), BODY, fontsize=10)
+    (tab,) = [f for f in extract_figures(_saved(doc, tmp_path / "rule.pdf"), tmp_path / "out", "f")
+              if f.kind == "table"]
+    assert tab.caption == "Table 1: alzheimer data: Smoking and Alzheimer's disease.", tab.caption
+    assert tab.region_bbox is not None and tab.region_bbox[1] <= 146, tab.region_bbox
+
+
+def test_landscape_figure_keeps_its_rotated_labels(tmp_path):
+    """A figure set sideways on its page (rotated caption): the crop holds the drawings and the
+    rotated labels around them (was: the drawings alone)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.draw_rect(pymupdf.Rect(150, 150, 400, 650), color=(0, 0, 0), width=1)
+    page.draw_line((160, 640), (390, 160), color=(1, 0, 0), width=1.5)
+    page.insert_text((140, 450), "Pearson residuals", fontsize=7, rotate=90)
+    page.insert_text((420, 650), "Figure 2: Mosaic plots for the arthritis data.", fontsize=10, rotate=90)
+    f = _figures(_saved(doc, tmp_path / "landscape.pdf"), tmp_path)[2]
+    assert f.region_bbox is not None and f.region_bbox[0] <= 136, f.region_bbox
+    assert f.region_bbox[2] <= 405, f.region_bbox  # not the caption
+
+
+def test_table_wrapped_in_text_keeps_its_caption_and_rows(tmp_path):
+    """A small table set at the right of a paragraph that wraps around it: the caption does not
+    run on into the paragraph's lines beside it, and the paragraph beside the table does not end
+    the table's region (was: a caption with body text in it and a crop of the header alone)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(108, 60, 505, 480), BODY * 2, fontsize=10)
+    for rect, text in (((108, 492, 376, 578), BODY[:280]), ((108, 582, 376, 652), BODY[:220])):
+        assert page.insert_textbox(pymupdf.Rect(rect), text, fontsize=10) >= 0  # the paragraph beside the table
+    page.insert_textbox(pymupdf.Rect(385, 492, 505, 545), "Table 1: Mean of error per category of MTL algorithms.",
+                        fontsize=10)
+    for y in (551.3, 578.4, 638.2):
+        page.draw_line((385.2, y), (505.3, y), color=(0, 0, 0), width=0.5)
+    page.insert_text((470, 570), "Average error", fontsize=10)
+    for k, (name, v) in enumerate((("Single task", "8.77"), ("Uniform scaling", "9.62"), ("GradNorm", "8.44"),
+                                   ("Ours", "8.25"))):
+        page.insert_text((390, 592 + 13 * k), name, fontsize=10)
+        page.insert_text((478, 592 + 13 * k), v, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(108, 660, 505, 740), BODY[:300], fontsize=10)
+    (tab,) = [f for f in extract_figures(_saved(doc, tmp_path / "wrap.pdf"), tmp_path / "out", "f")
+              if f.kind == "table"]
+    assert tab.caption == "Table 1: Mean of error per category of MTL algorithms.", tab.caption
+    assert tab.region_bbox is not None and tab.region_bbox[1] <= 552 and tab.region_bbox[3] >= 637, tab.region_bbox
+    assert tab.region_bbox[0] >= 380, tab.region_bbox  # not the paragraph beside it

@@ -142,8 +142,10 @@ def _caption_font(line: Line) -> tuple[str, bool] | None:
     return Counter(_style(s) for s in line.spans[-3:]).most_common(1)[0][0]
 
 
-def _extend_caption(cap: Caption, lines: list[Line], st: DocumentLayout) -> None:
-    """Grow a caption over the following lines until a gap, size/style change or a new label."""
+def _extend_caption(cap: Caption, lines: list[Line], st: DocumentLayout, rules: tuple = ()) -> None:
+    """Grow a caption over the following lines until a gap, size/style change, a new label or a
+    horizontal rule (`rules`: (x0, x1, y) of the page's rules) drawn between two lines: a table's
+    top rule under its caption, its header rows below."""
     first = cap.lines[0]
     if not first.horizontal:
         return
@@ -152,10 +154,12 @@ def _extend_caption(cap: Caption, lines: list[Line], st: DocumentLayout) -> None
     # the rest of the first row when PyMuPDF reports it as lines of its own (a taller glyph of
     # another font, such as an enclosed number, starts a new line): pieces level with the label
     # that start within a word gap of it
+    # (pieces of the label's own text block may stand further apart: a justified row of a narrow
+    # side caption, "Figure 1:      Default      ordination")
     row_x1 = first.x1
     for o in sorted(lines, key=lambda o: o.x0):
         if (id(o) not in used and o.horizontal and abs(o.size - size) <= 0.6 and abs(o.y0 - first.y0) < 0.3 * size
-                and -size <= o.x0 - row_x1 <= 1.5 * size):
+                and -size <= o.x0 - row_x1 <= (3.0 if o.block == first.block else 1.5) * size):
             used.add(id(o))
             cap.lines.append(o)
             row_x1 = max(row_x1, o.x1)
@@ -166,6 +170,7 @@ def _extend_caption(cap: Caption, lines: list[Line], st: DocumentLayout) -> None
     style = _caption_font(first)
     all_bold = not cap.label_alone and all(is_bold(s) for s in first.spans if s["text"].strip())
     cur = first
+    span = (first.x0, row_x1)  # the caption's x-extent so far
 
     def next_line(xa: float, xb: float) -> Line | None:
         best = None
@@ -174,6 +179,8 @@ def _extend_caption(cap: Caption, lines: list[Line], st: DocumentLayout) -> None
                 continue
             if o.y0 - cur.y1 > 0.55 * size:
                 continue
+            if overlap_1d(o.x0, o.x1, *span) <= 0:
+                continue  # under the caption, not beside it (text wrapped around a small table)
             ov = min(o.x1, xb + 0.5 * size) - max(o.x0, xa - 0.5 * size)
             if ov < 0.6 * (o.x1 - o.x0):
                 continue
@@ -186,6 +193,9 @@ def _extend_caption(cap: Caption, lines: list[Line], st: DocumentLayout) -> None
         nxt, (ra, rb) = next(((n, r) for n, r in ((next_line(*r), r) for r in ranges) if n is not None),
                              (None, ranges[0]))
         if nxt is None or abs(nxt.size - size) > 0.6:
+            break
+        if any(cur.yc < y < nxt.yc and overlap_1d(x0, x1, nxt.x0, nxt.x1) >= 0.5 * (nxt.x1 - nxt.x0)
+               for x0, x1, y in rules):
             break
         m = CAPTION_RE.match(nxt.text)
         if m and not MULTI_REF_RE.match(m.group("rest")) and cap.lines[-1].text.rstrip()[-1:] in ".!?:;":
@@ -214,6 +224,7 @@ def _extend_caption(cap: Caption, lines: list[Line], st: DocumentLayout) -> None
             used.add(id(o))
             cap.lines.append(o)
         cur = nxt
+        span = (min([span[0], nxt.x0] + [o.x0 for o in row]), max([span[1], nxt.x1] + [o.x1 for o in row]))
         if cap.label_alone and style is None:
             style = _caption_font(nxt)
     cap.bbox = union([ln.rect for ln in cap.lines])
@@ -236,8 +247,9 @@ def find_captions(page: pymupdf.Page, pdict: dict | None = None, stats: Document
     return captions_from_lines(lines, stats)
 
 
-def captions_from_lines(lines: list[Line], st: DocumentLayout) -> list[Caption]:
-    """All captions of a page, each extended over its continuation lines."""
+def captions_from_lines(lines: list[Line], st: DocumentLayout, rules: tuple = ()) -> list[Caption]:
+    """All captions of a page, each extended over its continuation lines (never past one of the
+    page's horizontal `rules`, (x0, x1, y) each)."""
     caps = []
     for ln in lines:
         if ln.text[:1] not in "FfTt":
@@ -247,7 +259,7 @@ def captions_from_lines(lines: list[Line], st: DocumentLayout) -> list[Caption]:
             caps.append(cap)
     claimed = {id(c.lines[0]) for c in caps}
     for cap in caps:
-        _extend_caption(cap, [ln for ln in lines if id(ln) not in claimed or ln is cap.lines[0]], st)
+        _extend_caption(cap, [ln for ln in lines if id(ln) not in claimed or ln is cap.lines[0]], st, rules)
         if len(cap.lines) > 1:
             claimed.update(id(ln) for ln in cap.lines)
     return caps

@@ -68,6 +68,15 @@ def _inside_graphic(r: tuple, big: np.ndarray) -> bool:
     return bool(((big[:, 1] <= r[1] + 2) & (big[:, 3] >= r[3] - 2) & (across >= r[2] - r[0] - slack)).any())
 
 
+def _rules(graphics: np.ndarray) -> tuple:
+    """(x0, x1, y) of the horizontal rules among a page's graphics (a point high or less, at
+    least 20 points long)."""
+    if not len(graphics):
+        return ()
+    r = graphics[((graphics[:, 3] - graphics[:, 1]) <= 1.0) & ((graphics[:, 2] - graphics[:, 0]) >= 20)]
+    return tuple((float(a[0]), float(a[2]), float((a[1] + a[3]) / 2)) for a in r)
+
+
 def _body_blocks(lines: list[Line]) -> list[list[Line]]:
     """The page's body lines grouped by their text block, in the order the blocks first appear."""
     blocks: dict[int, list[Line]] = {}
@@ -127,9 +136,12 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
     H = page_rect.height
     up = direction == "above"
     bound = 0.0 if up else H
+    cap_rects = {c.bbox for c in caps}
     for r in obstacles:
         if overlap_1d(r[0], r[2], sx0, sx1) < 0.25 * min(r[2] - r[0], sx1 - sx0):
             continue
+        if r not in cap_rects and (r[2] <= cx0 or r[0] >= cx1):
+            continue  # a paragraph wholly beside the caption (text wrapped around a small table or figure)
         if up and r[3] <= cy0 + 2 and r[1] < cy0:
             bound = max(bound, r[3])
         elif not up and r[1] >= cy1 - 2 and r[3] > cy1:
@@ -181,6 +193,8 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
         u = _grow_text(u, [ln for ln in text_pool if overlap_1d(ln.x0, ln.x1, *reach) >= 0.5 * (ln.x1 - ln.x0)],
                        st, (sx0, sx1))
         u = _fill_to_caption(u, text_pool, cap, up)
+        if up and cap.kind == "figure":
+            u = _plot_title(u, text_pool, st)
     elif use_text:
         # text alone is content only inside the margins: a running head over a table is not
         u = _text_region([ln for ln in text_pool if ln.horizontal and not in_page_margin(ln.y0, ln.y1, H)], cap, up, st)
@@ -191,6 +205,8 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
     u[1], u[3] = max(u[1], ry0), min(u[3], ry1)
     if has_g and beside is not None:
         u[1], u[3] = (u[1], max(u[3], beside)) if up else (min(u[1], beside), u[3])
+    if has_g:
+        u = _labels_beside_caption(u, cap, up, lines, caps, obstacles, st)
     if u[3] - u[1] < 2 or u[2] - u[0] < 2:
         return Region(None, float("inf"), False)
     gap = (cy0 - u[3]) if up else (u[1] - cy1)
@@ -216,6 +232,45 @@ def _reach_beside_caption(g: np.ndarray, cap: tuple, up: bool, obstacles: list[t
     reach = float(p[:, 1].min())
     stops = [r[3] for r in obstacles if r[3] < cy1 and overlap_1d(r[0], r[2], x0, x1) > 0]
     return max([reach] + stops)
+
+
+def _labels_beside_caption(u: list, cap: Caption, up: bool, lines: list[Line], caps: list[Caption],
+                           obstacles: list[tuple], st: DocumentLayout) -> list:
+    """The text of a picture that runs on beside its caption (a small plot with its caption at its
+    side, level with the plot's lower edge: the x-axis's tick labels and title stand beside the
+    caption, past its first line). Only when the caption lies wholly beside the region, and only
+    text touching the picture (through other such text), up to the next body paragraph or caption."""
+    cx0, cy0, cx1, cy1 = cap.bbox
+    right = cx0 >= u[2] - 2  # the caption at the region's right
+    if not right and cx1 > u[0] + 2:
+        return u
+    stops = [r[1] if up else r[3] for r in obstacles if overlap_1d(r[0], r[2], u[0], u[2]) > 0
+             and (r[1] > cy0 if up else r[3] < cy1)]
+    stop = (min(stops, default=float("inf"))) if up else max(stops, default=float("-inf"))
+    cap_ids = {id(ln) for c in caps for ln in c.lines}
+    pool = [ln for ln in lines if not ln.body and id(ln) not in cap_ids
+            and (ln.x1 <= cx0 + 1 if right else ln.x0 >= cx1 - 1)
+            and ((ln.y0 >= cy0 - 1 and ln.y1 <= stop) if up else (ln.y1 <= cy1 + 1 and ln.y0 >= stop))]
+    return _grow_text(u, pool, st) if pool else u
+
+
+def _plot_title(u: list, pool: list[Line], st: DocumentLayout) -> list:
+    """A plot's title over it (R's main title: a line in about the body's size, alone on its row,
+    centred over the plot and inside its width, set up to two body lines above it), on the side
+    away from the caption. Code, a heading or body text set flush left over a centred plot is not
+    centred inside it; a table's row has other cells level with it."""
+    w = u[2] - u[0]
+    cx = (u[0] + u[2]) / 2
+    best = None
+    for ln in pool:
+        gap = u[1] - ln.y1
+        if (ln.horizontal and 0 < gap <= 2 * st.body_size and ln.size <= 1.2 * st.body_size
+                and ln.x0 >= u[0] + 0.05 * w and ln.x1 <= u[2] - 0.05 * w and abs((ln.x0 + ln.x1) / 2 - cx) <= 0.15 * w
+                and any(ch.isalnum() for ch in ln.text) and not _furniture_zone(ln, st)
+                and not any(o is not ln and overlap_1d(o.y0, o.y1, ln.y0, ln.y1) > 0.5 * (ln.y1 - ln.y0) for o in pool)
+                and (best is None or ln.y1 > best.y1)):
+            best = ln
+    return list(union([tuple(u), best.rect])) if best is not None else u
 
 
 def _search_side(cap: Caption, right: bool, lines: list[Line], caps: list[Caption], graphics: np.ndarray,
@@ -493,14 +548,20 @@ def analyse_page(page: PageLayout, st: DocumentLayout, extra: list[Caption] = ()
     caps = captions_from_lines(lines, st) + list(extra)
     if not caps:
         return []
-    graphics = page.graphics()
+    graphics = page.graphics()  # read only on pages with a caption
+    rules = _rules(graphics)
+    if rules:
+        caps = captions_from_lines(lines, st, rules) + list(extra)
     _unmark_framed_text(caps, lines, graphics, st)
     _unmark_text_among_strokes(lines, graphics, st, caps)
     columns = _text_columns(lines, st, graphics)
     out = []
     for cap in caps:
         if not cap.horizontal:
-            rect = tuple(union(graphics)) if len(graphics) else None
+            # a landscape figure: the page's graphics with their labels (text rotated with them)
+            cap_ids = {id(ln) for c in caps for ln in c.lines}
+            rect = tuple(_grow_text(list(union(graphics)), [ln for ln in lines if not ln.body and id(ln) not in cap_ids],
+                                    st)) if len(graphics) else None
             reg = Region(rect, 0.0, rect is not None)
             out.append((cap, reg, Region(None, float("inf"), False)))
             continue
