@@ -1325,3 +1325,37 @@ def test_table_wrapped_in_text_keeps_its_caption_and_rows(tmp_path):
     assert tab.caption == "Table 1: Mean of error per category of MTL algorithms.", tab.caption
     assert tab.region_bbox is not None and tab.region_bbox[1] <= 552 and tab.region_bbox[3] >= 637, tab.region_bbox
     assert tab.region_bbox[0] >= 380, tab.region_bbox  # not the paragraph beside it
+
+
+def test_y_axis_title_two_lines_out_is_kept(tmp_path):
+    """R sets a y-axis title about two lines out from the axis with the rotated tick labels between:
+    the title stands more than a word gap beside the labels and is still the plot's."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 60, 540, 120), BODY[:300], fontsize=10)
+    page.draw_rect(pymupdf.Rect(120, 135, 305, 330), color=(0, 0, 0), width=1)
+    page.draw_line((125, 320), (300, 140), color=(0, 0, 0), width=1)
+    for k in range(4):
+        page.insert_text((115, 320 - 50 * k), f"{50 * k}", fontsize=9.6, rotate=90)
+    page.insert_text((92, 260), "rank residual", fontsize=9.6, rotate=90)  # 10 pt beside the tick labels
+    page.insert_textbox(pymupdf.Rect(72, 345, 540, 370), "Figure 5: Species accumulation curve.", fontsize=10)
+    page.insert_textbox(pymupdf.Rect(72, 390, 540, 700), BODY, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "ytitle.pdf"), tmp_path)[5]
+    assert f.region_bbox is not None and f.region_bbox[0] <= 83, f.region_bbox
+
+
+def test_plot_title_kept_beside_the_next_columns_title(tmp_path):
+    """Two plots side by side in two columns, each with its own title at the same height: each
+    title is alone on its row within its own plot's width and stays with its plot."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    for x0, n in ((72, 5), (304, 6)):
+        page.insert_text((x0 + 65, 126), "Procrustes errors", fontsize=10, fontname="hebo")
+        page.draw_rect(pymupdf.Rect(x0 + 20, 140, x0 + 210, 330), color=(0, 0, 0), width=1)
+        page.draw_line((x0 + 25, 325), (x0 + 205, 145), color=(0, 0, 0), width=1)
+        page.insert_textbox(pymupdf.Rect(x0, 345, x0 + 226, 380), f"Figure {n}: Procrustes rotation of the scores.",
+                            fontsize=10)
+        page.insert_textbox(pymupdf.Rect(x0, 395, x0 + 226, 740), BODY, fontsize=10)
+    figs = _figures(_saved(doc, tmp_path / "titles.pdf"), tmp_path)
+    for n in (5, 6):
+        assert figs[n].region_bbox is not None and figs[n].region_bbox[1] <= 120, (n, figs[n].region_bbox)

@@ -267,7 +267,8 @@ def _plot_title(u: list, pool: list[Line], st: DocumentLayout) -> list:
         if (ln.horizontal and 0 < gap <= 2 * st.body_size and ln.size <= 1.2 * st.body_size
                 and ln.x0 >= u[0] + 0.05 * w and ln.x1 <= u[2] - 0.05 * w and abs((ln.x0 + ln.x1) / 2 - cx) <= 0.15 * w
                 and any(ch.isalnum() for ch in ln.text) and not _furniture_zone(ln, st)
-                and not any(o is not ln and overlap_1d(o.y0, o.y1, ln.y0, ln.y1) > 0.5 * (ln.y1 - ln.y0) for o in pool)
+                and not any(o is not ln and overlap_1d(o.y0, o.y1, ln.y0, ln.y1) > 0.5 * (ln.y1 - ln.y0)
+                            and overlap_1d(o.x0, o.x1, u[0], u[2]) > 0 for o in pool)
                 and (best is None or ln.y1 > best.y1)):
             best = ln
     return list(union([tuple(u), best.rect])) if best is not None else u
@@ -412,7 +413,9 @@ def _grow_text(u: list, pool: list[Line], st: DocumentLayout, span: tuple | None
     """Add short text lines touching the graphic (ticks, legends, axis titles, sub-captions; text
     smaller than the body's up to a line away: panel titles) and, given the caption's column
     span, small-type lines inside it level with the graphic (panels of a grid drawn as text, such
-    as scatter plots of word labels, beside the panel that holds a graphic)."""
+    as scatter plots of word labels, beside the panel that holds a graphic). A rotated line level with
+    the graphic may stand a line and a half beside it (a y-axis title set two lines out from the
+    axis, its tick labels between)."""
     px, py = 0.8 * st.body_size, 0.5 * st.body_size
     added = set()
     for _ in range(4):
@@ -424,7 +427,8 @@ def _grow_text(u: list, pool: list[Line], st: DocumentLayout, span: tuple | None
             # (not in the running-head zone at the page's top and bottom)
             small = ln.size < st.body_size - 0.5  # body-size lines beside a graphic are text wrapped around it
             pad = 1.2 * st.body_size if small and not _furniture_zone(ln, st) else py
-            touching = ln.x0 <= u[2] + px and ln.x1 >= u[0] - px and ln.y0 <= u[3] + pad and ln.y1 >= u[1] - pad
+            side = 1.5 * st.body_size if not ln.horizontal and ln.y0 >= u[1] - pad and ln.y1 <= u[3] + pad else px
+            touching = ln.x0 <= u[2] + side and ln.x1 >= u[0] - side and ln.y0 <= u[3] + pad and ln.y1 >= u[1] - pad
             level = span is not None and small and u[1] <= ln.yc <= u[3] and \
                 overlap_1d(ln.x0, ln.x1, span[0], span[1]) >= 0.5 * (ln.x1 - ln.x0)
             if touching or level:
