@@ -129,6 +129,11 @@ class Settings(BaseSettings):
                                                        "exists (off = MiniLM text embeddings).")
     learned_model: str = Field("fused", description="Name of the model under data_dir/models used for the index "
                                                     "and image-only queries.")
+    cache_dir: str = Field("", description="Where exported models are kept between processes (the visual backbone "
+                                           "in ONNX form, in its subfolder onnx, keyed by the network's code and "
+                                           "weights, so a process loads it instead of exporting it again); empty = "
+                                           "$XDG_CACHE_HOME/figsearch, else ~/.cache/figsearch. Unreadable or "
+                                           "unwritable: exported again.")
 
     @field_validator("data_dir")
     @classmethod

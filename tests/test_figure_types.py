@@ -296,7 +296,7 @@ def test_onnx_runtime_gives_the_features_of_the_torch_module():
     np.testing.assert_allclose(a, b, atol=2e-3, rtol=1e-3)
 
 
-def test_a_failed_export_leaves_the_torch_module_in_charge(monkeypatch):
+def test_a_failed_export_leaves_the_torch_module_in_charge(monkeypatch, tmp_path):
     import torch
 
     from app.vision.backbone import Backbone
@@ -304,6 +304,7 @@ def test_a_failed_export_leaves_the_torch_module_in_charge(monkeypatch):
     def fail(*a, **k):
         raise RuntimeError("exporter missing")
 
+    monkeypatch.setenv("FIGSEARCH_CACHE_DIR", str(tmp_path))  # an empty cache of exports: it must export
     monkeypatch.setattr(torch.onnx, "export", fail)
     b = Backbone("mobilenet_v2", 64)
     assert b.runtime == "torch"

@@ -13,9 +13,10 @@ maximum (thin lines and small marks of charts are strong in few places, which a 
 `features(images)` gives (n, 2 * 1280) float32 rows: what the type head and the picture vectors
 (app/vision/pictures.py) read.
 
-Inference runs in ONNX Runtime: the network (with its tail) is exported once per process, in
-memory, and runs about three times as many crops a CPU-second as PyTorch on these machines
-(`scripts/bench_vision.py --runtime`). Training (app/vision/fine_tune.py) uses the PyTorch module;
+Inference runs in ONNX Runtime: the network (with its tail) is exported once, and runs about
+three times as many crops a CPU-second as PyTorch on these machines (`scripts/bench_vision.py
+--runtime`). The export is kept on disk keyed by the network's code, weights and exporter
+(app/vision/onnx_cache.py), so later processes load it instead of exporting again. Training (app/vision/fine_tune.py) uses the PyTorch module;
 when the export fails the PyTorch module serves too.
 
 The last blocks of MobileNetV2 (from block `TAIL_START` on, the final 1x1 conv included) can be
@@ -26,6 +27,8 @@ weights ship inside the `figure-types` model-store artifact with the head that r
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import inspect
 import io
 import logging
 import threading
@@ -37,6 +40,7 @@ from PIL import Image
 
 from app.model_store import load_arrays
 from app.onnx_sessions import session_options
+from app.vision import onnx_cache
 
 log = logging.getLogger(__name__)
 
@@ -99,23 +103,60 @@ def load_tail(module, tail: dict[str, np.ndarray]) -> None:
     part.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in tail.items()})
 
 
-def _export(module, size: int, threads: int):
-    """An ONNX Runtime session running `module` on (n, 3, size, size) inputs, or None when the export
-    fails (PyTorch then serves)."""
+EXPORT_FORMAT = "fmap-x-n-1"  # names and axes of the export below: change it when the export call changes
+
+
+def export_key(module, size: int, name: str = NAME) -> str:
+    """What an export of `module` at `size` depends on, hashed: the export's form, the PyTorch
+    version, the network's structure and the source of its non-PyTorch layers, and its weights."""
     import torch
 
+    h = hashlib.sha256(f"{EXPORT_FORMAT}|{torch.__version__}|{size}|{module!r}".encode())
+    sources = sorted({inspect.getsourcefile(type(m)) or "" for m in module.modules()
+                      if not type(m).__module__.startswith("torch.")})
+    for source in sources:
+        h.update(source.encode() + b"|" + (Path(source).read_bytes() if source else b""))
+    for key, tensor in module.state_dict().items():
+        h.update(f"|{key}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return f"{name}-{size}-{h.hexdigest()[:32]}"
+
+
+def _onnx_bytes(module, size: int) -> bytes:
+    import torch
+
+    buf = io.BytesIO()
+    with warnings.catch_warnings(), torch.inference_mode(False):
+        # the TorchScript exporter: one to two CPU-seconds in memory, where the newer exporter
+        # takes some twenty and writes its weights to a second file
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.onnx.export(module, (torch.zeros(1, 3, size, size),), buf, input_names=["x"],
+                          output_names=["fmap"], dynamic_axes={"x": {0: "n"}}, dynamo=False)
+    return buf.getvalue()
+
+
+def _export(module, size: int, threads: int, name: str = NAME):
+    """An ONNX Runtime session running `module` on (n, 3, size, size) inputs: the cached export when
+    there is an intact one, else a new export (then cached); None when the export fails (PyTorch
+    then serves)."""
     try:
         import onnxruntime
 
-        buf = io.BytesIO()
-        with warnings.catch_warnings(), torch.inference_mode(False):
-            # the TorchScript exporter: one to two CPU-seconds in memory, where the newer exporter
-            # takes some twenty and writes its weights to a second file
-            warnings.simplefilter("ignore", DeprecationWarning)
-            torch.onnx.export(module, (torch.zeros(1, 3, size, size),), buf, input_names=["x"],
-                              output_names=["fmap"], dynamic_axes={"x": {0: "n"}}, dynamo=False)
-        return onnxruntime.InferenceSession(buf.getvalue(), session_options(threads),
-                                            providers=["CPUExecutionProvider"])
+        def session(content: bytes):
+            return onnxruntime.InferenceSession(content, session_options(threads), providers=["CPUExecutionProvider"])
+
+        key = export_key(module, size, name)
+        cached = onnx_cache.load(key)
+        if cached is not None:
+            try:
+                return session(cached)
+            except Exception:  # noqa: BLE001 - e.g. written by an exporter this runtime cannot read
+                log.warning("cached backbone export unreadable; exporting again", exc_info=True)
+                onnx_cache.discard(key)
+        content = _onnx_bytes(module, size)
+        made = session(content)
+        onnx_cache.save(key, content)
+        return made
     except Exception:  # noqa: BLE001 - a missing or failing exporter leaves PyTorch in charge
         log.warning("backbone export to ONNX Runtime failed; PyTorch runs it", exc_info=True)
         return None
@@ -140,7 +181,7 @@ class Backbone:
         self.module = module.to(memory_format=torch.channels_last)
         # EfficientNet's trunk is a bound method, not a module the exporter takes: PyTorch runs it
         exportable = runtime == "onnx" and isinstance(self.trunk, torch.nn.Module)
-        self.session = _export(self.trunk, size, torch.get_num_threads()) if exportable else None
+        self.session = _export(self.trunk, size, torch.get_num_threads(), name) if exportable else None
         self.runtime = "onnx" if self.session is not None else "torch"
 
     def batch_array(self, images: list[Image.Image]) -> np.ndarray:
