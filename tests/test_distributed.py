@@ -173,7 +173,7 @@ def test_index_built_after_a_job_is_collection_work_not_the_last_files(demo_pdfs
         assert json.loads(r.stdout.strip().splitlines()[-1])["ok"] >= 1  # a cold worker's first file may time out
         deadline = time.time() + 400
         while time.time() < deadline and not (data / "index" / "CURRENT").exists():
-            time.sleep(2)
+            time.sleep(0.5)
         items = [json.loads(line) for line in cli("figures").stdout.splitlines()]
         assert items and all(f["figure_type"] for f in items)
         word = max((w.strip(".,:;()") for w in items[0]["caption"].split()), key=len)
@@ -218,7 +218,7 @@ def test_workers_grow_the_index_after_a_second_job(demo_pdfs, redis_url, pg_url,
         current = data / "index" / "CURRENT"
         deadline = time.time() + 400
         while time.time() < deadline and (not current.exists() or current.read_text().strip() == previous):
-            time.sleep(2)
+            time.sleep(0.5)
         return Searcher.load_current(data / "index")
     try:
         before = ingest_and_wait(first[0].parent, None)
@@ -254,7 +254,7 @@ def test_a_job_that_adds_no_paper_sends_no_index_work(demo_pdfs, redis_url, pg_u
                 figures = len(Searcher.load_current(data / "index").figure_ids)
                 if figures > n:
                     return figures
-            time.sleep(2)
+            time.sleep(0.5)
         raise AssertionError("no index version with the new paper's figures was published")
     try:
         assert ingest(demo_pdfs[0], "first")["ok"] == 1

@@ -149,7 +149,7 @@ def test_workers_reconnect_after_broker_restart(demo_pdfs, pg_url, tmp_path):
         time.sleep(2)
         redis_proc = start_redis()
         second = submit(settings, demo_pdfs[2:4])
-        wait_for(lambda: job_state(settings, second)[0] == "done", 120, 1.0, what="job after broker restart")
+        wait_for(lambda: job_state(settings, second)[0] == "done", 120, what="job after broker restart")
         assert worker.poll() is None, "the worker died instead of reconnecting"
     finally:
         stop(worker)
@@ -199,7 +199,7 @@ def test_api_restart_mid_job_resumes_and_second_api_sees_new_index(demo_pdfs, tm
             j = httpx.get(f"http://127.0.0.1:{port_a}/api/v1/admin/jobs/{job_id}",
                           headers={"Authorization": f"Bearer {token}"}, timeout=5).json()
             return j if j.get("status") == "done" else None
-        job = wait_for(job_done, 180, 1.0, what="resumed job done")
+        job = wait_for(job_done, 180, what="resumed job done")
         assert job["done"] == job["total"] == len(demo_pdfs)
         assert count_papers(settings) == (len(demo_pdfs), len(demo_pdfs))
 
@@ -213,7 +213,7 @@ def test_api_restart_mid_job_resumes_and_second_api_sees_new_index(demo_pdfs, tm
         def b_finds():
             r = httpx.get(f"http://127.0.0.1:{port_b}/api/v1/search", params={"q": word, "k": 5}, timeout=5)
             return r.status_code == 200 and r.json().get("items")
-        wait_for(b_finds, 120, 1.0, what="second API sees the new index")
+        wait_for(b_finds, 120, what="second API sees the new index")
     finally:
         for p in (api_a, api_b):
             stop(p)

@@ -567,7 +567,8 @@ def run_job_embedded(settings: Settings, job_id: str, workers: int = 2,
     # the children run functions of app.ingest.extract, so they need not import this module (the
     # database layer, settings, figure types) to start
     children_before = set(multiprocessing.active_children())
-    pool = ProcessPool(max_workers=max(1, workers), max_tasks=25, initializer=limit_memory,
+    # no more processes than files: the pool starts all of them at once, and each costs its start-up
+    pool = ProcessPool(max_workers=max(1, min(workers, len(files))), max_tasks=25, initializer=limit_memory,
                        initargs=(settings.worker_memory_mb,), context=multiprocessing.get_context("spawn"))
     try:
         futures = []
