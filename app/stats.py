@@ -5,6 +5,7 @@ Queries of one paper share captions and vocabulary, so they are not independent;
 and test here resamples or pairs *papers*, each in one implementation:
   bootstrap_ci      95% percentile interval of a mean over papers (2000 seeded resamples)
   cluster_ci        the same for a mean over queries: papers are resampled with all their queries
+  cluster_statistic_ci  the same for any statistic of the items (e.g. recall averaged over types)
   paired_by_paper   difference of two methods: per-paper mean difference, its bootstrap interval
                     and a two-tailed paired t-test over papers (plus a Wilcoxon signed-rank p)
 and cross-validation folds hold whole papers (paper_folds), so no paper is on both sides.
@@ -65,6 +66,28 @@ def cluster_ci(papers: Sequence[str], values: Sequence[float], n: int = N_BOOT, 
     a = (1 - level) / 2
     bounds = [float(np.quantile(means, a)), float(np.quantile(means, 1 - a))]
     return bounds if digits is None else [round(x, digits) for x in bounds]
+
+
+def cluster_statistic_ci(papers: Sequence[Hashable], items: Sequence, statistic: Callable[[list], float],
+                         n: int = N_BOOT, seed: int = 0, level: float = 0.95) -> list[float]:
+    """[low, high] of `statistic(items)` when whole papers (with all their items) are resampled: for
+    statistics that are not a mean over items, such as recall averaged over types, where a paper
+    full of one type moves several types' recall at once. Resamples where the statistic is NaN
+    (e.g. no item of any type) are left out."""
+    groups: dict[Hashable, list] = defaultdict(list)
+    for p, item in zip(papers, items):
+        groups[p].append(item)
+    if not groups:
+        return [math.nan, math.nan]
+    keys = list(groups)
+    rng = np.random.default_rng(seed)
+    values = np.asarray([statistic([it for k in rng.integers(0, len(keys), size=len(keys)) for it in groups[keys[k]]])
+                         for _ in range(n)], dtype=np.float64)
+    values = values[~np.isnan(values)]
+    if not values.size:
+        return [math.nan, math.nan]
+    a = (1 - level) / 2
+    return [round(float(np.quantile(values, a)), 4), round(float(np.quantile(values, 1 - a)), 4)]
 
 
 def paired_by_paper(papers: Sequence[str], a: Sequence[float], b: Sequence[float], seed: int = 0) -> dict:

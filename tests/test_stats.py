@@ -4,7 +4,7 @@ import random
 
 import numpy as np
 
-from app.stats import cluster_ci, paper_folds
+from app.stats import cluster_ci, cluster_statistic_ci, paper_folds
 
 
 def test_cluster_interval_contains_the_query_mean():
@@ -49,3 +49,25 @@ def test_folds_deal_out_whole_papers_in_a_seeded_order():
     np.random.default_rng(7).shuffle(order)
     assert paper_folds(papers, 3, np.random.default_rng(7).shuffle) == {p: i % 3 for i, p in enumerate(order)}
     assert len({tuple(sorted(paper_folds(papers, 3, random.Random(s).shuffle).items())) for s in range(5)}) > 1
+
+
+def test_a_statistic_over_items_is_resampled_by_paper():
+    """The mean as the statistic gives cluster_ci's interval; a statistic over types (recall averaged
+    over them) moves with the papers that hold each type, and resamples where it is undefined are
+    left out."""
+    papers, values = [0, 0, 1, 1, 2], [1.0, 1.0, 0.0, 0.0, 0.5]
+    assert cluster_statistic_ci(papers, values, lambda v: float(np.mean(v))) == cluster_ci(papers, values)
+    assert cluster_statistic_ci(["a"] * 3, [0.0, 1.0, 0.5], lambda v: float(np.mean(v))) == [0.5, 0.5]
+
+    def recall_over_types(items):  # (type, right)
+        by_type = {}
+        for t, ok in items:
+            by_type.setdefault(t, []).append(ok)
+        return float(np.mean([np.mean(v) for v in by_type.values()]))
+
+    # paper a: 9 right line charts; paper b: one box plot, wrong. Over items .9, over types .5
+    items = [("line", 1.0)] * 9 + [("box", 0.0)]
+    papers = ["a"] * 9 + ["b"]
+    lo, hi = cluster_statistic_ci(papers, items, recall_over_types)
+    assert lo == 0.0 and hi == 1.0 and recall_over_types(items) == 0.5
+    assert all(np.isnan(cluster_statistic_ci(papers, items, lambda v: float("nan"))))

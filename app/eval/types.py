@@ -2,7 +2,9 @@
 
 - dominant accuracy: the predicted dominant type is the labelled dominant type;
 - shown accuracy: the predicted dominant type is one the figure shows (any labelled type);
-- per-type precision / recall of the dominant type, and a paper-cluster bootstrap interval;
+- per-type precision / recall of the dominant type, mean recall over the labelled types (each
+  type counts once, however many figures it has), the confusion matrix (labelled -> predicted
+  dominant type), and paper-cluster bootstrap intervals;
 - type-name queries: each type's everyday name searched with the served keyword search,
   restricted to the labelled figures so every result is judged by a label: the share of the top 5
   that shows the type (precision@5) and whether the top 5 holds one (hit@5).
@@ -16,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import select
 
-from app.stats import cluster_ci
+from app.stats import cluster_ci, cluster_statistic_ci
 from app.db.schema import Figure, Paper
 from app.db.session import session_scope
 from app.pipeline.classify import classify_figures
@@ -43,6 +45,14 @@ def _paper_ci(values_by_paper: dict[str, list[float]]) -> list[float]:
     papers = [p for p, vals in values_by_paper.items() for _ in vals]
     values = [v for vals in values_by_paper.values() for v in vals]
     return [round(x, 3) for x in cluster_ci(papers, values)]
+
+
+def mean_recall(per_figure: list[dict]) -> float:
+    """Recall of the dominant type averaged over the labelled dominant types."""
+    hits: dict[str, list[bool]] = defaultdict(list)
+    for p in per_figure:
+        hits[p["gold"]].append(p["predicted"] == p["gold"])
+    return float(np.mean([np.mean(h) for h in hits.values()])) if hits else float("nan")
 
 
 def evaluate_types(settings: Settings, gold_path: Path, reclassify: bool = False, captions: bool = True) -> dict:
@@ -88,6 +98,9 @@ def evaluate_types(settings: Settings, gold_path: Path, reclassify: bool = False
         "dominant_accuracy_ci95": _paper_ci(dom_by_paper),
         "shown_accuracy": round(float(np.mean([p["predicted"] in p["gold_types"] for p in per_figure])), 3),
         "shown_accuracy_ci95": _paper_ci(shown_by_paper),
+        "mean_recall": round(mean_recall(per_figure), 3),
+        "mean_recall_ci95": [round(x, 3) for x in cluster_statistic_ci([p["sha256"] for p in per_figure], per_figure,
+                                                                          mean_recall)],
         "good_crops": {"n": len(good),
                        "dominant_accuracy": round(float(np.mean([p["gold"] == p["predicted"] for p in good])), 3) if good else None,
                        "shown_accuracy": round(float(np.mean([p["predicted"] in p["gold_types"] for p in good])), 3) if good else None},
@@ -95,6 +108,8 @@ def evaluate_types(settings: Settings, gold_path: Path, reclassify: bool = False
         "confusions": dict(Counter(f"{p['gold']} -> {p['predicted']}" for p in per_figure
                                    if p["gold"] != p["predicted"]).most_common(15)),
         "per_type": per_type,
+        "confusion_matrix": {g: dict(Counter(p["predicted"] for p in per_figure if p["gold"] == g).most_common())
+                             for g in sorted({p["gold"] for p in per_figure})},
         "per_figure": per_figure,
     }
     report.update(_type_queries(settings, per_figure))
