@@ -90,7 +90,8 @@ def register(cli: typer.Typer) -> None:
                                              help="With --reclassify: type by pixels alone, ignoring the text layer and the "
                                                   "type a caption names.")) -> None:
         """Figure types against labels made by looking: dominant-type accuracy, a type the figure
-        shows, per-type recall/precision, and type-name queries (top 5)."""
+        shows, mean recall over the labelled types, per-type recall/precision, the confusion matrix,
+        and type-name queries (top 5)."""
         from app.eval.types import evaluate_types
         from app.settings import settings_for
 
