@@ -114,55 +114,7 @@ def _bar(ax, rng: random.Random, nprng: np.random.Generator) -> None:
     _axes_style(ax, rng)
 
 
-def _data_scatter(ax, rng: random.Random, nprng: np.random.Generator) -> None:
-    """Scatter plots as statistics software draws them by default: hollow (often black) markers in
-    a closed box with ticks outside, points along a trend, often with fitted lines or smoothers
-    drawn over them (regression, quantile or group fits), sometimes a label per point."""
-    n = rng.randint(15, 250)
-    x = np.sort(nprng.uniform(0, rng.uniform(1, 100), n)) if rng.random() < 0.8 else nprng.integers(0, 8, n).astype(float)
-    u = (x - x.min()) / max(float(np.ptp(x)), 1e-9)
-    shape = rng.choice(["linear", "curve", "sigmoid", "decay", "cloud"])
-    trend = {"linear": u, "curve": u ** 2, "sigmoid": 1 / (1 + np.exp(-10 * (u - 0.5))), "decay": np.exp(-4 * u),
-             "cloud": np.zeros(n)}[shape] * rng.uniform(-3, 3)
-    noise = rng.uniform(0.1, 1.0)
-    y = trend + nprng.normal(0, noise, n) * (1 + u * rng.uniform(0, 2) if rng.random() < 0.3 else 1)
-    groups = rng.choice([1, 1, 2, 3])
-    marker_colours = ["black"] * groups if rng.random() < 0.6 else _colors(rng, groups)
-    markers = rng.sample(["o", "^", "s", "+", "x", "D"], groups) if groups > 1 else [rng.choice(["o", "o", "o", "^", "+"])]
-    which = nprng.integers(0, groups, n)
-    for g in range(groups):
-        m = which == g
-        hollow = markers[g] in ("o", "^", "s", "D")
-        colour = dict(facecolors="none", edgecolors=marker_colours[g]) if hollow else dict(color=marker_colours[g])
-        ax.scatter(x[m], y[m] + g * rng.uniform(0, 1), s=rng.uniform(8, 40), marker=markers[g],
-                   linewidths=rng.uniform(0.5, 1.2), **colour)
-    if rng.random() < 0.15:  # point labels instead of markers beside them (ordination plots)
-        for k in nprng.choice(n, size=min(n, rng.randint(5, 25)), replace=False):
-            ax.text(x[k], y[k], _word(rng)[:6], fontsize=5, color=rng.choice(["black", "red", "blue", "darkgreen"]))
-    for _ in range(rng.choice([0, 0, 1, 1, 2, 3, 5])):  # fitted lines or smoothers over the points
-        xs = np.linspace(x.min(), x.max(), 100)
-        us = (xs - x.min()) / max(float(np.ptp(x)), 1e-9)
-        fit = np.interp(xs, x, trend) if shape != "cloud" else np.full_like(xs, float(np.mean(y)))
-        ax.plot(xs, fit + nprng.normal(0, noise) + (us - 0.5) * nprng.normal(0, noise),
-                color=rng.choice(["black", "grey", "blue", "red", "lightgrey"]),
-                linestyle=rng.choice(["-", "-", "--", ":"]), linewidth=rng.uniform(0.6, 1.6))
-    if rng.random() < 0.2:
-        ax.axhline(0, color="grey", linestyle=":", linewidth=0.8)
-        ax.axvline(float(np.median(x)), color="grey", linestyle=":", linewidth=0.8)
-    for side in ("top", "right", "bottom", "left"):
-        ax.spines[side].set_visible(True)
-    ax.tick_params(direction="out")
-    if rng.random() < 0.7:
-        ax.set_xlabel(_phrase(rng, 1, 2))
-        ax.set_ylabel(_phrase(rng, 1, 2))
-    if rng.random() < 0.2:  # a strip header above the panel, as trellis displays label theirs
-        ax.set_title(_phrase(rng, 1, 2), fontsize=7, backgroundcolor=rng.choice(["#ffe5cc", "#d9d9d9", "#ccffcc"]))
-
-
 def _scatter(ax, rng: random.Random, nprng: np.random.Generator) -> None:
-    if rng.random() < 0.3:
-        _data_scatter(ax, rng, nprng)
-        return
     embedding = rng.random() < 0.35  # t-SNE / UMAP clouds: many clusters of small points, no axes
     clusters = rng.randint(3, 20) if embedding else rng.randint(1, 10)
     for c in _colors(rng, clusters):
