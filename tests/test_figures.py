@@ -1359,3 +1359,60 @@ def test_plot_title_kept_beside_the_next_columns_title(tmp_path):
     figs = _figures(_saved(doc, tmp_path / "titles.pdf"), tmp_path)
     for n in (5, 6):
         assert figs[n].region_bbox is not None and figs[n].region_bbox[1] <= 120, (n, figs[n].region_bbox)
+
+
+def test_diagram_rows_set_far_apart_stay_one_figure(tmp_path):
+    """A figure of four state diagrams in two rows, the upper row set 75 points over the lower one
+    on an otherwise empty float page: the upper row is the same figure's (was: one row kept)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    for x, name in ((133, "Alive"), (235, "Dead")):  # upper row: two boxes and an arrow
+        page.draw_rect(pymupdf.Rect(x, 296, x + 36, 315), color=(0, 0, 0), width=0.8)
+        page.insert_text((x + 5, 309), name, fontsize=10, fontname="helv")
+    page.draw_line((172, 305), (230, 305), color=(0, 0, 0), width=0.8)
+    for y, name in ((390, "D1"), (435, "D2"), (480, "D3")):  # lower row: a box with three arrows out
+        page.draw_rect(pymupdf.Rect(241, y, 266, y + 18), color=(0, 0, 0), width=0.8)
+        page.insert_text((246, y + 13), name, fontsize=10, fontname="helv")
+        page.draw_line((164, 444), (236, y + 9), color=(0, 0, 0), width=0.8)
+    page.draw_rect(pymupdf.Rect(141, 435, 159, 453), color=(0, 0, 0), width=0.8)
+    page.insert_text((146, 448), "A", fontsize=10, fontname="helv")
+    page.insert_textbox(pymupdf.Rect(98, 528, 514, 570), "Figure 1: Four multi-state models. The upper panel "
+                        "depicts simple survival, the lower one competing risks.", fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "rows.pdf"), tmp_path)[1]
+    assert f.region_bbox is not None and f.region_bbox[1] <= 297, f.region_bbox  # the upper row's top
+
+
+def test_listing_past_a_wide_gap_stays_out_of_the_figure(tmp_path):
+    """Past an empty band wider than three lines, code (lines of several words) over a drawing is
+    not the figure's, even on a page with nothing else above it."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.draw_rect(pymupdf.Rect(133, 296, 169, 315), color=(0, 0, 0), width=0.8)
+    page.insert_text((174, 309), "R> fit <- coxph(Surv(time, status) ~ age)", fontsize=9, fontname="cour")
+    page.draw_rect(pymupdf.Rect(141, 390, 400, 500), color=(0, 0, 0), width=0.8)
+    page.insert_text((150, 440), "A", fontsize=10, fontname="helv")
+    page.insert_textbox(pymupdf.Rect(98, 528, 514, 570), "Figure 1: A plot of the fit.", fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "listing.pdf"), tmp_path)[1]
+    assert f.region_bbox is not None and f.region_bbox[1] >= 385, f.region_bbox
+
+
+def test_caption_like_label_inside_a_drawing_is_not_a_caption(tmp_path):
+    """Set names "Table 1", "Table 2" written inside a framed Venn diagram are words of the drawing,
+    not table captions; the figure's caption beside the diagram gets the diagram (was: four
+    tables, and the figure a caption-only crop)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(98, 60, 514, 140), BODY[:300], fontsize=10)
+    page.draw_rect(pymupdf.Rect(162, 164, 332, 335), color=(0, 0, 0), width=0.8)
+    page.draw_circle((215, 222), 46, color=(0.8, 0, 0.5), width=0.8)
+    page.draw_circle((279, 222), 46, color=(0, 0.5, 0.8), width=0.8)
+    page.insert_text((163, 183), "Table 1", fontsize=6.7, fontname="helv")
+    page.insert_text((311, 183), "Table 2", fontsize=6.7, fontname="helv")
+    page.insert_text((282, 328), "Residuals = [h]", fontsize=5.7, fontname="helv")
+    page.insert_textbox(pymupdf.Rect(351, 232, 478, 300), "Figure 2: Two canonical analyses and one "
+                        "subtraction are needed to estimate the fractions.", fontsize=10)
+    page.insert_textbox(pymupdf.Rect(98, 380, 514, 560), BODY, fontsize=10)
+    figs = extract_figures(_saved(doc, tmp_path / "venn.pdf"), tmp_path / "out", "f", dpi=72)
+    assert not [f for f in figs if f.kind == "table"], [(f.kind, f.number) for f in figs]
+    f = {f.number: f for f in figs if f.kind == "figure"}[2]
+    assert f.region_bbox is not None and f.region_bbox[0] <= 165 and f.region_bbox[1] <= 168, f.region_bbox

@@ -137,15 +137,16 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
     up = direction == "above"
     bound = 0.0 if up else H
     cap_rects = {c.bbox for c in caps}
+    bound_by_caption = False
     for r in obstacles:
         if overlap_1d(r[0], r[2], sx0, sx1) < 0.25 * min(r[2] - r[0], sx1 - sx0):
             continue
         if r not in cap_rects and (r[2] <= cx0 or r[0] >= cx1):
             continue  # a paragraph wholly beside the caption (text wrapped around a small table or figure)
-        if up and r[3] <= cy0 + 2 and r[1] < cy0:
-            bound = max(bound, r[3])
-        elif not up and r[1] >= cy1 - 2 and r[3] > cy1:
-            bound = min(bound, r[1])
+        if up and r[3] <= cy0 + 2 and r[1] < cy0 and r[3] >= bound:
+            bound, bound_by_caption = r[3], r in cap_rects
+        elif not up and r[1] >= cy1 - 2 and r[3] > cy1 and r[1] <= bound:
+            bound, bound_by_caption = r[1], r in cap_rects
     ry0, ry1 = (bound, cy0) if up else (cy1, bound)
     if ry1 - ry0 < 4:
         return Region(None, float("inf"), False)
@@ -172,6 +173,8 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
             (ln.y0, ln.y1) for ln in text_pool if overlap_1d(ln.x0, ln.x1, sx0, sx1) > 0.5 * (ln.x1 - ln.x0)]
         spans += _twin_frame_gaps(g[sel], st.body_size)
         far = _content_reach(spans, up, 3.0 * st.body_size)
+        if far is not None and not bound_by_caption and _drawing_parts_beyond(g[sel], text_pool, far, up, st):
+            far = None  # the rows of one drawing set far apart, with nothing else up to the text or page edge
         if far is not None:
             ry0, ry1 = (max(ry0, far - 1), ry1) if up else (ry0, min(ry1, far + 1))
             if len(g):
@@ -351,6 +354,37 @@ def _twin_frame_gaps(g: np.ndarray, body_size: float) -> list[tuple]:
         if len(twins):
             out.append((float(a[3]), float(twins[:, 1].min())))
     return out
+
+
+def _drawing_parts_beyond(g: np.ndarray, pool: list[Line], reach: float, up: bool, st: DocumentLayout) -> bool:
+    """Whether all the content past an empty band (beyond `reach`, away from the caption) is more
+    of the same drawing: the rows of a diagram set far apart (four state diagrams in two rows).
+    It is when it holds a drawn box, its text is only short labels on or beside its strokes, it
+    stands over the near part's width, and the band is narrower than the near part is high. Code,
+    prose, a table's rules and cells or a running head past the band keep it out."""
+    if not len(g):
+        return False
+    line = st.body_size
+    beyond_g = (g[:, 3] < reach - 1) if up else (g[:, 1] > reach + 1)
+    near, rest = g[~beyond_g], g[beyond_g]
+    if not len(near) or not len(rest):
+        return False
+    boxes = rest[((rest[:, 2] - rest[:, 0]) > line) & ((rest[:, 3] - rest[:, 1]) > line)]
+    if not len(boxes):
+        return False
+    ru, nu = union(rest), union(near)
+    for ln in pool:
+        if not ((ln.y1 < reach - 1) if up else (ln.y0 > reach + 1)):
+            continue
+        if not ln.horizontal or len(ln.text.split()) > 3:
+            return False
+        if overlap_1d(ln.x0, ln.x1, ru[0] - line, ru[2] + line) <= 0 or \
+                overlap_1d(ln.y0, ln.y1, ru[1] - line, ru[3] + line) <= 0:
+            return False
+    if overlap_1d(ru[0], ru[2], nu[0], nu[2]) < 0.5 * min(ru[2] - ru[0], nu[2] - nu[0]):
+        return False
+    band = (nu[1] - ru[3]) if up else (ru[1] - nu[3])
+    return band <= nu[3] - nu[1]
 
 
 def _content_reach(spans: list[tuple], up: bool, max_gap: float) -> float | None:
@@ -544,6 +578,20 @@ def _unmark_text_among_strokes(lines: list[Line], graphics: np.ndarray, st: Docu
                 ln.body = False
 
 
+def _label_inside_drawing(cap: Caption, graphics: np.ndarray) -> bool:
+    """A bare label ("Table 1", nothing after it on its line or below it) drawn inside the frame
+    of a drawing many lines high is a word of that drawing (a set's name in a Venn diagram, a box
+    of a flow chart), not a caption: a caption set as its bare label stands in the text flow or
+    goes on below it."""
+    if not cap.label_alone or len(cap.lines) > 1 or not cap.horizontal or not len(graphics):
+        return False
+    x0, y0, x1, y1 = cap.bbox
+    g, tol = graphics, 2.0
+    frames = (g[:, 0] <= x0 + tol) & (g[:, 2] >= x1 - tol) & (g[:, 1] <= y0 + tol) & (g[:, 3] >= y1 - tol) & \
+        ((g[:, 3] - g[:, 1]) >= 4 * (y1 - y0)) & ((g[:, 2] - g[:, 0]) >= 2 * (x1 - x0))
+    return bool(frames.any())
+
+
 def analyse_page(page: PageLayout, st: DocumentLayout, extra: list[Caption] = ()) -> list[tuple[Caption, Region, Region]]:
     """Captions of a page (and `extra` ones found otherwise) with their candidate regions above and
     below. A figure caption with no graphic on either side gets the graphic beside it as its
@@ -556,6 +604,9 @@ def analyse_page(page: PageLayout, st: DocumentLayout, extra: list[Caption] = ()
     rules = _rules(graphics)
     if rules:
         caps = captions_from_lines(lines, st, rules) + list(extra)
+    caps = [c for c in caps if not _label_inside_drawing(c, graphics)]
+    if not caps:
+        return []
     _unmark_framed_text(caps, lines, graphics, st)
     _unmark_text_among_strokes(lines, graphics, st, caps)
     columns = _text_columns(lines, st, graphics)
