@@ -1416,3 +1416,59 @@ def test_caption_like_label_inside_a_drawing_is_not_a_caption(tmp_path):
     assert not [f for f in figs if f.kind == "table"], [(f.kind, f.number) for f in figs]
     f = {f.number: f for f in figs if f.kind == "figure"}[2]
     assert f.region_bbox is not None and f.region_bbox[0] <= 165 and f.region_bbox[1] <= 168, f.region_bbox
+
+
+CODE = ["R> fit <- glm(y ~ x, family = poisson)", "R> summary(fit)$coefficients", "            Estimate Std. Error",
+        "(Intercept)   0.3121     0.0412"]
+
+
+@pytest.mark.parametrize("shaded", [False, True])
+def test_code_chunk_under_a_plot_ends_the_figure(tmp_path, shaded):
+    """A plot with its caption above it and a code chunk (typewriter lines, bare or on a grey box as
+    wide as the column) set close under it: the listing ends the figure as a paragraph would (was:
+    the crop grew down into the code)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 60, 540, 120), BODY[:300], fontsize=10)
+    page.insert_textbox(pymupdf.Rect(72, 130, 540, 160), "Figure 1: Counts by group and the fitted means.",
+                        fontsize=10, align=1)
+    _plot(page, (200, 165, 420, 320))
+    if shaded:
+        page.draw_rect(pymupdf.Rect(68, 326, 544, 382), color=None, fill=(0.95, 0.95, 0.95))
+    for i, text in enumerate(CODE):
+        page.insert_text((72, 336 + 11 * i), text, fontsize=9, fontname="cour")
+    page.insert_textbox(pymupdf.Rect(72, 395, 540, 700), BODY, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "chunk.pdf"), tmp_path)[1]
+    assert f.region_bbox is not None and f.region_bbox[1] <= 166, f.region_bbox
+    assert f.region_bbox[3] <= 326 and f.region_bbox[0] >= 195, f.region_bbox  # not the code
+
+
+def test_figure_that_is_a_listing_keeps_its_code(tmp_path):
+    """A figure made of a code listing alone: the listing is the figure, not its bound."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 60, 540, 120), BODY[:300], fontsize=10)
+    for i, text in enumerate(CODE):
+        page.insert_text((100, 145 + 11 * i), text, fontsize=9, fontname="cour")
+    page.insert_textbox(pymupdf.Rect(72, 195, 540, 225), "Figure 2: Fitting the model.", fontsize=10, align=1)
+    page.insert_textbox(pymupdf.Rect(72, 245, 540, 600), BODY, fontsize=10)
+    figs = extract_figures(_saved(doc, tmp_path / "code.pdf"), tmp_path / "out", "f", dpi=72)
+    f = {f.number: f for f in figs if f.kind == "figure"}[2]
+    assert f.region_bbox is not None and f.region_bbox[1] <= 140 and f.region_bbox[3] >= 175, f.region_bbox
+
+
+def test_framed_code_set_into_a_figure_stays_in_it(tmp_path):
+    """Code in an outlined box over the plot it makes, one caption under both: the framed listing is
+    part of the figure (a shaded or bare chunk there would end it)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 60, 540, 120), BODY[:300], fontsize=10)
+    page.draw_rect(pymupdf.Rect(180, 135, 440, 190), color=(0.5, 0.5, 1), fill=(1, 1, 1), width=0.8)
+    for i, text in enumerate(CODE[:3]):
+        page.insert_text((186, 150 + 11 * i), text, fontsize=9, fontname="cour")
+    _plot(page, (200, 230, 420, 360))
+    page.insert_textbox(pymupdf.Rect(72, 375, 540, 400), "Figure 4: The code and the plot it draws.",
+                        fontsize=10, align=1)
+    page.insert_textbox(pymupdf.Rect(72, 420, 540, 700), BODY, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "framed.pdf"), tmp_path)[4]
+    assert f.region_bbox is not None and f.region_bbox[1] <= 136, f.region_bbox

@@ -20,7 +20,7 @@ import pymupdf
 log = logging.getLogger(__name__)
 
 __all__ = ["Line", "PageLayout", "DocumentLayout", "TEXT_FLAGS", "build_document", "build_layout", "build_page",
-           "clean_text", "column_span", "in_page_margin", "is_bold", "lines_from_dict", "page_graphics",
+           "clean_text", "column_span", "in_page_margin", "is_bold", "is_monospaced", "lines_from_dict", "outlined_boxes", "page_graphics",
            "paragraph_blocks", "union", "overlap_1d", "visible_images"]
 
 TEXT_FLAGS = pymupdf.TEXT_MEDIABOX_CLIP  # ligatures expanded, no images
@@ -41,6 +41,17 @@ _BOLD_FONT_RE = re.compile(r"bold|medi|semibold|black|heavy|demi|cmbx|[-.,]b$|bx
 def is_bold(span: dict) -> bool:
     """Bold flag or a bold-looking font name (flags are unreliable in some PDFs)."""
     return bool(span.get("flags", 0) & 16) or bool(_BOLD_FONT_RE.search(span.get("font", "")))
+
+
+# typewriter fonts by name (TeX's cmtt/sltt and their EC/cm-super, Latin Modern, txfonts forms,
+# Courier, common programming fonts), after the subset prefix "ABCDEF+"
+_MONO_FONT_RE = re.compile(r"^(?:[A-Z]{6}\+)?(?:cm(?:sl|i)?tt|sf(?:tt|st|it)\d|ec(?:tt|st|it)\d|lmmono|lmtt|txtt|"
+                           r"pcr|t1xtt|beramono)|mono(?!type)|courier|inconsolata|consola|menlo", re.I)
+
+
+def is_monospaced(span: dict) -> bool:
+    """Fixed-pitch flag or a typewriter font name: the font of code listings and program output."""
+    return bool(span.get("flags", 0) & 8) or bool(_MONO_FONT_RE.search(span.get("font", "")))
 
 
 # TeX's OT1 encoding puts the ff/fi/fl/ffi/ffl ligatures on control codes; a PDF without a
@@ -115,6 +126,13 @@ class Line:
     @property
     def main_span(self) -> dict:
         return max(self.spans, key=lambda s: len(s["text"].strip()))
+
+    @property
+    def monospaced(self) -> bool:
+        """Set (nearly) all in a typewriter font, as the lines of a code listing are."""
+        chars = sum(len(sp["text"].strip()) for sp in self.spans)
+        mono = sum(len(sp["text"].strip()) for sp in self.spans if is_monospaced(sp))
+        return chars > 0 and mono >= 0.9 * chars
 
     @property
     def bold(self) -> bool:
@@ -318,6 +336,19 @@ def page_graphics(page: pymupdf.Page) -> np.ndarray:
     keep &= ~((a[:, 3] < _MARGIN * H) | (a[:, 1] > (1 - _MARGIN) * H))  # wholly in the top/bottom margin:
     # running heads, publisher watermarks and logos ("This CVPR paper is the Open Access version ...")
     return a[keep]
+
+
+def outlined_boxes(page: pymupdf.Page | None) -> np.ndarray:
+    """Rects of the paths drawn with an outline (a stroke colour), as opposed to fill-only shading."""
+    if page is None:
+        return np.zeros((0, 4))
+    try:
+        paths = page.get_cdrawings()
+    except Exception:  # noqa: BLE001
+        log.debug("drawings failed on page %s", page.number, exc_info=True)
+        return np.zeros((0, 4))
+    rects = [tuple(p["rect"]) for p in paths if p.get("color") is not None and "s" in p.get("type", "")]
+    return np.asarray(rects, dtype=float).reshape(-1, 4)
 
 
 # ----------------------------------------------------------------------------- geometry

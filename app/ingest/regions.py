@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.ingest.captions import Caption, captions_from_lines
-from app.ingest.layout import (DocumentLayout, Line, PageLayout, column_span, in_page_margin, overlap_1d,
-                               paragraph_blocks, union)
+from app.ingest.layout import (DocumentLayout, Line, PageLayout, column_span, in_page_margin, outlined_boxes,
+                               overlap_1d, paragraph_blocks, union)
 
 __all__ = ["CUT_DRAWING", "Candidate", "Region", "analyse_page", "choose_region", "convention", "crop_quality",
            "extend_cut_drawing", "fuse_layout", "one_region_each", "region_doubt", "split_overlaps"]
@@ -119,10 +119,75 @@ def _column_walls(columns: list[tuple], u: list, span: tuple, line: float) -> tu
     return lo, hi
 
 
+def _bound(cb: tuple, obstacles, cap_rects: set, span: tuple, up: bool, height: float) -> tuple[float, bool]:
+    """The nearest obstacle edge above/below a caption within its column span, and whether it is
+    another caption's."""
+    cx0, cy0, cx1, cy1 = cb
+    bound, by_caption = (0.0 if up else height), False
+    for r in obstacles:
+        if overlap_1d(r[0], r[2], *span) < 0.25 * min(r[2] - r[0], span[1] - span[0]):
+            continue
+        if r not in cap_rects and (r[2] <= cx0 or r[0] >= cx1):
+            continue  # a paragraph wholly beside the caption (text wrapped around a small table or figure)
+        if up and r[3] <= cy0 + 2 and r[1] < cy0 and r[3] >= bound:
+            bound, by_caption = r[3], r in cap_rects
+        elif not up and r[1] >= cy1 - 2 and r[3] > cy1 and r[1] <= bound:
+            bound, by_caption = r[1], r in cap_rects
+    return bound, by_caption
+
+
+def _listings(page: PageLayout, graphics: np.ndarray, st: DocumentLayout) -> list[tuple]:
+    """Rects of code listings: text blocks all in a typewriter font near the body's size (code set
+    much smaller is a figure's content, as in a drawn pipeline), with a few words. A block inside
+    a graphic much larger than itself is a label of a drawing, not a listing; a grey shading close
+    around the code is the listing's own; code in an outlined box is left alone (a framed listing
+    is often set into a figure with the output it makes)."""
+    lines = page.lines
+    blocks: dict[int, list[Line]] = {}
+    for ln in lines:
+        if ln.horizontal and not ln.body:
+            blocks.setdefault(ln.block, []).append(ln)
+    big = _big_graphics(graphics)
+    outlined = None
+    out = []
+    for blk in blocks.values():
+        if (not all(ln.monospaced and ln.size >= 0.7 * st.body_size for ln in blk)
+                or sum(len(ln.text.split()) for ln in blk) < 3):
+            continue
+        r = union([ln.rect for ln in blk])
+        holders = big[(big[:, 0] <= r[0] + 2) & (big[:, 1] <= r[1] + 2) & (big[:, 2] >= r[2] - 2)
+                      & (big[:, 3] >= r[3] - 2)] if len(big) else big
+        if len(holders) and (holders[:, 3] - holders[:, 1] > r[3] - r[1] + 4 * st.body_size).any():
+            continue
+        if len(holders):
+            outlined = outlined_boxes(page.page) if outlined is None else outlined
+            if any(len(outlined) and (np.abs(outlined - h).max(axis=1) <= 1.5).any() for h in holders):
+                continue
+        # the listing's own shading or frame (as wide as the column, a line or so taller) is part of it
+        out.append(tuple(union([r] + [tuple(h) for h in holders])))
+    return out
+
+
+def _drawing_before(g: np.ndarray, cb: tuple, bound: float, span: tuple, listings: list[tuple], line: float) -> bool:
+    """A drawing between a caption and a listing beyond it (graphics within the caption's span, not
+    level with any listing as a listing's own shading or frame is, two lines tall or more; a rule
+    is not one): the figure lies there, so the listing ends it; with none, the figure is the
+    listing itself."""
+    if not len(g):
+        return False
+    lo, hi = (bound, cb[1]) if bound <= cb[1] else (cb[3], bound)
+    m = (g[:, 1] >= lo - 1) & (g[:, 3] <= hi + 1) & (np.minimum(g[:, 2], span[1]) - np.maximum(g[:, 0], span[0]) > 0)
+    for r in listings:
+        m &= ~((g[:, 3] > r[1] - 6) & (g[:, 1] < r[3] + 6))
+    return bool(m.any()) and float(g[m, 3].max() - g[m, 1].min()) >= 2 * line
+
+
 def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption], graphics: np.ndarray,
-            obstacles: list[tuple], columns: list[tuple], st: DocumentLayout, page_rect, use_text: bool) -> Region:
+            obstacles: list[tuple], columns: list[tuple], st: DocumentLayout, page_rect, use_text: bool,
+            listings: list[tuple] = ()) -> Region:
     """Collect the graphic region above/below a caption within its column span, never crossing
-    into the text `columns` beside it."""
+    into the text `columns` beside it. A code listing beyond the figure's drawing ends it as prose
+    does."""
     cx0, cy0, cx1, cy1 = cap.bbox
     sx0, sx1 = column_span(cap.bbox, st)
     # narrow the span when another caption sits at the same height (side-by-side figures)
@@ -135,18 +200,13 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
             sx0 = max(sx0, (o.bbox[2] + cx0) / 2)
     H = page_rect.height
     up = direction == "above"
-    bound = 0.0 if up else H
     cap_rects = {c.bbox for c in caps}
-    bound_by_caption = False
-    for r in obstacles:
-        if overlap_1d(r[0], r[2], sx0, sx1) < 0.25 * min(r[2] - r[0], sx1 - sx0):
-            continue
-        if r not in cap_rects and (r[2] <= cx0 or r[0] >= cx1):
-            continue  # a paragraph wholly beside the caption (text wrapped around a small table or figure)
-        if up and r[3] <= cy0 + 2 and r[1] < cy0 and r[3] >= bound:
-            bound, bound_by_caption = r[3], r in cap_rects
-        elif not up and r[1] >= cy1 - 2 and r[3] > cy1 and r[1] <= bound:
-            bound, bound_by_caption = r[1], r in cap_rects
+    bound, bound_by_caption = _bound(cap.bbox, obstacles, cap_rects, (sx0, sx1), up, H)
+    if listings and cap.kind == "figure":
+        near, _ = _bound(cap.bbox, listings, set(), (sx0, sx1), up, H)
+        if (near > bound if up else near < bound) and _drawing_before(graphics, cap.bbox, near, (sx0, sx1), listings,
+                                                                        st.body_size):
+            bound, bound_by_caption = near, False
     ry0, ry1 = (bound, cy0) if up else (cy1, bound)
     if ry1 - ry0 < 4:
         return Region(None, float("inf"), False)
@@ -610,6 +670,7 @@ def analyse_page(page: PageLayout, st: DocumentLayout, extra: list[Caption] = ()
     _unmark_framed_text(caps, lines, graphics, st)
     _unmark_text_among_strokes(lines, graphics, st, caps)
     columns = _text_columns(lines, st, graphics)
+    listings = _listings(page, graphics, st)
     out = []
     for cap in caps:
         if not cap.horizontal:
@@ -622,8 +683,9 @@ def analyse_page(page: PageLayout, st: DocumentLayout, extra: list[Caption] = ()
             continue
         obs = _obstacles(lines, caps, cap, graphics)
         use_text = True
-        above = _search(cap, "above", lines, caps, graphics, obs, columns, st, page.rect, use_text)
-        below = _search(cap, "below", lines, caps, graphics, obs, columns, st, page.rect, use_text)
+        fig_listings = listings if cap.kind == "figure" else []
+        above = _search(cap, "above", lines, caps, graphics, obs, columns, st, page.rect, use_text, fig_listings)
+        below = _search(cap, "below", lines, caps, graphics, obs, columns, st, page.rect, use_text, fig_listings)
         if cap.kind == "figure" and not above.has_graphics and not below.has_graphics:
             # side captions: the graphic beside the caption, when nothing lies above or below
             for in_column, right in ((False, True), (False, False), (True, True), (True, False)):
