@@ -108,6 +108,17 @@ def job_page(server, browser, bundle_job, viewport=WIDE):
     return page, job, console
 
 
+def paper_page(server, browser, paper_id, viewport):
+    """A paper's page, signed in (the admin's controls shown)."""
+    page = browser.new_page(viewport=viewport)
+    page.set_default_timeout(20_000)
+    console = Console(page)
+    sign_in(page, server["base"], server["token"])
+    page.goto(f"{server['base']}/#/paper/{paper_id}")
+    wait_page(page)
+    return page, console
+
+
 def file_rows(job) -> dict:
     return {r.locator("td.name").inner_text(): r for r in job.locator(".files tbody tr").all()}
 
@@ -193,12 +204,7 @@ def test_page_of_a_failed_file_says_what_happened_and_removes_only_its_record(se
     files = httpx.get(f"{base}/api/v1/admin/jobs/{bundle_job['job_id']}", headers=auth).json()["files"]
     failed = next(f for f in files if f["name"] == "bundle.zip:broken-upload.pdf")
     for viewport, tag in ((PHONE, "phone"), (WIDE, "wide")):
-        page = browser.new_page(viewport=viewport)
-        page.set_default_timeout(20_000)
-        console = Console(page)
-        sign_in(page, base, token)
-        page.goto(f"{base}/#/paper/{failed['paper_id']}")
-        wait_page(page)
+        page, console = paper_page(server, browser, failed["paper_id"], viewport)
         note = page.inner_text("#not-in-collection")
         assert "could not be read" in note and "not in the collection" in note and "upload it again" in note, note
         assert failed["error"][1:] in note, (failed["error"], note)
@@ -230,7 +236,7 @@ def test_index_line_counts_figures_and_tables(server, browser, bundle_job):
 
 
 def test_remove_a_paper_from_its_page_after_confirming(server, browser):
-    base, token = server["base"], server["token"]
+    base = server["base"]
     papers = httpx.get(f"{base}/api/v1/papers?limit=100").json()["items"]
     victim = papers[-1]
 
@@ -244,12 +250,7 @@ def test_remove_a_paper_from_its_page_after_confirming(server, browser):
     page.close()
 
     for viewport, tag in ((PHONE, "phone"), (WIDE, "wide")):
-        page = browser.new_page(viewport=viewport)
-        page.set_default_timeout(20_000)
-        console = Console(page)
-        sign_in(page, base, token)
-        page.goto(f"{base}/#/paper/{victim['paper_id']}")
-        wait_page(page)
+        page, console = paper_page(server, browser, victim["paper_id"], viewport)
         page.click("#remove-paper-open")
         ask = page.locator("#remove-paper .confirm")
         assert victim["title"] in ask.inner_text() and "cannot be undone" in ask.inner_text()
