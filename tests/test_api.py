@@ -528,11 +528,11 @@ def test_job_files_same_in_api_and_cli(client):
     assert len(lines) == 1
     row = json.loads(lines[0])
     assert row["job_id"] == job_id and row["status"] == "done"
-    assert [{k: f[k] for k in ("name", "status", "paper_id", "n_figures", "n_tables", "error")} for f in row["files"]] \
-        == [{k: f[k] for k in ("name", "status", "paper_id", "n_figures", "n_tables", "error")} for f in api_files]
+    keys = ("name", "status", "paper_id", "n_figures", "n_tables", "error", "error_kind", "retry_may_help")
+    assert [{k: f[k] for k in keys} for f in row["files"]] == [{k: f[k] for k in keys} for f in api_files]
     table = cli(job_id).splitlines()
     assert table[0].startswith(f"job {job_id}")
-    assert table[1].split() == ["FILE", "STATUS", "FIGURES", "TABLES", "ERROR"]
+    assert table[1].split() == ["FILE", "STATUS", "FIGURES", "TABLES", "KIND", "ERROR"]
     body = [l.split() for l in table[2:2 + len(api_files)]]
     assert body == [[f["name"], f["status"], str(f["n_figures"]), str(f["n_tables"])] for f in api_files]
     assert str(data) not in "\n".join(table) and "/tmp" not in "\n".join(table)
@@ -789,6 +789,7 @@ def test_a_failed_file_is_read_again_when_its_job_is_retried(flow_client, tmp_pa
         settings.file_timeout_s = limit
     (f,) = job["files"]
     assert f["status"] == "failed" and "timed out" in f["error"] and f["retryable"] and job["retryable"] == 1
+    assert f["error_kind"] == "timeout" and f["retry_may_help"] and job["retryable_file_errors"] == 0
     assert job["index_state"] == "unchanged" and job["searchable"] is None
     url = f"/api/v1/admin/jobs/{job['job_id']}/retry"
     assert_problem(c.post(url + "?file_id=424242", headers=AUTH), 409, "only failed files")
@@ -806,6 +807,30 @@ def test_a_failed_file_is_read_again_when_its_job_is_retried(flow_client, tmp_pa
     assert (again["done"], again["total"], again["index_state"]) == (1, 1, "published")
     assert_problem(c.post(url, headers=AUTH), 409, "nothing to retry")
     assert_problem(c.post("/api/v1/admin/jobs/nosuchjob/retry", headers=AUTH), 404, "not found")
+
+
+def test_a_file_broken_in_its_bytes_is_retried_only_when_asked(flow_client, tmp_path):
+    """A damaged PDF and a text file named .pdf fail for their own bytes: each says why
+    (`error_kind`) and that a retry fails the same way (`retry_may_help` false). The job's retry
+    leaves them (409, saying why) unless asked with include_file_errors; the file read again fails
+    the same way."""
+    c = flow_client
+    damaged = b"%PDF-1.4\n" + bytes(range(256)) * 12
+    r = c.post("/api/v1/admin/collections", headers=AUTH,
+               files=[("files", ("damaged.pdf", damaged, "application/pdf")),
+                      ("files", ("notes.pdf", b"minutes of the meeting", "application/pdf"))])
+    assert r.status_code == 202, r.text
+    job = wait_job(c, r.json()["job_id"])
+    kinds = {f["name"]: (f["status"], f["error_kind"], f["retry_may_help"], f["retryable"]) for f in job["files"]}
+    assert kinds == {"damaged.pdf": ("failed", "damaged", False, True), "notes.pdf": ("failed", "not_pdf", False, True)}
+    assert (job["retryable"], job["retryable_file_errors"]) == (0, 2)
+    url = f"/api/v1/admin/jobs/{job['job_id']}/retry"
+    assert_problem(c.post(url, headers=AUTH), 409, "own bytes", "include_file_errors=true")
+    r = c.post(url + "?include_file_errors=true", headers=AUTH)
+    assert r.status_code == 202, r.text
+    again = wait_job(c, job["job_id"])
+    assert {f["name"]: f["error_kind"] for f in again["files"]} == {"damaged.pdf": "damaged", "notes.pdf": "not_pdf"}
+    assert (again["retryable"], again["retryable_file_errors"]) == (0, 2)
 
 
 def test_a_job_does_not_name_a_removed_paper_nor_the_next_paper_given_its_id(flow_client, tmp_path):

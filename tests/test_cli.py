@@ -61,6 +61,22 @@ def test_retry_reads_the_failed_files_of_a_job_again(demo_pdfs, tmp_path):
     assert both.returncode == 2 and "--retry JOB" in both.stderr
 
 
+def test_a_retry_leaves_files_broken_in_their_bytes_unless_asked(tmp_path):
+    """A file that is not a PDF fails for its own bytes: the summary names its kind, `--retry JOB`
+    leaves it (saying how to ask for it) and `--retry JOB --include-file-errors` reads it again."""
+    data = tmp_path / "data"
+    bad = badfiles.html_named_pdf(tmp_path)
+    first = json.loads(run(["ingest", str(bad), "--data-dir", str(data), "--json"]).stdout.strip().splitlines()[-1])
+    assert [f["error_kind"] for f in first["failures"]] == ["not_pdf"], first
+    left = run(["ingest", "--retry", first["job_id"], "--data-dir", str(data)], check=False)
+    assert left.returncode == 2 and "own bytes" in left.stderr and "--include-file-errors" in left.stderr, left.stderr
+    r = run(["ingest", "--retry", first["job_id"], "--include-file-errors", "--data-dir", str(data), "--json"])
+    again = json.loads(r.stdout.strip().splitlines()[-1])
+    assert again["job_id"] == first["job_id"] and [f["error_kind"] for f in again["failures"]] == ["not_pdf"]
+    table = run(["jobs", first["job_id"], "--data-dir", str(data)]).stdout
+    assert "KIND" in table and "not_pdf" in table and "--include-file-errors" in table, table
+
+
 @pytest.mark.timeout(600)  # some twenty CLI processes, each loading its models: slow on a loaded machine
 def test_index_search_similar_contract(demo_ingested, demo_ingested_one, demo_indexed, tmp_path):
     for i, ingested in enumerate((demo_ingested, demo_ingested_one)):  # with and without an index folder

@@ -7,6 +7,7 @@ FIGSEARCH_SHOTS or artifacts/screenshots/."""
 from __future__ import annotations
 
 import os
+import shutil
 import time
 import zipfile
 from functools import partial
@@ -327,22 +328,26 @@ def test_an_uploaded_paper_is_indexing_until_its_figures_are_searchable(server, 
     page.close()
 
 
-def test_a_failed_file_is_retried_from_the_job(server, browser, bundle_job):
-    """A failed file (its bytes are kept) has a Retry button that reads it again in the same job:
-    the job runs again and ends with the file still failed (it is broken), still retryable, and the
-    other files untouched."""
+def test_a_broken_file_is_read_again_only_when_asked(server, browser, bundle_job):
+    """A file that failed for its own bytes (a damaged PDF) says so in plain words and has no Retry
+    button (it would fail the same way); the job offers to read it again anyway (after an upgrade),
+    which runs the job again and ends with the file failed the same way and the others untouched."""
     page, job, console = job_page(server, browser, bundle_job)
     failed = file_rows(job)["bundle.zip:broken-upload.pdf"]
-    assert failed.locator(".file-retry").count() == 1
-    assert job.locator(".job-retry").inner_text() == "Retry 1 failed file"
+    assert failed.locator(".file-retry").count() == 0 and job.locator(".job-retry").count() == 0
+    assert "The file itself is at fault" in failed.locator(".file-verdict").inner_text()
+    assert failed.locator("td.err").get_attribute("data-error-kind") == "damaged"
+    anyway = job.locator(".job-retry-own")
+    assert anyway.inner_text() == "Read the 1 broken file again anyway"
     shot(page, "admin-job-retry-wide")
-    failed.locator(".file-retry").click()
+    anyway.click()
     where = f"document.querySelector(\"#jobs .job[data-job-id='{bundle_job['job_id']}']\")"
     wait_js(page, f"{where}.dataset.status !== 'done'")  # shown as queued at once, then followed
     wait_js(page, f"{where}.dataset.status === 'done' && {where}.querySelector('.files') !== null", 120)
     job = page.locator(f"#jobs .job[data-job-id='{bundle_job['job_id']}']")
     again = file_rows(job)["bundle.zip:broken-upload.pdf"]
-    assert "failed" in again.inner_text() and again.locator(".file-retry").count() == 1
+    assert "failed" in again.inner_text() and again.locator(".file-retry").count() == 0
+    assert job.locator(".job-retry-own").count() == 1
     files = httpx.get(f"{server['base']}/api/v1/admin/jobs/{bundle_job['job_id']}",
                       headers={"Authorization": f"Bearer {server['token']}"}).json()["files"]
     statuses = {f["name"]: f["status"] for f in files}
@@ -351,6 +356,46 @@ def test_a_failed_file_is_retried_from_the_job(server, browser, bundle_job):
     wide, out = overflow(page)
     assert wide <= 0, out
     shot(page, "admin-job-retry-phone")
+    assert console.errors == [], console.errors
+    page.close()
+
+
+def test_a_file_whose_time_ran_out_is_offered_a_retry_and_a_broken_one_is_not(server, browser, tmp_path):
+    """A job of three files, one read, one damaged, one whose time ran out (recorded as the
+    extraction pool records it, the machine being busy): only the last has a Retry button, and
+    the job's button retries only it."""
+    from app.ingest import failures
+    from app.pipeline import ingest_jobs
+    from app.settings import Settings
+
+    settings = Settings(data_dir=server["data"], database_url="", broker_url="", auto_index=False)
+    damaged = tmp_path / "damaged.pdf"
+    damaged.write_bytes(b"%PDF-1.4\n" + bytes(range(256)) * 12)
+    read, slow_pdf = tmp_path / "read.pdf", tmp_path / "slow.pdf"
+    shutil.copyfile(generated_pdf(tmp_path, seed=23), read)
+    shutil.copyfile(generated_pdf(tmp_path, seed=29), slow_pdf)
+    job_id = ingest_jobs.prepare_job([read, damaged, slow_pdf], settings)
+    (good, *_), (bad, *_), (slow, *_) = ingest_jobs.pending_files(settings, job_id)
+    ingest_jobs.process_job_file(settings, good)
+    ingest_jobs.process_job_file(settings, bad)
+    ingest_jobs.record_outcome(settings, slow, None, "timed out after 120 s", failures.TIMEOUT)
+    ingest_jobs.after_ingest(settings, ingest_jobs.finish_job(settings, job_id), job_id)
+
+    page = browser.new_page(viewport=WIDE)
+    page.set_default_timeout(20_000)
+    console = Console(page)
+    sign_in(page, server["base"], server["token"])
+    job = page.locator(f"#jobs .job[data-job-id='{job_id}']")
+    job.locator(".files").wait_for()
+    rows = file_rows(job)
+    assert set(rows) == {"read.pdf", "damaged.pdf", "slow.pdf"}, list(rows)
+    slow_row, bad_row = rows["slow.pdf"], rows["damaged.pdf"]
+    assert "paper" in rows["read.pdf"].inner_text() and rows["read.pdf"].locator(".file-verdict").count() == 0
+    assert slow_row.locator(".file-retry").count() == 1 and "a retry may work" in slow_row.inner_text()
+    assert bad_row.locator(".file-retry").count() == 0 and "fails the same way" in bad_row.inner_text()
+    assert job.locator(".job-retry").inner_text() == "Retry 1 failed file"
+    assert job.locator(".job-retry-own").inner_text() == "Read the 1 broken file again anyway"
+    shot(page, "admin-job-mixed-failures")
     assert console.errors == [], console.errors
     page.close()
 

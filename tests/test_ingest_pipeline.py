@@ -89,8 +89,11 @@ def test_bad_inputs_get_clear_statuses_and_good_files_survive(demo_pdfs, fast_se
     trav = badfiles.zip_with_traversal(tmp_path, demo_pdfs[5])
     bomb = badfiles.zip_bomb(tmp_path)
     summary = ingest([folder, trav, bomb], fast_settings)
-    failures = dict(summary.failures)
-    reasons = {Path(n.split(":")[-1]).name: e for n, e in failures.items()}
+    reasons = {Path(n.split(":")[-1]).name: e for n, e, _k in summary.failures}
+    kinds = {Path(n.split(":")[-1]).name: k for n, _e, k in summary.failures}
+    assert kinds == {"empty.pdf": "not_pdf", "random.pdf": "not_pdf", "page.pdf": "not_pdf",
+                     "encrypted.pdf": "encrypted", "two-thousand-pages.pdf": "too_large", "escaped.pdf": "unsafe", "escaped2.pdf": "unsafe",
+                     "bomb.pdf": "too_large", **({"truncated.pdf": "damaged"} if "truncated.pdf" in kinds else {})}
     assert "0 bytes" in reasons["empty.pdf"]
     assert "not a PDF" in reasons["random.pdf"]
     assert "HTML" in reasons["page.pdf"]
@@ -118,7 +121,7 @@ def test_file_timeout_is_reported_not_fatal(demo_pdfs, fast_settings, monkeypatc
     fast_settings.file_timeout_s = 0.01
     summary = ingest([demo_pdfs[0]], fast_settings)
     assert summary.counts["failed"] == 1
-    assert "timed out" in summary.failures[0][1]
+    assert "timed out" in summary.failures[0][1] and summary.failures[0][2] == "timeout"
 
 
 def test_missing_path_is_a_usage_error(fast_settings, tmp_path):
@@ -307,6 +310,8 @@ def test_a_failed_file_is_kept_and_read_again_when_its_job_is_retried(demo_pdfs,
     ingest_jobs.run_job_embedded(fast_settings, job_id, workers=1)
     files = _statuses(fast_settings, job_id)
     assert files["bundle.zip:a.pdf"][0] == "ok" and files["bundle.zip:b.pdf"] == ("failed", None, "RuntimeError: the PDF library crashed")
+    # an error of this program: retried by default
+    assert [k for _n, _e, k in ingest_jobs.summarise(fast_settings, job_id).failures] == ["internal"]
     assert ingest_jobs.job_progress(fast_settings, job_id) == ("done", 2, 2)
     assert Path(b_path).is_file() and not Path(a_path).exists()  # only the failed file's bytes are kept
     assert ingest_jobs.clean_leftovers(fast_settings) == (0, 0) and Path(b_path).is_file()

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from celery import signals
 from celery.exceptions import SoftTimeLimitExceeded
 
+from app.ingest import failures
 from app.pipeline import ingest_jobs
 from app.settings import Settings
 from workers import app, liveness
@@ -52,7 +53,8 @@ def ingest_pdf(self, job_file_id: int, cfg: dict | None = None) -> dict:
             with file_deadline(limit):
                 outcome = ingest_jobs.process_job_file(settings, job_file_id)
         except (FileTimeLimit, SoftTimeLimitExceeded):
-            outcome = ingest_jobs.record_outcome(settings, job_file_id, None, f"timed out after {limit:g} s")
+            outcome = ingest_jobs.record_outcome(settings, job_file_id, None, f"timed out after {limit:g} s",
+                                                 failures.TIMEOUT)
         finally:
             liveness.release(r, job_file_id, holder)
     if outcome.job_finished:

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from app.db.schema import Figure, Job, JobStatus, Paper, in_collection
 from app.db.session import session_scope
 from app.dispatch import dispatcher_for
+from app.ingest import failures
 from app.pipeline import ingest_jobs
 from app.pipeline.ingest_jobs import JobLock
 from app.public_text import public_names, public_text
@@ -40,11 +41,12 @@ def safe_filename(name: str, default: str = "upload") -> str:
 def file_rows(settings: Settings, db: Session, job: Job) -> list[dict]:
     """Per-file results of a job, shared by the admin API and `figsearch jobs` so both show the
     same names and counts. A failed file is `retryable` while its bytes are kept and its job is not
-    running. Figures and tables are those of the paper the file added (status ok
-    or no_text), counted in the database; 0 for duplicates, failures and pending files. A file
-    whose paper was deleted since keeps its recorded figure count (tables unknown: 0). A
-    duplicate names the paper it duplicates (`duplicate_of`): the stored copy of the same file, or
-    the earlier paper of the same title."""
+    running; its `error_kind` names why it failed and `retry_may_help` whether a retry may succeed
+    with nothing changed (app/ingest/failures.py: not when its own bytes are at fault). Figures and
+    tables are those of the paper the file added (status ok or no_text), counted in the database;
+    0 for duplicates, failures and pending files. A file whose paper was deleted since keeps its
+    recorded figure count (tables unknown: 0). A duplicate names the paper it duplicates
+    (`duplicate_of`): the stored copy of the same file, or the earlier paper of the same title."""
     files = list(job.files)
     dup_ids = {f.paper_id for f in files if f.paper_id is not None and f.status == "duplicate"}
     originals: dict[int, int | None] = {}
@@ -75,7 +77,9 @@ def file_rows(settings: Settings, db: Session, job: Job) -> list[dict]:
             dup_of = originals[f.paper_id] or f.paper_id
         rows.append({"file_id": f.id, "name": name, "status": f.status, "paper_id": f.paper_id, "n_figures": n_fig,
                      "n_tables": n_tab, "error": public_text(settings, f.error or ""),
-                     "duplicate_of": dup_of, "retryable": f.status == "failed" and f.path in kept})
+                     "duplicate_of": dup_of, "retryable": f.status == "failed" and f.path in kept,
+                     "error_kind": failures.kind_shown(f.status, f.error_kind),
+                     "retry_may_help": failures.retry_may_help(f.error_kind) if f.status == "failed" else None})
     return rows
 
 

@@ -234,6 +234,14 @@ class JobFileOut(BaseModel):
     duplicate_of: int | None = Field(None, description="A duplicate: the paper of the collection it duplicates.")
     retryable: bool = Field(False, description="A failed file whose bytes are still kept: POST /admin/jobs/{id}/retry "
                                                "reads it again.")
+    error_kind: str | None = Field(None, description=(
+        "Why a failed file failed (null unless failed). Its own bytes: not_pdf, encrypted, damaged, too_large, "
+        "unsafe, crashes_worker (a retry fails the same way). The run that read it: timeout, worker_lost, "
+        "out_of_memory, internal (a retry may succeed). missing: its bytes were gone. unknown: failed before "
+        "kinds were recorded."))
+    retry_may_help: bool | None = Field(None, description=(
+        "A failed file: whether reading it again may succeed with nothing changed (false when its own bytes are "
+        "at fault, or gone). The job's retry reads only these unless asked for `include_file_errors`."))
 
 
 class JobOut(BaseModel):
@@ -259,7 +267,11 @@ class JobOut(BaseModel):
     searchable: bool | None = Field(None, description=(
         "Whether every figure and table of the papers this job added is in the index this server serves now; "
         "null when it added none."))
-    retryable: int = Field(0, description="Failed files POST /admin/jobs/{id}/retry can read again.")
+    retryable: int = Field(0, description="Failed files POST /admin/jobs/{id}/retry reads again: kept, and failed "
+                                          "for a cause a retry may fix.")
+    retryable_file_errors: int = Field(0, description=(
+        "Kept failed files whose own bytes are at fault: the job's retry reads them only with "
+        "`include_file_errors=true` (after an upgrade or a raised limit), or named by `file_id`."))
 
 
 class JobList(BaseModel):

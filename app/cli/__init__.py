@@ -111,7 +111,13 @@ def ingest(paths: Optional[list[Path]] = typer.Argument(None, help="PDF files, f
                                                 help="Finish an interrupted job (its pending files)."),
            retry: Optional[str] = typer.Option(None, "--retry", metavar="JOB",
                                                help="Read the failed files of a finished job again (their bytes "
-                                                    "are kept for FIGSEARCH_KEEP_FAILED_HOURS)."),
+                                                    "are kept for FIGSEARCH_KEEP_FAILED_HOURS) whose failure a "
+                                                    "retry may fix (a time limit, a lost worker, an error of "
+                                                    "this program)."),
+           include_file_errors: bool = typer.Option(False, "--include-file-errors",
+                                                    help="With --retry: also the files that failed for their own "
+                                                         "bytes (damaged, encrypted, not a PDF, over a limit), "
+                                                         "e.g. after an upgrade or a raised limit."),
            json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON.")) -> None:
     """Ingest PDFs into the collection: papers, figures, captions, mentions, citation links."""
     import signal
@@ -133,12 +139,12 @@ def ingest(paths: Optional[list[Path]] = typer.Argument(None, help="PDF files, f
         _note_orphaned_jobs(settings)
     if retry:
         try:
-            ingest_jobs.retry_job(settings, retry)
+            ingest_jobs.retry_job(settings, retry, include_file_errors=include_file_errors)
         except LookupError:
             typer.echo(f"error: no job {retry}", err=True)
             raise typer.Exit(2)
         except ingest_jobs.NothingToRetry as exc:
-            typer.echo(f"error: {exc}", err=True)
+            typer.echo(f"error: {exc}" + (" with --include-file-errors" if exc.held_back else ""), err=True)
             raise typer.Exit(2)
         resume = retry
     if resume:
@@ -206,20 +212,20 @@ def ingest(paths: Optional[list[Path]] = typer.Argument(None, help="PDF files, f
     status, done, total = ingest_jobs.job_progress(settings, job_id)
     elapsed = time.perf_counter() - t0
     s = ingest_jobs.summarise(settings, job_id)
-    s.failures = list(zip(public_names(settings, job_id, [n for n, _e in s.failures]),
-                          [public_text(settings, e) for _n, e in s.failures]))
+    s.failures = list(zip(public_names(settings, job_id, [n for n, _e, _k in s.failures]),
+                          [public_text(settings, e) for _n, e, _k in s.failures], [k for _n, _e, k in s.failures]))
     c = s.counts
     if json_out:
         typer.echo(json.dumps({"job_id": job_id, "ok": c["ok"], "no_text": c["no_text"], "failed": c["failed"],
                                "duplicate": c["duplicate"], "skipped": c["skipped"], "figures": s.n_figures,
                                "seconds": round(elapsed, 2),
-                               "failures": [{"file": n, "error": e} for n, e in s.failures]}))
+                               "failures": [{"file": n, "error": e, "error_kind": k} for n, e, k in s.failures]}))
         return
     typer.echo(f"job {job_id}: {total} files in {elapsed:.1f} s")
     typer.echo(f"papers ok: {c['ok']}  no text layer: {c['no_text']}  failed: {c['failed']}  "
                f"duplicate: {c['duplicate']}  skipped (not PDF): {c['skipped']}  figures: {s.n_figures}")
-    for name, err in s.failures:
-        typer.echo(f"  FAILED {name}: {err}")
+    for name, err, kind in s.failures:
+        typer.echo(f"  FAILED {name}: {err} [{kind}]")
 
 
 def _program() -> str:
@@ -464,11 +470,16 @@ def jobs(job_id: Optional[str] = typer.Argument(None, help="One job: show its pe
     files = r["files"]
     if not files:
         return
-    _table(["FILE", "STATUS", "FIGURES", "TABLES", "ERROR"],
+    _table(["FILE", "STATUS", "FIGURES", "TABLES", "KIND", "ERROR"],
            [[f["name"], f["status"], "-" if f["status"] in JobFileStatus.UNFINISHED else str(f["n_figures"]),
-             "-" if f["status"] in JobFileStatus.UNFINISHED else str(f["n_tables"]), " ".join((f["error"] or "").split())]
+             "-" if f["status"] in JobFileStatus.UNFINISHED else str(f["n_tables"]), f["error_kind"] or "",
+             " ".join((f["error"] or "").split())]
             for f in files], right={2, 3})
     typer.echo(f"total: {sum(f['n_figures'] for f in files)} figures, {sum(f['n_tables'] for f in files)} tables")
+    own = sum(f["retry_may_help"] is False for f in files)
+    if own:
+        typer.echo(f"{own} file(s) failed for their own bytes and would fail the same way again: "
+                   f"`ingest --retry {r['job_id']}` reads them only with --include-file-errors")
 
 
 def _with_paper_bar(refresh, settings):

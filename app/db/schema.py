@@ -237,6 +237,8 @@ class JobFile(Base):
     paper_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     n_figures: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str] = mapped_column(Text, default="")
+    # why it failed, in app/ingest/failures.py's vocabulary (None unless failed, or failed before kinds)
+    error_kind: Mapped[str | None] = mapped_column(String(32), nullable=True)
     finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     # how many times a worker took this file (a file that kills workers is failed after N)
     deliveries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")

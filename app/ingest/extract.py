@@ -11,6 +11,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.ingest import failures
 from app.ingest.types import ExtractedFigure, MentionRecord, ParsedPaper
 from app.pdfs import file_sha256
 
@@ -32,6 +33,7 @@ class Extraction:
     source: str
     status: str = "ok"  # ok | no_text | failed
     error: str = ""
+    error_kind: str | None = None  # why it failed (app/ingest/failures.py); None unless failed
     source_kind: str = "born_digital"  # born_digital | scanned | ocr_layer
     paper: ParsedPaper = field(default_factory=ParsedPaper)
     figures: list[ExtractedFigure] = field(default_factory=list)
@@ -40,7 +42,12 @@ class Extraction:
 
 
 class RefusedFile(Exception):
-    """The file is not something we can ingest; the message is shown to the user."""
+    """The file is not something we can ingest; the message is shown to the user, the kind
+    (app/ingest/failures.py) says what is wrong with it."""
+
+    def __init__(self, message: str, kind: str):
+        super().__init__(message)
+        self.kind = kind
 
 
 def figure_dir_for(sha256: str) -> str:
@@ -60,21 +67,21 @@ def limit_memory(max_mb: int) -> None:
 def _check_header(path: Path, limits: Limits) -> None:
     size = path.stat().st_size
     if size == 0:
-        raise RefusedFile("empty file (0 bytes)")
+        raise RefusedFile("empty file (0 bytes)", failures.NOT_PDF)
     if size > limits.max_file_mb * 1024 * 1024:
-        raise RefusedFile(f"file too large ({size / 1e6:.1f} MB > {limits.max_file_mb:g} MB limit)")
+        raise RefusedFile(f"file too large ({size / 1e6:.1f} MB > {limits.max_file_mb:g} MB limit)", failures.TOO_LARGE)
     with open(path, "rb") as fh:
         head = fh.read(1024)
     if b"%PDF-" not in head:
         kind = "HTML" if b"<html" in head.lower() or b"<!doctype" in head.lower() else "non-PDF"
-        raise RefusedFile(f"not a PDF ({kind} content; no %PDF- header)")
+        raise RefusedFile(f"not a PDF ({kind} content; no %PDF- header)", failures.NOT_PDF)
 
 
 def _unreadable(exc: Exception, path: Path, name: str) -> RefusedFile:
     """The PDF library's reason for a file it cannot read, as an admin reads it: without its error
     code, and naming the file as uploaded rather than the working copy the library was given."""
     reason = re.sub(r"^code=\d+:\s*", "", str(exc).replace(str(path), name)).strip()
-    return RefusedFile(f"unreadable PDF (damaged or cut short): {reason}")
+    return RefusedFile(f"unreadable PDF (damaged or cut short): {reason}", failures.DAMAGED)
 
 
 def _open(path: Path, limits: Limits, name: str):
@@ -86,7 +93,7 @@ def _open(path: Path, limits: Limits, name: str):
         raise _unreadable(exc, path, name) from exc
     if doc.needs_pass and not doc.authenticate(""):
         doc.close()
-        raise RefusedFile("encrypted PDF (password required)")
+        raise RefusedFile("encrypted PDF (password required)", failures.ENCRYPTED)
     try:
         n_pages = doc.page_count
     except Exception as exc:
@@ -94,10 +101,10 @@ def _open(path: Path, limits: Limits, name: str):
         raise _unreadable(exc, path, name) from exc
     if n_pages == 0:
         doc.close()
-        raise RefusedFile("PDF has no pages (truncated or damaged)")
+        raise RefusedFile("PDF has no pages (truncated or damaged)", failures.DAMAGED)
     if n_pages > limits.max_pages:
         doc.close()
-        raise RefusedFile(f"too many pages ({n_pages} > {limits.max_pages} limit)")
+        raise RefusedFile(f"too many pages ({n_pages} > {limits.max_pages} limit)", failures.TOO_LARGE)
     return doc
 
 
@@ -127,7 +134,7 @@ def extract_pdf(path: str | Path, data_dir: str | Path, limits: Limits | None = 
         _check_header(path, limits)
         doc = _open(path, limits, result.source)
     except RefusedFile as exc:
-        result.status, result.error = "failed", str(exc)
+        result.status, result.error, result.error_kind = "failed", str(exc), exc.kind
         return result
     rel = figure_dir_for(sha)
     out_dir = data_dir / rel
@@ -156,6 +163,7 @@ def extract_pdf(path: str | Path, data_dir: str | Path, limits: Limits | None = 
     except Exception as exc:  # never let one file sink a batch
         log.exception("extraction failed for %s", path)
         result.status, result.error = "failed", f"extraction error: {type(exc).__name__}: {exc}"
+        result.error_kind = failures.OUT_OF_MEMORY if isinstance(exc, MemoryError) else failures.INTERNAL
         result.figures, result.mentions = [], []
     finally:
         doc.close()

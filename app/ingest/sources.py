@@ -12,6 +12,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from app.ingest import failures
 from app.settings import Settings
 
 
@@ -21,6 +22,7 @@ class InputFile:
     path: str  # where to read it ("" when refused before reading)
     error: str = ""
     skipped: bool = False  # not a PDF (zip member of another type, nested zip): listed, never read
+    error_kind: str | None = None  # why it was refused (app/ingest/failures.py), unless skipped
 
 
 @dataclass
@@ -69,7 +71,7 @@ def unpack_zip(zpath: Path, dest: Path, settings: Settings, label: str | None = 
     try:
         zf = zipfile.ZipFile(zpath)
     except (zipfile.BadZipFile, OSError) as exc:
-        return [InputFile(label, "", f"unreadable zip: {exc}")]
+        return [InputFile(label, "", f"unreadable zip: {exc}", error_kind=failures.DAMAGED)]
     out: list[InputFile] = []
     max_file = int(settings.max_file_mb * 1024 * 1024)
     budget = int(settings.zip_max_total_mb * 1024 * 1024)
@@ -81,7 +83,8 @@ def unpack_zip(zpath: Path, dest: Path, settings: Settings, label: str | None = 
     with zf:
         members = [m for m in zf.infolist() if not m.is_dir()]
         if len(members) > settings.zip_max_members:
-            return [InputFile(label, "", f"zip has {len(members)} members (limit {settings.zip_max_members})")]
+            return [InputFile(label, "", f"zip has {len(members)} members (limit {settings.zip_max_members})",
+                              error_kind=failures.TOO_LARGE)]
         dest.mkdir(parents=True, exist_ok=True)
         for i, m in enumerate(members):
             name = f"{label}:{m.filename}"
@@ -94,19 +97,21 @@ def unpack_zip(zpath: Path, dest: Path, settings: Settings, label: str | None = 
                 continue
             safe = _safe_member_name(m.filename)
             if safe is None:
-                out.append(InputFile(name, "", "refused: unsafe path in zip (absolute or '..')"))
+                out.append(InputFile(name, "", "refused: unsafe path in zip (absolute or '..')",
+                                     error_kind=failures.UNSAFE))
                 continue
             if m.flag_bits & 0x1:
-                out.append(InputFile(name, "", "refused: encrypted zip member"))
+                out.append(InputFile(name, "", "refused: encrypted zip member", error_kind=failures.ENCRYPTED))
                 continue
             ratio = m.file_size / max(m.compress_size, 1)
             if m.file_size > max_file or ratio > settings.zip_max_ratio:
-                out.append(InputFile(name, "", f"refused: zip bomb guard (size {m.file_size} B, ratio {ratio:.0f}x)"))
+                out.append(InputFile(name, "", f"refused: zip bomb guard (size {m.file_size} B, ratio {ratio:.0f}x)",
+                                     error_kind=failures.TOO_LARGE))
                 continue
             if m.file_size > budget - written:
                 why = "upload quota (FIGSEARCH_UPLOAD_QUOTA_MB)" if limited_by_quota else \
                     f"unpacked size limit of the zip ({settings.zip_max_total_mb:g} MB)"
-                out.append(InputFile(name, "", f"refused: over the {why}"))
+                out.append(InputFile(name, "", f"refused: over the {why}", error_kind=failures.TOO_LARGE))
                 continue
             target = dest / f"{i:05d}_{Path(safe).name}"
             try:
@@ -114,7 +119,7 @@ def unpack_zip(zpath: Path, dest: Path, settings: Settings, label: str | None = 
                     written += _copy_capped(src, target, min(max_file, budget - written, m.file_size))
             except Exception as exc:  # bad CRC, lying sizes, truncated archive
                 target.unlink(missing_ok=True)
-                out.append(InputFile(name, "", f"refused: cannot unpack member: {exc}"))
+                out.append(InputFile(name, "", f"refused: cannot unpack member: {exc}", error_kind=failures.DAMAGED))
                 continue
             out.append(InputFile(name, str(target)))
     if quota is not None:
@@ -162,5 +167,5 @@ def copy_to_shared(files: list[InputFile], staging: Path, shared: Path) -> list[
             shutil.copyfile(f.path, target)
             out.append(InputFile(f.name, str(target)))
         except OSError as exc:
-            out.append(InputFile(f.name, "", f"cannot read file: {exc}"))
+            out.append(InputFile(f.name, "", f"cannot read file: {exc}", error_kind=failures.MISSING))
     return out

@@ -24,6 +24,7 @@ class Outcome:
     n_figures: int = 0
     error: str = ""
     duplicate_of: int | None = None
+    error_kind: str | None = None  # why it failed (app/ingest/failures.py); None unless failed
     job_finished: bool = False  # this file was the job's last one
 
 
@@ -87,7 +88,8 @@ def store_extraction(session: Session, ex: Extraction) -> Outcome:
     if paper.status == PaperStatus.OK:
         link_new_paper(session, paper)
     n_figures = sum(1 for f in ex.figures if f.kind == "figure")
-    return Outcome(paper.status, paper.id, n_figures, paper.error)
+    return Outcome(paper.status, paper.id, n_figures, paper.error,
+                   error_kind=ex.error_kind if paper.status == PaperStatus.FAILED else None)
 
 
 def _same_title_paper(session: Session, norm_title: str) -> Paper | None:

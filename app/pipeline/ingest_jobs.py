@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session
 from app.db.schema import IndexState, Job, JobFile, JobFileStatus, JobStatus
 from app.db.session import session_scope
 from app.pipeline.classify import classify_new
+from app.ingest import failures
 from app.ingest.extract import Extraction, Limits, extract_pdf, limit_memory
 from app.ingest.sources import ByteBudget, InputFile, SourceError, copy_to_shared, expand_inputs
 from app.ingest.store import Outcome, store_extraction, stored_copy
@@ -126,6 +127,7 @@ def create_job(settings: Settings, files: list[InputFile], job_id: str, kind: st
             jf = JobFile(job_id=job.id, name=f.name, path=f.path, sha256=None if f.error else _sha_or_none(f.path))
             if f.error:
                 jf.status, jf.error, jf.finished_at = ("skipped" if f.skipped else "failed"), f.error, _now()
+                jf.error_kind = None if f.skipped else f.error_kind
                 job.done += 1
             elif jf.sha256 in first_of:
                 jf.status, jf.finished_at = "duplicate", _now()
@@ -265,16 +267,19 @@ def claim_delivery(settings: Settings, job_file_id: int) -> Outcome | None:
         if n is None or n <= settings.max_deliveries:
             return None
         return _record(s, job_file_id, None, f"worker crashed {n - 1} times while extracting this file "
-                                             "(killed, out of memory or a crash in the PDF library); not retried")
+                                             "(killed, out of memory or a crash in the PDF library); not retried",
+                       failures.CRASHES_WORKER)
 
 
-def record_outcome(settings: Settings, job_file_id: int, ex: Extraction | None, error: str = "") -> Outcome:
+def record_outcome(settings: Settings, job_file_id: int, ex: Extraction | None, error: str = "",
+                   error_kind: str = failures.INTERNAL) -> Outcome:
     """Store one file's result and mark its job file, in one transaction (so a redelivered
-    task sees either both or neither). Idempotent: a finished job file is left alone."""
+    task sees either both or neither). Idempotent: a finished job file is left alone. Without an
+    extraction, `error` says why it failed and `error_kind` names that (app/ingest/failures.py)."""
     for attempt in range(3):
         try:
             with session_scope(settings.db_url) as s:
-                outcome = _record(s, job_file_id, ex, error)
+                outcome = _record(s, job_file_id, ex, error, error_kind)
                 source = s.get(JobFile, job_file_id).path
             break
         except IntegrityError:  # a concurrent worker stored the same sha256 first: retry sees it
@@ -314,19 +319,20 @@ def record_stored_copy(settings: Settings, job_file_id: int) -> Outcome | None:
 
 
 def _record(s: Session, job_file_id: int, ex: Extraction | None, error: str,
-            known: Outcome | None = None) -> Outcome:
+            error_kind: str = failures.INTERNAL, known: Outcome | None = None) -> Outcome:
     jf = s.get(JobFile, job_file_id, with_for_update=True)
     if jf is None:
         raise LookupError(f"job file {job_file_id} not found")
     if jf.status not in JobFileStatus.UNFINISHED:
-        return Outcome(jf.status, jf.paper_id, jf.n_figures, jf.error)
+        return Outcome(jf.status, jf.paper_id, jf.n_figures, jf.error, error_kind=jf.error_kind)
     if known is not None:
         outcome = known
     elif ex is None:
-        outcome = Outcome("failed", None, 0, error or "unknown error")
+        outcome = Outcome("failed", None, 0, error or "unknown error", error_kind=error_kind)
     else:
         outcome = store_extraction(s, ex)
     jf.status, jf.paper_id, jf.n_figures, jf.error = outcome.status, outcome.paper_id, outcome.n_figures, outcome.error
+    jf.error_kind = outcome.error_kind if outcome.status == "failed" else None
     jf.finished_at = _now()
     if jf.sha256 and outcome.paper_id is not None and outcome.status != "failed":  # its copies in the job
         s.execute(update(JobFile).where(JobFile.job_id == jf.job_id, JobFile.sha256 == jf.sha256,
@@ -349,13 +355,13 @@ def process_job_file(settings: Settings, job_file_id: int) -> Outcome:
         if jf is None:
             raise LookupError(f"job file {job_file_id} not found")
         if jf.status not in JobFileStatus.UNFINISHED:
-            return Outcome(jf.status, jf.paper_id, jf.n_figures, jf.error)
+            return Outcome(jf.status, jf.paper_id, jf.n_figures, jf.error, error_kind=jf.error_kind)
         path, name, sha = jf.path, jf.name, jf.sha256
         jf.status = JobFileStatus.WORKING
     try:
         ex = extract_pdf(path, settings.data_dir, limits_from(settings), source=Path(name).name, sha256=sha)
     except FileNotFoundError:
-        return record_outcome(settings, job_file_id, None, "file vanished before it was read")
+        return record_outcome(settings, job_file_id, None, "file vanished before it was read", failures.MISSING)
     return record_outcome(settings, job_file_id, ex)
 
 
@@ -480,15 +486,24 @@ def retryable_paths(settings: Settings, paths: list[str]) -> set[str]:
 
 
 class NothingToRetry(Exception):
-    """The job is running, or has neither a failed file kept nor unfinished work."""
+    """The job is running, or has neither a failed file kept nor unfinished work; `held_back`
+    counts the kept files left out for failing for their own bytes (each front end says how to
+    ask for them)."""
+
+    def __init__(self, message: str, held_back: int = 0):
+        super().__init__(message)
+        self.held_back = held_back
 
 
-def retry_job(settings: Settings, job_id: str, file_ids: list[int] | None = None) -> int:
-    """Make a finished (or interrupted) job's failed files pending again (all of them whose bytes are
-    kept, or those of `file_ids`), so that running the job reads them again, in any mode. Files still
-    unfinished (an interrupted job) run too, and a job whose index build failed builds again.
-    Returns the number of failed files made pending; raises LookupError for an unknown job and
-    NothingToRetry when there is nothing to run."""
+def retry_job(settings: Settings, job_id: str, file_ids: list[int] | None = None,
+              include_file_errors: bool = False) -> int:
+    """Make a finished (or interrupted) job's failed files pending again, so that running the job
+    reads them again, in any mode: those of `file_ids`, whatever they failed for (asked by name),
+    or else those whose bytes are kept and whose failure a retry may fix (app/ingest/failures.py);
+    with `include_file_errors`, also those that failed for their own bytes (after an upgrade of
+    the PDF library or a raised limit). Files still unfinished (an interrupted job) run too, and a
+    job whose index build failed builds again. Returns the number of failed files made pending;
+    raises LookupError for an unknown job and NothingToRetry when there is nothing to run."""
     with session_scope(settings.db_url) as s:
         job = s.get(Job, job_id, with_for_update=True)
         if job is None:
@@ -500,10 +515,19 @@ def retry_job(settings: Settings, job_id: str, file_ids: list[int] | None = None
             raise NothingToRetry("only failed files of this job can be retried")
         kept = retryable_paths(settings, [jf.path for jf in failed])
         again = [jf for jf in failed if jf.path in kept]
+        held_back = []
+        if file_ids is None and not include_file_errors:
+            held_back = [jf for jf in again if not failures.retry_may_help(jf.error_kind)]
+            again = [jf for jf in again if failures.retry_may_help(jf.error_kind)]
         if file_ids is not None and len(again) != len(failed):
             raise NothingToRetry("the file is no longer kept (it failed more than FIGSEARCH_KEEP_FAILED_HOURS ago, "
                                  "or was refused before it was stored): upload it again")
         unfinished = any(jf.status in JobFileStatus.UNFINISHED for jf in job.files)
+        if not again and not unfinished and job.index_state != IndexState.FAILED and held_back:
+            raise NothingToRetry(f"nothing to retry but {len(held_back)} kept file(s) that failed for their own "
+                                 "bytes (not a PDF, encrypted, damaged, over a limit): reading them again fails "
+                                 "the same way; to read them anyway (after an upgrade or a raised limit), ask for "
+                                 "them explicitly", held_back=len(held_back))
         if not again and not unfinished and job.index_state != IndexState.FAILED:
             raise NothingToRetry("nothing to retry: no failed file of this job is kept (a file refused before it "
                                  "was stored, or failed more than FIGSEARCH_KEEP_FAILED_HOURS ago, must be "
@@ -516,7 +540,7 @@ def retry_job(settings: Settings, job_id: str, file_ids: list[int] | None = None
             if jf in again or jf.status in JobFileStatus.UNFINISHED or (not_indexed and jf.status == "ok"):
                 jf.run = job.run
         for jf in again:
-            jf.status, jf.error, jf.paper_id, jf.n_figures = JobFileStatus.PENDING, "", None, 0
+            jf.status, jf.error, jf.error_kind, jf.paper_id, jf.n_figures = JobFileStatus.PENDING, "", None, None, 0
             jf.finished_at, jf.deliveries = None, 0
         job.done -= len(again)
         job.status, job.finished_at, job.error = JobStatus.QUEUED, None, ""
@@ -617,14 +641,17 @@ def _collect(settings: Settings, futures: list, on_file: Callable[[str, Outcome]
         try:
             outcome = record_outcome(settings, jf_id, fut.result())
         except FutureTimeout:
-            outcome = record_outcome(settings, jf_id, None, f"timed out after {limit:g} s")
+            outcome = record_outcome(settings, jf_id, None, f"timed out after {limit:g} s", failures.TIMEOUT)
         except ProcessExpired as exc:
             outcome = record_outcome(settings, jf_id, None, f"extraction process died ({exc}); "
-                                     "memory limit or crash in the PDF library")
+                                     "memory limit or crash in the PDF library", failures.WORKER_LOST)
         except MemoryError:
-            outcome = record_outcome(settings, jf_id, None, "out of memory (worker memory limit)")
+            outcome = record_outcome(settings, jf_id, None, "out of memory (worker memory limit)",
+                                     failures.OUT_OF_MEMORY)
+        except FileNotFoundError:
+            outcome = record_outcome(settings, jf_id, None, "file vanished before it was read", failures.MISSING)
         except Exception as exc:
-            outcome = record_outcome(settings, jf_id, None, f"{type(exc).__name__}: {exc}")
+            outcome = record_outcome(settings, jf_id, None, f"{type(exc).__name__}: {exc}", failures.INTERNAL)
         if on_file:
             on_file(name, outcome)
 
@@ -635,7 +662,7 @@ class JobSummary:
     job_id: str
     counts: Counter = field(default_factory=Counter)
     n_figures: int = 0
-    failures: list[tuple[str, str]] = field(default_factory=list)
+    failures: list[tuple[str, str, str | None]] = field(default_factory=list)  # name, error, kind
 
 
 def summarise(settings: Settings, job_id: str) -> JobSummary:
@@ -646,7 +673,7 @@ def summarise(settings: Settings, job_id: str) -> JobSummary:
             if jf.status in ("ok", "no_text"):
                 summary.n_figures += jf.n_figures
             if jf.status == "failed":
-                summary.failures.append((jf.name, jf.error))
+                summary.failures.append((jf.name, jf.error, failures.kind_shown(jf.status, jf.error_kind)))
     return summary
 
 

@@ -41,7 +41,9 @@ def _job_out(settings: Settings, db: Session, job: Job, with_files: bool, engine
                           files=[schemas.JobFileOut(**row) for row in rows] if with_files else None,
                           index_state=job.index_state, index_version=job.index_version,
                           index_error=public_text(settings, job.index_error or ""),
-                          searchable=job_searchable(db, job, engine), retryable=sum(r["retryable"] for r in rows))
+                          searchable=job_searchable(db, job, engine),
+                          retryable=sum(r["retryable"] and r["retry_may_help"] for r in rows),
+                          retryable_file_errors=sum(r["retryable"] and not r["retry_may_help"] for r in rows))
 
 
 def _served_engine(request: Request):
@@ -131,17 +133,23 @@ def get_job(job_id: str, request: Request, db: SessionDep, settings: SettingsDep
              responses=responses(404, 409, 422))
 def retry_job(job_id: str, request: Request, settings: SettingsDep,
               file_id: Annotated[list[int] | None, Query(description="Only these failed files (`file_id` of the "
-                                                                      "job's files); all of them when left out")] = None):
+                                                                      "job's files), whatever they failed for; "
+                                                                      "when left out, those a retry may fix")] = None,
+              include_file_errors: Annotated[bool, Query(description="Also the files that failed for their own "
+                                                                     "bytes (`retry_may_help` false), e.g. after an "
+                                                                     "upgrade or a raised limit")] = False):
     """Read a finished job's failed files again (their bytes are kept for FIGSEARCH_KEEP_FAILED_HOURS),
     in the same job: they are pending again and the job runs as a new one would (an interrupted job
-    finishes its unfinished files too, and a job whose index build failed builds again). 409 when
-    the job is running or has nothing to retry."""
+    finishes its unfinished files too, and a job whose index build failed builds again). A file that
+    failed for its own bytes (damaged, encrypted, not a PDF, over a limit) would fail the same way:
+    it is read again only when named by `file_id` or with `include_file_errors=true`. 409 when the
+    job is running or has nothing to retry."""
     try:
-        ingest_jobs.retry_job(settings, job_id, file_id)
+        ingest_jobs.retry_job(settings, job_id, file_id, include_file_errors)
     except LookupError:
         raise HTTPException(404, f"job {job_id} not found")
     except ingest_jobs.NothingToRetry as exc:
-        raise HTTPException(409, str(exc))
+        raise HTTPException(409, str(exc) + (" with include_file_errors=true" if exc.held_back else ""))
     request.app.state.job_runner.submit_ingest(job_id)
     with request.app.state.session_factory() as s:
         job = s.get(Job, job_id)

@@ -256,22 +256,36 @@ async function renderDashboard(root, token, { signal }) {
     return line(`Not searchable yet: ${j.index_state === 'off' ? 'automatic indexing is off; ' : ''}rebuild the search index.`, 'muted');
   }
 
-  // Retry: the failed files whose bytes are kept, the unfinished files of an interrupted job, a failed index build.
+  // Retry: the failed files whose bytes are kept and whose failure a retry may fix, the unfinished
+  // files of an interrupted job, a failed index build. Files that failed for their own bytes fail
+  // the same way again: a second, plainer button reads them anyway (after an upgrade or a raised limit).
   function jobActions(j) {
     if (IN_PROGRESS.has(j.status)) return null;
     const n = j.retryable || 0;
+    const own = j.retryable_file_errors || 0;
     const label = n ? `Retry ${plural(n, 'failed file')}` : j.status === 'interrupted' || j.status === 'failed' ? 'Resume the job'
       : j.index_state === 'failed' ? 'Retry the index build' : null;
-    if (!label) return null;
-    const btn = h('button', { class: 'btn btn-small job-retry', type: 'button' }, label);
-    btn.addEventListener('click', () => retry(j.job_id, btn));
-    return h('div', { class: 'job-actions' }, btn);
+    const buttons = [];
+    if (label) {
+      const btn = h('button', { class: 'btn btn-small job-retry', type: 'button' }, label);
+      btn.addEventListener('click', () => retry(j.job_id, btn));
+      buttons.push(btn);
+    }
+    if (own) {
+      const anyway = h('button', { class: 'text-btn job-retry-own', type: 'button',
+        title: 'They failed for their own bytes and fail the same way again, unless the server was upgraded or a limit raised since' },
+      `Read the ${plural(own, 'broken file')} again anyway`);
+      anyway.addEventListener('click', () => retry(j.job_id, anyway, null, true));
+      buttons.push(anyway);
+    }
+    return buttons.length ? h('div', { class: 'job-actions' }, ...buttons) : null;
   }
 
-  async function retry(jobId, btn, fileId = null) {
+  async function retry(jobId, btn, fileId = null, includeFileErrors = false) {
     btn.disabled = true;
+    const query = fileId != null ? `?file_id=${fileId}` : includeFileErrors ? '?include_file_errors=true' : '';
     try {
-      await api(`admin/jobs/${jobId}/retry${fileId == null ? '' : `?file_id=${fileId}`}`, { method: 'POST', token, signal });
+      await api(`admin/jobs/${jobId}/retry${query}`, { method: 'POST', token, signal });
       addJob({ ...(jobData.get(jobId) || {}), job_id: jobId, status: 'queued' });
     } catch (err) {
       if (err.name === 'AbortError') return;
@@ -291,11 +305,22 @@ async function renderDashboard(root, token, { signal }) {
       ? h('a', { href: `#/paper/${f.paper_id}`, class: 'paper-result' }, 'open paper →') : null;
     if (!f.error) return h('td', {}, open);
     let again = null;
-    if (f.retryable) {
+    if (f.retryable && f.retry_may_help) {
       again = h('button', { class: 'btn btn-small file-retry', type: 'button', title: `Read ${f.name} again` }, 'Retry');
       again.addEventListener('click', () => retry(f.job_id, again, f.file_id));
     }
-    return h('td', { class: f.status === 'failed' ? 'err' : 'note' }, f.error, open ? ' · ' : null, open, again ? ' ' : null, again);
+    return h('td', { class: f.status === 'failed' ? 'err' : 'note', dataset: { errorKind: f.error_kind || '' } },
+      f.error, open ? ' · ' : null, open, verdict(f), again ? ' ' : null, again);
+  }
+
+  // In plain words, whether reading a failed file again may help (the server's rule, `retry_may_help`).
+  function verdict(f) {
+    if (f.status !== 'failed' || f.retry_may_help == null) return null;
+    const text = f.error_kind === 'missing' ? 'Its bytes are gone: upload it again.'
+      : !f.retry_may_help ? 'The file itself is at fault: reading it again fails the same way.'
+        : f.error_kind === 'unknown' ? 'Cause not recorded: a retry will tell.'
+          : 'Not the file\'s fault: a retry may work.';
+    return h('div', { class: `file-verdict ${f.retry_may_help ? 'may-help' : 'own-fault'}` }, text);
   }
 
   const jobData = new Map();
