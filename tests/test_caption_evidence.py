@@ -3,6 +3,7 @@ import numpy as np
 
 from app.vision.caption_evidence import CAPTION_RIGHT, caption_named_type, with_caption_evidence
 from app.vision.figure_types import LABELS, decide
+from app.vision.vocabulary import types_named_in
 
 
 def pixel_result(**scores):
@@ -17,6 +18,9 @@ def test_caption_named_type_one_chart_type_only():
     # names of what a chart measures are not evidence of the figure's type
     assert caption_named_type("Figure 5: Runtime of the algorithm for each prompt length.") is None
     assert caption_named_type("Figure 6: Results in Table 3 as a function of the batch size.") is None
+    # what is plotted, drawn as heat maps, bars or curves alike, is not evidence of how
+    assert caption_named_type("Figure 3: Recall@k of items ranked by the attention weights.") is None
+    assert types_named_in("attention weights") == ["heatmap"]  # a query naming them still wants heat maps first
     # two chart types named: ambiguous
     assert caption_named_type("Figure 3: The architecture (left) and a heat map of its weights (right).") is None
     assert caption_named_type("") is None and caption_named_type(None) is None
@@ -25,7 +29,7 @@ def test_caption_named_type_one_chart_type_only():
 def test_named_type_becomes_dominant_and_the_pixel_types_stay_listed():
     pixels = pixel_result(diagram=6.0, line_chart=3.0, heatmap=0.2)
     assert pixels.figure_type == "diagram"
-    out = with_caption_evidence(pixels, "Figure 2: Attention weights between the two sentences.")
+    out = with_caption_evidence(pixels, "Figure 2: Attention map between the two sentences.")
     assert out.figure_type == "heatmap" and out.scores["heatmap"] >= CAPTION_RIGHT - 1e-3
     assert abs(sum(out.scores.values()) - 1.0) < 0.02  # still probabilities
     # the other types keep their order
