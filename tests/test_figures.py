@@ -1472,3 +1472,127 @@ def test_framed_code_set_into_a_figure_stays_in_it(tmp_path):
     page.insert_textbox(pymupdf.Rect(72, 420, 540, 700), BODY, fontsize=10)
     f = _figures(_saved(doc, tmp_path / "framed.pdf"), tmp_path)[4]
     assert f.region_bbox is not None and f.region_bbox[1] <= 136, f.region_bbox
+
+
+def test_algorithm_between_two_thick_rules_is_the_figure(tmp_path):
+    """An algorithm set as text between two thick rules, its caption a float's skip (two lines)
+    under the lower rule, its steps spaced wider than three lines around a display: the text
+    between the rules is the figure (was: only the lower rule was taken)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 60, 540, 180), BODY, fontsize=10)
+    page.draw_rect(pymupdf.Rect(100, 200, 500, 202.8), color=None, fill=(0, 0, 0))
+    page.insert_text((100, 222), "Initialize f(x) to be a constant", fontsize=10)
+    page.insert_textbox(pymupdf.Rect(112, 232, 500, 262), BODY[:150], fontsize=10)  # a step of two long lines
+    page.insert_text((250, 300), "z = - d Psi / d f", fontsize=10)  # a display 35 points below
+    page.insert_text((112, 322), "4. Update the estimate of f(x)", fontsize=10)
+    page.draw_rect(pymupdf.Rect(100, 335, 500, 337.8), color=None, fill=(0, 0, 0))
+    page.insert_textbox(pymupdf.Rect(72, 360, 540, 380), "Figure 1: The boosting algorithm", fontsize=10, align=1)
+    page.insert_textbox(pymupdf.Rect(72, 400, 540, 600), BODY, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "algo.pdf"), tmp_path)[1]
+    assert f.region_bbox is not None and f.region_bbox[1] <= 201 and f.region_bbox[3] >= 337, f.region_bbox
+
+
+def _listing(page, x: float, y: float) -> None:
+    for i, text in enumerate(CODE[:3]):
+        page.insert_text((x, y + 11 * i), text, fontsize=9, fontname="cour")
+
+
+def test_listing_next_to_its_caption_beats_a_note_box_beyond(tmp_path):
+    """A short listing right above its caption (the document's side for figures) and a shaded note
+    box a little further below the caption: the listing is the figure (was: the note box, the one
+    side with a graphic, was taken)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 60, 540, 160), BODY, fontsize=10)
+    _plot(page, (200, 175, 420, 300))
+    page.insert_textbox(pymupdf.Rect(72, 310, 540, 330), "Figure 1: A plot of the fit.", fontsize=10, align=1)
+    page.insert_textbox(pymupdf.Rect(72, 350, 540, 440), BODY[:300], fontsize=10)
+    _listing(page, 150, 462)
+    page.insert_textbox(pymupdf.Rect(72, 498, 540, 518), "Figure 2: The constraints file.", fontsize=10, align=1)
+    page.draw_rect(pymupdf.Rect(72, 530, 540, 565), color=None, fill=(1, 0.97, 0.7))
+    page.insert_textbox(pymupdf.Rect(100, 535, 530, 560), "Initial values must also comply with these constraints.",
+                        fontsize=8)
+    page.insert_textbox(pymupdf.Rect(72, 585, 540, 720), BODY, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "note.pdf"), tmp_path)[2]
+    assert f.region_bbox is not None and 450 <= f.region_bbox[1] <= 456 and f.region_bbox[3] <= 490, f.region_bbox
+
+
+def test_listing_stops_at_the_sentence_that_introduces_it(tmp_path):
+    """A one-line sentence in the body font right above a listing that is a figure (too short to
+    count as a paragraph) is not part of the listing (was: taken in)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 60, 540, 160), BODY, fontsize=10)
+    page.insert_text((90, 180), "Figure 4 gives an example file.", fontsize=10)
+    _listing(page, 150, 200)
+    page.insert_textbox(pymupdf.Rect(72, 236, 540, 256), "Figure 4: The initial configurations file.",
+                        fontsize=10, align=1)
+    page.insert_textbox(pymupdf.Rect(72, 275, 540, 500), BODY, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "intro.pdf"), tmp_path)[4]
+    assert f.region_bbox is not None and 188 <= f.region_bbox[1] <= 194, f.region_bbox
+
+
+def test_table_body_under_a_booktabs_mid_rule_is_the_table(tmp_path):
+    """A table with its caption right over the top rule, a header row, a mid rule and rows of two
+    cells whose gap joins them into long lines that read as a paragraph, then the bottom rule:
+    the rows down to the bottom rule are the table (was: only the header row)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 60, 540, 160), BODY, fontsize=10)
+    page.insert_text((200, 182), "Table 1: Translation of relative paths.", fontsize=10)
+    page.draw_line((90, 186), (520, 186), color=(0, 0, 0), width=0.8)
+    page.insert_text((180, 199), "Relative path appears as", fontsize=10, fontname="hebo")
+    page.insert_text((320, 199), "is relative to", fontsize=10, fontname="hebo")
+    page.draw_line((90, 204), (520, 204), color=(0, 0, 0), width=0.5)
+    rows = [("a string within the instances file", "the instances directory"),
+            ("code within the runner or the evaluator", "the execution directory"),
+            ("the value of the log file option given", "the execution directory"),
+            ("the value of other options in the file", "the directory containing the file")]
+    for k, (a, b) in enumerate(rows):
+        w = pymupdf.get_text_length(a, fontsize=10)
+        page.insert_text((309 - w, 218 + 12 * k), a, fontsize=10)
+        page.insert_text((320, 218 + 12 * k), b, fontsize=10)
+    page.draw_line((90, 270), (520, 270), color=(0, 0, 0), width=0.8)
+    page.insert_textbox(pymupdf.Rect(72, 300, 540, 500), BODY, fontsize=10)
+    doc = _saved(doc, tmp_path / "booktabs.pdf")
+    tabs = {f.number: f for f in extract_figures(doc, tmp_path / "out", "f", dpi=72) if f.kind == "table"}
+    assert tabs[1].region_bbox is not None and tabs[1].region_bbox[3] >= 269, tabs[1].region_bbox
+
+
+def test_table_caption_ends_before_a_row_of_column_names(tmp_path):
+    """A finished table caption over a header row of column names set apart, in the caption's own
+    font and with no rule between: the names are the table's, not caption text (was: the caption
+    took the row and the crop lost it)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 60, 540, 160), BODY, fontsize=10)
+    page.insert_text((160, 180), "Table 1: Taxonomic contributions to the components.", fontsize=10)
+    for x, name in ((250, "Mean"), (291, "m1"), (321, "m2"), (351, "m3"), (381, "diff")):  # 16 points apart
+        page.insert_text((x, 195), name, fontsize=10)
+    page.draw_line((160, 200), (450, 200), color=(0, 0, 0), width=0.4)
+    for k, name in enumerate(("Bacteroides", "Prevotella", "Dorea")):
+        page.insert_text((162, 212 + 12 * k), name, fontsize=10)
+        for x in (250, 291, 321, 351, 381):
+            page.insert_text((x, 212 + 12 * k), "0.17", fontsize=10)
+    page.insert_textbox(pymupdf.Rect(72, 260, 540, 500), BODY, fontsize=10)
+    doc = _saved(doc, tmp_path / "header.pdf")
+    t = {f.number: f for f in extract_figures(doc, tmp_path / "out", "f", dpi=72) if f.kind == "table"}[1]
+    assert t.caption == "Table 1: Taxonomic contributions to the components.", t.caption
+    assert t.region_bbox is not None and t.region_bbox[1] <= 186, t.region_bbox
+
+
+def test_row_of_panel_titles_over_two_plots_is_kept(tmp_path):
+    """Two plots side by side under one caption, each with its title centred over its own frame on
+    one row: both titles are the figure's (was: two lines on one row were taken for a table row
+    and left out)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    for x0 in (120, 340):
+        page.insert_text((x0 + 30, 130), "Tukey (ordinary)", fontsize=10, fontname="helv")
+        _plot(page, (x0, 145, x0 + 150, 260))
+    page.insert_textbox(pymupdf.Rect(72, 285, 540, 315), "Figure 2: Simultaneous confidence intervals.",
+                        fontsize=10, align=1)
+    page.insert_textbox(pymupdf.Rect(72, 330, 540, 600), BODY, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "panels.pdf"), tmp_path)[2]
+    assert f.region_bbox is not None and f.region_bbox[1] <= 122, f.region_bbox

@@ -216,6 +216,9 @@ def _extend_caption(cap: Caption, lines: list[Line], st: DocumentLayout, rules: 
         level = sorted((o for o in lines if id(o) not in used and o.horizontal and abs(o.y0 - nxt.y0) < 1.5
                         and overlap_1d(o.x0, o.x1, ra, rb) > 0), key=lambda o: o.x0)
         cells = any(b.x0 - a.x1 > 2 * size for a, b in zip(level, level[1:]))
+        if cap.kind == "table" and cap.lines[-1].text.rstrip()[-1:] in ".:" and len(level) >= 3 \
+                and all(b.x0 - a.x1 > size for a, b in zip(level, level[1:])):
+            cells = True  # a finished caption, then three pieces or more set apart: the header row of column names
         if cells and (cap.kind == "table" or cap.lines[-1].text.rstrip()[-1:] in ".:"):
             # a row of separate cells: the table under its caption (under a figure's caption, only
             # after a finished sentence)

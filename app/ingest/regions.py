@@ -49,6 +49,7 @@ class Region:
     has_graphics: bool
     area: float = 0.0
     side: bool = False  # beside the caption (_search_side): no vote on the above/below convention
+    code: bool = False  # text only, and that text a code listing (typewriter lines) next to the caption
 
 
 def _big_graphics(graphics: np.ndarray) -> np.ndarray:
@@ -231,7 +232,7 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
         # algorithm block, an uncaptioned listing above the figure)
         spans = [tuple(r) for r in g[sel][:, [1, 3]]] + [
             (ln.y0, ln.y1) for ln in text_pool if overlap_1d(ln.x0, ln.x1, sx0, sx1) > 0.5 * (ln.x1 - ln.x0)]
-        spans += _twin_frame_gaps(g[sel], st.body_size)
+        spans += _twin_frame_gaps(g[sel], st.body_size) + _rule_frames(g[sel], st.body_size)
         far = _content_reach(spans, up, 3.0 * st.body_size)
         if far is not None and not bound_by_caption and _drawing_parts_beyond(g[sel], text_pool, far, up, st):
             far = None  # the rows of one drawing set far apart, with nothing else up to the text or page edge
@@ -257,12 +258,13 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
                        st, (sx0, sx1))
         u = _fill_to_caption(u, text_pool, cap, up)
         if up and cap.kind == "figure":
-            u = _plot_title(u, text_pool, st)
+            u = _plot_title(u, text_pool, st, g)
     elif use_text:
         # text alone is content only inside the margins: a running head over a table is not
         u = _text_region([ln for ln in text_pool if ln.horizontal and not in_page_margin(ln.y0, ln.y1, H)], cap, up, st)
         if u is None:
             return Region(None, float("inf"), False)
+        u, code = u
     else:
         return Region(None, float("inf"), False)
     u[1], u[3] = max(u[1], ry0), min(u[3], ry1)
@@ -273,7 +275,7 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
     if u[3] - u[1] < 2 or u[2] - u[0] < 2:
         return Region(None, float("inf"), False)
     gap = (cy0 - u[3]) if up else (u[1] - cy1)
-    return Region(tuple(u), max(gap, 0.0), has_g, (u[2] - u[0]) * (u[3] - u[1]))
+    return Region(tuple(u), max(gap, 0.0), has_g, (u[2] - u[0]) * (u[3] - u[1]), code=not has_g and code)
 
 
 def _reach_beside_caption(g: np.ndarray, cap: tuple, up: bool, obstacles: list[tuple]) -> float | None:
@@ -317,24 +319,43 @@ def _labels_beside_caption(u: list, cap: Caption, up: bool, lines: list[Line], c
     return _grow_text(u, pool, st) if pool else u
 
 
-def _plot_title(u: list, pool: list[Line], st: DocumentLayout) -> list:
-    """A plot's title over it (R's main title: a line in about the body's size, alone on its row,
-    centred over the plot and inside its width, set up to two body lines above it), on the side
-    away from the caption. Code, a heading or body text set flush left over a centred plot is not
-    centred inside it; a table's row has other cells level with it."""
-    w = u[2] - u[0]
-    cx = (u[0] + u[2]) / 2
+def _plot_title(u: list, pool: list[Line], st: DocumentLayout, g: np.ndarray) -> list:
+    """A plot's title over it (R's main title: a line in about the body's size, centred over the
+    plot and inside its width, set up to two body lines above it), on the side away from the
+    caption: alone on its row, or one of a row of panel titles, each centred over a panel (a
+    drawing at least five lines wide at the region's top, `g` the page's graphics). Code, a
+    heading or body text set flush left over a centred plot is not centred inside it; a table's
+    row has other cells level with it that stand over no panel of their own."""
+    line = st.body_size
+    panels = g[(g[:, 1] <= u[1] + line) & (g[:, 3] > u[1]) & (g[:, 2] - g[:, 0] >= 5 * line)
+               & (g[:, 0] >= u[0] - 1) & (g[:, 2] <= u[2] + 1)] if len(g) else g
+
+    def centred(ln: Line, x0: float, x1: float) -> bool:
+        w = x1 - x0
+        return (ln.x0 >= x0 + 0.05 * w and ln.x1 <= x1 - 0.05 * w
+                and abs((ln.x0 + ln.x1) / 2 - (x0 + x1) / 2) <= 0.15 * w)
+
+    def title_like(ln: Line) -> bool:
+        return (ln.horizontal and 0 < u[1] - ln.y1 <= 2 * line and ln.size <= 1.2 * line
+                and any(ch.isalnum() for ch in ln.text) and not _furniture_zone(ln, st))
+
+    def panel_of(ln: Line) -> int | None:
+        return next((k for k, p in enumerate(panels) if centred(ln, p[0], p[2])), None)
+
     best = None
     for ln in pool:
-        gap = u[1] - ln.y1
-        if (ln.horizontal and 0 < gap <= 2 * st.body_size and ln.size <= 1.2 * st.body_size
-                and ln.x0 >= u[0] + 0.05 * w and ln.x1 <= u[2] - 0.05 * w and abs((ln.x0 + ln.x1) / 2 - cx) <= 0.15 * w
-                and any(ch.isalnum() for ch in ln.text) and not _furniture_zone(ln, st)
-                and not any(o is not ln and overlap_1d(o.y0, o.y1, ln.y0, ln.y1) > 0.5 * (ln.y1 - ln.y0)
-                            and overlap_1d(o.x0, o.x1, u[0], u[2]) > 0 for o in pool)
-                and (best is None or ln.y1 > best.y1)):
-            best = ln
-    return list(union([tuple(u), best.rect])) if best is not None else u
+        if not title_like(ln) or (best is not None and ln.y1 <= best[0].y1):
+            continue
+        row = [o for o in pool if o is not ln and overlap_1d(o.y0, o.y1, ln.y0, ln.y1) > 0.5 * (ln.y1 - ln.y0)
+               and overlap_1d(o.x0, o.x1, u[0], u[2]) > 0]
+        if not row:
+            if centred(ln, u[0], u[2]) or panel_of(ln) is not None:
+                best = [ln]
+            continue
+        over = [panel_of(o) if title_like(o) else None for o in [ln] + row]
+        if None not in over and len(set(over)) == len(over):
+            best = [ln] + row
+    return list(union([tuple(u)] + [ln.rect for ln in best])) if best is not None else u
 
 
 def _search_side(cap: Caption, right: bool, lines: list[Line], caps: list[Caption], graphics: np.ndarray,
@@ -414,6 +435,17 @@ def _twin_frame_gaps(g: np.ndarray, body_size: float) -> list[tuple]:
         if len(twins):
             out.append((float(a[3]), float(twins[:, 1].min())))
     return out
+
+
+def _rule_frames(g: np.ndarray, body_size: float) -> list[tuple]:
+    """The spans between two long horizontal rules of the same extent (an algorithm or a listing
+    set between a rule above and a rule below): one framed piece however spaced its lines are."""
+    if not len(g):
+        return []
+    r = g[((g[:, 3] - g[:, 1]) < 3) & ((g[:, 2] - g[:, 0]) > 10 * body_size)]
+    r = r[np.argsort(r[:, 1])]
+    return [(float(a[1]), float(b[3])) for a, b in zip(r, r[1:])
+            if abs(a[0] - b[0]) < 2 and abs(a[2] - b[2]) < 2 and b[1] > a[3]]
 
 
 def _drawing_parts_beyond(g: np.ndarray, pool: list[Line], reach: float, up: bool, st: DocumentLayout) -> bool:
@@ -540,22 +572,29 @@ def _furniture_zone(ln: Line, st: DocumentLayout) -> bool:
     return ln.yc < 0.09 * h or ln.yc > 0.91 * h
 
 
-def _text_region(pool: list[Line], cap: Caption, up: bool, st: DocumentLayout) -> list | None:
-    """Contiguous non-body text next to the caption (text-only figures, tables)."""
+def _text_region(pool: list[Line], cap: Caption, up: bool, st: DocumentLayout) -> tuple[list, bool] | None:
+    """Contiguous non-body text next to the caption (text-only figures, tables), and whether it is
+    a code listing: a figure whose text next to the caption is in a typewriter font ends at a
+    line in the body's size and a roman font of another text block (the sentence that introduces
+    the listing, too short to count as a paragraph)."""
     sx0, sx1 = column_span(cap.bbox, st)
     cand = [ln for ln in pool if overlap_1d(ln.x0, ln.x1, sx0, sx1) > 0.5 * (ln.x1 - ln.x0)]
     cand.sort(key=lambda ln: -ln.y1 if up else ln.y0)
     edge = cap.bbox[1] if up else cap.bbox[3]
     got: list[Line] = []
+    code = cap.kind == "figure" and bool(cand) and cand[0].monospaced
+    code_blocks = {ln.block for ln in pool if ln.monospaced}
     for ln in cand:
         d = (edge - ln.y1) if up else (ln.y0 - edge)
         if d > 2.2 * st.body_size:
+            break
+        if code and not ln.monospaced and ln.block not in code_blocks and ln.size >= st.body_size - 0.5:
             break
         got.append(ln)
         edge = min(edge, ln.y0) if up else max(edge, ln.y1)
     if not got:
         return None
-    return list(union([ln.rect for ln in got]))
+    return list(union([ln.rect for ln in got])), code
 
 
 def _unmark_framed_text(caps: list[Caption], lines: list[Line], graphics: np.ndarray, st: DocumentLayout) -> None:
@@ -563,7 +602,10 @@ def _unmark_framed_text(caps: list[Caption], lines: list[Line], graphics: np.nda
     caption's content (a prompt or an example printed as a table or figure), not body text: its
     lines stop being body lines, so they neither bound the region nor stay out of it. Beyond that
     frame, rules of the same extent go on framing the content while vertical rules join them
-    (the rows of a ruled grid)."""
+    (the rows of a ruled grid), the text between them is rows of cells (a table's body under its
+    mid rule, `_cell_rows`) or there is no running text between them. The nearer rule may stand up
+    to three lines from the caption when nothing lies in between (an algorithm between two thick
+    rules, its caption a float's skip under them)."""
     if not len(graphics):
         return
     g = graphics
@@ -578,12 +620,18 @@ def _unmark_framed_text(caps: list[Caption], lines: list[Line], graphics: np.nda
         sx0, sx1 = column_span(cap.bbox, st)
         wide = rules[np.minimum(rules[:, 2], sx1) - np.maximum(rules[:, 0], sx0) >= 0.5 * (sx1 - sx0)]
         for up in (True, False):
-            # the rule just beyond the caption
-            near = wide[(wide[:, 3] <= cap.bbox[1] + 1) & (wide[:, 3] >= cap.bbox[1] - 1.5 * st.body_size)] if up else \
-                wide[(wide[:, 1] >= cap.bbox[3] - 1) & (wide[:, 1] <= cap.bbox[3] + 1.5 * st.body_size)]
+            # the rule just beyond the caption, or up to three lines off with nothing in between (an
+            # algorithm set between two thick rules, its caption a float's skip away)
+            near = wide[(wide[:, 3] <= cap.bbox[1] + 1) & (wide[:, 3] >= cap.bbox[1] - 3.5 * st.body_size)] if up else \
+                wide[(wide[:, 1] >= cap.bbox[3] - 1) & (wide[:, 1] <= cap.bbox[3] + 3.5 * st.body_size)]
             if not len(near):
                 continue
             a = near[np.argmax(near[:, 1])] if up else near[np.argmin(near[:, 1])]
+            lo, hi = (a[3], cap.bbox[1]) if up else (cap.bbox[3], a[1])
+            if hi - lo > 1.5 * st.body_size and (
+                    any(ln.y1 > lo + 1 and ln.y0 < hi - 1 and overlap_1d(ln.x0, ln.x1, a[0], a[2]) > 0 for ln in lines)
+                    or ((g[:, 3] > lo + 1) & (g[:, 1] < hi - 1) & (g[:, 2] > a[0]) & (g[:, 0] < a[2])).any()):
+                continue  # something stands between the caption and that rule
             same = wide[(np.abs(wide[:, 0] - a[0]) < 5) & (np.abs(wide[:, 2] - a[2]) < 5)]
             first = True
             while True:
@@ -597,12 +645,34 @@ def _unmark_framed_text(caps: list[Caption], lines: list[Line], graphics: np.nda
                     break  # another caption inside: not this caption's frame
                 joined = ((uprights[:, 0] >= a[0] - 2) & (uprights[:, 2] <= a[2] + 2) & (uprights[:, 1] <= y0 + 2)
                           & (uprights[:, 3] >= y1 - 2)).any() if len(uprights) else False
-                if not (first or joined):
+                inside = [ln for ln in lines if ln.body and ln.y0 >= y0 - 1 and ln.y1 <= y1 + 1 and ln.x0 >= a[0] - 2
+                          and ln.x1 <= a[2] + 2]
+                if not (first or joined or not inside or _cell_rows(inside)):  # no running text: nothing ends it
                     break
-                for ln in lines:
-                    if ln.body and ln.y0 >= y0 - 1 and ln.y1 <= y1 + 1 and ln.x0 >= a[0] - 2 and ln.x1 <= a[2] + 2:
-                        ln.body = False
+                for ln in inside:
+                    ln.body = False
                 a, first = b, False
+
+
+def _cell_rows(lines: list[Line]) -> bool:
+    """Lines that are the rows of a table without uprights (a booktabs body under its mid rule):
+    each row (the lines level with each other) split into cells by a gap of a font size or more,
+    the gaps of all rows lining up on a common gutter. Prose lines have word gaps only."""
+    rows: list[list[Line]] = []
+    for ln in sorted(lines, key=lambda ln: ln.yc):
+        if rows and overlap_1d(ln.y0, ln.y1, rows[-1][0].y0, rows[-1][0].y1) >= 0.5 * (ln.y1 - ln.y0):
+            rows[-1].append(ln)
+        else:
+            rows.append([ln])
+    gaps = []
+    for row in rows:
+        p = sorted(piece for ln in row for piece in ln.pieces)
+        cuts = [(a[1], b[0]) for a, b in zip(p, p[1:]) if b[0] - a[1] >= row[0].size]
+        if not cuts:
+            return False
+        gaps.append(cuts)
+    return bool(gaps) and any(all(any(a <= (x0 + x1) / 2 <= b for a, b in cuts) for cuts in gaps[1:])
+                              for x0, x1 in gaps[0])
 
 
 def _unmark_text_among_strokes(lines: list[Line], graphics: np.ndarray, st: DocumentLayout,
@@ -702,6 +772,8 @@ def choose_region(cap: Caption, above: Region, below: Region, prefer_above: bool
     first, second = (above, below) if prefer_above else (below, above)
     if first.has_graphics and (not second.has_graphics or first.gap <= second.gap + 30):
         return first
+    if first.code and first.gap <= second.gap:
+        return first  # a listing on the document's side of its captions, nearer than what lies beyond
     if second.has_graphics:
         return second
     if cap.kind == "table":
