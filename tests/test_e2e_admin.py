@@ -98,13 +98,13 @@ def bundle_job(server, tmp_path_factory):
     return {"job_id": job_id, "original": original}
 
 
-def job_page(server, browser, bundle_job, viewport=WIDE):
-    """The admin page, signed in, with the bundle's job and its files shown."""
+def job_page(server, browser, job_id, viewport=WIDE):
+    """The admin page, signed in, with the job and its files shown."""
     page = browser.new_page(viewport=viewport)
     page.set_default_timeout(20_000)
     console = Console(page)
     sign_in(page, server["base"], server["token"])
-    job = page.locator(f"#jobs .job[data-job-id='{bundle_job['job_id']}']")
+    job = page.locator(f"#jobs .job[data-job-id='{job_id}']")
     job.locator(".files").wait_for()
     return page, job, console
 
@@ -125,7 +125,7 @@ def file_rows(job) -> dict:
 
 
 def test_jobs_show_when_they_ran(server, browser, bundle_job):
-    page, job, console = job_page(server, browser, bundle_job)
+    page, job, console = job_page(server, browser, bundle_job["job_id"])
     times = job.locator(".job-times time")
     assert times.count() == 2  # started and finished, each with a machine-readable timestamp
     assert times.first.get_attribute("datetime")
@@ -137,7 +137,7 @@ def test_jobs_show_when_they_ran(server, browser, bundle_job):
 
 
 def test_skipped_file_is_neutral_not_red(server, browser, bundle_job):
-    page, job, console = job_page(server, browser, bundle_job)
+    page, job, console = job_page(server, browser, bundle_job["job_id"])
     skipped = file_rows(job)["bundle.zip:readme.txt"]
     assert skipped.locator("td.err").count() == 0 and skipped.locator("td.note").count() == 1
     colour = skipped.locator("td.note").evaluate("el => getComputedStyle(el).color")
@@ -150,7 +150,7 @@ def test_skipped_file_is_neutral_not_red(server, browser, bundle_job):
 
 
 def test_duplicate_links_to_the_original_paper(server, browser, bundle_job):
-    page, job, console = job_page(server, browser, bundle_job)
+    page, job, console = job_page(server, browser, bundle_job["job_id"])
     rows = file_rows(job)
     link = rows["bundle.zip:copy-of-paper-1.pdf"].locator("a.original-paper")
     assert link.get_attribute("href") == f"#/paper/{bundle_job['original']['paper_id']}"
@@ -171,7 +171,7 @@ def test_duplicate_links_to_the_original_paper(server, browser, bundle_job):
 def test_failed_upload_is_in_the_job_not_in_the_papers_list(server, browser, bundle_job):
     """A file that failed is red in the admin's job view; researchers do not meet it in the list
     of papers (at any width), nor as a paper to filter the figures by."""
-    page, job, console = job_page(server, browser, bundle_job)
+    page, job, console = job_page(server, browser, bundle_job["job_id"])
     failed = file_rows(job)["bundle.zip:broken-upload.pdf"]
     assert failed.locator("td.err").count() == 1 and "failed" in failed.inner_text()
     page.close()
@@ -228,7 +228,7 @@ def test_page_of_a_failed_file_says_what_happened_and_removes_only_its_record(se
 
 
 def test_index_line_counts_figures_and_tables(server, browser, bundle_job):
-    page, job, console = job_page(server, browser, bundle_job)
+    page, job, console = job_page(server, browser, bundle_job["job_id"])
     ready = httpx.get(f"{server['base']}/readyz").json()["index"]
     assert ready["n_tables"] > 0
     wait_js(page, "/\\d+ figures?, \\d+ tables?\\b/.test(document.getElementById('index-state').textContent)")
@@ -332,7 +332,7 @@ def test_a_broken_file_is_read_again_only_when_asked(server, browser, bundle_job
     """A file that failed for its own bytes (a damaged PDF) says so in plain words and has no Retry
     button (it would fail the same way); the job offers to read it again anyway (after an upgrade),
     which runs the job again and ends with the file failed the same way and the others untouched."""
-    page, job, console = job_page(server, browser, bundle_job)
+    page, job, console = job_page(server, browser, bundle_job["job_id"])
     failed = file_rows(job)["bundle.zip:broken-upload.pdf"]
     assert failed.locator(".file-retry").count() == 0 and job.locator(".job-retry").count() == 0
     assert "The file itself is at fault" in failed.locator(".file-verdict").inner_text()
@@ -381,12 +381,7 @@ def test_a_file_whose_time_ran_out_is_offered_a_retry_and_a_broken_one_is_not(se
     ingest_jobs.record_outcome(settings, slow, None, "timed out after 120 s", failures.TIMEOUT)
     ingest_jobs.after_ingest(settings, ingest_jobs.finish_job(settings, job_id), job_id)
 
-    page = browser.new_page(viewport=WIDE)
-    page.set_default_timeout(20_000)
-    console = Console(page)
-    sign_in(page, server["base"], server["token"])
-    job = page.locator(f"#jobs .job[data-job-id='{job_id}']")
-    job.locator(".files").wait_for()
+    page, job, console = job_page(server, browser, job_id)
     rows = file_rows(job)
     assert set(rows) == {"read.pdf", "damaged.pdf", "slow.pdf"}, list(rows)
     slow_row, bad_row = rows["slow.pdf"], rows["damaged.pdf"]
