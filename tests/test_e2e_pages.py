@@ -419,6 +419,35 @@ def test_a_failing_related_list_leaves_the_figure_page(server, browser):
     page.close()
 
 
+def test_a_figure_read_by_ocr_says_so_on_its_page(server, browser):
+    """A figure of a scanned page (text_source "ocr") carries the "scanned · OCR" badge on its own
+    page, as its card does: its caption may hold misread words. (The sample has no scan: the
+    figure's answer is changed on its way to the page.) A born-digital figure has no badge."""
+    import json
+
+    fid = _figure_with_related(server)
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    console = Console(page)
+    page.goto(f"{server}/#/figure/{fid}")
+    wait_page(page)
+    assert page.locator("#figure-scanned").count() == 0
+
+    def as_scanned(route):
+        body = route.fetch().json()
+        body["text_source"] = "ocr"
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+
+    page.route(f"**/api/v1/figures/{fid}", as_scanned)
+    page.reload()
+    wait_page(page)
+    badge = page.locator("h1 #figure-scanned")
+    assert badge.inner_text() == "scanned · OCR"
+    assert "read by OCR" in badge.get_attribute("title")
+    shot(page, "desktop-pages-figure-scanned")
+    assert not console.errors, console.errors
+    page.close()
+
+
 def test_a_refused_image_drops_the_one_chosen_before(server, browser, tmp_path):
     """Choosing a file that is not a picture after a good one shows why it is refused and leaves
     nothing chosen: "Find similar figures" then searches with no picture the page does not show."""

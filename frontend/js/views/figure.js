@@ -56,6 +56,10 @@ export async function renderFigure(root, id, { signal, fromSite }) {
     ? h('a', { href: '#/', id: 'back', onclick: (e) => { e.preventDefault(); history.back(); } }, '← Back')
     : h('a', { href: '#/', id: 'back' }, '← All figures');
   const central = f.central_rank === 1 ? h('span', { class: 'badge central', title: 'The central figure of its paper' }, '★ central figure') : null;
+  // a caption read by OCR may hold misread words: the page says so, as the figure's card does
+  const scanned = f.text_source === 'ocr'
+    ? h('span', { class: 'badge scanned', id: 'figure-scanned', title: 'From a scanned page: the caption and mentions were read by OCR and may hold misread words' }, 'scanned · OCR')
+    : null;
 
   const img = h('img', { src: f.image_url, alt: `${f.label}: ${captionBody(f).slice(0, 200)}`, id: 'figure-image' });
   img.addEventListener('error', () => img.replaceWith(empty('The image file is missing.', '')), { once: true });
@@ -76,7 +80,7 @@ export async function renderFigure(root, id, { signal, fromSite }) {
 
   const side = h('div', { class: 'figure-side' },
     h('div', { class: 'panel' },
-      h('h1', {}, f.label || `Figure ${f.number}`, ' ', central),
+      h('h1', {}, f.label || `Figure ${f.number}`, ' ', central, central && scanned ? ' ' : null, scanned),
       caption, captionFold.button,
       h('div', { class: 'meta' },
         h('span', {}, `page ${f.page}`),
