@@ -188,11 +188,24 @@ def test_printed_words_are_named_as_both_figures_print_them():
 
     # HR@10 and HR@50 share the measure, not the cut-off
     assert inside_reason("HR@10 NDCG@10 0.2 0.4", "HR@50 NDCG@10 0.1")[0] == "both show: HR, NDCG@10"
+    # a name one figure prints alone and the other inside a compound is named as both print it
+    # (the reason said "DeepFM-FE" of a figure that prints only "DeepFM")
+    assert inside_reason("DeepFM Random initialized AUC", "DeepFM-FE random AUC")[0] == "both show: DeepFM, random, AUC"
+    assert inside_reason("multi-head attention", "multi-task attention")[0] == "both show: multi, attention"
     # one shared label at a low figure-words cosine is chance: not said
     words, other = "Number of layer 1 2 3 accuracy", "layer depth latency"
     assert related_reasons({"figure_words": 0.05}, None, "a", "b", words=words, other_words=other) == []
     shown = related_reasons({"figure_words": 0.3}, None, "a", "b", words=words, other_words=other)
     assert shown == ["both show: layer"]
+
+
+def test_shared_caption_words_are_named_as_both_captions_print_them():
+    from app.search.explain import shared_words
+
+    # "few-shot" and "T5-3B" were said of captions that print "zero-shot" and "FLAN-T5"
+    assert shared_words("Scores of zero-shot GPT-3 with extra context", "Results of the few-shot setting in context") == ["shot", "context"]
+    assert shared_words("Routing between T5-base and T5-3B", "For FLAN-T5 we use the FLAN collection") == ["T5"]
+    assert shared_words("Multi-task learning on ads", "multi-task models for ads") == ["multi-task", "ads"]
 
 
 def test_words_are_shown_in_one_readable_form_whatever_the_casing_of_their_text():

@@ -177,15 +177,28 @@ def inside_reason(words: str, other_words: str, idf: "TermStats | None" = None,
     theirs = set(analyze(words))
     stems = [t for t in dict.fromkeys(analyze(other_words)) if t in theirs and t not in said and t not in CHART_WORDS]
     stems = informative_terms(stems, idf, SHARED_INSIDE_TERMS)
-    # a word as both figures print it ("HR@10" in both), else its common stem ("HR" for HR@10 and HR@50)
-    shown = [a if a.lower() == b.lower() else _AT_SUFFIX.sub("", a)
-             for a, b in zip(surface_words(stems, other_words), surface_words(stems, words))]
+    shown = [as_both_print(stem, a, b)
+             for stem, a, b in zip(stems, surface_words(stems, other_words), surface_words(stems, words))]
     if len(shown) != len(stems):
         shown = surface_words(stems, other_words, words)
     shown = list(dict.fromkeys(shown))
     if not shown:
         return None, set()
     return "both show: " + ", ".join(shown), set(stems)
+
+
+def as_both_print(stem: str, other: str, mine: str) -> str:
+    """A word as both figures print it ("HR@10" in both), else the part both print: the measure
+    without its cut-off ("HR" for HR@10 and HR@50), the word alone that the other prints inside a
+    compound ("DeepFM" for DeepFM and DeepFM-FE), so that the reason is true of both figures."""
+    if other.lower() == mine.lower():
+        return other
+    other, mine = _AT_SUFFIX.sub("", other), _AT_SUFFIX.sub("", mine)
+    if other.lower() == mine.lower():
+        return other
+    mine_parts = {p.lower() for p in mine.split("-")}
+    common = [p for p in other.split("-") if p.lower() in mine_parts and stem in analyze(p)]
+    return display_form(common[0]) if common else other
 
 
 # what every chart is: "both show curve" says nothing
@@ -225,10 +238,21 @@ def _words_in(phrase: str, stems: set[str]) -> str:
 
 
 def shared_words(text: str, other: str, idf: "TermStats | None" = None, n: int = MAX_TERMS) -> list[str]:
-    """Informative words both texts use (rarest first, at most `n`), as written in `text`."""
+    """Informative words both texts use (rarest first, at most `n`), as written in them: a word
+    only one text prints ("few-shot" beside "zero-shot", "T5-3B" beside "FLAN-T5") is named by
+    the part both print ("shot", "T5")."""
     theirs = set(analyze(other))
     stems = informative_terms([t for t in dict.fromkeys(analyze(text)) if t in theirs], idf, n)
-    return surface_words(stems, text, other)
+    printed = [{m.group(0).lower() for m in _TOKEN_RE.finditer(t or "")} for t in (text, other)]
+    out = []
+    for word in surface_words(stems, text, other):
+        stem = next((s for s in stems if s in analyze(word)), None)
+        mine, theirs_form = surface_words([stem], text), surface_words([stem], other)
+        if stem is None or "-" not in word or all(word.lower() in p for p in printed) or not (mine and theirs_form):
+            out.append(word)
+        else:
+            out.append(as_both_print(stem, mine[0], theirs_form[0]))
+    return list(dict.fromkeys(out))
 
 
 def surface_words(stems: Sequence[str], *texts: str) -> list[str]:
