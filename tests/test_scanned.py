@@ -717,3 +717,21 @@ def test_caption_goes_on_into_the_blocks_tesseract_parted_it_into():
     header = _words_line("Notations Descriptions", 40.0, 510.0, 8, 1)
     first = _words_line("Rm the space of vectors", 40.0, 520.0, 8, 1)
     assert find_captions([title, header, first])[0].text == "Table 3: Notations used in this paper."
+
+
+def test_page_notes_are_plain_sentences():
+    """The notes a scanned paper's page shows count pages in words ("1 scanned page", "pages 2, 3
+    were"), never "page(s)"."""
+    from types import SimpleNamespace
+
+    from app.ingest.scanned import detect
+    from app.ingest.scanned.extract import _page_notes
+
+    def page(lines=1, upside_down=False, error=None):
+        return SimpleNamespace(lines=[object()] * lines, upside_down=upside_down, error=error)
+
+    assert _page_notes([detect.IMAGE], [page()]) == "1 scanned page read by OCR"
+    notes = _page_notes([detect.IMAGE] * 4, [page(0), page(0, True), page(1, True), page(error="timeout")])
+    assert notes == ("4 scanned pages read by OCR; no readable text on pages 1, 2; "
+                     "pages 2, 3 were upside down (turned); OCR failed on page 4 (timeout)")
+    assert "(s)" not in notes

@@ -136,18 +136,20 @@ def _page_notes(kinds: list[str], pages: list[OcrPage | None]) -> str:
     failed = [f"{i + 1} ({p.error})" for i, p in enumerate(pages) if p is not None and p.error]
     n_ocr = sum(1 for k in kinds if k == detect.IMAGE)
     if n_ocr:
-        notes.append(f"{n_ocr} scanned page(s) read by OCR")
+        notes.append(f"{n_ocr} scanned page{'s' if n_ocr > 1 else ''} read by OCR")
     if blank:
-        notes.append(f"no readable text on page(s) {_pages(blank)}")
+        notes.append(f"no readable text on {_pages(blank)}")
     if flipped:
-        notes.append(f"page(s) {_pages(flipped)} were upside down (turned)")
+        notes.append(f"{_pages(flipped)} {'were' if len(flipped) > 1 else 'was'} upside down (turned)")
     if failed:
-        notes.append("OCR failed on page(s) " + ", ".join(failed[:5]))
+        notes.append(f"OCR failed on page{'s' if len(failed) > 1 else ''} " + ", ".join(failed[:5]))
     return "; ".join(notes)
 
 
 def _pages(nums: list[int]) -> str:
-    return ", ".join(map(str, nums[:10])) + (" ..." if len(nums) > 10 else "")
+    """"page 3" or "pages 3, 4" (the first ten)."""
+    listed = ", ".join(map(str, nums[:10])) + (" ..." if len(nums) > 10 else "")
+    return f"page{'s' if len(nums) > 1 else ''} {listed}"
 
 
 def extract_scanned(doc, kinds: list[str], out_dir: Path, rel: str, *, dpi: int = 150, thumb_px: int = 256,
