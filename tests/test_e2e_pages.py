@@ -32,6 +32,13 @@ def open_page(browser, server, address: str, width: int = 1366, height: int = 76
     return page, console
 
 
+def hash_query(page) -> dict:
+    from urllib.parse import parse_qs, urlsplit
+
+    frag = urlsplit(page.url).fragment
+    return {k: v[0] for k, v in parse_qs(frag.split("?", 1)[1] if "?" in frag else "").items()}
+
+
 def boxes(page, selector: str) -> list[dict]:
     return page.evaluate(f"[...document.querySelectorAll({selector!r})].map(e => {{"
                          "const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, "
@@ -444,6 +451,49 @@ def test_a_figure_read_by_ocr_says_so_on_its_page(server, browser):
     assert badge.inner_text() == "scanned · OCR"
     assert "read by OCR" in badge.get_attribute("title")
     shot(page, "desktop-pages-figure-scanned")
+    assert not console.errors, console.errors
+    page.close()
+
+
+@pytest.mark.parametrize("width,height,tag", SIZES)
+def test_a_figure_search_says_how_many_tables_match(server, browser, width, height, tag):
+    """A query searched among figures says how many tables match it too, with a link to them; when
+    no figure matches, the empty result offers those tables instead of "Try other words". The
+    filter box of an empty result has no empty band where the type chips would be."""
+    tables = httpx.get(f"{server}/api/v1/figures", params={"kind": "table", "limit": 100}).json()["items"]
+    words = list(dict.fromkeys(w.lower() for t in tables for w in re.findall(r"[A-Za-z][A-Za-z-]{4,}", t["caption"] or "")))
+
+    def total(q, kind):
+        return httpx.get(f"{server}/api/v1/search/facets", params={"q": q, "kind": kind}).json()["total"]
+
+    counts = {w: (total(w, "figure"), total(w, "table")) for w in words[:40]}
+    only_tables = next(w for w, (nf, nt) in counts.items() if nf == 0 and nt > 0)
+    both = next(w for w, (nf, nt) in counts.items() if nf > 0 and nt > 0)
+
+    page, console = open_page(browser, server, f"#/?q={both}", width, height)
+    link = page.locator("#also-tables a")
+    n = counts[both][1]
+    assert link.inner_text() == f"{n} matching table{'' if n == 1 else 's'}"
+    link.click()
+    wait_page(page)
+    assert hash_query(page)["kind"] == "table" and page.locator("#results .card").count() == min(n, 24)
+
+    page.goto(f"{server}/#/?q={only_tables}")
+    wait_page(page)
+    assert page.locator("#results .card").count() == 0
+    offer = page.locator("#search-tables")
+    n = counts[only_tables][1]
+    assert offer.inner_text() == (f"Show the {n} matching tables" if n > 1 else "Show the matching table")
+    if width > 600:
+        assert not page.locator("#filters .facet-line").is_visible()
+    shot(page, f"{tag}-pages-figure-search-offers-tables")
+    offer.click()
+    wait_page(page)
+    assert page.locator("#results .card").count() == n
+
+    page.goto(f"{server}/#/?q=qwertyuiop")  # nothing matches at all: no link
+    wait_page(page)
+    assert page.locator("#also-tables").is_hidden() and page.locator("#search-tables").count() == 0
     assert not console.errors, console.errors
     page.close()
 

@@ -14,7 +14,8 @@ export async function renderSearch(root, params, { signal, restore }) {
   const what = kind === 'table' ? 'Tables' : kind === 'both' ? 'Figures and tables' : 'Figures';
   setTitle(q ? `“${q}”` : '');
   const info = h('span', { class: 'muted small', id: 'result-info' });
-  const head = h('div', { class: 'bar' }, h('h1', {}, q ? `${what} for “${q}”` : `Recently added ${what.toLowerCase()}`), info);
+  const alsoTables = h('span', { class: 'small', id: 'also-tables', hidden: true });
+  const head = h('div', { class: 'bar' }, h('h1', {}, q ? `${what} for “${q}”` : `Recently added ${what.toLowerCase()}`), info, alsoTables);
   const grid = h('div', { class: 'grid', id: 'results' });
   const status = h('div', {});
   const moreBtn = h('button', { class: 'btn', type: 'button', id: 'more' }, 'Load more');
@@ -51,6 +52,19 @@ export async function renderSearch(root, params, { signal, restore }) {
     })
     .catch((err) => { if (err.name !== 'AbortError') bar.replaceChildren(notice(`Filters unavailable: ${err.message}`, 'warn')); });
 
+  // a query searched among figures alone may be answered by tables (a data set, a measure in their
+  // cells): how many match, under the same filters, is said with a link to them
+  const tablesHash = (() => { const f = new URLSearchParams(filters); f.delete('type'); f.set('kind', 'table'); return searchHash(q, f); })();
+  const tableCount = q && kind === 'figure'
+    ? (() => { const f = new URLSearchParams(filters); f.delete('type'); f.set('kind', 'table'); f.set('q', q);
+        return api(`search/facets?${f}`, { signal }).then((r) => r.total).catch((err) => { if (err.name === 'AbortError') throw err; return 0; }); })()
+    : Promise.resolve(0);
+  const tablesShown = tableCount.then((n) => {
+    if (!n) return;
+    alsoTables.replaceChildren(h('a', { href: tablesHash }, `${n >= 1000 ? '1000+' : n} matching table${n === 1 ? '' : 's'}`));
+    alsoTables.hidden = false;
+  });
+
   async function page({ refocus = true } = {}) {
     moreBtn.disabled = true;
     status.replaceChildren(loading(q ? 'Searching…' : 'Loading…'));
@@ -84,8 +98,10 @@ export async function renderSearch(root, params, { signal, restore }) {
     if (!shown) {
       if (q && !indexed) status.append(empty('Search is not ready yet.', asSentence(message || 'the server has no search index')));
       else if (q) {
+        const nTables = await tableCount;
         status.append(empty('No close matches.', h('span', {}, asSentence(message || 'no figure shares these words or is close in meaning'), ' ',
-          fq ? h('a', { href: searchHash(q, []), id: 'search-unfiltered' }, 'Search without the filters') : 'Try other or fewer words.')));
+          nTables ? h('a', { href: tablesHash, id: 'search-tables' }, `Show the ${nTables === 1 ? 'matching table' : `${nTables >= 1000 ? '1000+' : nTables} matching tables`}`)
+            : fq ? h('a', { href: searchHash(q, []), id: 'search-unfiltered' }, 'Search without the filters') : 'Try other or fewer words.')));
       } else if (fq) status.append(empty('Nothing passes these filters.', h('a', { href: '#/' }, 'Clear the filters')));
       else status.append(empty('The collection is empty.', h('span', {}, 'An administrator can add papers on the ', h('a', { href: '#/admin' }, 'Admin page'), '.')));
     } else if (message && firstNew === 0) {
@@ -105,5 +121,5 @@ export async function renderSearch(root, params, { signal, restore }) {
   await page();
   // back on this page after "Load more": the same results again, so the reader's place is still there
   while (hasMore && shown < (restore.results || 0)) await page({ refocus: false });
-  await barShown;
+  await Promise.all([barShown, tablesShown]);
 }
