@@ -498,6 +498,29 @@ def test_a_figure_search_says_how_many_tables_match(server, browser, width, heig
     page.close()
 
 
+def test_a_scanned_paper_is_marked_in_the_papers_list(server, browser):
+    """The papers list marks a scan ("scanned", as the paper's own page does); a born-digital
+    paper has no mark. (The sample has no scan: the first paper's answer is changed on its way.)"""
+    import json
+
+    def first_scanned(route):
+        body = route.fetch().json()
+        body["items"][0]["source_kind"] = "scanned"
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    console = Console(page)
+    page.route("**/api/v1/papers?*", first_scanned)
+    page.goto(f"{server}/#/papers")
+    wait_page(page)
+    rows = page.locator("#paper-list > li")
+    assert rows.nth(0).locator(".badge.scanned").inner_text() == "scanned"
+    assert all(rows.nth(i).locator(".badge.scanned").count() == 0 for i in range(1, rows.count()))
+    shot(page, "desktop-pages-papers-scanned")
+    assert not console.errors, console.errors
+    page.close()
+
+
 def test_a_refused_image_drops_the_one_chosen_before(server, browser, tmp_path):
     """Choosing a file that is not a picture after a good one shows why it is refused and leaves
     nothing chosen: "Find similar figures" then searches with no picture the page does not show."""

@@ -129,6 +129,10 @@ export async function renderPapers(root, params, { signal }) {
     h('div', {},
       h('a', { href: `#/paper/${p.paper_id}` }, p.title),
       p.status !== 'ok' ? h('span', {}, ' ', h('span', { class: `badge ${p.status}` }, p.status.replace('_', ' '))) : null,
+      // as on the paper's page: its text and captions were read by OCR
+      p.source_kind && p.source_kind !== 'born_digital'
+        ? h('span', {}, ' ', h('span', { class: 'badge scanned', title: p.source_kind === 'scanned' ? 'A scan: text and captions read by OCR' : 'A scan with its own text layer' }, 'scanned'))
+        : null,
       h('div', { class: 'sub' }, [p.authors, p.year, `${p.n_figures} figure${p.n_figures === 1 ? '' : 's'}`,
         p.n_tables ? `${p.n_tables} table${p.n_tables === 1 ? '' : 's'}` : null].filter(Boolean).join(' · ')),
       p.central_figure ? h('div', { class: 'sub small' }, `Central figure: ${p.central_figure.label}`) : null))))));
