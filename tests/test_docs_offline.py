@@ -95,6 +95,9 @@ def test_docs_render_offline_without_console_errors(tmp_path):
             page.wait_for_selector("#swagger-ui .opblock-summary-path")
             assert page.locator("#swagger-ui .opblock").count() > 10
             assert "/api/v1/search" in page.inner_text("#swagger-ui")
+            # a link to the web UI from the docs (the page had none; Swagger UI opens it in a new tab)
+            assert page.locator("#swagger-ui .info .description a[href='/']").inner_text() == "figsearch"
+            assert "Search figures" in httpx.get(base + "/").text
             page.goto(base + "/redoc")
             page.wait_for_selector("#redoc h2")
             assert "/api/v1/search" in page.inner_text("#redoc") or page.locator("#redoc [data-section-id]").count() > 10

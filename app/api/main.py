@@ -40,7 +40,7 @@ API_PREFIX = "/api/v1"
 LEFTOVER_SWEEP_S = 300.0  # upload folders without a job are removed once untouched for 10 minutes
 VERSION = "0.1.0"
 
-DESCRIPTION = """Search the figures of research papers.
+DESCRIPTION = """Search the figures of research papers. The web UI of this server: [figsearch](/).
 
 * **search**: by keywords and meaning over captions and the sentences that mention each figure
   (a figure type a query names, e.g. "bar chart", counts too), by an uploaded figure image, and
