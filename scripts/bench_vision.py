@@ -22,7 +22,7 @@ from sqlalchemy import select  # noqa: E402
 
 from app.db.schema import Figure, Paper  # noqa: E402
 from app.db.session import session_scope  # noqa: E402
-from app.pipeline.classify import _pdf_evidence  # noqa: E402
+from app.pipeline.classify import _text_layers  # noqa: E402
 from app.settings import settings_for  # noqa: E402
 from app.vision.pictures import backbone_for, encode_pictures  # noqa: E402
 
@@ -55,11 +55,11 @@ def main() -> None:
     c1, t1 = time.process_time(), time.perf_counter()
     encode_pictures(images, data_dir=args.data_dir)
     c2, t2 = time.process_time(), time.perf_counter()
-    _pdf_evidence(settings, [tuple(r[1:]) for r in rows])
+    _text_layers(settings, [tuple(r[1:]) for r in rows])
     t3 = time.perf_counter()
     n = len(paths)
     print(f"{n} crops: read {n / (t1 - t0):.1f} fig/s, backbone + types + picture vector {n / (t2 - t1):.1f} fig/s, "
-          f"text layers and drawings {n / (t3 - t2):.1f} fig/s; in all {n / (t3 - t0):.1f} fig/s; "
+          f"text layers {n / (t3 - t2):.1f} fig/s; in all {n / (t3 - t0):.1f} fig/s; "
           f"backbone {n / max(c2 - c1, 1e-9):.1f} fig per CPU-s, load {os.getloadavg()[0]:.1f} ({args.runtime})")
 
 

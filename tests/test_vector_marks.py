@@ -1,18 +1,23 @@
-"""A vector chart of many scattered marks of one shape is a scatter plot; a polyline with a marker
-on each vertex, ticks and a heat map's cells are not."""
+"""The region statistics of scripts/vector_marks_rule.py (measured, not shipped): a vector chart of
+many scattered marks of one shape passes the rule; a polyline with a marker on each vertex, ticks,
+a heat map's cells and markers drawn in order along a curve do not."""
+import importlib.util
 import math
 import random
+import sys
+from pathlib import Path
 
-import numpy as np
 import pymupdf
 
-from app.vision.figure_types import LABELS, decide
-from app.vision.vector_marks import SCATTER_RIGHT, Marks, page_paths, vector_marks, with_vector_marks_evidence
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def pixel_result(**scores):
-    p = np.array([scores.get(t, 0.01) for t in LABELS])
-    return decide(p / p.sum())
+def load():
+    spec = importlib.util.spec_from_file_location("vector_marks_rule", ROOT / "scripts" / "vector_marks_rule.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # its dataclass looks its module up while being made
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def axes(page, x0, y0, x1, y1):
@@ -62,8 +67,10 @@ def page_of_charts():
 
 
 def test_marks_tell_scatter_from_line_heat_map_and_curve():
+    vm = load()
+    vector_marks = vm.vector_marks
     doc, page = page_of_charts()
-    paths = page_paths(page)
+    paths = vm.page_paths(page)
     scatter = vector_marks(paths, (40, 40, 300, 260))
     line = vector_marks(paths, (300, 40, 560, 260))
     heat = vector_marks(paths, (40, 290, 300, 560))
@@ -77,19 +84,9 @@ def test_marks_tell_scatter_from_line_heat_map_and_curve():
     doc.close()
 
 
-def test_a_line_chart_of_scattered_marks_becomes_a_scatter_plot():
-    pixels = pixel_result(line_chart=20.0, scatter_plot=2.0, bar_chart=1.0)
-    assert pixels.figure_type == "line_chart"
-    out = with_vector_marks_evidence(pixels, Marks(paths=300, marks=200, on_lines=0.0, lattice=0.02, step=0.3))
-    assert out.figure_type == "scatter_plot" and abs(out.scores["scatter_plot"] - SCATTER_RIGHT) < 1e-3
-    assert "line_chart" in [t["type"] for t in out.figure_types]
-
-
-def test_other_types_and_line_drawings_keep_their_type():
-    scattered = Marks(paths=300, marks=200, on_lines=0.0, lattice=0.02, step=0.3)
-    diagram = pixel_result(diagram=20.0)
-    assert with_vector_marks_evidence(diagram, scattered) is diagram  # nodes of a diagram are no points
-    line = pixel_result(line_chart=20.0)
-    assert with_vector_marks_evidence(line, None) is line
-    assert with_vector_marks_evidence(line, Marks(300, 200, 0.9, 0.02, 0.3)) is line  # marks on the line
-    assert with_vector_marks_evidence(line, Marks(300, 8, 0.0, 0.02, 0.3)) is line  # too few
+def test_rule_on_the_statistics():
+    Marks = load().Marks
+    assert Marks(paths=300, marks=200, on_lines=0.0, lattice=0.02, step=0.3).is_scatter
+    assert not Marks(300, 200, 0.9, 0.02, 0.3).is_scatter  # marks on a line's vertices
+    assert not Marks(300, 8, 0.0, 0.02, 0.3).is_scatter  # too few
+    assert not Marks(300, 200, 0.0, 0.02, 0.01).is_scatter  # drawn one next to the other

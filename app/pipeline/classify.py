@@ -2,8 +2,7 @@
 backbone once (app/vision/pictures.py), which gives their figure types (app/vision/figure_types.py)
 and their picture vectors (kept in app/vision/picture_store.py for the index); a region whose PDF
 text layer is dense lines of words becomes `text` (app/vision/text_layer.py), a type their
-caption names becomes the dominant one (app/vision/caption_evidence.py), a line chart drawn as
-scattered marks of one shape becomes a scatter plot (app/vision/vector_marks.py), and the dominant type
+caption names becomes the dominant one (app/vision/caption_evidence.py), and the dominant type
 and the list of types shown are stored. Tables are `table` by construction. Runs after each ingest job that refreshes the index,
 and before `figsearch index` builds, so old collections get types too; a failure is logged and never loses the ingest."""
 from __future__ import annotations
@@ -21,7 +20,6 @@ from app.vision.figure_types import type_head
 from app.vision.picture_store import PictureStore
 from app.vision.pictures import encode_pictures, picture_model_name, read_crop
 from app.vision.text_layer import TextLayer, text_layer, with_text_layer_evidence
-from app.vision.vector_marks import Marks, page_paths, vector_marks, with_vector_marks_evidence
 
 log = logging.getLogger(__name__)
 TABLE_TYPES = [{"type": "table", "score": 1.0}]
@@ -66,10 +64,9 @@ def classify_figures(settings: Settings, paper_ids: list[int] | None = None, red
         store.put([(fid, rel or "") for fid, rel, _ in part], encoded.vectors)
         results = encoded.types
         if captions:
-            layers, marks = _pdf_evidence(settings, [(fid, *where[fid]) for fid, _, _ in part])
-            results = [with_vector_marks_evidence(
-                with_caption_evidence(with_text_layer_evidence(r, layers.get(fid)), caption), marks.get(fid))
-                for (fid, _, caption), r in zip(part, results)]
+            layers = _text_layers(settings, [(fid, *where[fid]) for fid, _, _ in part])
+            results = [with_caption_evidence(with_text_layer_evidence(r, layers.get(fid)), caption)
+                       for (fid, _, caption), r in zip(part, results)]
         with session_scope(settings.db_url) as s:
             for (fid, _, _), r in zip(part, results):
                 s.execute(update(Figure).where(Figure.id == fid)
@@ -85,14 +82,12 @@ def classify_figures(settings: Settings, paper_ids: list[int] | None = None, red
     return done + len(tables)
 
 
-def _pdf_evidence(settings: Settings, figures: list[tuple]) -> tuple[dict[int, TextLayer], dict[int, Marks]]:
-    """{figure id: the words of its region in the paper's stored PDF} and {figure id: the marks
-    of its vector drawing}, for (id, sha256, page, region_bbox, bbox) rows; figures whose PDF is
-    not kept or cannot be read are left out. A page's drawing is read once for all its figures."""
+def _text_layers(settings: Settings, figures: list[tuple]) -> dict[int, TextLayer]:
+    """{figure id: the words of its region in the paper's stored PDF}, for (id, sha256, page,
+    region_bbox, bbox) rows; figures whose PDF is not kept or cannot be read are left out."""
     import pymupdf
 
     out: dict[int, TextLayer] = {}
-    marks: dict[int, Marks] = {}
     by_paper: dict[str, list[tuple]] = {}
     for fid, sha, page, region, bbox in figures:
         if region or bbox:
@@ -103,16 +98,12 @@ def _pdf_evidence(settings: Settings, figures: list[tuple]) -> tuple[dict[int, T
             continue
         try:
             with pymupdf.open(path) as doc:
-                paths: dict[int, list] = {}
                 for fid, page, rect in figs:
                     if 1 <= page <= doc.page_count:
                         out[fid] = text_layer(doc[page - 1], rect)
-                        if page not in paths:
-                            paths[page] = page_paths(doc[page - 1])
-                        marks[fid] = vector_marks(paths[page], rect)
         except (RuntimeError, ValueError):  # a damaged PDF: types by pixels and caption alone
             log.warning("text layer of %s unreadable", sha[:12])
-    return out, marks
+    return out
 
 
 def classify_new(settings: Settings, paper_ids: list[int]) -> None:
