@@ -391,3 +391,113 @@ def test_footnotes_with_a_raised_mark_are_not_body_text():
     assert "The first paragraph" in body
     assert "which keeps the scale of the features" in body
     assert "example.org" not in body and "licence terms" not in body
+
+
+def test_rows_that_are_no_names_are_passed_over():
+    """A version line and a date between the title and the name, or a publication-type line, are not
+    authors: the first row of names is."""
+    doc = _front_page([[(250, "Version 1.7", 12)], [(240, "27 November, 2022", 12)], [(230, "Ann Author", 12)]])
+    assert parse_pdf(doc).authors == "Ann Author"
+    doc = _front_page([[(150, "Conference Paper \u00b7 June 2013", 12)], [(150, "Ann Author, Bob Builder", 12)]])
+    assert parse_pdf(doc).authors == "Ann Author, Bob Builder"
+
+
+def test_a_sentence_under_the_title_is_no_author_list():
+    """Names set each with its affiliation (all of them affiliation lines) and then the abstract's first
+    lines without a label: no sentence of the abstract becomes the author list."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((100, 70), "Ranking and Tradeoffs in Sponsored Search", fontsize=12, fontname="hebo")
+    page.insert_text((100, 90), "Northwind Research Center", fontsize=8, fontname="helv")
+    for i, line in enumerate(["In a sponsored search auction, decisions about how to rank ads impose tradeoffs",
+                              "between objectives such as revenue and welfare. In this paper, we examine how"]):
+        page.insert_text((100, 120 + 10 * i), line, fontsize=8, fontname="helv")
+    page.insert_textbox(pymupdf.Rect(100, 160, 500, 400), LEFT_BODY * 3, fontsize=10, fontname="helv")
+    assert parse_pdf(doc).authors == ""
+
+
+def test_names_in_capitals_with_their_affiliations_one_per_row():
+    doc = _front_page([[(100, "ANN AUTHOR, Northwind Research", 9)], [(100, "BOB B. BUILDER, Acme University", 9)]])
+    assert parse_pdf(doc).authors == "Ann Author, Bob B. Builder"
+
+
+def test_society_grades_and_affiliation_letters_leave_the_list():
+    doc = _front_page([[(100, "Ann Author, Bob Builder, Member, IEEE, and Cy Coder, Fellow, IEEE", 12)]])
+    assert parse_pdf(doc).authors == "Ann Author, Bob Builder, Cy Coder"
+    doc = _front_page([[(100, "Ann Author a, Bob Builder b, Cy Coder a", 12)]])
+    assert parse_pdf(doc).authors == "Ann Author, Bob Builder, Cy Coder"
+
+
+def test_centred_names_each_with_an_address_in_parentheses():
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(56, 60, 556, 100), "Learning Sparse Interactions for Ranking Models",
+                        fontsize=18, fontname="hebo", align=1)
+    for i, row in enumerate(["Ann Author (ann@example.org)", "Bobby Q. Builder (bob@example.org)",
+                             "Cy Coder <cy@example.org>"]):
+        page.insert_text((306 - pymupdf.get_text_length(row, fontname="helv", fontsize=11) / 2, 120 + 14 * i), row,
+                         fontsize=11, fontname="helv")
+    page.insert_text((56, 180), "Abstract", fontsize=11, fontname="hebo")
+    page.insert_textbox(pymupdf.Rect(56, 190, 296, 300), ABSTRACT, fontsize=9, fontname="helv")
+    assert parse_pdf(doc).authors == "Ann Author, Bobby Q. Builder, Cy Coder"
+
+
+def test_a_name_row_at_the_title_size_in_another_weight_is_read():
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((120, 70), "AN ADAPTIVE LEARNING RATE METHOD", fontsize=12, fontname="hebo")
+    page.insert_text((220, 95), "Ann B. Author", fontsize=12, fontname="helv")
+    page.insert_text((150, 120), "Northwind Labs, Springfield", fontsize=12, fontname="helv")
+    page.insert_text((56, 160), "Abstract", fontsize=10, fontname="hebo")
+    page.insert_textbox(pymupdf.Rect(56, 170, 296, 300), ABSTRACT, fontsize=10, fontname="helv")
+    assert parse_pdf(doc).authors == "Ann B. Author"
+
+
+def test_a_subtitle_under_the_title_joins_it():
+    for sub in ["Tools to Accelerate Developing Ranking Models", "- A Case Study on Click Prediction"]:
+        doc = pymupdf.open()
+        page = doc.new_page(width=612, height=792)
+        page.insert_text((150, 70), "Sparse Interactions", fontsize=18, fontname="hebo")
+        page.insert_text((130, 92), sub, fontsize=12, fontname="helv")
+        page.insert_text((150, 115), "Ann Author, Bob Builder", fontsize=12, fontname="helv")
+        page.insert_text((56, 150), "Abstract", fontsize=10, fontname="hebo")
+        page.insert_textbox(pymupdf.Rect(56, 160, 296, 300), ABSTRACT, fontsize=9, fontname="helv")
+        p = parse_pdf(doc)
+        assert (p.title, p.authors) == ("Sparse Interactions: " + sub.lstrip("- "), "Ann Author, Bob Builder"), sub
+
+
+def test_a_page_that_starts_with_a_numbered_section_has_no_title():
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((56, 80), "1 Functions to calculate numerical derivatives", fontsize=14, fontname="hebo")
+    page.insert_text((56, 100), "In R, the functions in this package are made available with", fontsize=10,
+                     fontname="helv")
+    page.insert_textbox(pymupdf.Rect(56, 110, 556, 400), LEFT_BODY * 3, fontsize=10, fontname="helv")
+    p = parse_pdf(doc)
+    assert (p.title, p.authors) == ("", "")
+
+
+def test_a_cover_sheet_that_repeats_the_title_gives_way_to_the_paper():
+    """A cover sheet with the title and a publication-type line, and a paper page without an abstract
+    label that repeats the title: title and authors come from the paper's page."""
+    doc = pymupdf.open()
+    cover = doc.new_page(width=612, height=792)
+    cover.insert_text((40, 120), "Revenue optimization in sponsored search", fontsize=16, fontname="helv")
+    cover.insert_text((40, 150), "Conference Paper \u00b7 June 2013", fontsize=8, fontname="helv")
+    cover.insert_text((40, 200), "Bob Builder", fontsize=8, fontname="helv")
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((100, 70), "Revenue Optimization in Sponsored Search", fontsize=12, fontname="hebo")
+    page.insert_text((100, 90), "ANN AUTHOR, Northwind University", fontsize=8, fontname="helv")
+    page.insert_text((100, 100), "BOB BUILDER, Northwind University", fontsize=8, fontname="helv")
+    page.insert_textbox(pymupdf.Rect(100, 130, 500, 400), LEFT_BODY * 3, fontsize=8, fontname="helv")
+    p = parse_pdf(doc)
+    assert (p.title, p.authors) == ("Revenue Optimization in Sponsored Search", "Ann Author, Bob Builder")
+
+
+def test_a_long_author_list_is_cut_after_a_whole_name():
+    names = ", ".join(f"Author{c} Person{c}" for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    doc = _front_page([[(56, names[:95], 8)], [(56, names[96:190], 8)], [(56, names[191:285], 8)],
+                       [(56, names[286:], 8)]])
+    authors = parse_pdf(doc).authors
+    assert len(authors) <= 300 and authors.startswith("AuthorA PersonA, ")
+    assert all(len(n.split()) == 2 for n in authors.split(", "))

@@ -22,6 +22,7 @@ import pymupdf
 from app.labels import CAPTION_PARAGRAPH_RE
 from app.ingest.hyphenation import join_lines, vocabulary
 from app.ingest.layout import DocumentLayout, Line, PageLayout, build_layout, clean_text, is_bold, join_spans
+from app.ingest.names import strip_emails, tidy_names, uncased_script
 from app.ingest.title_case import title_case
 from app.ingest.types import ParsedPaper
 
@@ -332,6 +333,10 @@ _BAD_META_TITLE_RE = re.compile(
 )
 
 
+# a numbered section heading ("1 Introduction"): a page without a title block starts with one
+_NUMBERED_HEADING_RE = re.compile(r"^\d{1,2}(?:\.\d+)*\.?\s+[A-Z][a-z]")
+
+
 def _find_title(first_page: list[_Block], page_h: float) -> tuple[str, list[Line]]:
     lines = [ln for b in first_page for ln in b.lines if ln.yc < 0.6 * page_h]
     cands = [
@@ -343,6 +348,8 @@ def _find_title(first_page: list[_Block], page_h: float) -> tuple[str, list[Line
         group_start = [ln for ln in cands if abs(ln.size - size) < 0.15]
         group_start.sort(key=lambda l: (l.y0, l.x0))
         first = group_start[0]
+        if _NUMBERED_HEADING_RE.match(first.text):
+            return "", []  # the largest text is a section heading: the page has no title block
         group = [first]
         last = first
         for ln in sorted(lines, key=lambda l: (l.y0, l.x0)):
@@ -368,7 +375,7 @@ def _find_title(first_page: list[_Block], page_h: float) -> tuple[str, list[Line
 
 _AFFIL_RE = re.compile(
     r"@|universit|institut|college|school|department|dept\.|laborator|\blab\b|\blabs\b|research|inc\.|"
-    r"\bltd\b|corporation|company|group|academy|china|usa|\bemail\b|e-mail|http|www\.|\d{5}|"
+    r"\bltd\b|corporation|company|group|academy|\bchina\b|\busa\b|\bemail\b|e-mail|http|www\.|\d{5}|"
     r"cent(?:er|re)\b|gmbh|\bag\b|foundation|hospital|faculty|technolog|science|engineering",
     re.I,
 )
@@ -388,7 +395,7 @@ def _piece_groups(ln: Line) -> list[tuple[float, float, str]]:
     (names set in columns, "Wei Zhou1,3   Mohsen Mesgar1")."""
     groups: list[list[tuple[float, float, str]]] = []
     for piece in sorted(ln.pieces) or [(ln.x0, ln.x1, ln.text)]:
-        if not groups or piece[0] - groups[-1][-1][1] > ln.size:
+        if not groups or piece[0] - groups[-1][-1][1] > 0.6 * ln.size:
             groups.append([])
         groups[-1].append(piece)
     return [(g[0][0], g[-1][1], " ".join(p[2] for p in g)) for g in groups]
@@ -407,7 +414,8 @@ def _find_authors(first_page: list[_Block], title_lines: list[Line], body_size: 
     if not title_lines:
         return ""
     bottom = max(ln.y1 for ln in title_lines)
-    tsize = title_lines[0].size
+    tsize, tbold = title_lines[0].size, title_lines[0].bold
+    uncased_ok = uncased_script(" ".join(ln.text for ln in title_lines))
     lines = sorted(
         (ln for b in first_page for ln in b.lines if ln.y0 >= bottom - 1 and ln not in title_lines),
         key=lambda l: (l.y0, l.x0),
@@ -420,7 +428,7 @@ def _find_authors(first_page: list[_Block], title_lines: list[Line], body_size: 
             rows.append([ln])
     out = ""
     paired_rows = False  # the first row pairs its name with an e-mail address or affiliation
-    first_x0 = None
+    first_x0 = first_xc = 0.0
     first_row: list[Line] = []
     n_rows = 0
     last = -1  # index of the last row read
@@ -429,48 +437,92 @@ def _find_authors(first_page: list[_Block], title_lines: list[Line], body_size: 
         if _ends_front_matter(row, tsize, body_size):
             break
         last = ri
-        if all(ln.size >= tsize - 0.5 for ln in row):
-            continue
-        names, t = _row_names(row)
-        if not _names_row(names, t):
+        if all(ln.size >= tsize - 0.5 and ln.bold == tbold for ln in row):
+            continue  # more of the title's lines
+        names, t, paired = _row_names(row)
+        if not _names_row(names, t, uncased_ok):
             if out:
                 break
             continue
-        paired = len(names) < len(row)
         if out:
             # a later row goes on with the list: after a separator, with footnote marks, or (names
-            # paired with addresses, one per row) at the first row's indent
+            # paired with addresses, one per row) at the first row's indent or centre
             if re.search(r"(,|\band|&)\s*$", out):
                 out += " " + t
             elif (_LIST_SEP_RE.search(t) or _NAME_MARK_RE.search(t)) and _full_names(t):
                 # a name broken over two rows leaves one word after the row's last separator
                 tail = _LIST_SEP_RE.split(_clean_names(out))[-1].split()
                 out += (" " if len(tail) == 1 else ", ") + t
-            elif paired and paired_rows and abs(names[0].x0 - first_x0) < 2:
+            elif paired and paired_rows and (abs(names[0].x0 - first_x0) < 2 or abs(_xc(names[0]) - first_xc) < 2):
                 out += ", " + t
+            elif len(t.split()) == 1 and len(_LIST_SEP_RE.split(_clean_names(out))[-1].split()) == 1 \
+                    and _same_style(names[0], first_row[0]):
+                out += " " + t  # the list's last name broken over two rows
             else:
                 break
+        elif not _full_names(t):
+            continue  # single words ("CITATIONS  READS") are not a first row of names
         else:
-            out, paired_rows, first_x0, first_row = t, paired, names[0].x0, names
+            out, paired_rows, first_x0, first_xc, first_row = t, paired, names[0].x0, _xc(names[0]), names
         n_rows += 1
         if n_rows >= 6:
             break
     if first_row and _in_columns(first_row):
-        out = ", ".join([out] + _grid_rows(rows[last + 1:], first_row, tsize, body_size))
-    return _clean_names(out)[:300]
+        out = ", ".join([out] + _grid_rows(rows[last + 1:], first_row, tsize, body_size, uncased_ok))
+    return _name_list(tidy_names(_clean_names(out).split(","), uncased_ok) or [])
+
+
+_MAX_AUTHORS_CHARS = 300
+
+
+def _name_list(names: list[str]) -> str:
+    """The names as one string, cut after the last whole name that fits the stored length."""
+    out = ""
+    for n in names:
+        if len(out) + len(n) + 2 > _MAX_AUTHORS_CHARS:
+            break
+        out = f"{out}, {n}" if out else n
+    return out
+
+
+def _xc(ln: Line) -> float:
+    return (ln.x0 + ln.x1) / 2
 
 
 def _ends_front_matter(row: list[Line], tsize: float, body_size: float) -> bool:
-    """The abstract label or a heading: no author names below."""
-    return bool(_ABS_RE.match(row[0].text)) or any(_is_heading(ln, body_size) and ln.size >= tsize - 0.5 for ln in row)
+    """The abstract label, the labels that stand for it (keywords, "1 Introduction") or a heading:
+    no author names below."""
+    return bool(_ABS_RE.match(row[0].text) or _ABS_STOP_RE.match(row[0].text)) \
+        or any(_is_heading(ln, body_size) and ln.size >= tsize - 0.5 and not _names_row([ln], ln.text) for ln in row)
 
 
-def _row_names(row: list[Line]) -> tuple[list[Line], str]:
-    """The lines of a row that are not affiliations or addresses, and their text as a list: lines of a
+# a name in capitals followed by its affiliation ("IAN A. KASH, Microsoft Research Cambridge")
+_CAPS_NAME_AFFIL_RE = re.compile(r"^([^\W\d_][^,a-z]*[A-Z][^,a-z]*),\s*(.*[a-z].*)$")
+
+
+def _name_part(ln: Line) -> Line | None:
+    """The line as far as it may hold names: e-mail addresses beside the names taken out, the
+    affiliation after a name set in capitals taken off; None for an affiliation or address line."""
+    text = strip_emails(ln.text)
+    m = _CAPS_NAME_AFFIL_RE.match(text)
+    if m and _AFFIL_RE.search(m.group(2)) and not _AFFIL_RE.search(m.group(1)) and len(m.group(1).split()) >= 2:
+        text = m.group(1)
+    if not text or _AFFIL_RE.search(text) or _AFFIL_MARK_RE.match(text):
+        return None
+    if text == ln.text:
+        return ln
+    pieces = tuple((x0, x1, t) for x0, x1, t in ln.pieces if t.strip() and t.strip() in text)
+    return replace(ln, text=text, pieces=pieces if len(pieces) > 1 else ())
+
+
+def _row_names(row: list[Line]) -> tuple[list[Line], str, bool]:
+    """The lines of a row that are not affiliations or addresses, their text as a list (lines of a
     row are columns, and pieces set far apart are separate names unless the line separates its names
-    itself."""
-    names = [ln for ln in row if not (_AFFIL_RE.search(ln.text) or _AFFIL_MARK_RE.match(ln.text))]
-    return names, _names_text(names)
+    itself), and whether the row pairs its names with an address or affiliation."""
+    parts = [_name_part(ln) for ln in row]
+    names = [n for n in parts if n is not None]
+    paired = any(n is not ln for n, ln in zip(parts, row))
+    return names, _names_text(names), paired
 
 
 def _names_text(names: list[Line]) -> str:
@@ -478,11 +530,12 @@ def _names_text(names: list[Line]) -> str:
                      for ln in names)
 
 
-def _names_row(names: list[Line], t: str) -> bool:
-    """A row that can hold author names: not a repeated part ("Meituan, Meituan"), not a sentence."""
-    parts = [x.strip() for x in _clean_names(t).split(",") if x.strip()]
-    return bool(names) and len(set(parts)) == len(parts) and len(t.split()) <= 25 and not t.endswith(".") \
-        and ":" not in t
+def _names_row(names: list[Line], t: str, uncased_ok: bool = False) -> bool:
+    """A row that can hold author names: not a repeated part ("Meituan, Meituan"), not a sentence,
+    every part a name (not a date, a publication-type line or text in another script)."""
+    found = tidy_names(_clean_names(t).split(","), uncased_ok, strict=True)
+    return bool(names) and bool(found) and len(set(found)) == len(found) and len(t.split()) <= 25 \
+        and not t.endswith(".") and ":" not in t
 
 
 def _in_columns(names: list[Line]) -> bool:
@@ -504,7 +557,8 @@ def _cells(ln: Line) -> list[tuple[float, float, str]]:
     return groups
 
 
-def _grid_rows(rows: list[list[Line]], first: list[Line], tsize: float, body_size: float) -> list[str]:
+def _grid_rows(rows: list[list[Line]], first: list[Line], tsize: float, body_size: float,
+               uncased_ok: bool = False) -> list[str]:
     """Names of the later rows of a grid of authors: rows set in the style of the first row of names,
     past the affiliation and address rows (a style of their own, or addresses) between them. A name
     too long for its column goes on in the row right below it."""
@@ -519,7 +573,7 @@ def _grid_rows(rows: list[list[Line]], first: list[Line], tsize: float, body_siz
             prev = []
             continue  # affiliations and addresses
         t = _names_text(names)
-        if not _names_row(names, t):
+        if not _names_row(names, t, uncased_ok):
             break
         cells = [(x0, x1, text, ln) for ln in names for x0, x1, text in _cells(ln)]
         below = [next((p for p in prev if min(x1, p[1]) - max(x0, p[0]) > 0 and ln.y0 - p[2] < 0.8 * ln.size), None)
@@ -548,22 +602,53 @@ def _has_abstract_label(blocks: list[_Block]) -> bool:
 
 def _front_matter(pages: list[list[_Block]], heights: list[float], body_size: float) -> tuple[str, list[Line], str]:
     """Title, its lines and the author list. A cover sheet before the paper (a repository's page of
-    download statistics) has no abstract and the next page has one: title and authors are read
-    there when that page names its authors (some cover sheets carry the only author list)."""
-    title, title_lines = _find_title(pages[0], heights[0])
+    download statistics) has no abstract, and the next page has one or repeats the title: title and
+    authors are read there when that page names its authors (some cover sheets carry the only
+    author list)."""
+    title, title_lines = _with_subtitle(*_find_title(pages[0], heights[0]), pages[0], body_size)
     authors = _find_authors(pages[0], title_lines, body_size)
-    if len(pages) > 1 and not _has_abstract_label(pages[0]) and _has_abstract_label(pages[1]):
-        title2, lines2 = _find_title(pages[1], heights[1])
-        authors2 = _find_authors(pages[1], lines2, body_size)
-        if title2 and authors2:
-            return title2, lines2, authors2
+    if len(pages) > 1 and not _has_abstract_label(pages[0]):
+        title2, lines2 = _with_subtitle(*_find_title(pages[1], heights[1]), pages[1], body_size)
+        if _has_abstract_label(pages[1]) or _NON_ALNUM_RE.sub("", title2.casefold()) == _NON_ALNUM_RE.sub("", title.casefold()):
+            authors2 = _find_authors(pages[1], lines2, body_size)
+            if title2 and authors2:
+                return title2, lines2, authors2
     return title, title_lines, authors
+
+
+_DASH_START_RE = re.compile(r"^[\u2013\u2014:-]\s*")
+
+
+def _with_subtitle(title: str, lines: list[Line], page: list[_Block], body_size: float) -> tuple[str, list[Line]]:
+    """The title with its subtitle: the line right under it, alone on its row, set smaller than the
+    title but in a display size, that is not a list of names, an affiliation or a label ("Microsoft
+    Recommenders" over "Tools to Accelerate ...", "Deep Learning over ..." over "\u2013 A Case Study
+    ..."). Written "Title: Subtitle"."""
+    if not lines:
+        return title, lines
+    bottom = max(ln.y1 for ln in lines)
+    below = sorted((ln for b in page for ln in b.lines if ln.y0 >= bottom - 1 and ln not in lines),
+                   key=lambda l: (l.y0, l.x0))
+    if not below:
+        return title, lines
+    sub = below[0]
+    text = _DASH_START_RE.sub("", sub.text).strip()
+    alone = len(below) == 1 or below[1].y0 - sub.y0 > 0.5 * sub.size
+    if not (
+        alone and sub.y0 - bottom < 1.2 * sub.size and body_size + 1.5 <= sub.size < lines[0].size - 0.35
+        and 2 <= len(text.split()) <= 20 and not text.endswith(".") and not re.search(r"\d|@", text)
+        and not (_AFFIL_RE.search(text) or _JUNK_TITLE_RE.search(text) or _ABS_RE.match(text)
+                 or _ABS_STOP_RE.match(text)) and not _names_row([sub], sub.text)
+    ):
+        return title, lines
+    sep = " " if re.search(r"[:\-\u2013\u2014]$", title) else ": "
+    return title + sep + text, lines + [sub]
 
 
 def _full_names(t: str) -> bool:
     """Most parts of a list read as full names (two words or more): "LinkedIn, Mountain View, CA"
-    and "Cohere For AI, MIT" do not."""
-    parts = [x.split() for x in _LIST_SEP_RE.split(_clean_names(t)) if x.strip()]
+    and "Cohere For AI, MIT" do not (a society grade, "Fellow, IEEE", is no part)."""
+    parts = [x.split() for x in tidy_names(_LIST_SEP_RE.split(_clean_names(t))) or []]
     return bool(parts) and sum(len(x) >= 2 for x in parts) >= 2 / 3 * len(parts)
 
 
@@ -571,7 +656,7 @@ def _clean_names(s: str) -> str:
     """Footnote marks and symbols out (a mark after a name ends it), names separated by a comma
     alone ("A, B and C" reads "A, B, C")."""
     s = _SYMBOL_RE.sub(" ", _NAME_MARK_RE.sub(",", s))
-    s = re.sub(r"(?:\s*,)?\s+(?:and|&)\s+|\s*&\s*", ", ", s)
+    s = re.sub(r"(?:\s*,\s*|\s+)(?:and|&)\s+|\s*&\s*", ", ", s)
     s = re.sub(r"\s*,[\s,]*", ", ", s)
     return re.sub(r"\s+", " ", s).strip(" ,")
 

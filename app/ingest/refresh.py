@@ -15,6 +15,7 @@ from app.db.schema import Figure, Paper, PaperStatus
 from app.db.session import session_scope
 from app.ingest.citations import normalise_title
 from app.ingest.figures import region_words
+from app.ingest.names import is_name_list, uncased_script
 from app.ingest.parse import parse_pdf
 from app.pdfs import stored_pdf
 from app.settings import Settings
@@ -33,7 +34,8 @@ class RefreshCounts:
 def refresh_metadata(settings: Settings, on_paper: Callable[[], None] | None = None,
                      total: Callable[[int], None] | None = None) -> RefreshCounts:
     """Re-read every born-digital paper's title, authors and year; a value the parser no longer finds
-    is kept as it was (nothing is lost). A changed title changes the normalised title that citation
+    is kept as it was (nothing is lost), except an author string that is no list of names (a
+    sentence of the abstract an older parser took for one). A changed title changes the normalised title that citation
     links and duplicates are matched on (`figsearch relink` recomputes the links). `total(n)` is called once with the number of papers,
     `on_paper()` after each."""
     counts = RefreshCounts()
@@ -51,6 +53,9 @@ def refresh_metadata(settings: Settings, on_paper: Callable[[], None] | None = N
                 counts.titles_changed += 1
             if parsed.authors and parsed.authors != paper.authors:
                 paper.authors = parsed.authors
+                counts.authors_changed += 1
+            elif not parsed.authors and paper.authors and not is_name_list(paper.authors, uncased_script(paper.title)):
+                paper.authors = ""  # an older parser's sentence or date taken for names
                 counts.authors_changed += 1
             if parsed.year is not None and parsed.year != paper.year:
                 paper.year = parsed.year
