@@ -1596,3 +1596,113 @@ def test_row_of_panel_titles_over_two_plots_is_kept(tmp_path):
     page.insert_textbox(pymupdf.Rect(72, 330, 540, 600), BODY, fontsize=10)
     f = _figures(_saved(doc, tmp_path / "panels.pdf"), tmp_path)[2]
     assert f.region_bbox is not None and f.region_bbox[1] <= 122, f.region_bbox
+
+
+def _shaded_chunk(page, y: float, lines: list[str]) -> None:
+    """A grey code chunk as wide as the column, each line set as a text block of its own (as
+    knitr's highlighted chunks are)."""
+    page.draw_rect(pymupdf.Rect(68, y, 544, y + 8 + 14 * len(lines)), color=None, fill=(0.95, 0.95, 0.95))
+    for i, text in enumerate(lines):
+        page.insert_text((72, y + 14 + 14 * i), text, fontsize=8, fontname="cour")
+
+
+def test_small_plot_over_its_caption_with_a_code_chunk_under_it(tmp_path):
+    """A plot 40 points high above its caption and a grey code chunk set a little closer under the
+    caption: the chunk's shading is no drawing, so the plot is the figure (was: the chunk)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 40, 540, 80), BODY[:200], fontsize=10)
+    _plot(page, (240, 92, 375, 131))
+    page.insert_text((136, 166), "Figure 1: Plot of original ranges", fontsize=8)
+    _shaded_chunk(page, 190, CODE * 2)
+    page.insert_textbox(pymupdf.Rect(72, 330, 540, 600), BODY, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "ranges.pdf"), tmp_path)[1]
+    assert f.region_bbox is not None and f.region_bbox[1] <= 93 and f.region_bbox[3] <= 140, f.region_bbox
+
+
+def test_code_chunks_do_not_set_the_body_size(tmp_path):
+    """A manual whose code chunks (8 pt typewriter) outweigh its prose (10 pt): the body size is the
+    prose's (was: the code's, so no paragraph was body text and crops ran through the prose)."""
+    from app.ingest.layout import build_layout
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 60, 540, 200), BODY, fontsize=10)
+    _shaded_chunk(page, 220, CODE * 6)
+    st = build_layout(_saved(doc, tmp_path / "manual.pdf"))
+    assert st.body_size == 10, st.body_size
+
+
+def test_bar_plot_beside_its_caption_reaching_past_it(tmp_path):
+    """A bar plot at the left of a narrow side caption, its top tick label over the caption's first
+    line and its bottom one under the caption's last: the plot is the figure (was: one tick label,
+    the plot's end found above or below the caption)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(125, 200, 468, 340), BODY, fontsize=10)
+    page.draw_line((182.6, 396), (182.6, 543), color=(0, 0, 0), width=0.5)
+    for i, (y, h) in enumerate(((396, 543), (406, 543), (412, 543), (415, 543), (417, 543))):
+        page.draw_rect(pymupdf.Rect(188 + 27 * i, y, 210 + 27 * i, h), color=(0, 0, 0), fill=(0.7, 0.7, 0.7), width=0.5)
+    for k in range(7):
+        y = 543 - 24.5 * k
+        page.draw_line((177.4, y), (182.6, y), color=(0, 0, 0), width=0.5)
+        page.insert_text((161, y + 3), f"0.{k}", fontsize=8)
+    page.insert_textbox(pymupdf.Rect(350, 415, 454, 540), "Figure 5: Boxplot showing the error versus the "
+                        "number of loadings. In this example only one iteration was run.", fontsize=10)
+    page.insert_textbox(pymupdf.Rect(125, 600, 468, 740), BODY, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "beside.pdf"), tmp_path)[5]
+    assert f.region_bbox is not None and f.region_bbox[0] <= 162 and f.region_bbox[2] >= 318, f.region_bbox
+    assert f.region_bbox[1] <= 397 and f.region_bbox[3] >= 543, f.region_bbox
+
+
+def test_two_rows_of_plots_far_apart_with_tick_numbers(tmp_path):
+    """Four framed plots in two rows nearly a plot's height apart, a row of tick numbers under each
+    plot: the upper row is part of the figure too (was: the lower row only; a row of four or more
+    numbers read as more than a label)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(90, 60, 506, 200), BODY, fontsize=10)
+    for y in (250, 438):
+        for x in (181, 348):
+            page.draw_rect(pymupdf.Rect(x, y, x + 83, y + 83), color=(0, 0, 0.6), width=0.8)
+            page.draw_line((x + 5, y + 78), (x + 78, y + 5), color=(1, 0, 1), width=1)
+            for k in range(4):
+                page.draw_line((x + 10 + 20 * k, y + 83), (x + 10 + 20 * k, y + 91), color=(0, 0, 0), width=0.5)
+            page.insert_text((x + 6, y + 112), "0 1 2 3", fontsize=13)
+    page.insert_text((172, 594), "Figure 4: The first four levels of the curve.", fontsize=10)
+    page.insert_textbox(pymupdf.Rect(90, 630, 506, 740), BODY[:300], fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "rows.pdf"), tmp_path)[4]
+    assert f.region_bbox is not None and f.region_bbox[1] <= 251 and f.region_bbox[3] >= 550, f.region_bbox
+
+
+def test_legend_names_printed_over_each_other_belong_to_it(tmp_path):
+    """A colour legend whose name column (body-size words printed over each other, a little apart
+    from the stripes) stands at the stripes' left: the names are part of the figure (was: the
+    stripes alone)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(65, 60, 533, 200), BODY, fontsize=10)
+    page.insert_text((290, 324), "cytoband", fontsize=10.4)
+    for k in range(100):
+        y = 330 + 2.3 * k
+        page.draw_rect(pymupdf.Rect(308, y, 449, y + 1.6), color=None, fill=(k / 120, 0, 0))
+        page.insert_text((162, y + 12), f"pos{k}", fontsize=10.4)
+    page.insert_text((220, 658), "Figure 2: Legend for cytoband colours", fontsize=10)
+    page.insert_textbox(pymupdf.Rect(65, 680, 533, 760), BODY[:200], fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "legend.pdf"), tmp_path)[2]
+    assert f.region_bbox is not None and f.region_bbox[0] <= 163 and f.region_bbox[2] >= 448, f.region_bbox
+
+
+def test_plot_title_at_the_top_of_the_text_block_is_kept(tmp_path):
+    """A plot at the head of an A4 page whose title sits in the page's top 9% but inside the running
+    text's extent (the next page's text starts that high): the title is the plot's, not a running
+    head (was: left out)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    _plot(page, (176, 88, 402, 289))
+    page.insert_text((247, 74), "Reference sample: one", fontsize=8)
+    page.insert_textbox(pymupdf.Rect(54, 305, 541, 325), "Figure 10: RNA composition plot", fontsize=10, align=1)
+    page.insert_textbox(pymupdf.Rect(54, 345, 541, 700), BODY, fontsize=10)
+    doc.new_page(width=595, height=842).insert_textbox(pymupdf.Rect(54, 64, 541, 760), BODY * 3, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "title.pdf"), tmp_path)[10]
+    assert f.region_bbox is not None and f.region_bbox[1] <= 68, f.region_bbox

@@ -406,6 +406,9 @@ class DocumentLayout:
     text_x0: float = 0.0
     text_x1: float = 612.0
     page_w: float = 612.0
+    # top and bottom of the running text (lines of the body's size); unknown: the whole page
+    text_y0: float = float("inf")
+    text_y1: float = float("-inf")
 
     def mark_body(self, page: PageLayout) -> None:
         """Flag lines of body-text paragraphs: blocks of several long, dense lines in the body font."""
@@ -418,26 +421,33 @@ class DocumentLayout:
 def doc_stats(pages_lines: list[list[Line]], page_w: float) -> DocumentLayout:
     """Body size and text columns of a document given its pages' lines."""
     sizes: Counter = Counter()
-    for lines in pages_lines:
-        for ln in lines:
-            if ln.horizontal:
-                sizes[round(ln.size * 2) / 2] += len(ln.text)
+    for mono in (False, True):  # code listings are never body text (in a manual they may outweigh it)
+        for lines in pages_lines:
+            for ln in lines:
+                if ln.horizontal and ln.monospaced == mono:
+                    sizes[round(ln.size * 2) / 2] += len(ln.text)
+        if sizes:
+            break
     st = DocumentLayout(pages=[], page_w=page_w)
     if not sizes:
         st.text_x1 = page_w
         return st
     st.body_size = sizes.most_common(1)[0][0]
-    widths, x0s, x1s = [], [], []
+    widths, x0s, x1s, y0s, y1s = [], [], [], [], []
     for lines in pages_lines:
         for ln in lines:
             if ln.horizontal and abs(ln.size - st.body_size) <= 0.6 and len(ln.text) >= 40:
                 widths.append(ln.x1 - ln.x0)
                 x0s.append(ln.x0)
                 x1s.append(ln.x1)
+                y0s.append(ln.y0)
+                y1s.append(ln.y1)
     if widths:
         st.two_column = float(np.median(widths)) < 0.5 * page_w
         st.text_x0 = float(np.percentile(x0s, 5))
         st.text_x1 = float(np.percentile(x1s, 95))
+        st.text_y0 = float(np.percentile(y0s, 2))
+        st.text_y1 = float(np.percentile(y1s, 98))
     else:
         st.text_x0, st.text_x1 = 0.05 * page_w, 0.95 * page_w
     return st

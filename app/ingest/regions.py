@@ -152,14 +152,22 @@ def _listings(page: PageLayout, graphics: np.ndarray, st: DocumentLayout) -> lis
     outlined = None
     out = []
     for blk in blocks.values():
-        if (not all(ln.monospaced and ln.size >= 0.7 * st.body_size for ln in blk)
-                or sum(len(ln.text.split()) for ln in blk) < 3):
+        if not all(ln.monospaced and ln.size >= 0.7 * st.body_size for ln in blk):
             continue
         r = union([ln.rect for ln in blk])
         holders = big[(big[:, 0] <= r[0] + 2) & (big[:, 1] <= r[1] + 2) & (big[:, 2] >= r[2] - 2)
                       & (big[:, 3] >= r[3] - 2)] if len(big) else big
         if len(holders) and (holders[:, 3] - holders[:, 1] > r[3] - r[1] + 4 * st.body_size).any():
-            continue
+            # a holder much taller than the block is a drawing the block labels, unless all the
+            # text inside it is code (a shaded chunk whose lines are blocks of their own)
+            inside = [ln for ln in lines if ln.horizontal and any(
+                h[0] - 2 <= ln.x0 and h[1] - 2 <= ln.y0 and ln.x1 <= h[2] + 2 and ln.y1 <= h[3] + 2 for h in holders)]
+            code = union([ln.rect for ln in inside])
+            if (holders[:, 3] - holders[:, 1] > code[3] - code[1] + 4 * st.body_size).any() or not all(
+                    ln.monospaced and not ln.body and ln.size >= 0.7 * st.body_size for ln in inside):
+                continue
+        if sum(len(ln.text.split()) for ln in blk) < 3 and not len(holders):
+            continue  # a short bare line; on its own shading it is a one-line chunk
         if len(holders):
             outlined = outlined_boxes(page.page) if outlined is None else outlined
             if any(len(outlined) and (np.abs(outlined - h).max(axis=1) <= 1.5).any() for h in holders):
@@ -167,6 +175,14 @@ def _listings(page: PageLayout, graphics: np.ndarray, st: DocumentLayout) -> lis
         # the listing's own shading or frame (as wide as the column, a line or so taller) is part of it
         out.append(tuple(union([r] + [tuple(h) for h in holders])))
     return out
+
+
+def _listing_shading(g: np.ndarray, listings: list[tuple]) -> np.ndarray:
+    """Graphics lying within a code listing's rect (its grey shading or frame)."""
+    own = np.zeros(len(g), dtype=bool)
+    for r in listings:
+        own |= (g[:, 0] >= r[0] - 1) & (g[:, 1] >= r[1] - 1) & (g[:, 2] <= r[2] + 1) & (g[:, 3] <= r[3] + 1)
+    return own
 
 
 def _drawing_before(g: np.ndarray, cb: tuple, bound: float, span: tuple, listings: list[tuple], line: float) -> bool:
@@ -222,6 +238,8 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
         w = np.maximum(g[:, 2] - g[:, 0], 0.5)
         inside_y = _within_band(g, ry0, ry1, st.body_size, (sx0, sx1))
         sel = inside_y & (ix > 0) & (ix >= 0.5 * np.minimum(w, sx1 - sx0))
+        if sel.any() and listings and not (sel & ~_listing_shading(g, listings)).any():
+            sel[:] = False  # only the grey shading of code listings: no drawing, the listing is text
     cap_ids = {id(l2) for c in caps for l2 in c.lines}
     # rotated text (y-axis titles and tick labels) belongs to the graphic too, unless it is long
     # enough to be a margin stamp ("arXiv:... [cs.LG]")
@@ -465,16 +483,24 @@ def _drawing_parts_beyond(g: np.ndarray, pool: list[Line], reach: float, up: boo
     if not len(boxes):
         return False
     ru, nu = union(rest), union(near)
+    rest_labels, near_labels = [], []
     for ln in pool:
         if not ((ln.y1 < reach - 1) if up else (ln.y0 > reach + 1)):
+            if overlap_1d(ln.x0, ln.x1, nu[0] - line, nu[2] + line) > 0 and \
+                    overlap_1d(ln.y0, ln.y1, nu[1] - line, nu[3] + line) > 0:
+                near_labels.append(ln.rect)
             continue
-        if not ln.horizontal or len(ln.text.split()) > 3:
-            return False
+        words = ln.text.split()
+        if not ln.horizontal or (len(words) > 3 and not all(w.replace(".", "").isdigit() for w in words)):
+            return False  # more than a short label or a row of tick numbers
         if overlap_1d(ln.x0, ln.x1, ru[0] - line, ru[2] + line) <= 0 or \
                 overlap_1d(ln.y0, ln.y1, ru[1] - line, ru[3] + line) <= 0:
             return False
+        rest_labels.append(ln.rect)
     if overlap_1d(ru[0], ru[2], nu[0], nu[2]) < 0.5 * min(ru[2] - ru[0], nu[2] - nu[0]):
         return False
+    # each part with its labels (tick numbers under a plot's axis)
+    ru, nu = union([ru] + rest_labels), union([nu] + near_labels)
     band = (nu[1] - ru[3]) if up else (ru[1] - nu[3])
     return band <= nu[3] - nu[1]
 
@@ -544,6 +570,7 @@ def _grow_text(u: list, pool: list[Line], st: DocumentLayout, span: tuple | None
     axis, its tick labels between)."""
     px, py = 0.8 * st.body_size, 0.5 * st.body_size
     added = set()
+    stacked = _overprinted(pool) if span is not None else set()
     for _ in range(4):
         changed = False
         for ln in pool:
@@ -555,7 +582,7 @@ def _grow_text(u: list, pool: list[Line], st: DocumentLayout, span: tuple | None
             pad = 1.2 * st.body_size if small and not _furniture_zone(ln, st) else py
             side = 1.5 * st.body_size if not ln.horizontal and ln.y0 >= u[1] - pad and ln.y1 <= u[3] + pad else px
             touching = ln.x0 <= u[2] + side and ln.x1 >= u[0] - side and ln.y0 <= u[3] + pad and ln.y1 >= u[1] - pad
-            level = span is not None and small and u[1] <= ln.yc <= u[3] and \
+            level = span is not None and (small or id(ln) in stacked) and u[1] <= ln.yc <= u[3] and \
                 overlap_1d(ln.x0, ln.x1, span[0], span[1]) >= 0.5 * (ln.x1 - ln.x0)
             if touching or level:
                 added.add(id(ln))
@@ -566,10 +593,27 @@ def _grow_text(u: list, pool: list[Line], st: DocumentLayout, span: tuple | None
     return u
 
 
+def _overprinted(pool: list[Line]) -> set[int]:
+    """Ids of horizontal lines printed over another (rows closer than half their height, overlapping
+    across): the crowded labels of a legend or axis, never running text, whatever their size."""
+    hl = sorted((ln for ln in pool if ln.horizontal), key=lambda ln: ln.y0)
+    out = set()
+    for i, a in enumerate(hl):
+        for b in hl[i + 1:]:
+            if b.y0 >= a.y1:
+                break
+            h = min(a.y1 - a.y0, b.y1 - b.y0)
+            if overlap_1d(a.y0, a.y1, b.y0, b.y1) > 0.5 * h and overlap_1d(a.x0, a.x1, b.x0, b.x1) > 0.5 * min(
+                    a.x1 - a.x0, b.x1 - b.x0):
+                out.update((id(a), id(b)))
+    return out
+
+
 def _furniture_zone(ln: Line, st: DocumentLayout) -> bool:
-    """In the top or bottom 9% of its page, where running heads and page numbers sit."""
+    """In the top or bottom 9% of its page, where running heads and page numbers sit, and outside
+    the running text's lines (a plot title at the top of the text block is not a running head)."""
     h = st.pages[ln.page].height if ln.page < len(st.pages) else 792.0
-    return ln.yc < 0.09 * h or ln.yc > 0.91 * h
+    return (ln.yc < 0.09 * h and ln.y1 < st.text_y0 + 1) or (ln.yc > 0.91 * h and ln.y0 > st.text_y1 - 1)
 
 
 def _text_region(pool: list[Line], cap: Caption, up: bool, st: DocumentLayout) -> tuple[list, bool] | None:
@@ -753,18 +797,39 @@ def analyse_page(page: PageLayout, st: DocumentLayout, extra: list[Caption] = ()
             continue
         obs = _obstacles(lines, caps, cap, graphics)
         use_text = True
-        fig_listings = listings if cap.kind == "figure" else []
-        above = _search(cap, "above", lines, caps, graphics, obs, columns, st, page.rect, use_text, fig_listings)
-        below = _search(cap, "below", lines, caps, graphics, obs, columns, st, page.rect, use_text, fig_listings)
-        if cap.kind == "figure" and not above.has_graphics and not below.has_graphics:
-            # side captions: the graphic beside the caption, when nothing lies above or below
+        above = _search(cap, "above", lines, caps, graphics, obs, columns, st, page.rect, use_text, listings)
+        below = _search(cap, "below", lines, caps, graphics, obs, columns, st, page.rect, use_text, listings)
+        if cap.kind == "figure" and (not above.has_graphics and not below.has_graphics
+                                     or _pieces_of_one_graphic(above, below, graphics, cap.bbox, st.body_size)):
+            # side captions: the graphic beside the caption, when nothing lies above or below but
+            # the ends of that graphic (a plot standing beside its caption, reaching past it)
             for in_column, right in ((False, True), (False, False), (True, True), (True, False)):
                 side = _search_side(cap, right, lines, caps, graphics, obs, st, page.rect, in_column)
-                if side.has_graphics:
+                if side.has_graphics and all(r.rect is None or _holds(side.rect, r.rect) for r in (above, below)):
                     above, below = Region(None, float("inf"), False), side
                     break
         out.append((cap, above, below))
     return out
+
+
+def _holds(outer: tuple, inner: tuple, tol: float = 2.0) -> bool:
+    return (outer[0] <= inner[0] + tol and outer[1] <= inner[1] + tol and outer[2] >= inner[2] - tol
+            and outer[3] >= inner[3] - tol)
+
+
+def _pieces_of_one_graphic(above: Region, below: Region, g: np.ndarray, cap: tuple, line: float) -> bool:
+    """The regions found above and below a caption are both the ends of graphics that run on level
+    with the caption, wholly to one side of it (the tick labels over and under a plot set beside
+    its caption)."""
+    if not len(g) or not any(r.has_graphics for r in (above, below)):
+        return False
+    level = (g[:, 1] < cap[1]) & (g[:, 3] > cap[3])  # spans the caption's whole height
+    beside = level & ((g[:, 2] <= cap[0]) | (g[:, 0] >= cap[2]))
+    if not beside.any():
+        return False
+    x0, x1 = float(g[beside, 0].min()), float(g[beside, 2].max())
+    # tick labels and an axis title may stand out to the graphics' left
+    return all(r.rect[0] >= x0 - 4 * line and r.rect[2] <= x1 + 1.2 * line for r in (above, below) if r.rect is not None)
 
 
 def choose_region(cap: Caption, above: Region, below: Region, prefer_above: bool) -> Region | None:
