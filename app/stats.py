@@ -8,10 +8,11 @@ and test here resamples or pairs *papers*, each in one implementation:
   cluster_statistic_ci  the same for any statistic of the items (e.g. recall averaged over types)
   paired_by_paper   difference of two methods: per-paper mean difference, its bootstrap interval
                     and a two-tailed paired t-test over papers (plus a Wilcoxon signed-rank p)
-and cross-validation folds hold whole papers (paper_folds), so no paper is on both sides.
+and cross-validation folds hold whole papers (paper_folds, hashed_folds), so no paper is on both sides.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import defaultdict
 from typing import Callable, Hashable, Iterable, Sequence
@@ -28,6 +29,13 @@ def paper_folds(papers: Iterable[Hashable], k: int, shuffle: Callable[[list], No
     order = sorted(set(papers))
     shuffle(order)
     return {p: i % k for i, p in enumerate(order)}
+
+
+def hashed_folds(papers: Iterable[Hashable], k: int, seed: int = 0) -> dict:
+    """Fold (0..k-1) of each distinct paper from a hash of (seed, paper) alone: a paper keeps its
+    fold whatever other papers are added, so two training sets that differ by added papers are
+    compared on the same folds for the papers they share (folds differ in size by chance)."""
+    return {p: int.from_bytes(hashlib.sha256(f"{seed}\0{p}".encode()).digest()[:8], "big") % k for p in set(papers)}
 
 
 def _means_by_paper(papers: Sequence[str], values: Sequence[float]) -> tuple[list[str], np.ndarray]:

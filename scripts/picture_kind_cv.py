@@ -38,7 +38,7 @@ from app.search.looks import HASH_BYTES, LookIndex, same_picture
 from app.search.picture_rank import PictureRanking, rank_by_picture
 from app.search.one_thread import one_blas_thread
 from app.eval.image_copies import jpeg_copy
-from app.stats import cluster_ci, paper_folds
+from app.stats import cluster_ci, hashed_folds
 from app.vision.caption_evidence import with_caption_evidence
 from app.vision.figure_types import LABELS, decide, softmax
 from app.vision.looks import look_hash
@@ -108,7 +108,7 @@ def labelled_part(data_dir: Path, labels: Path, cache: Path):
 def cross_fit(parts, copies, folds: int, seed: int, opts: dict):
     """Out-of-fold picture vectors and type probabilities of the real examples and their copies."""
     real = _concat([p for k, p in parts.items() if k != "drawn"])
-    fold_of = paper_folds(real.group, folds, random.Random(seed).shuffle)
+    fold_of = hashed_folds(real.group, folds, seed)
     fold = np.array([fold_of[g] for g in real.group])
     n = len(real.dominant)
     vec, cvec = np.zeros((n, opts["picture_dims"]), np.float32), np.zeros((n, opts["picture_dims"]), np.float32)

@@ -13,7 +13,8 @@ after a rule), dominant and shown accuracy figure by figure, B - A with its pape
 
 `compare`: per source, dominant accuracy, shown accuracy (the dominant type is one the figure
 shows) and mean recall over types of both files, and the paired difference with its paper-cluster
-bootstrap interval (the two files must come from the same folds and labels).
+bootstrap interval (the two files must hold the same ACL and collection figures on the same folds;
+figures of a source only one file has, e.g. a field's labels added to B, are left out).
 
 `shown`: a figure's type list is its dominant type and every other type scoring at least the
 threshold. For each fold the threshold is chosen on the other folds (micro F1 of the listed types
@@ -59,6 +60,7 @@ def argmax_types(rows: list[dict]) -> list[str]:
 
 
 def compare(a_rows: list[dict], b_rows: list[dict]) -> dict:
+    a_rows, b_rows = [r for r in a_rows if r["source"] in REAL], [r for r in b_rows if r["source"] in REAL]
     if [(r["paper"], r["dominant"], r["fold"]) for r in a_rows] != [(r["paper"], r["dominant"], r["fold"]) for r in b_rows]:
         raise SystemExit("the two files hold different figures or folds")
     out = {}

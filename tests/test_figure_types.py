@@ -231,6 +231,47 @@ def test_train_types_publishes_a_store_version_that_a_data_dir_uses(tmp_path):
     assert type_head(data).shown_given_dominant is not None
 
 
+def test_an_added_labels_source_keeps_the_folds_and_takes_its_weight():
+    """Cross-validation with a second labels source added (weighted by its own name) holds the first
+    source's figures in the folds they had without it, so the two recipes compare figure by figure;
+    the added source is reported under its name."""
+    from app.vision.train_types import Examples, cross_validate, example_weights
+
+    rng = np.random.default_rng(3)
+
+    def part(n, source, prefix):
+        dominant = [("bar_chart", "line_chart")[i % 2] for i in range(n)]
+        x = rng.normal(size=(n, 12)).astype(np.float32) + np.array([i % 2 for i in range(n)])[:, None]
+        return Examples(x, dominant, [[t] for t in dominant], [f"{prefix}{i % 15}" for i in range(n)], [source] * n)
+
+    base = {"labelled": part(60, "labelled", "r")}
+    with_field = base | {"field": part(40, "field", "s")}
+    rows_a, rows_b = [], []
+    cross_validate(base, folds=3, components=6, picture_dims=4, predictions=rows_a)
+    report, _ = cross_validate(with_field, folds=3, components=6, picture_dims=4, predictions=rows_b,
+                               source_weight={"field": 0.5})
+    assert [(r["paper"], r["fold"]) for r in rows_b if r["source"] == "labelled"] == [(r["paper"], r["fold"]) for r in rows_a]
+    assert report["field"]["n"] == 40
+    _, w_all = example_weights(Examples(np.zeros((100, 1)), ["bar_chart"] * 100, [["bar_chart"]] * 100, [""] * 100,
+                                        ["labelled"] * 60 + ["field"] * 40), {"field": 0.5}, 0.0)
+    assert np.allclose(w_all[60:] / w_all[0], 0.5)
+
+
+def test_labels_option_names_a_source(tmp_path):
+    """`train-types --labels FILE[:SOURCE]`: the source a labels file's figures count as in --weights."""
+    import typer
+
+    from app.cli.vision import labels_source
+
+    f = tmp_path / "stats.jsonl"
+    f.write_text("")
+    assert labels_source(str(f)) == (f, "labelled")
+    assert labels_source(f"{f}:field") == (f, "field")
+    for bad in (f"{f}:drawn", f"{f}.missing:field"):
+        with pytest.raises(typer.BadParameter):
+            labels_source(bad)
+
+
 def test_discriminant_picture_axes_bring_same_kind_pictures_closer():
     """Where the types differ along axes of little variance, the principal axes alone miss them;
     the type-discriminant axes of the picture projection find them (nearest pictures of other

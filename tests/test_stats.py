@@ -4,7 +4,7 @@ import random
 
 import numpy as np
 
-from app.stats import cluster_ci, cluster_statistic_ci, paper_folds
+from app.stats import cluster_ci, cluster_statistic_ci, hashed_folds, paper_folds
 
 
 def test_cluster_interval_contains_the_query_mean():
@@ -49,6 +49,17 @@ def test_folds_deal_out_whole_papers_in_a_seeded_order():
     np.random.default_rng(7).shuffle(order)
     assert paper_folds(papers, 3, np.random.default_rng(7).shuffle) == {p: i % 3 for i, p in enumerate(order)}
     assert len({tuple(sorted(paper_folds(papers, 3, random.Random(s).shuffle).items())) for s in range(5)}) > 1
+
+
+def test_hashed_folds_keep_a_papers_fold_when_others_are_added():
+    """A paper's fold comes from its id and the seed alone: adding papers moves none of the others,
+    every fold is used, and another seed deals them otherwise."""
+    papers = [f"p{i}" for i in range(200)]
+    folds = hashed_folds(papers, 5, seed=0)
+    assert set(folds) == set(papers) and set(folds.values()) == set(range(5))
+    more = hashed_folds(papers[:120] + [f"q{i}" for i in range(80)] + papers[120:], 5, seed=0)
+    assert all(more[p] == folds[p] for p in papers)
+    assert hashed_folds(papers, 5, seed=1) != folds
 
 
 def test_a_statistic_over_items_is_resampled_by_paper():

@@ -2,11 +2,28 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
+
+
+RESERVED_SOURCES = ("acl", "page_text", "drawn")
+
+
+def labels_source(value: str) -> tuple[Path, str]:
+    """`FILE` or `FILE:SOURCE` of `train-types --labels`: the file and the source its figures count as."""
+    path, source = value, "labelled"
+    m = re.fullmatch(r"(.+):([a-z][a-z0-9_]*)", value)
+    if m and not Path(value).exists():
+        path, source = m.group(1), m.group(2)
+    if source in RESERVED_SOURCES:
+        raise typer.BadParameter(f"--labels {value}: {source} is a source of its own; name the labels otherwise")
+    if not Path(path).is_file():
+        raise typer.BadParameter(f"--labels {value}: no such file {path}")
+    return Path(path), source
 
 
 def register(cli: typer.Typer) -> None:
@@ -15,8 +32,12 @@ def register(cli: typer.Typer) -> None:
             acl: Optional[Path] = typer.Option(None, "--acl", exists=True, file_okay=False,
                                                help="Folder of labelled figures: labels.jsonl (image, type, types_accepted, paper) and images/."),
             data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Collection holding the --labels figures."),
-            labels: Optional[Path] = typer.Option(None, "--labels", exists=True, dir_okay=False,
-                                                  help="Hand labels of the data dir's figures (JSON lines: sha256, number, type, types)."),
+            labels: Optional[list[str]] = typer.Option(
+                None, "--labels",
+                help="Hand labels of the data dir's figures (JSON lines: sha256, number, type, types), as FILE or "
+                     "FILE:SOURCE; repeatable. A file's figures form the source SOURCE (default labelled) that "
+                     "--weights names, e.g. --labels recsys.jsonl --labels stats.jsonl:field --weights field=0.5; "
+                     "text cut from their papers' pages is source page_text."),
             page_text: int = typer.Option(2, "--page-text", min=0, help="Text crops cut from each labelled paper's pages."),
             synthetic: int = typer.Option(1000, "--synthetic", min=0, help="Drawn figures of every type to train on."),
             components: int = typer.Option(256, "--components", min=8, help="Principal components the head reads (and picture vectors keep)."),
@@ -26,7 +47,7 @@ def register(cli: typer.Typer) -> None:
             balance: float = typer.Option(0.0, "--balance", min=0.0, max=1.0,
                                           help="Weight examples of rare types up: by (their type's share) ** -balance (0: no, 1: every type counts the same)."),
             c: float = typer.Option(0.1, "--C", min=1e-6, help="Inverse regularisation of the logistic regression."),
-            weights: str = typer.Option("", "--weights", help="How much an example of each source counts, e.g. acl=2,drawn=0.3 (default 1 each; sources: acl, labelled, page_text, drawn)."),
+            weights: str = typer.Option("", "--weights", help="How much an example of each source counts, e.g. acl=2,drawn=0.3 (default 1 each; sources: acl, labelled or the --labels SOURCE names, page_text, drawn)."),
             folds: int = typer.Option(5, "--folds", min=2, help="Paper-grouped folds (the temperature is fitted on them)."),
             seed: int = typer.Option(0, "--seed"),
             cv: bool = typer.Option(False, "--cv", help="Only cross-validate (prints the numbers, saves nothing)."),
@@ -57,17 +78,18 @@ def register(cli: typer.Typer) -> None:
         blocks are retrained on the same figures first and ship with the head."""
         from app.model_store.store import SHIPPED
         from app.settings import settings_for
-        from app.vision.train_types import acl_examples, drawn_examples, labelled_examples, train_types
+        from app.vision.train_types import _concat, acl_examples, drawn_examples, labelled_examples, train_types
 
-        if (labels is None) != (data_dir is None):
+        if bool(labels) != (data_dir is not None):
             raise typer.BadParameter("--labels and --data-dir go together")
         parts = {}
         tune = fine_tune > 0
         if acl is not None:
             parts["acl"] = acl_examples(acl, cache, progress=True, size=size, tune=tune)
-        if labels is not None:
-            parts["labelled"] = labelled_examples(settings_for(data_dir), labels, cache, page_text, seed, progress=True,
-                                                  size=size, tune=tune)
+        for path, source in (labels_source(v) for v in labels or []):
+            ex = labelled_examples(settings_for(data_dir), path, cache, page_text, seed, progress=True,
+                                   size=size, tune=tune, source=source)
+            parts[source] = _concat([parts[source], ex]) if source in parts else ex
         if not parts:
             raise typer.BadParameter("give --acl and/or --data-dir with --labels")
         parts["drawn"] = drawn_examples(synthetic, seed, cache, progress=True, size=size, tune=tune)

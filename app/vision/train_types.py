@@ -6,7 +6,8 @@ split a paper):
 - labelled figures of ACL papers (`--acl DIR`: labels.jsonl with image, type, types_accepted,
   paper, and the images), labelled by other people;
 - hand labels of a collection's crops (`--data-dir` + `--labels`: sha256, number, type, types;
-  app/vision/real_crops.py) and text cut from those papers' pages (app/vision/page_text.py);
+  app/vision/real_crops.py) and text cut from those papers' pages (app/vision/page_text.py); each
+  labels file is a source of its own name (default `labelled`), so a field's labels can count less;
 - figures drawn in every type (app/vision/synth.py), labels known by construction.
 
 Head: features standardised, projected onto their first `components` principal components,
@@ -39,7 +40,7 @@ from PIL import Image
 from app.extras import require
 from app.model_store import make_meta, publish, save_arrays
 from app.search.one_thread import one_blas_thread
-from app.stats import paper_folds
+from app.stats import hashed_folds
 from app.vision.backbone import SIZE, TAIL_START, backbone
 from app.vision.figure_types import ARTIFACT, HEAD_FILE, LABELS, softmax
 from app.vision.fine_tune import LR, VIEWS, tail_features, train_tail, trunk_activations
@@ -50,7 +51,7 @@ PICTURE_DIMS = 128  # the picture vector's length (memory at a million figures)
 DISCRIMINANT = 0.0  # weight of the type-discriminant axes of the picture vector (0: principal axes only)
 BALANCE = 0.0  # how far examples of rare types are weighted up (0: not at all, 1: every type counts the same)
 C = 0.1
-LABELLED = ("acl", "labelled")  # figures labelled by looking (page-text crops are cut, drawn ones drawn)
+NOT_LABELLED = ("page_text", "drawn")  # every other source holds figures labelled by looking
 
 
 @dataclass
@@ -59,7 +60,7 @@ class Examples:
     dominant: list[str]
     accepted: list[list[str]]
     group: list[str]  # paper id ("" for drawn figures)
-    source: list[str]  # acl | labelled | page_text | drawn
+    source: list[str]  # acl | labelled (or a labels file's own name) | page_text | drawn
     info: dict = field(default_factory=dict)
     acts: list[np.ndarray] | None = None  # per view, the frozen network's activations at the tail's input
 
@@ -155,8 +156,10 @@ def acl_examples(folder: Path, cache: Path | None, progress: bool = False, size:
 
 
 def labelled_examples(settings, labels: Path, cache: Path | None, page_text: int = 2, seed: int = 0,
-                      progress: bool = False, size: int = SIZE, tune: bool = False) -> Examples:
-    """Hand-labelled crops of a collection, and `page_text` text crops per labelled paper."""
+                      progress: bool = False, size: int = SIZE, tune: bool = False,
+                      source: str = "labelled") -> Examples:
+    """Hand-labelled crops of a collection (as `source`), and `page_text` text crops per labelled
+    paper (as `page_text`)."""
     from app.pdfs import stored_pdf
     from app.vision.page_text import text_crops
     from app.vision.real_crops import labelled_crops, read_labels
@@ -165,7 +168,7 @@ def labelled_examples(settings, labels: Path, cache: Path | None, page_text: int
     keys = [f"{c.group}:{i}:{c.dominant}" for i, c in enumerate(crops)]
     feats, acts = _encoded(lambda idx: [crops[i].image for i in idx], keys, cache, "labelled", progress, size, tune)
     parts = [Examples(feats, [c.dominant for c in crops], [c.types for c in crops], [c.group for c in crops],
-                      ["labelled"] * len(crops), acts=acts)]
+                      [source] * len(crops), acts=acts)]
     rng = random.Random(seed)
     texts, groups = [], []
     for sha in sorted({c.group for c in crops}):
@@ -394,10 +397,11 @@ def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int =
     given, receives each real figure's held-out type probabilities, so two training recipes can be
     compared figure by figure on the same folds. `dominant_by_shown`: the mix of
     shown_given_dominant the dominant type is chosen with, its rates counted on each fold's
-    training figures."""
+    training figures. A paper's fold depends on its id and the seed alone, so adding a source's
+    papers leaves the others' folds as they were (recipes with and without it are paired)."""
     real = _concat([p for k, p in parts.items() if k != "drawn"])
     drawn = parts.get("drawn")
-    fold_of = paper_folds(real.group, folds, random.Random(seed).shuffle)
+    fold_of = hashed_folds(real.group, folds, seed)
     fold = np.array([fold_of[g] for g in real.group])
     logits = np.zeros((len(real.dominant), len(LABELS)), np.float32)
     same_kind = np.zeros(len(real.dominant))
@@ -416,7 +420,7 @@ def cross_validate(parts: dict[str, Examples], folds: int = 5, components: int =
         if fc is not None:  # the layer trained with the tail types; the fit above gives the projection
             head = dataclasses.replace(head, weight=fc[0], bias=fc[1])
         logits[held] = head.logits(held_features)
-        labelled = [i for i in np.flatnonzero(fold != k) if real.source[i] in LABELLED]
+        labelled = [i for i in np.flatnonzero(fold != k) if real.source[i] not in NOT_LABELLED]
         rates[held] = shown_given_dominant([real.dominant[i] for i in labelled], [real.accepted[i] for i in labelled],
                                            dominant_by_shown)
         v = ((held_features - head.center) / head.scale) @ head.projection
@@ -500,7 +504,7 @@ def train_types(parts: dict[str, Examples], store_root: Path, folds: int = 5,
                     "by_type": dict(sorted({t: p.dominant.count(t) for t in set(p.dominant)}.items()))}
                 for k, p in parts.items()}
     # the collection's labelled papers are named by the SHA-256 of their PDFs; ACL figures by their paper id
-    shas = {g for g in parts["labelled"].group if g} if "labelled" in parts else set()
+    shas = {g for k, p in parts.items() if k not in ("acl", "drawn") for g in p.group if g}
     acl = sorted({g for g in parts["acl"].group if g}) if "acl" in parts else []
     what = "figure-type head and picture projection over the pretrained backbone's features"
     if tail is not None:
@@ -520,7 +524,7 @@ def train_types(parts: dict[str, Examples], store_root: Path, folds: int = 5,
                      seconds=round(time.time() - t0, 1))
     rates = None
     if dominant_by_shown > 0:
-        labelled = [i for i, src in enumerate(every.source) if src in LABELLED]
+        labelled = [i for i, src in enumerate(every.source) if src not in NOT_LABELLED]
         rates = shown_given_dominant([every.dominant[i] for i in labelled], [every.accepted[i] for i in labelled],
                                      dominant_by_shown)
     publish(ARTIFACT, head_files(head, temperature, picture_dims, tail, rates), meta, root=store_root, keep=keep)
