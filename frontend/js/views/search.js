@@ -63,7 +63,7 @@ export async function renderSearch(root, params, { signal, restore }) {
     if (!n) return;
     alsoTables.replaceChildren(h('a', { href: tablesHash }, `${n >= 1000 ? '1000+' : n} matching table${n === 1 ? '' : 's'}`));
     alsoTables.hidden = false;
-  });
+  }).catch((err) => { if (err.name !== 'AbortError') throw err; });  // left for another page: nothing to say
 
   async function page({ refocus = true } = {}) {
     moreBtn.disabled = true;
