@@ -363,6 +363,12 @@ def overlap_1d(a0, a1, b0, b1) -> float:
     return max(0.0, min(a1, b1) - max(a0, b0))
 
 
+def holds(outer, inner, tol: float = 2.0) -> bool:
+    """Whether rectangle `outer` holds `inner`, but for `tol` points on each side."""
+    return (outer[0] - tol <= inner[0] and outer[1] - tol <= inner[1] and inner[2] <= outer[2] + tol
+            and inner[3] <= outer[3] + tol)
+
+
 # ----------------------------------------------------------------------------- pages
 @dataclass
 class PageLayout:

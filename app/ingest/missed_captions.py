@@ -24,7 +24,7 @@ import pymupdf
 from PIL import Image
 
 from app.ingest.captions import Caption, labelled_caption
-from app.ingest.layout import DocumentLayout, Line, PageLayout, overlap_1d, union
+from app.ingest.layout import DocumentLayout, Line, PageLayout, holds, overlap_1d, union
 from app.ingest.panel_pixels import Strip, read_strips
 from app.ingest.regions import Candidate, crop_quality
 from app.labels import CAPTION_RE, kind_of, references_in
@@ -109,10 +109,6 @@ def _key(cap: Caption) -> Key:
     return cap.kind, cap.number
 
 
-def _inside(ln: Line, r: tuple) -> bool:
-    return r[0] - 2 <= ln.x0 and ln.x1 <= r[2] + 2 and r[1] - 2 <= ln.y0 and ln.y1 <= r[3] + 2
-
-
 def _caption_lines(best: dict[Key, Candidate], page: int) -> set[int]:
     return {id(ln) for c in best.values() if c.page == page for ln in c.cap.lines}
 
@@ -121,7 +117,7 @@ def _text_captions(host: Candidate, st: DocumentLayout, best: dict[Key, Candidat
     """Captions of figures in `want` whose first line lies inside the host's region in the text layer."""
     taken = _caption_lines(best, host.page)
     lines = [ln for ln in st.pages[host.page].lines if id(ln) not in taken]
-    caps = (labelled_caption(ln, lines, st) for ln in _labelled(lines, want) if _inside(ln, host.region))
+    caps = (labelled_caption(ln, lines, st) for ln in _labelled(lines, want) if holds(host.region, ln.rect))
     return [cap for cap in caps if cap is not None]
 
 
@@ -158,7 +154,7 @@ def _read_captions(doc: pymupdf.Document, best: dict[Key, Candidate], st: Docume
 
 def _text_cover(page: PageLayout, region: tuple) -> float:
     """Share of the region's area under text-layer lines (a table of text: most of it)."""
-    area = sum((ln.x1 - ln.x0) * (ln.y1 - ln.y0) for ln in page.lines if _inside(ln, region))
+    area = sum((ln.x1 - ln.x0) * (ln.y1 - ln.y0) for ln in page.lines if holds(region, ln.rect))
     return area / max((region[2] - region[0]) * (region[3] - region[1]), 1.0)
 
 
@@ -200,7 +196,7 @@ def _ink(page: PageLayout, part: tuple, cap: Caption) -> tuple[tuple, bool] | No
             boxes.append((max(r[0], part[0]), max(r[1], part[1]), min(r[2], part[2]), min(r[3], part[3])))
     has_g = bool(boxes)
     own = {id(ln) for ln in cap.lines}
-    boxes += [ln.rect for ln in page.lines if id(ln) not in own and _inside(ln, part)
+    boxes += [ln.rect for ln in page.lines if id(ln) not in own and holds(part, ln.rect)
               and overlap_1d(ln.y0, ln.y1, cap.bbox[1], cap.bbox[3]) <= 0]
     if not boxes:
         return None

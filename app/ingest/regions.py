@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.ingest.captions import Caption, captions_from_lines
-from app.ingest.layout import (DocumentLayout, Line, PageLayout, column_span, in_page_margin, outlined_boxes,
+from app.ingest.layout import (DocumentLayout, Line, PageLayout, column_span, holds, in_page_margin, outlined_boxes,
                                overlap_1d, paragraph_blocks, union)
 
 __all__ = ["CUT_DRAWING", "Candidate", "Region", "analyse_page", "choose_region", "convention", "crop_quality",
@@ -160,8 +160,7 @@ def _listings(page: PageLayout, graphics: np.ndarray, st: DocumentLayout) -> lis
         if len(holders) and (holders[:, 3] - holders[:, 1] > r[3] - r[1] + 4 * st.body_size).any():
             # a holder much taller than the block is a drawing the block labels, unless all the
             # text inside it is code (a shaded chunk whose lines are blocks of their own)
-            inside = [ln for ln in lines if ln.horizontal and any(
-                h[0] - 2 <= ln.x0 and h[1] - 2 <= ln.y0 and ln.x1 <= h[2] + 2 and ln.y1 <= h[3] + 2 for h in holders)]
+            inside = [ln for ln in lines if ln.horizontal and any(holds(h, ln.rect) for h in holders)]
             code = union([ln.rect for ln in inside])
             if (holders[:, 3] - holders[:, 1] > code[3] - code[1] + 4 * st.body_size).any() or not all(
                     ln.monospaced and not ln.body and ln.size >= 0.7 * st.body_size for ln in inside):
@@ -805,16 +804,11 @@ def analyse_page(page: PageLayout, st: DocumentLayout, extra: list[Caption] = ()
             # the ends of that graphic (a plot standing beside its caption, reaching past it)
             for in_column, right in ((False, True), (False, False), (True, True), (True, False)):
                 side = _search_side(cap, right, lines, caps, graphics, obs, st, page.rect, in_column)
-                if side.has_graphics and all(r.rect is None or _holds(side.rect, r.rect) for r in (above, below)):
+                if side.has_graphics and all(r.rect is None or holds(side.rect, r.rect) for r in (above, below)):
                     above, below = Region(None, float("inf"), False), side
                     break
         out.append((cap, above, below))
     return out
-
-
-def _holds(outer: tuple, inner: tuple, tol: float = 2.0) -> bool:
-    return (outer[0] <= inner[0] + tol and outer[1] <= inner[1] + tol and outer[2] >= inner[2] - tol
-            and outer[3] >= inner[3] - tol)
 
 
 def _pieces_of_one_graphic(above: Region, below: Region, g: np.ndarray, cap: tuple, line: float) -> bool:

@@ -54,10 +54,13 @@ export async function renderSearch(root, params, { signal, restore }) {
 
   // a query searched among figures alone may be answered by tables (a data set, a measure in their
   // cells): how many match, under the same filters, is said with a link to them
-  const tablesHash = (() => { const f = new URLSearchParams(filters); f.delete('type'); f.set('kind', 'table'); return searchHash(q, f); })();
+  const tableFilters = new URLSearchParams(filters);
+  tableFilters.delete('type');
+  tableFilters.set('kind', 'table');
+  const tablesHash = searchHash(q, tableFilters);
   const tableCount = q && kind === 'figure'
-    ? (() => { const f = new URLSearchParams(filters); f.delete('type'); f.set('kind', 'table'); f.set('q', q);
-        return api(`search/facets?${f}`, { signal }).then((r) => r.total).catch((err) => { if (err.name === 'AbortError') throw err; return 0; }); })()
+    ? api(`search/facets?${tableFilters}&q=${encodeURIComponent(q)}`, { signal })
+      .then((r) => r.total).catch((err) => { if (err.name === 'AbortError') throw err; return 0; })
     : Promise.resolve(0);
   const tablesShown = tableCount.then((n) => {
     if (!n) return;
