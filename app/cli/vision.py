@@ -109,8 +109,8 @@ def register(cli: typer.Typer) -> None:
             out: Optional[Path] = typer.Option(None, "--out", help="Write report.json here."),
             reclassify: bool = typer.Option(False, "--reclassify", help="Classify every figure again first."),
             pixels_only: bool = typer.Option(False, "--pixels-only",
-                                             help="With --reclassify: type by pixels alone, ignoring the text layer and the "
-                                                  "type a caption names.")) -> None:
+                                             help="With --reclassify: type by pixels alone, ignoring the type a caption "
+                                                  "names.")) -> None:
         """Figure types against labels made by looking: dominant-type accuracy, a type the figure
         shows, mean recall over the labelled types, per-type recall/precision, the confusion matrix,
         and type-name queries (top 5)."""

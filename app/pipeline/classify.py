@@ -1,10 +1,13 @@
 """Figure types of stored figures: the crops of figures without a type go through the pretrained
 backbone once (app/vision/pictures.py), which gives their figure types (app/vision/figure_types.py)
-and their picture vectors (kept in app/vision/picture_store.py for the index); a region whose PDF
-text layer is dense lines of words becomes `text` (app/vision/text_layer.py), a type their
-caption names becomes the dominant one (app/vision/caption_evidence.py), and the dominant type
-and the list of types shown are stored. Tables are `table` by construction. Runs after each ingest job that refreshes the index,
-and before `figsearch index` builds, so old collections get types too; a failure is logged and never loses the ingest."""
+and their picture vectors (kept in app/vision/picture_store.py for the index); a type their
+caption names is weighed against the pixels (app/vision/caption_evidence.py), and the dominant
+type and the list of types shown are stored. The PDF text layer is not read here: its rule
+(app/vision/text_layer.py) turned more right types wrong than wrong ones right with the current
+pixel head (README, "figure types, caption evidence weighed against the pixels"). Tables are
+`table` by construction. Runs after each ingest job that refreshes the index, and before
+`figsearch index` builds, so old collections get types too; a failure is logged and never loses
+the ingest."""
 from __future__ import annotations
 
 import logging
@@ -13,13 +16,11 @@ from sqlalchemy import or_, select, update
 
 from app.db.schema import Figure, Paper
 from app.db.session import session_scope
-from app.pdfs import stored_pdf
 from app.settings import Settings
 from app.vision.caption_evidence import with_caption_evidence
 from app.vision.figure_types import type_head
 from app.vision.picture_store import PictureStore
 from app.vision.pictures import encode_pictures, picture_model_name, read_crop
-from app.vision.text_layer import TextLayer, text_layer, with_text_layer_evidence
 
 log = logging.getLogger(__name__)
 TABLE_TYPES = [{"type": "table", "score": 1.0}]
@@ -29,12 +30,11 @@ TABLE_SCORES = {"table": 1.0}
 def classify_figures(settings: Settings, paper_ids: list[int] | None = None, redo: bool = False,
                      batch: int = 64, progress: bool = False, captions: bool = True) -> int:
     """Classify the figures of `paper_ids` (all papers when None) that have no type scores yet
-    (every figure with `redo`); `captions=False` types by pixels alone (no caption, no text
-    layer). Returns how many figures got a type."""
+    (every figure with `redo`); `captions=False` types by pixels alone. Returns how many
+    figures got a type."""
     model = type_head(settings.data_dir)
     with session_scope(settings.db_url) as s:
-        q = select(Figure.id, Figure.kind, Figure.image_path, Figure.caption, Paper.sha256, Figure.page,
-                   Figure.region_bbox, Figure.bbox).join(Paper)
+        q = select(Figure.id, Figure.kind, Figure.image_path, Figure.caption).join(Paper)
         if paper_ids is not None:
             q = q.where(Figure.paper_id.in_(paper_ids))
         if not redo:
@@ -45,7 +45,6 @@ def classify_figures(settings: Settings, paper_ids: list[int] | None = None, red
             s.execute(update(Figure).where(Figure.id.in_(tables))
                       .values(figure_type="table", figure_types=TABLE_TYPES, type_scores=TABLE_SCORES))
     figures = [(fid, path, caption) for fid, kind, path, caption, *_ in rows if kind != "table"]
-    where = {r[0]: r[4:] for r in rows}
     if model is None:
         if figures:
             log.warning("no figure-type weights installed: %d figures stay untyped", len(figures))
@@ -64,9 +63,7 @@ def classify_figures(settings: Settings, paper_ids: list[int] | None = None, red
         store.put([(fid, rel or "") for fid, rel, _ in part], encoded.vectors)
         results = encoded.types
         if captions:
-            layers = _text_layers(settings, [(fid, *where[fid]) for fid, _, _ in part])
-            results = [with_caption_evidence(with_text_layer_evidence(r, layers.get(fid)), caption)
-                       for (fid, _, caption), r in zip(part, results)]
+            results = [with_caption_evidence(r, caption) for (_, _, caption), r in zip(part, results)]
         with session_scope(settings.db_url) as s:
             for (fid, _, _), r in zip(part, results):
                 s.execute(update(Figure).where(Figure.id == fid)
@@ -80,30 +77,6 @@ def classify_figures(settings: Settings, paper_ids: list[int] | None = None, red
     if figures:
         store.save()
     return done + len(tables)
-
-
-def _text_layers(settings: Settings, figures: list[tuple]) -> dict[int, TextLayer]:
-    """{figure id: the words of its region in the paper's stored PDF}, for (id, sha256, page,
-    region_bbox, bbox) rows; figures whose PDF is not kept or cannot be read are left out."""
-    import pymupdf
-
-    out: dict[int, TextLayer] = {}
-    by_paper: dict[str, list[tuple]] = {}
-    for fid, sha, page, region, bbox in figures:
-        if region or bbox:
-            by_paper.setdefault(sha, []).append((fid, page, region or bbox))
-    for sha, figs in by_paper.items():
-        path = stored_pdf(settings.data_dir, sha)
-        if path is None:
-            continue
-        try:
-            with pymupdf.open(path) as doc:
-                for fid, page, rect in figs:
-                    if 1 <= page <= doc.page_count:
-                        out[fid] = text_layer(doc[page - 1], rect)
-        except (RuntimeError, ValueError):  # a damaged PDF: types by pixels and caption alone
-            log.warning("text layer of %s unreadable", sha[:12])
-    return out
 
 
 def classify_new(settings: Settings, paper_ids: list[int]) -> None:

@@ -58,6 +58,18 @@ def made_dominant(result: TypeScores, label: str, right: float) -> TypeScores:
     return decide(probs)
 
 
+SCORE_FLOOR = 1e-6  # a stored score of 0 (rounded to three decimals) still lets evidence move it
+
+
+def reweighed(result: TypeScores, label: str, weight: float) -> TypeScores:
+    """`result` with the odds of `label` multiplied by `weight` (a likelihood ratio) and the scores
+    renormalised: evidence other than the pixels (a caption) that decides where the pixels are
+    unsure, but not against a confident pixel answer."""
+    probs = np.array([float(result.scores.get(t, 0.0)) for t in LABELS]) + SCORE_FLOOR
+    probs[LABELS.index(label)] *= weight
+    return decide(probs / probs.sum())
+
+
 def softmax(logits: np.ndarray) -> np.ndarray:
     z = logits - logits.max(axis=1, keepdims=True)
     e = np.exp(z)
