@@ -1,6 +1,5 @@
 """Figures per second of the pixel stage an ingest adds: reading each crop and one pass of the
-pretrained backbone, which gives its figure types and its picture vector (app/vision/pictures.py),
-and the words of each figure's region in its PDF's text layer (app/vision/text_layer.py).
+pretrained backbone, which gives its figure types and its picture vector (app/vision/pictures.py).
 
     python scripts/bench_vision.py --data-dir DIR [--n 500] [--threads 2] [--runtime torch]
 
@@ -22,7 +21,6 @@ from sqlalchemy import select  # noqa: E402
 
 from app.db.schema import Figure, Paper  # noqa: E402
 from app.db.session import session_scope  # noqa: E402
-from app.pipeline.classify import _text_layers  # noqa: E402
 from app.settings import settings_for  # noqa: E402
 from app.vision.pictures import backbone_for, encode_pictures  # noqa: E402
 
@@ -39,9 +37,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     settings = settings_for(args.data_dir)
     with session_scope(settings.db_url) as s:
-        rows = s.execute(select(Figure.image_path, Figure.id, Paper.sha256, Figure.page, Figure.region_bbox,
-                                Figure.bbox).join(Paper).where(Figure.kind == "figure").limit(args.n)).all()
-    paths = [r[0] for r in rows]
+        paths = s.scalars(select(Figure.image_path).join(Paper).where(Figure.kind == "figure").limit(args.n)).all()
     encode_pictures([Image.new("RGB", (64, 64), "white")], data_dir=args.data_dir)  # load outside the timing
     if args.runtime == "torch":
         backbone_for(args.data_dir).session = None
@@ -55,11 +51,9 @@ def main() -> None:
     c1, t1 = time.process_time(), time.perf_counter()
     encode_pictures(images, data_dir=args.data_dir)
     c2, t2 = time.process_time(), time.perf_counter()
-    _text_layers(settings, [tuple(r[1:]) for r in rows])
-    t3 = time.perf_counter()
     n = len(paths)
     print(f"{n} crops: read {n / (t1 - t0):.1f} fig/s, backbone + types + picture vector {n / (t2 - t1):.1f} fig/s, "
-          f"text layers {n / (t3 - t2):.1f} fig/s; in all {n / (t3 - t0):.1f} fig/s; "
+          f"in all {n / (t2 - t0):.1f} fig/s; "
           f"backbone {n / max(c2 - c1, 1e-9):.1f} fig per CPU-s, load {os.getloadavg()[0]:.1f} ({args.runtime})")
 
 
