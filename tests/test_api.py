@@ -386,6 +386,25 @@ def test_by_image_with_caption_searches_text(client):
     assert "heatmap" in body["items"][0]["caption"].lower()
 
 
+def test_by_image_judges_an_untyped_file_by_its_bytes(client):
+    """A PNG sent without a content type (Python requests given an open file) or as a generic one
+    (curl for a file without an extension) is searched, not refused; other bytes so sent are not
+    an image, and the answer says which types are accepted."""
+    r = client.post("/api/v1/search/by-image", files={"image": ("figure", _png(), "application/octet-stream")},
+                    data={"caption": "Heatmap of attention maps"}, params={"k": 2})
+    assert r.status_code == 200, r.text
+    boundary = "figsearch-test-boundary"
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"image\"; filename=\"figure.png\"\r\n\r\n"
+            ).encode() + _png() + f"\r\n--{boundary}--\r\n".encode()
+    r = client.post("/api/v1/search/by-image", content=body, params={"k": 2},
+                    headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    assert r.status_code == 200, r.text
+    assert r.json()["mode"] == "image"
+    r = client.post("/api/v1/search/by-image", files={"image": ("notes", b"hello", "application/octet-stream")})
+    assert_problem(r, 415, "not a png or jpeg")
+    assert "image/png" in r.json()["detail"]
+
+
 def test_by_image_errors(client):
     r = client.post("/api/v1/search/by-image", files={"image": ("f.txt", b"hello", "text/plain")})
     assert_problem(r, 415, "unsupported image type")

@@ -564,3 +564,18 @@ def test_results_of_a_picture_come_into_view(server, browser, tmp_path, width, h
     shot(page, f"{tag}-pages-09-picture-results")
     assert not console.errors, console.errors
     page.close()
+
+
+def test_a_picture_file_without_an_extension_is_searched(server, browser):
+    """A picture the system names no type for (a file without an extension) is judged by its
+    picture, not refused by its missing type: the page shows it and finds the figure it copies."""
+    picture = httpx.get(f"{server}/api/v1/figures/1/image").content
+    page, console = open_page(browser, server, "#/upload")
+    page.set_input_files("#image-file", files=[{"name": "figure", "mimeType": "", "buffer": picture}])
+    page.wait_for_selector(".preview img")
+    assert not page.locator("#upload-message .notice.error").count()
+    page.click("#find-similar")
+    page.wait_for_selector("#image-results .card")
+    assert page.locator("#held-copy").is_visible()
+    assert not console.errors, console.errors
+    page.close()

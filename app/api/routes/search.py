@@ -115,6 +115,10 @@ def facets(db: SessionDep, settings: SettingsDep, engine: EngineDep, holder: Hol
                           total=total)
 
 
+# Content types that say nothing about a file: its first bytes tell whether it is a PNG or JPEG.
+GENERIC_TYPES = frozenset({"", "application/octet-stream", "binary/octet-stream"})
+
+
 def _sniff_image(head: bytes) -> str | None:
     if head.startswith(b"\x89PNG\r\n\x1a\n"):
         return "image/png"
@@ -139,8 +143,10 @@ async def search_by_image(
     figures of the upload's kind, nearest picture first."""
     check_limit("k", k, settings)
     ctype = (image.content_type or "").split(";")[0].strip().lower()
-    if ctype not in settings.image_types:
-        raise HTTPException(415, f"unsupported image type {ctype or 'unknown'!r}; "
+    # a client that names no type (Python requests given an open file) or a generic one (curl for a
+    # file without a known extension) is judged by the file's bytes below; a named other type is refused
+    if ctype not in settings.image_types and ctype not in GENERIC_TYPES:
+        raise HTTPException(415, f"unsupported image type {ctype!r}; "
                                  f"accepted: {', '.join(settings.image_types)}")
     limit = int(settings.max_image_mb * 1024 * 1024)
     if image.size is not None and image.size > limit:
@@ -148,7 +154,7 @@ async def search_by_image(
     head = await image.read(16)
     sniffed = _sniff_image(head)
     if sniffed is None or sniffed not in settings.image_types:
-        raise HTTPException(415, "the file is not a PNG or JPEG image")
+        raise HTTPException(415, f"the file is not a PNG or JPEG image (accepted: {', '.join(settings.image_types)})")
     text = " ".join(caption.split())
     if not text:
         body = head + await image.read(limit + 1 - len(head))

@@ -13,6 +13,9 @@ function bringIntoView(summary, grid) {
   window.scrollTo(0, window.scrollY + summary.getBoundingClientRect().top - covered - 8);
 }
 
+// The types a browser gives a file whose name tells nothing of its content.
+const UNTYPED = new Set(['', 'application/octet-stream']);
+
 export async function renderUpload(root, { signal }) {
   setTitle('Search by image');
   const info = await serverInfo();
@@ -38,7 +41,8 @@ export async function renderUpload(root, { signal }) {
         file = null; preview.hidden = true; preview.replaceChildren(); grid.replaceChildren(); resultsHead.hidden = true;
         msg.replaceChildren(notice(text, 'error'));
       };
-      if (!info.image_types.includes(f.type)) { refuse(`${f.name} is not a PNG or JPEG image.`); return; }
+      // a file named by no type or a generic one (no extension) is judged by its picture, as the server judges its bytes
+      if (!UNTYPED.has(f.type) && !info.image_types.includes(f.type)) { refuse(`${f.name} is not a PNG or JPEG image.`); return; }
       if (f.size > info.max_image_mb * 1024 * 1024) { refuse(`${f.name} is too large (${fileSize(f.size)}; the limit is ${info.max_image_mb} MB).`); return; }
       file = f;
       if (previewUrl) URL.revokeObjectURL(previewUrl);
