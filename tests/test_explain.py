@@ -208,6 +208,26 @@ def test_shared_caption_words_are_named_as_both_captions_print_them():
     assert shared_words("Multi-task learning on ads", "multi-task models for ads") == ["multi-task", "ads"]
 
 
+def test_a_prefix_two_compounds_share_is_no_shared_word():
+    """"related paper: both on multi" said of "Multi-Interest Network ..." and "Multi-channel
+    Matching ...": a prefix of two different compounds names no topic. The titles' other shared
+    words are named; a prefix both texts print alone stays, as does a compound both print."""
+    from app.search.explain import related_reasons, shared_words
+
+    on = related_reasons({"paper": 0.9}, None, "", "", "Multi-Interest Network with Dynamic Routing for Recommendation",
+                         "Multi-channel Matching in Recommendation")
+    assert on == ["related paper: both on recommendation"]
+    on = related_reasons({"paper": 0.9}, None, "", "", "Self-Attentive Sequential Recommendation",
+                         "Self-Supervised Learning for Sequential Recommendation")
+    assert on == ["related paper: both on sequential, recommendation"]
+    # nothing but the prefix is shared: the papers' topic is said without words
+    assert related_reasons({"paper": 0.9}, None, "", "", "Cross-lingual Transfer", "Cross-domain Ranking") == ["related paper topic"]
+    assert shared_words("Self-Supervised Ranking", "Self-Supervised ranking models") == ["self-supervised", "ranking"]
+    assert shared_words("multi modal inputs", "inputs in multi modal form") == ["multi", "modal", "inputs"]
+    # the prefix's place goes to the next shared word
+    assert shared_words("Multi-task ads bids clicks", "Multi-channel ads bids clicks", n=2) == ["ads", "bids"]
+
+
 def test_words_are_shown_in_one_readable_form_whatever_the_casing_of_their_text():
     from app.search.explain import related_reasons
 

@@ -237,22 +237,39 @@ def _words_in(phrase: str, stems: set[str]) -> str:
     return " ".join(display_form(w, capitals) for w in dict.fromkeys(kept))
 
 
+# English prefixes that are no word alone: what "Multi-Task" and "Multi-Channel" share ("multi"),
+# or "Self-Attentive" and "Self-Supervised" ("self"), names no topic.
+BOUND_PREFIXES: frozenset[str] = frozenset(
+    "multi self semi non pre post co inter intra sub meta auto bi tri uni hyper anti pseudo quasi mono "
+    "poly mid cross".split())
+
+
 def shared_words(text: str, other: str, idf: "TermStats | None" = None, n: int = MAX_TERMS) -> list[str]:
-    """Informative words both texts use (rarest first, at most `n`), as written in them: a word
+    """Informative words both texts use (the `n` rarest stems), as written in them: a word
     only one text prints ("few-shot" beside "zero-shot", "T5-3B" beside "FLAN-T5") is named by
-    the part both print ("shot", "T5")."""
+    the part both print ("shot", "T5"), unless that part is a prefix (BOUND_PREFIXES: "multi" of
+    "multi-task" and "multi-channel"), which is left out and the next rarest stem taken instead."""
     theirs = set(analyze(other))
-    stems = informative_terms([t for t in dict.fromkeys(analyze(text)) if t in theirs], idf, n)
+    candidates = [t for t in dict.fromkeys(analyze(text)) if t in theirs]
     printed = [{m.group(0).lower() for m in _TOKEN_RE.finditer(t or "")} for t in (text, other)]
-    out = []
-    for word in surface_words(stems, text, other):
-        stem = next((s for s in stems if s in analyze(word)), None)
-        mine, theirs_form = surface_words([stem], text), surface_words([stem], other)
-        if stem is None or "-" not in word or all(word.lower() in p for p in printed) or not (mine and theirs_form):
-            out.append(word)
-        else:
-            out.append(as_both_print(stem, mine[0], theirs_form[0]))
-    return list(dict.fromkeys(out))
+    left_out = 0
+    while True:
+        stems = informative_terms(candidates, idf, n + left_out)
+        out, dropped = [], 0
+        for word in surface_words(stems, text, other):
+            stem = next((s for s in stems if s in analyze(word)), None)
+            mine, theirs_form = surface_words([stem], text), surface_words([stem], other)
+            if stem is None or "-" not in word or all(word.lower() in p for p in printed) or not (mine and theirs_form):
+                shown = word
+            else:
+                shown = as_both_print(stem, mine[0], theirs_form[0])
+            if shown.lower() in BOUND_PREFIXES and not all(shown.lower() in p for p in printed):
+                dropped += 1  # a prefix of compounds, in one text at least
+                continue
+            out.append(shown)
+        if dropped == left_out or len(stems) < n + left_out:
+            return list(dict.fromkeys(out))
+        left_out = dropped
 
 
 def surface_words(stems: Sequence[str], *texts: str) -> list[str]:
