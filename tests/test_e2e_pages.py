@@ -579,3 +579,24 @@ def test_a_picture_file_without_an_extension_is_searched(server, browser):
     assert page.locator("#held-copy").is_visible()
     assert not console.errors, console.errors
     page.close()
+
+
+@pytest.mark.parametrize("width,height,tag", SIZES)
+def test_a_long_query_is_named_by_its_first_words(server, browser, width, height, tag):
+    """A pasted paragraph as the query: the heading and the tab's title name it by its first words
+    (the whole query in the heading's tooltip and the search box), so that the results, or the
+    notice that it is too long, stay on the first screen."""
+    for words in (40, 120):  # searched (under the API's 500 characters), and too long to search
+        q = " ".join(["heatmap", "attention"] * (words // 2))
+        page, console = open_page(browser, server, f"#/?q={q.replace(' ', '%20')}", width, height)
+        heading = page.locator("#view h1")
+        assert heading.inner_text().endswith("…”") and len(heading.inner_text()) < 90
+        assert heading.get_attribute("title") == q and page.input_value("#q") == q
+        assert boxes(page, "#view h1")[0]["height"] <= 5 * 1.25 * 1.45 * 16  # lines of the heading
+        below = "#results .card" if len(q) <= 500 else "#view .notice"
+        page.wait_for_selector(below)
+        assert boxes(page, below)[0]["top"] < height, below
+        assert "…" in page.title() and len(page.title()) < 90
+        shot(page, f"{tag}-pages-long-query-{words}")
+        assert not console.errors, console.errors
+        page.close()

@@ -6,16 +6,19 @@ import { filterBar, filterParams, searchHash } from '../filters.js';
 
 const PAGE = 24;
 const MAX_QUERY = 500;  // the API's limit on a query's length (the header box's maxlength too)
+const NAMED_QUERY = 60;  // the heading and the tab's title name a query by at most this many characters
 
 export async function renderSearch(root, params, { signal, restore }) {
   const q = (params.get('q') || '').trim();
   const filters = filterParams(params);
   const kind = filters.get('kind') || 'figure';
   const what = kind === 'table' ? 'Tables' : kind === 'both' ? 'Figures and tables' : 'Figures';
-  setTitle(q ? `“${q}”` : '');
+  // a long query (a pasted abstract) is named by its first words: in full it pushed the results off the first screen
+  const named = q.length > NAMED_QUERY ? `${q.slice(0, NAMED_QUERY).replace(/\s+\S*$/, '')}…` : q;
+  setTitle(q ? `“${named}”` : '');
   const info = h('span', { class: 'muted small', id: 'result-info' });
   const alsoTables = h('span', { class: 'small', id: 'also-tables', hidden: true });
-  const head = h('div', { class: 'bar' }, h('h1', {}, q ? `${what} for “${q}”` : `Recently added ${what.toLowerCase()}`), info, alsoTables);
+  const head = h('div', { class: 'bar' }, h('h1', { title: named !== q ? q : null }, q ? `${what} for “${named}”` : `Recently added ${what.toLowerCase()}`), info, alsoTables);
   const grid = h('div', { class: 'grid', id: 'results' });
   const status = h('div', {});
   const moreBtn = h('button', { class: 'btn', type: 'button', id: 'more' }, 'Load more');
