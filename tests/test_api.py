@@ -245,6 +245,17 @@ def test_search_lexical_only_and_no_match(client):
     assert r["items"] == [] and r["message"]
 
 
+def test_a_query_of_common_words_alone_says_nothing_was_searched(client):
+    """"the of and" or "a": no word the search reads. The answer says so and what to search
+    for, instead of "no figure shares these words", which other or fewer words would mend."""
+    for q in ("the of and", "a", "what is this"):
+        r = client.get("/api/v1/search", params={"q": q}).json()
+        assert r["items"] == [] and r["message"].startswith(f"the search reads no word of “{q}”"), r
+        assert "name what the figure shows" in r["message"]
+    r = client.get("/api/v1/search", params={"q": "the heatmap"}).json()
+    assert r["items"] and not (r["message"] or "").startswith("the search reads no word")
+
+
 @pytest.mark.parametrize("params,word", [
     ({}, "q"), ({"q": ""}, "q"), ({"q": "   "}, "q"), ({"q": "x", "k": 0}, "k"),
     ({"q": "x", "k": 101}, "at most 100"), ({"q": "x", "k": "ten"}, "k"),

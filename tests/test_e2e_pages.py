@@ -600,3 +600,17 @@ def test_a_long_query_is_named_by_its_first_words(server, browser, width, height
         shot(page, f"{tag}-pages-long-query-{words}")
         assert not console.errors, console.errors
         page.close()
+
+
+def test_a_query_of_common_words_alone_says_what_to_search_for(server, browser):
+    """"the of and" was answered "No figure shares these words or is close in meaning. Try other
+    or fewer words.": none of its words is searched at all. The page says so and what to search
+    for, with no link to tables or unfiltered results that could not help."""
+    page, console = open_page(browser, server, "#/?q=the%20of%20and&year_from=2016")
+    page.wait_for_selector("#no-match-advice")
+    text = page.inner_text("#view")
+    assert "Nothing to search for." in text and "reads no word of “the of and”" in text
+    assert "fewer words" not in text and not page.locator("#search-unfiltered, #search-tables").count()
+    shot(page, "desktop-pages-common-words-query")
+    assert not console.errors, console.errors
+    page.close()

@@ -17,6 +17,7 @@ from app.api.query_image import decode_query_image
 from app.api.serialize import scored_items
 from app.search.searcher import Searcher
 from app.search.filters import FigureFilter, year_range
+from app.search.text import analyze
 from app.vision.pictures import picture_query
 from app.vision.vocabulary import types_named_in
 from app.settings import Settings
@@ -62,7 +63,11 @@ def run_search(db: Session, settings: Settings, engine: Searcher | None, holder:
                "these results match the words")
     if items and searched != q:
         msg = f"nothing matches “{q}”; showing results for “{searched}”"
-    if not items and offset == 0:
+    if not items and offset == 0 and not analyze(searched):
+        # "the of and", "a": nothing was searched, which other words or filters would not change
+        msg = (f"the search reads no word of “{q}”: words as common as “the” or “of”, and single letters, "
+               "are left out; name what the figure shows, e.g. attention heatmap")
+    elif not items and offset == 0:
         msg = "no figure shares these words or is close in meaning"
         if allowed is not None or (filters is not None and filters.kind != "figure"):
             msg = ("nothing in the search index passes these filters" if allowed is not None and not allowed.any() else

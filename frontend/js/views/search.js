@@ -6,6 +6,8 @@ import { filterBar, filterParams, searchHash } from '../filters.js';
 
 const PAGE = 24;
 const MAX_QUERY = 500;  // the API's limit on a query's length (the header box's maxlength too)
+// how the server's message for a query with no word it reads begins (app/api/routes/search.py)
+const UNREAD_QUERY = 'the search reads no word of';
 const NAMED_QUERY = 60;  // the heading and the tab's title name a query by at most this many characters
 
 export async function renderSearch(root, params, { signal, restore }) {
@@ -105,9 +107,13 @@ export async function renderSearch(root, params, { signal, restore }) {
       if (q && !indexed) status.append(empty('Search is not ready yet.', asSentence(message || 'the server has no search index')));
       else if (q) {
         const nTables = await tableCount;
-        status.append(empty('No close matches.', h('span', {}, asSentence(message || 'no figure shares these words or is close in meaning'), ' ',
-          nTables ? h('a', { href: tablesHash, id: 'search-tables' }, `Show the ${nTables === 1 ? 'matching table' : `${nTables >= 1000 ? '1000+' : nTables} matching tables`}`)
-            : fq ? h('a', { href: searchHash(q, []), id: 'search-unfiltered' }, 'Search without the filters') : 'Try other or fewer words.')));
+        // a query of common words alone was not searched at all: the server's message says what to
+        // do, and no other words, tables or filters would change it
+        const unread = Boolean(message && message.startsWith(UNREAD_QUERY));
+        status.append(empty(unread ? 'Nothing to search for.' : 'No close matches.', h('span', { id: 'no-match-advice' }, asSentence(message || 'no figure shares these words or is close in meaning'), ' ',
+          unread ? null
+            : nTables ? h('a', { href: tablesHash, id: 'search-tables' }, `Show the ${nTables === 1 ? 'matching table' : `${nTables >= 1000 ? '1000+' : nTables} matching tables`}`)
+              : fq ? h('a', { href: searchHash(q, []), id: 'search-unfiltered' }, 'Search without the filters') : 'Try other or fewer words.')));
       } else if (fq) status.append(empty('Nothing passes these filters.', h('a', { href: '#/' }, 'Clear the filters')));
       else status.append(empty('The collection is empty.', h('span', {}, 'An administrator can add papers on the ', h('a', { href: '#/admin' }, 'Admin page'), '.')));
     } else if (message && firstNew === 0) {
