@@ -614,3 +614,25 @@ def test_a_query_of_common_words_alone_says_what_to_search_for(server, browser):
     shot(page, "desktop-pages-common-words-query")
     assert not console.errors, console.errors
     page.close()
+
+
+@pytest.mark.parametrize("width,height,tag", SIZES + [(640, 800, "zoomed")])
+def test_tab_goes_through_the_header_in_reading_order(server, browser, width, height, tag):
+    """Tab follows the header as it is read, row by row and left to right: on a phone (or a
+    desktop zoomed to 200%) the search box is on a row below the links, and Tab went from the
+    brand down to the box and back up to the links."""
+    page, console = open_page(browser, server, "#/?q=heatmap", width, height)
+    stops = []
+    for _ in range(8):
+        page.keyboard.press("Tab")
+        box = page.evaluate("(() => { const e = document.activeElement; const r = e.getBoundingClientRect();"
+                            " return {name: e.id || e.textContent.trim(), top: r.top, left: r.left, header: !!e.closest('.top')}; })()")
+        if box["header"]:
+            stops.append(box)
+    names = [s["name"] for s in stops]
+    assert names[0] == "figsearch" and "q" in names and "Admin" in names, names
+    for a, b in zip(stops, stops[1:]):  # the next stop is right of this one on its row, or on a row below
+        same_row = abs(a["top"] - b["top"]) < 12
+        assert (same_row and b["left"] > a["left"]) or b["top"] > a["top"] + 12, (a, b)
+    assert not console.errors, console.errors
+    page.close()
