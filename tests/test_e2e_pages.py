@@ -636,3 +636,19 @@ def test_tab_goes_through_the_header_in_reading_order(server, browser, width, he
         assert (same_row and b["left"] > a["left"]) or b["top"] > a["top"] + 12, (a, b)
     assert not console.errors, console.errors
     page.close()
+
+
+def test_a_reversed_year_range_in_an_address_means_the_same_years(server, browser):
+    """#/?q=heatmap&year_from=2022&year_to=2016 (typed or shared) found nothing and said only that
+    nothing passes the filters; the year boxes take a reversed range as the same years, and so
+    does the address now."""
+    page, console = open_page(browser, server, "#/?q=heatmap&year_from=2022&year_to=2016")
+    page.wait_for_selector("#results .card")
+    assert page.input_value("#f-year-from") == "2016" and page.input_value("#f-year-to") == "2022"
+    reversed_count = page.locator("#results .card").count()
+    page.close()
+    page, console2 = open_page(browser, server, "#/?q=heatmap&year_from=2016&year_to=2022")
+    page.wait_for_selector("#results .card")
+    assert page.locator("#results .card").count() == reversed_count
+    assert not console.errors and not console2.errors, console.errors + console2.errors
+    page.close()

@@ -12,6 +12,13 @@ export function filterParams(params) {
     const v = (params.get(key) || '').trim();
     if (v && !(key === 'kind' && v === 'figure')) out.set(key, v);
   }
+  // a reversed range in an address (typed, or shared from elsewhere) means the same years, as the
+  // year boxes take it; left as it was, it matched nothing and said only that nothing passes the filters
+  const [from, to] = [Number(out.get('year_from')), Number(out.get('year_to'))];
+  if (out.get('year_from') && out.get('year_to') && from > to) {
+    out.set('year_from', String(to));
+    out.set('year_to', String(from));
+  }
   return out;
 }
 
