@@ -209,4 +209,7 @@ def test_missing_figure_page_shows_message(server, browser):
     page.goto(f"{server['base']}/#/figure/999999")
     page.wait_for_selector(".notice.error")
     assert "not found" in page.inner_text(".notice.error")
+    # what may have happened, and where to look instead
+    assert "may have been removed" in page.inner_text(".notice.error")
+    assert page.locator("#view a[href='#/papers']").count() == 1
     assert errors == []

@@ -67,7 +67,13 @@ async function route(e) {
     // a page left before it finished must not touch the page shown since
     if (mine.signal.aborted || (err && err.name === 'AbortError')) return;
     clear(view);
-    view.append(notice(asSentence(err && err.message ? err.message : 'something went wrong'), 'error'), h('p', {}, h('a', { href: '#/' }, 'Go to the figures')));
+    // a figure or paper that is not there (an old link, a paper removed since): say what may have happened
+    const missing = err && err.status === 404 ? path.match(/^\/(figure|paper)\//) : null;
+    const gone = missing
+      ? ` It may have been removed from the collection since the link was made, or the address is mistyped; search for it by its ${missing[1] === 'figure' ? 'caption' : 'title'}.`
+      : '';
+    view.append(notice(asSentence(err && err.message ? err.message : 'something went wrong') + gone, 'error'),
+      h('p', {}, h('a', { href: '#/' }, 'Go to the figures'), gone ? [' · ', h('a', { href: '#/papers' }, 'Browse the papers')] : null));
   }
   if (!mine.signal.aborted) {
     if (arrived && arrived.scrollY) window.scrollTo(0, arrived.scrollY);
