@@ -191,7 +191,8 @@ def test_printed_words_are_named_as_both_figures_print_them():
     # a name one figure prints alone and the other inside a compound is named as both print it
     # (the reason said "DeepFM-FE" of a figure that prints only "DeepFM")
     assert inside_reason("DeepFM Random initialized AUC", "DeepFM-FE random AUC")[0] == "both show: DeepFM, random, AUC"
-    assert inside_reason("multi-head attention", "multi-task attention")[0] == "both show: multi, attention"
+    # ... but a prefix of two different compounds ("multi" of multi-head and multi-task) names nothing
+    assert inside_reason("multi-head attention", "multi-task attention")[0] == "both show: attention"
     # one shared label at a low figure-words cosine is chance: not said
     words, other = "Number of layer 1 2 3 accuracy", "layer depth latency"
     assert related_reasons({"figure_words": 0.05}, None, "a", "b", words=words, other_words=other) == []
@@ -224,6 +225,11 @@ def test_a_prefix_two_compounds_share_is_no_shared_word():
     assert related_reasons({"paper": 0.9}, None, "", "", "Cross-lingual Transfer", "Cross-domain Ranking") == ["related paper topic"]
     assert shared_words("Self-Supervised Ranking", "Self-Supervised ranking models") == ["self-supervised", "ranking"]
     assert shared_words("multi modal inputs", "inputs in multi modal form") == ["multi", "modal", "inputs"]
+    # words printed inside both figures: the same
+    from app.search.explain import inside_reason
+    said, stems = inside_reason("Multi-gate Expert Tower Output", "Multi-Task Tower Output")
+    assert said == "both show: tower, output" and "multi" not in stems
+    assert inside_reason("multi head Tower", "multi Tower")[0] == "both show: multi, tower"
     # the prefix's place goes to the next shared word
     assert shared_words("Multi-task ads bids clicks", "Multi-channel ads bids clicks", n=2) == ["ads", "bids"]
 

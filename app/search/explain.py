@@ -181,10 +181,13 @@ def inside_reason(words: str, other_words: str, idf: "TermStats | None" = None,
              for stem, a, b in zip(stems, surface_words(stems, other_words), surface_words(stems, words))]
     if len(shown) != len(stems):
         shown = surface_words(stems, other_words, words)
-    shown = list(dict.fromkeys(shown))
+    printed = [{m.group(0).lower() for m in _TOKEN_RE.finditer(t)} for t in (words, other_words)]
+    # a prefix of compounds ("multi" of Multi-Task and Multi-gate) names nothing
+    prefixes = {w for w in shown if w.lower() in BOUND_PREFIXES and not all(w.lower() in p for p in printed)}
+    shown = [w for w in dict.fromkeys(shown) if w not in prefixes]
     if not shown:
         return None, set()
-    return "both show: " + ", ".join(shown), set(stems)
+    return "both show: " + ", ".join(shown), set(stems) - {st for w in prefixes for st in analyze(w)}
 
 
 def as_both_print(stem: str, other: str, mine: str) -> str:
