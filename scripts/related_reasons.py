@@ -2,13 +2,15 @@
 
     python scripts/related_reasons.py dump DATA_DIR OUT.json [--seed 0]
     python scripts/related_reasons.py count OUT.json [tests/data/reason_weak_words.txt]
+    python scripts/related_reasons.py count OUT.json --prefixes
 
 `dump` serves DATA_DIR in-process and writes, for 60 random figures (the seed draws them), the top five
 related figures of other papers with their `matched_terms` and `reasons`, and the first 24 results of a
 few text queries (ids and scores, to check that a change of reasons leaves the order alone).
 `count` prints the words of "both mention" and of the caption/title reasons with their counts (without
 a word file: for marking weak words by looking), or, with a file of words marked weak, the share of
-cards whose reasons carry one.
+cards whose reasons carry one; with --prefixes, the cards whose reasons name a prefix alone ("related
+paper: both on multi"; app.search.explain.BOUND_PREFIXES).
 """
 from __future__ import annotations
 
@@ -61,6 +63,18 @@ def _reason_words(card: dict) -> list[str]:
             for w in r[len(pre):].split(",")]
 
 
+def count_prefixes(dumped: str) -> None:
+    from app.search.explain import BOUND_PREFIXES
+
+    cards = [c for v in json.loads(Path(dumped).read_text())["related"].values() for c in v]
+    shown = ("both show: ",) + REASON_PREFIXES
+    bare = [r for c in cards for r in c["reasons"] for pre in shown if r.startswith(pre)
+            and {w.strip().lower() for w in r[len(pre):].split(",")} & BOUND_PREFIXES]
+    print(json.dumps({"cards": len(cards),
+                      "cards_with_a_prefix_alone": sum(1 for c in cards if any(r in bare for r in c["reasons"])),
+                      "reasons": sorted(set(bare))}, indent=1))
+
+
 def count(dumped: str, weak_file: str | None) -> None:
     cards = [c for v in json.loads(Path(dumped).read_text())["related"].values() for c in v]
     words = collections.Counter(w.lower() for c in cards for w in c["matched_terms"])
@@ -95,9 +109,12 @@ def main() -> None:
     n = sub.add_parser("count")
     n.add_argument("dumped")
     n.add_argument("weak_file", nargs="?")
+    n.add_argument("--prefixes", action="store_true", help="count the reasons that name a prefix alone")
     args = ap.parse_args()
     if args.cmd == "dump":
         dump(args.data_dir, args.out, args.seed)
+    elif args.prefixes:
+        count_prefixes(args.dumped)
     else:
         count(args.dumped, args.weak_file)
 
