@@ -254,6 +254,9 @@ def test_a_query_of_common_words_alone_says_nothing_was_searched(client):
         assert "name what the figure shows" in r["message"]
     r = client.get("/api/v1/search", params={"q": "the heatmap"}).json()
     assert r["items"] and not (r["message"] or "").startswith("the search reads no word")
+    # a figure type's name is searched by type, though the words' index leaves it out
+    r = client.get("/api/v1/search", params={"q": "table"}).json()
+    assert not (r["message"] or "").startswith("the search reads no word")
 
 
 @pytest.mark.parametrize("params,word", [

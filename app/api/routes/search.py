@@ -63,8 +63,9 @@ def run_search(db: Session, settings: Settings, engine: Searcher | None, holder:
                "these results match the words")
     if items and searched != q:
         msg = f"nothing matches “{q}”; showing results for “{searched}”"
-    if not items and offset == 0 and not analyze(searched):
-        # "the of and", "a": nothing was searched, which other words or filters would not change
+    if not items and offset == 0 and not analyze(searched) and not types_named_in(searched):
+        # "the of and", "a": nothing was searched (a type's name, "table", is searched by type), which
+        # other words or filters would not change
         msg = (f"the search reads no word of “{q}”: words as common as “the” or “of”, and single letters, "
                "are left out; name what the figure shows, e.g. attention heatmap")
     elif not items and offset == 0:
