@@ -1706,3 +1706,161 @@ def test_plot_title_at_the_top_of_the_text_block_is_kept(tmp_path):
     doc.new_page(width=595, height=842).insert_textbox(pymupdf.Rect(54, 64, 541, 760), BODY * 3, fontsize=10)
     f = _figures(_saved(doc, tmp_path / "title.pdf"), tmp_path)[10]
     assert f.region_bbox is not None and f.region_bbox[1] <= 68, f.region_bbox
+
+
+def _framed_by_strokes(page, x0: float, y0: float, x1: float, lines: list[str]) -> float:
+    """Code lines in a frame drawn as separate strokes (a rule over and under, uprights beside
+    each line), as some Sweave styles draw a chunk; returns the frame's bottom."""
+    y1 = y0 + 8 + 14 * len(lines)
+    page.draw_line((x0, y0), (x1, y0), color=(0, 0, 0), width=0.4)
+    for i, text in enumerate(lines):
+        top = y0 + 14 * i
+        page.draw_line((x0, top), (x0, top + 14), color=(0, 0, 0), width=0.4)
+        page.draw_line((x1, top), (x1, top + 14), color=(0, 0, 0), width=0.4)
+        page.insert_text((x0 + 15, y0 + 12 + 14 * i), text, fontsize=9, fontname="cour")
+    page.draw_line((x0, y1), (x1, y1), color=(0, 0, 0), width=0.4)
+    return y1
+
+
+def test_code_framed_by_strokes_over_a_plot_stays_out_of_it(tmp_path):
+    """A code chunk framed by separate strokes (rules over and under, uprights at its sides) over the
+    plot it draws, one caption under the plot: the frame is the listing's, so the listing ends the
+    figure (was: the frame's lower rule, as wide as the column, took the figure out to the frame
+    and the layout model's pass grew it up over the code). The plot's title, two and a half lines
+    over its box with nothing else above it, stays with the plot."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 60, 540, 120), BODY[:300], fontsize=10)
+    bottom = _framed_by_strokes(page, 85, 135, 510, CODE)
+    page.insert_text((275, bottom + 30), "3D barplot", fontsize=9.8, fontname="helv")
+    _plot(page, (150, bottom + 57, 420, bottom + 250))
+    page.insert_textbox(pymupdf.Rect(72, bottom + 265, 540, bottom + 290), "Figure 3: A 3D barplot.", fontsize=10,
+                        align=1)
+    f = _figures(_saved(doc, tmp_path / "strokes.pdf"), tmp_path)[3]
+    assert f.region_bbox is not None and f.region_bbox[0] >= 145 and f.region_bbox[2] <= 425, f.region_bbox
+    assert bottom + 18 <= f.region_bbox[1] <= bottom + 23, (bottom, f.region_bbox)  # the title, not the code
+
+
+def test_notes_under_a_side_caption_stay_out_of_the_plot_beside_it(tmp_path):
+    """A plot at the left, its caption at the right level with its top and notes in the body's size
+    under the caption, another figure further down: the figure is the plot beside the caption,
+    without the notes (was: the region under the caption took the notes, the plot and the next
+    figure)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    _plot(page, (100, 70, 280, 240))
+    page.insert_textbox(pymupdf.Rect(324, 26, 527, 64), "Figure 7: Data with multimapped variances. The line "
+                        "is a fit.", fontsize=11)
+    page.insert_textbox(pymupdf.Rect(324, 72, 527, 240), "The variance is quite different at the two ends of "
+                        "the range, although the mean response is about the same.\n\nIt can be modelled as a "
+                        "function of x but not of the mean response.", fontsize=11)
+    _plot(page, (100, 265, 500, 440))
+    page.insert_textbox(pymupdf.Rect(85, 460, 527, 490), "Figure 8: Residual plots for the data in the above "
+                        "figure.", fontsize=11)
+    page.insert_textbox(pymupdf.Rect(85, 510, 527, 700), BODY, fontsize=11)
+    figs = _figures(_saved(doc, tmp_path / "notes.pdf"), tmp_path)
+    r7, r8 = figs[7].region_bbox, figs[8].region_bbox
+    assert r7 is not None and r7[2] <= 290 and r7[3] <= 250 and r7[1] <= 71, r7
+    assert r8 is not None and r8[1] >= 250 and r8[3] >= 439, r8
+
+
+def test_table_note_under_the_bottom_rule_is_left_to_the_caption(tmp_path):
+    """A table in journal style: label and title over the top rule, a paragraph starting "Note."
+    right under the bottom rule, then running text: the table ends at its bottom rule."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((54, 86), "Table 1", fontsize=10)
+    page.insert_text((54, 98), "Model formulas in R", fontsize=10, fontname="tiit")
+    for y in (102, 119, 208):
+        page.draw_line((54, y), (554, y), color=(0, 0, 0), width=0.5)
+    page.insert_text((60, 114), "formula", fontsize=10)
+    page.insert_text((200, 114), "meaning", fontsize=10)
+    for i in range(6):
+        page.insert_text((60, 132 + 13 * i), f"a * b{i}", fontsize=10, fontname="cour")
+        page.insert_text((200, 132 + 13 * i), f"main effects and interaction {i} of a and b", fontsize=10)
+    page.insert_textbox(pymupdf.Rect(54, 209, 554, 245), "Note. Whitespace is ignored in formulas, and the "
+                        "default behaviour of R is to prevent models with higher order effects in the "
+                        "absence of lower order effects, as shown in the table above.", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(54, 270, 554, 600), BODY, fontsize=10)
+    figs = extract_figures(_saved(doc, tmp_path / "note.pdf"), tmp_path / "out", "f", dpi=72)
+    t = {f.number: f for f in figs if f.kind == "table"}[1]
+    assert t.region_bbox is not None and 207 <= t.region_bbox[3] <= 210 and t.region_bbox[1] <= 103, t.region_bbox
+
+
+def test_printed_output_in_the_captions_block_is_the_table(tmp_path):
+    """A table that is printed R output in a typewriter font set right under its caption, in the
+    caption's own text block: the output is no running text, so it is the table (was: the whole
+    block counted as a paragraph and the table was a caption-only crop)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(92, 60, 520, 200), BODY, fontsize=11)
+    caption = ["Table 2: The nine variable problem is a classic example of factoring where there is a",
+               "higher order factor that accounts for the correlation between the factors, and the",
+               "extraction method was principal axis with a targeted transformation to a cluster."]
+    for i, text in enumerate(caption):
+        page.insert_text((92, 245 + 13.4 * i), text, fontsize=10.9, fontname="tiro")
+    output = ["> f3 <- fa(data, nfactors = 3, n.obs = 213, fm = 'pa', rotate = 'oblimin')",
+              "Standardized loadings (pattern matrix) based upon the correlation matrix",
+              "> print(f3, digits = 2, cut = 0.3, sort = TRUE, short = FALSE, lower = TRUE)",
+              "             PA1   PA2   PA3   h2   u2"] + [f"Item.{i:<8} 0.{80 - i}  0.0{i}  0.07  0.81  0.19"
+                                                       for i in range(12)]
+    for i, text in enumerate(output[:2]):  # 9 points under the caption: one text block with it
+        page.insert_text((92, 282 + 9.3 * i), text, fontsize=8, fontname="cour")
+    for i, text in enumerate(output[2:]):
+        page.insert_text((140, 325 + 9.3 * i), text, fontsize=8, fontname="cour")
+    figs = extract_figures(_saved(doc, tmp_path / "output.pdf"), tmp_path / "out", "f", dpi=72)
+    t = {f.number: f for f in figs if f.kind == "table"}[2]
+    assert t.region_bbox is not None and t.region_bbox[3] - t.region_bbox[1] >= 120, t.region_bbox
+
+
+def test_layout_model_joins_a_drawing_beyond_an_empty_band_to_its_tiny_end(tmp_path, monkeypatch):
+    """A grid of cells, a legend set four lines under it, the caption under the legend and a code
+    chunk under the caption: the geometry stops at the empty band, so the region above is the
+    legend alone (tiny) and the code below is taken instead. The layout model's picture over the
+    grid, beyond the legend with nothing between, makes the figure with the legend; the model is
+    asked only for such a page."""
+    from app.ingest import layout_model
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(90, 40, 513, 100), BODY[:250], fontsize=10)
+    for r in range(6):
+        for k in range(12):
+            page.draw_rect(pymupdf.Rect(175 + 19 * k, 130 + 20 * r, 193 + 19 * k, 149 + 20 * r), color=None,
+                           fill=(0.8, 0.1, 0.1) if (r + k) % 3 else (0.3, 0.7, 0.3))
+    page.draw_rect(pymupdf.Rect(212, 300, 256, 310), color=(0, 0, 0), width=0.3)
+    page.insert_text((215, 308), "active", fontsize=5)
+    page.insert_textbox(pymupdf.Rect(90, 330, 513, 360), "Figure 3: Visualization of a sequence of states.",
+                        fontsize=10)
+    for i, text in enumerate(CODE[:3]):
+        page.insert_text((90, 366 + 11 * i), text, fontsize=10, fontname="cour")
+    page.insert_textbox(pymupdf.Rect(90, 430, 513, 700), BODY, fontsize=10)
+    pdf = tmp_path / "grid.pdf"
+    doc.save(pdf)
+    asked = []
+
+    def page_boxes(p):
+        asked.append(p.number)
+        return [layout_model.LayoutBox("picture", (171, 128, 410, 255))]
+
+    monkeypatch.setattr(layout_model, "page_boxes", page_boxes)
+    f = _figures(pymupdf.open(pdf), tmp_path)[3]
+    assert asked == [0]
+    assert f.region_bbox is not None and f.region_bbox[1] <= 131 and 309 <= f.region_bbox[3] <= 320, f.region_bbox
+
+
+def test_running_head_over_a_figure_at_the_top_is_no_plot_title(tmp_path):
+    """A figure at the top of the text block and the page's running head, centred, two and a half
+    lines over it above the running text's extent: the head is no plot title (a lone title may
+    stand up to three lines above its plot only inside the running text's extent)."""
+    doc = pymupdf.open()
+    first = doc.new_page(width=612, height=792)
+    first.insert_textbox(pymupdf.Rect(90, 110, 520, 700), BODY * 3, fontsize=11)
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((262, 84), "A. N. Author", fontsize=10.9)
+    _plot(page, (137, 110, 466, 270))
+    page.insert_textbox(pymupdf.Rect(90, 285, 520, 315), "Figure 2: Rootogram of posterior probabilities.",
+                        fontsize=11, align=1)
+    page.insert_textbox(pymupdf.Rect(90, 330, 520, 700), BODY * 2, fontsize=11)
+    f = _figures(_saved(doc, tmp_path / "head.pdf"), tmp_path)[2]
+    assert f.region_bbox is not None and f.region_bbox[1] >= 108, f.region_bbox

@@ -22,7 +22,7 @@ from app.ingest.layout import DocumentLayout, Line, build_layout, clean_text, un
 from app.ingest.panel_pixels import Strip, label_shapes, label_strips, read_strips, unread_shapes
 from app.ingest.panels import MIN_PANELS, find_panels
 from app.ingest.regions import (Candidate, Region, analyse_page, choose_region, convention,
-                                crop_quality, extend_cut_drawing, fuse_layout, one_region_each, region_doubt,
+                                crop_quality, extend_cut_drawing, fuse_layout, fuse_piece, one_region_each, region_doubt,
                                 split_overlaps)
 from app.ingest.render import RenderedCrop, render_crop
 from app.ingest.types import ExtractedFigure
@@ -113,6 +113,8 @@ def _candidate(i: int, cap: Caption, a: Region, b: Region, prefer_above: bool, s
         for alt in cand.alternatives:
             q = crop_quality(cap.kind, alt.rect, alt.has_graphics, st.pages[i], st)
             if q == "ok":
+                if cand.quality == "tiny" and cand.has_graphics and not alt.has_graphics:
+                    cand.piece = cand.region  # perhaps the end of a drawing set apart (fuse_piece)
                 cand.region, cand.has_graphics, cand.quality = alt.rect, alt.has_graphics, q
                 break
     cand.score += (3 if cand.has_graphics else 1 if cand.region is not None else 0) + 2 * (cand.quality == "ok")
@@ -166,10 +168,17 @@ def _second_opinion(doc: "pymupdf.Document", cands: list[Candidate], st: Documen
         page = st.pages[c.page]
         graphics = page.graphics()
         taken = [o.region for o in cands if o.page == c.page and o.region is not None]
+        others = [cap.bbox for i, cap, _, _ in analysed if i == c.page and cap is not c.cap]
+        if c.piece is not None:  # a tiny piece of drawing given up for text: the model may see the rest
+            if c.page not in boxes:
+                boxes[c.page] = layout_model.page_boxes(doc[c.page])
+            fused = fuse_piece(c, boxes[c.page], page, st, graphics, others)
+            if fused is not None and crop_quality(c.cap.kind, fused, True, page, st) == "ok":
+                c.region, c.has_graphics, c.quality = fused, True, "ok"
+                continue
         doubt = region_doubt(c, page, st, graphics, taken)
         if doubt is None:
             continue
-        others = [cap.bbox for i, cap, _, _ in analysed if i == c.page and cap is not c.cap]
         # whatever the doubt (a tiny slice of a table, ink beside it), a region whose edge cuts a
         # drawing first grows along it
         grown = extend_cut_drawing(c, page, st, graphics, others, taken)

@@ -511,10 +511,13 @@ def paragraph_blocks(lines: list[Line], st: DocumentLayout, size_tol: float = 0.
 
 
 def mark_body(lines: list[Line], st: DocumentLayout) -> None:
-    """Flag lines of body-text paragraphs: blocks of several long, dense lines in the body font."""
+    """Flag lines of body-text paragraphs: blocks of several long, dense lines in the body font.
+    Lines in a typewriter font of another size than the body's are no running text, even in a
+    paragraph's block (printed output set right under a caption, in the caption's block)."""
     for blk in paragraph_blocks(lines, st):
         for ln in blk:
-            ln.body = True
+            if not (ln.monospaced and abs(ln.size - st.body_size) > 0.6):
+                ln.body = True
 
 
 def column_span(bbox, st: DocumentLayout) -> tuple[float, float]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from app.ingest.layout import (DocumentLayout, Line, PageLayout, column_span, ho
                                overlap_1d, paragraph_blocks, union)
 
 __all__ = ["CUT_DRAWING", "Candidate", "Region", "analyse_page", "choose_region", "convention", "crop_quality",
-           "extend_cut_drawing", "fuse_layout", "one_region_each", "region_doubt", "split_overlaps"]
+           "extend_cut_drawing", "fuse_layout", "fuse_piece", "one_region_each", "region_doubt", "split_overlaps"]
 
 
 CUT_DRAWING = "graphic cut by the region's edge"  # a region_doubt reason that extend_cut_drawing can settle
@@ -38,6 +38,7 @@ class Candidate:
     score: float
     alternatives: tuple = ()  # the other regions found for the caption (re-tried when this one is doubtful)
     quality: str = "ok"  # see crop_quality
+    piece: tuple | None = None  # a tiny region with a graphic given up for the other side's text (see fuse_piece)
 
 
 @dataclass
@@ -176,6 +177,71 @@ def _listings(page: PageLayout, graphics: np.ndarray, st: DocumentLayout) -> lis
     return out
 
 
+def _framed_listings(listings: list[tuple], lines: list[Line], graphics: np.ndarray, line: float) -> list[tuple]:
+    """Listings drawn in a frame of separate strokes (a rule over and under the code, often with
+    uprights at its sides and a label set into the top rule) take their frame in: the frame's
+    rules are the listing's, not a figure's under or over it. The listings of one frame (one block
+    per code line) become one. A frame is taken only when all the text inside it is code."""
+    if not listings or not len(graphics):
+        return listings
+    g = graphics
+    flat = (g[:, 3] - g[:, 1] <= 1.0) & (g[:, 2] - g[:, 0] >= 20)
+    groups: list[list[float]] = []
+    for r in sorted(listings, key=lambda r: r[1]):
+        last = groups[-1] if groups else None
+        if last is not None and r[1] - last[3] <= 1.5 * line and overlap_1d(r[0], r[2], last[0], last[2]) > 0:
+            last[:] = list(union([tuple(last), r]))
+        else:
+            groups.append(list(r))
+    flat_g = g[flat]
+    out = []
+    for r in groups:
+        members = [m for m in listings if holds(tuple(r), m, 0.5)]
+        framed = _listing_frame(r, flat_g, lines, line)
+        if framed is not None:
+            out.append(framed)
+            continue
+        for m in members:  # a frame around one block of a run of listings
+            framed = _listing_frame(m, flat_g, lines, line) if len(members) > 1 else None
+            out.append(framed if framed is not None else m)
+    return out
+
+
+def _listing_frame(r, flat: np.ndarray, lines: list[Line], line: float) -> tuple | None:
+    """A listing's rect grown to the frame around it: the widest level of flat strokes from a line
+    and a half over it to its middle, spanning most of the listing, and the nearest level under its
+    middle with the same extent; None with no such frame or with other text than code inside it."""
+    mid = (r[1] + r[3]) / 2
+    yc = (flat[:, 1] + flat[:, 3]) / 2
+
+    def widest(lo: float, hi: float) -> tuple | None:
+        best = None
+        cand, cy = flat[(yc >= lo) & (yc <= hi)], yc[(yc >= lo) & (yc <= hi)]
+        for y in sorted({round(float(v)) for v in cy}):
+            at = cand[np.abs(cy - y) <= 1]
+            x0, x1 = float(at[:, 0].min()), float(at[:, 2].max())
+            if overlap_1d(x0, x1, r[0], r[2]) >= 0.8 * (r[2] - r[0]) and (best is None or x1 - x0 > best[2] - best[1]):
+                best = (float(y), x0, x1)
+        return best
+
+    top = widest(r[1] - 1.5 * line, mid)
+    if top is None:
+        return None
+    # the frame's lower rule: the nearest level below of the same extent (other code may lie between)
+    below = flat[(yc > mid) & (np.abs(flat[:, 0] - top[1]) <= 2)]
+    ends = sorted(float((a[1] + a[3]) / 2) for a in below
+                  if abs(flat[(np.abs(yc - (a[1] + a[3]) / 2) <= 1), 2].max() - top[2]) <= 2)
+    if not ends:
+        return None
+    bottom = (ends[0], top[1], top[2])
+    frame = (min(top[1], r[0]), top[0] - 1, max(top[2], r[2]), bottom[0] + 1)
+    inside = [ln for ln in lines if ln.horizontal and frame[1] <= ln.yc <= frame[3]
+              and frame[0] <= (ln.x0 + ln.x1) / 2 <= frame[2]]
+    if not inside or not all(ln.monospaced and not ln.body for ln in inside):
+        return None
+    return tuple(union([tuple(r), frame]))
+
+
 def _listing_shading(g: np.ndarray, listings: list[tuple]) -> np.ndarray:
     """Graphics lying within a code listing's rect (its grey shading or frame)."""
     own = np.zeros(len(g), dtype=bool)
@@ -200,10 +266,10 @@ def _drawing_before(g: np.ndarray, cb: tuple, bound: float, span: tuple, listing
 
 def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption], graphics: np.ndarray,
             obstacles: list[tuple], columns: list[tuple], st: DocumentLayout, page_rect, use_text: bool,
-            listings: list[tuple] = ()) -> Region:
+            listings: list[tuple] = (), plain: list[tuple] | None = None) -> Region:
     """Collect the graphic region above/below a caption within its column span, never crossing
     into the text `columns` beside it. A code listing beyond the figure's drawing ends it as prose
-    does."""
+    does (`listings` with the frames drawn around them, `plain` without)."""
     cx0, cy0, cx1, cy1 = cap.bbox
     sx0, sx1 = column_span(cap.bbox, st)
     # narrow the span when another caption sits at the same height (side-by-side figures)
@@ -237,8 +303,16 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
         w = np.maximum(g[:, 2] - g[:, 0], 0.5)
         inside_y = _within_band(g, ry0, ry1, st.body_size, (sx0, sx1))
         sel = inside_y & (ix > 0) & (ix >= 0.5 * np.minimum(w, sx1 - sx0))
-        if sel.any() and listings and not (sel & ~_listing_shading(g, listings)).any():
-            sel[:] = False  # only the grey shading of code listings: no drawing, the listing is text
+        if sel.any() and listings:
+            # a listing's own shading is no drawing: with nothing else, the listing is text; a frame
+            # of strokes around a listing is no drawing of a figure beside it, but a framed listing
+            # with nothing else is a figure that keeps its frame
+            plain = listings if plain is None else plain
+            rest = sel & ~_listing_shading(g, listings)
+            if cap.kind == "figure" and rest.any():
+                sel = rest
+            elif not (sel & ~_listing_shading(g, plain)).any():
+                sel[:] = False
     cap_ids = {id(l2) for c in caps for l2 in c.lines}
     # rotated text (y-axis titles and tick labels) belongs to the graphic too, unless it is long
     # enough to be a margin stamp ("arXiv:... [cs.LG]")
@@ -353,7 +427,13 @@ def _plot_title(u: list, pool: list[Line], st: DocumentLayout, g: np.ndarray) ->
                 and abs((ln.x0 + ln.x1) / 2 - (x0 + x1) / 2) <= 0.15 * w)
 
     def title_like(ln: Line) -> bool:
-        return (ln.horizontal and 0 < u[1] - ln.y1 <= 2 * line and ln.size <= 1.2 * line
+        # up to two lines above; up to three (the empty band that ends a region's content) when
+        # no other text lies above it over the plot (a 3-D box drawn lower in its plot area) and
+        # it lies within the running text's extent (not a running head over a figure at the top)
+        alone = ln.y0 >= st.text_y0 - 1 and not any(o.y1 <= ln.y0 and overlap_1d(o.x0, o.x1, u[0], u[2]) > 0
+                                                    for o in pool)
+        reach = 3 * line if alone else 2 * line
+        return (ln.horizontal and 0 < u[1] - ln.y1 <= reach and ln.size <= 1.2 * line
                 and any(ch.isalnum() for ch in ln.text) and not _furniture_zone(ln, st))
 
     def panel_of(ln: Line) -> int | None:
@@ -783,7 +863,8 @@ def analyse_page(page: PageLayout, st: DocumentLayout, extra: list[Caption] = ()
     _unmark_framed_text(caps, lines, graphics, st)
     _unmark_text_among_strokes(lines, graphics, st, caps)
     columns = _text_columns(lines, st, graphics)
-    listings = _listings(page, graphics, st)
+    plain = _listings(page, graphics, st)
+    listings = _framed_listings(plain, lines, graphics, st.body_size)
     out = []
     for cap in caps:
         if not cap.horizontal:
@@ -796,8 +877,23 @@ def analyse_page(page: PageLayout, st: DocumentLayout, extra: list[Caption] = ()
             continue
         obs = _obstacles(lines, caps, cap, graphics)
         use_text = True
-        above = _search(cap, "above", lines, caps, graphics, obs, columns, st, page.rect, use_text, listings)
-        below = _search(cap, "below", lines, caps, graphics, obs, columns, st, page.rect, use_text, listings)
+        above = _search(cap, "above", lines, caps, graphics, obs, columns, st, page.rect, use_text, listings, plain)
+        below = _search(cap, "below", lines, caps, graphics, obs, columns, st, page.rect, use_text, listings, plain)
+        notes = _caption_notes(cap, lines, caps, graphics, st) if cap.kind == "figure" else None
+        if notes is not None and any(r.rect is not None and overlap_1d(r.rect[0], r.rect[2], notes[0], notes[2]) > 2
+                                     and overlap_1d(r.rect[1], r.rect[3], notes[1], notes[3]) > 2 for r in (above, below)):
+            # prose under a narrow caption, in its column, taken into a region: notes of a side
+            # caption, so the figure is the plot standing beside the caption and its notes
+            with_notes = replace(cap, bbox=union([cap.bbox, notes]))
+            caps_n = [with_notes if c is cap else c for c in caps]
+            side = next((r for right in (True, False) for r in [_search_side(with_notes, right, lines, caps_n, graphics,
+                                                                            obs, st, page.rect)] if r.has_graphics), None)
+            if side is not None and not (overlap_1d(side.rect[0], side.rect[2], notes[0], notes[2]) > 2
+                                         and overlap_1d(side.rect[1], side.rect[3], notes[1], notes[3]) > 2):
+                out.append((cap, Region(None, float("inf"), False), side))
+                continue
+        if cap.kind == "table":
+            below = _without_table_note(below, cap, lines, graphics, st)
         if cap.kind == "figure" and (not above.has_graphics and not below.has_graphics
                                      or _pieces_of_one_graphic(above, below, graphics, cap.bbox, st.body_size)):
             # side captions: the graphic beside the caption, when nothing lies above or below but
@@ -809,6 +905,66 @@ def analyse_page(page: PageLayout, st: DocumentLayout, extra: list[Caption] = ()
                     break
         out.append((cap, above, below))
     return out
+
+
+_TABLE_NOTE_RE = re.compile(r"^\s*Notes?\s*[.:]")
+
+
+def _without_table_note(reg: Region, cap: Caption, lines: list[Line], graphics: np.ndarray,
+                        st: DocumentLayout) -> Region:
+    """A table under its caption ends at its bottom rule when what follows the rule inside the
+    region is the table's note (a paragraph starting "Note." right under a rule as wide as the
+    table): the note is read with the caption, as a note under a caption is."""
+    if reg.rect is None or not len(graphics):
+        return reg
+    x0, y0, x1, y1 = reg.rect
+    line = st.body_size
+    g = graphics
+    rules = g[(g[:, 3] - g[:, 1] <= 1.0) & (g[:, 2] - g[:, 0] >= 0.8 * (x1 - x0)) & (g[:, 1] > y0 + line)
+              & (g[:, 3] < y1)]
+    for ln in sorted(lines, key=lambda ln: ln.y0):
+        if not (ln.horizontal and _TABLE_NOTE_RE.match(ln.text) and x0 - 1 <= ln.x0 and ln.x1 <= x1 + 1
+                and y0 < ln.y0 and ln.y1 <= y1 + 1):
+            continue
+        over = rules[(rules[:, 3] <= ln.yc) & (rules[:, 3] >= ln.y0 - line)] if len(rules) else rules
+        if not len(over):
+            continue
+        rect = (x0, y0, x1, min(y1, float(over[:, 3].max()) + 0.5))
+        return Region(rect, reg.gap, reg.has_graphics, (rect[2] - rect[0]) * (rect[3] - rect[1]), reg.side, reg.code)
+    return reg
+
+
+def _caption_notes(cap: Caption, lines: list[Line], caps: list[Caption], graphics: np.ndarray,
+                   st: DocumentLayout) -> tuple | None:
+    """The rect of the notes set under a narrow caption (at most 0.6 of its column's width): two or
+    more lines of prose in about the body's size, within the caption's width (or out to the
+    column's right edge, for a caption in the column's right half) and starting at its left edge,
+    the first within three lines of the caption, words running on as in a sentence (ten or more,
+    most lines three or more), not inside a drawing. None when there are none."""
+    line = st.body_size
+    cx0, cy0, cx1, cy1 = cap.bbox
+    col = column_span(cap.bbox, st)
+    if cx1 - cx0 > 0.6 * (col[1] - col[0]):
+        return None  # a caption across its column (of a one- or two-column page)
+    # a caption in the right half of its column may have notes running on to the column's right edge
+    right = max(cx1, col[1]) if cx0 + cx1 > col[0] + col[1] else cx1
+    cap_ids = {id(ln) for c in caps for ln in c.lines}
+    big = _big_graphics(graphics)
+    pool = sorted((ln for ln in lines if ln.horizontal and id(ln) not in cap_ids and not ln.body
+                   and abs(ln.size - line) <= 0.6 and ln.x0 >= cx0 - 2 and ln.x1 <= right + 2 and ln.y0 >= cy1 - 1
+                   and not _inside_graphic(ln.rect, big)), key=lambda ln: ln.y0)
+    if not pool or pool[0].y0 - cy1 > 3 * line or abs(pool[0].x0 - cx0) > 2:
+        return None
+    run = [pool[0]]
+    for ln in pool[1:]:  # lines of the notes follow each other, a paragraph gap apart at most
+        if ln.y0 - max(o.y1 for o in run) > 1.5 * line:
+            break
+        run.append(ln)
+    rows = {round(ln.y0) for ln in run}
+    words = [len(ln.text.split()) for ln in run]
+    if len(rows) < 2 or sum(words) < 10 or sum(w >= 3 for w in words) < 0.5 * len(run):
+        return None
+    return union([ln.rect for ln in run])
 
 
 def _pieces_of_one_graphic(above: Region, below: Region, g: np.ndarray, cap: tuple, line: float) -> bool:
@@ -1270,3 +1426,43 @@ def fuse_layout(c: Candidate, boxes: list, page: PageLayout, st: DocumentLayout,
     if c.region is not None and all(abs(a - b) < 1 for a, b in zip(fused, c.region)):
         return None
     return fused
+
+
+def fuse_piece(c: Candidate, boxes: list, page: PageLayout, st: DocumentLayout, graphics: np.ndarray,
+               other_captions: list[tuple]) -> tuple | None:
+    """A tiny region holding a graphic (`c.piece`, given up for the text on the caption's other
+    side) that is the near end of a drawing set beyond an empty band (a legend under a grid of
+    cells): the layout model's box of the candidate's kind beyond the piece, over it and with no
+    text between, makes the figure together with it. The region is the PDF's ink inside that box
+    and the piece; never running text or another caption. None when the model has no such box."""
+    piece = c.piece
+    if piece is None:
+        return None
+    want = "picture" if c.cap.kind == "figure" else "table"
+    cap = c.cap.bbox
+    up = cap[1] >= piece[3] - 2  # the piece above its caption: the drawing lies further up
+    big = _big_graphics(graphics)
+    for b in boxes:
+        m = b.rect
+        if b.kind != want or overlap_1d(m[0], m[2], piece[0], piece[2]) < 0.5 * (piece[2] - piece[0]):
+            continue
+        if (up and m[3] > piece[1] + 2) or (not up and m[1] < piece[3] - 2):
+            continue
+        lo, hi = (m[3], piece[1]) if up else (piece[3], m[1])
+        between = [ln for ln in page.lines if ln.y0 >= lo - 1 and ln.y1 <= hi + 1
+                   and overlap_1d(ln.x0, ln.x1, m[0], m[2]) > 0]
+        if between:
+            continue
+        ink = [tuple(gr) for gr in graphics if m[0] <= (gr[0] + gr[2]) / 2 <= m[2] and m[1] <= (gr[1] + gr[3]) / 2 <= m[3]]
+        ink += [ln.rect for ln in page.lines if (not ln.body or _inside_graphic(ln.rect, big))
+                and m[0] <= (ln.x0 + ln.x1) / 2 <= m[2] and m[1] <= ln.yc <= m[3]]
+        if not ink:
+            continue
+        fused = union(ink + [piece])
+        blocked = [ln for ln in page.lines if ln.body and not _inside_graphic(ln.rect, big)
+                   and overlap_1d(ln.x0, ln.x1, fused[0], fused[2]) > 2 and overlap_1d(ln.y0, ln.y1, fused[1], fused[3]) > 1]
+        if blocked or any(overlap_1d(fused[0], fused[2], o[0], o[2]) > 2 and overlap_1d(fused[1], fused[3], o[1], o[3]) > 2
+                          for o in other_captions + [cap]):
+            continue
+        return fused
+    return None
