@@ -346,7 +346,9 @@ async function renderDashboard(root, token, { signal }) {
         const j = await api(`admin/jobs/${id}`, { token, signal });
         addJob(j);
         const finished = j.status === 'done' || j.status === 'failed';
-        if (finished && IN_PROGRESS.has(before)) showIndex();
+        // the index line follows the job's end, and again when the server has loaded the version
+        // the job published (a job may end before that: then it is polled until it is searchable)
+        if (finished && (IN_PROGRESS.has(before) || j.searchable)) showIndex();
       } catch (err) {
         if (err.name === 'AbortError') return;
         const el = jobEls.get(id);
