@@ -1,6 +1,6 @@
 """What the rules that move a figure's type by its text do on labelled figures, set by set: the
 caption rule as served (app/vision/caption_evidence.py: a named type's odds weighed against the
-pixels) and the previous rules (the PDF text-layer rule, app/vision/text_layer.py, then the one
+pixels) and the previous rules (the PDF text-layer rule, scripts/text_layer_rule.py, then the one
 type a caption names anywhere made dominant at 99/104).
 
 Each `--labels FILE[@DIR]` is one labelled set (named by the file's stem); DIR (default --data-dir)
@@ -45,9 +45,11 @@ import numpy as np
 from app.stats import cluster_ci
 from app.vision.caption_evidence import (NOT_EVIDENCE, caption_named_type, first_sentence, names_the_figure,
                                          names_with_next, with_caption_evidence)
-from app.vision.figure_types import LABELS, TypeScores, made_dominant, reweighed
-from app.vision.text_layer import TextLayer, text_layer, with_text_layer_evidence
+from app.vision.figure_types import LABELS, TypeScores, reweighed
 from app.vision.vocabulary import CONTENT_NAMES, NAMES, types_named_in
+
+sys.path.insert(0, str(Path(__file__).parent))
+from text_layer_rule import TextLayer, made_dominant, text_layer, with_text_layer_evidence  # noqa: E402
 
 
 @dataclass

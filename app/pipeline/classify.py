@@ -3,7 +3,7 @@ backbone once (app/vision/pictures.py), which gives their figure types (app/visi
 and their picture vectors (kept in app/vision/picture_store.py for the index); a type their
 caption names is weighed against the pixels (app/vision/caption_evidence.py), and the dominant
 type and the list of types shown are stored. The PDF text layer is not read here: its rule
-(app/vision/text_layer.py) turned more right types wrong than wrong ones right with the current
+(scripts/text_layer_rule.py) turned more right types wrong than wrong ones right with the current
 pixel head (README, "figure types, caption evidence weighed against the pixels"). Tables are
 `table` by construction. Runs after each ingest job that refreshes the index, and before
 `figsearch index` builds, so old collections get types too; a failure is logged and never loses

@@ -45,19 +45,6 @@ def decide(probs: np.ndarray, shown_given_dominant: np.ndarray | None = None) ->
     return TypeScores(LABELS[dominant], [{"type": LABELS[i], "score": every[LABELS[i]]} for i in shown], every)
 
 
-def made_dominant(result: TypeScores, label: str, right: float) -> TypeScores:
-    """`result` with `label` the dominant type at probability `right` (or its own when higher), the
-    other types scaled to share the rest in proportion: how evidence other than the pixels (a
-    caption, a text layer) overrides them without hiding the other types the figure shows."""
-    probs = np.array([float(result.scores.get(t, 0.0)) for t in LABELS])
-    i = LABELS.index(label)
-    p = max(probs[i], right)
-    rest = probs.sum() - probs[i]
-    probs = probs * ((1.0 - p) / rest if rest > 0 else 0.0)
-    probs[i] = p
-    return decide(probs)
-
-
 SCORE_FLOOR = 1e-6  # a stored score of 0 (rounded to three decimals) still lets evidence move it
 
 
