@@ -252,11 +252,19 @@ def test_a_query_of_common_words_alone_says_nothing_was_searched(client):
         r = client.get("/api/v1/search", params={"q": q}).json()
         assert r["items"] == [] and r["message"].startswith(f"the search reads no word of “{q}”"), r
         assert "name what the figure shows" in r["message"]
+        assert r["no_word_read"] is True  # what a client reads, rather than the message's wording
+        # the same under filters: no filter would make such a query read a word
+        r = client.get("/api/v1/search", params={"q": q, "kind": "table", "year_from": 3000}).json()
+        assert r["items"] == [] and r["no_word_read"] is True, r
     r = client.get("/api/v1/search", params={"q": "the heatmap"}).json()
     assert r["items"] and not (r["message"] or "").startswith("the search reads no word")
+    assert r["no_word_read"] is False
     # a figure type's name is searched by type, though the words' index leaves it out
     r = client.get("/api/v1/search", params={"q": "table"}).json()
-    assert not (r["message"] or "").startswith("the search reads no word")
+    assert not (r["message"] or "").startswith("the search reads no word") and r["no_word_read"] is False
+    # words read that match nothing are no match, not an unread query
+    r = client.get("/api/v1/search", params={"q": "zzqx", "rerank": "false"}).json()
+    assert r["items"] == [] and r["message"] and r["no_word_read"] is False
 
 
 @pytest.mark.parametrize("params,word", [

@@ -132,6 +132,9 @@ class SearchResponse(BaseModel):
     reranked: bool = Field(description="Whether dense re-ranking was applied.")
     index_version: str | None = None
     message: str | None = Field(None, description="Why the list is empty, when it is for a reason other than no match.")
+    no_word_read: bool = Field(False, description="The query holds no word the search reads (words as common as "
+                                                  "'the', single letters): nothing was searched, and no filter "
+                                                  "would change that. `message` says what to search for.")
 
 
 class TypeCount(BaseModel):

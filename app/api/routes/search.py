@@ -57,13 +57,14 @@ def run_search(db: Session, settings: Settings, engine: Searcher | None, holder:
     items = scored_items(db, hits[:k], offset, query_text=searched, engine=engine, snippets=True,
                          named_types=types_named_in(searched))
     msg = None
+    unread = not items and offset == 0 and not analyze(searched) and not types_named_in(searched)
     absent = [t for t in types_named_in(searched) if not engine.shows_type(t)]
     if items and offset == 0 and absent:  # say why no figure of the named type is among the results
         msg = (f"no figure in the collection is classified as {' or '.join(t.replace('_', ' ') for t in absent)}; "
                "these results match the words")
     if items and searched != q:
         msg = f"nothing matches “{q}”; showing results for “{searched}”"
-    if not items and offset == 0 and not analyze(searched) and not types_named_in(searched):
+    if unread:
         # "the of and", "a": nothing was searched (a type's name, "table", is searched by type), which
         # other words or filters would not change
         msg = (f"the search reads no word of “{q}”: words as common as “the” or “of”, and single letters, "
@@ -74,7 +75,7 @@ def run_search(db: Session, settings: Settings, engine: Searcher | None, holder:
             msg = ("nothing in the search index passes these filters" if allowed is not None and not allowed.any() else
                    "no figure passing the filters shares these words or is close in meaning")
     return schemas.SearchResponse(query=q, k=k, offset=offset, items=items, has_more=has_more,
-                                  reranked=use, index_version=engine.version, message=msg)
+                                  reranked=use, index_version=engine.version, message=msg, no_word_read=unread)
 
 
 @router.get("/search", response_model=schemas.SearchResponse, responses=responses(422))

@@ -6,8 +6,6 @@ import { filterBar, filterParams, searchHash } from '../filters.js';
 
 const PAGE = 24;
 const MAX_QUERY = 500;  // the API's limit on a query's length (the header box's maxlength too)
-// how the server's message for a query with no word it reads begins (app/api/routes/search.py)
-const UNREAD_QUERY = 'the search reads no word of';
 const NAMED_QUERY = 60;  // the heading and the tab's title name a query by at most this many characters
 
 export async function renderSearch(root, params, { signal, restore }) {
@@ -76,10 +74,11 @@ export async function renderSearch(root, params, { signal, restore }) {
   async function page({ refocus = true } = {}) {
     moreBtn.disabled = true;
     status.replaceChildren(loading(q ? 'Searching…' : 'Loading…'));
-    let items; let message = null; let indexed = true;
+    let items; let message = null; let indexed = true; let unread = false;
     if (q) {
       const r = await api(`search?q=${encodeURIComponent(q)}&k=${PAGE}&offset=${offset}${fq}`, { signal });
       items = r.items; hasMore = r.has_more; message = r.message;
+      unread = r.no_word_read === true;  // the query had no word the search reads: nothing was searched
       indexed = Boolean(r.index_version);  // without an index nothing was searched: no "no matches"
       extraInfo = r.reranked ? 'ranked by keywords and meaning' : 'ranked by keywords';
       offset += PAGE;
@@ -109,7 +108,6 @@ export async function renderSearch(root, params, { signal, restore }) {
         const nTables = await tableCount;
         // a query of common words alone was not searched at all: the server's message says what to
         // do, and no other words, tables or filters would change it
-        const unread = Boolean(message && message.startsWith(UNREAD_QUERY));
         status.append(empty(unread ? 'Nothing to search for.' : 'No close matches.', h('span', { id: 'no-match-advice' }, asSentence(message || 'no figure shares these words or is close in meaning'), ' ',
           unread ? null
             : nTables ? h('a', { href: tablesHash, id: 'search-tables' }, `Show the ${nTables === 1 ? 'matching table' : `${nTables >= 1000 ? '1000+' : nTables} matching tables`}`)
