@@ -255,24 +255,24 @@ def shared_words(text: str, other: str, idf: "TermStats | None" = None, n: int =
     theirs = set(analyze(other))
     candidates = [t for t in dict.fromkeys(analyze(text)) if t in theirs]
     printed = [{m.group(0).lower() for m in _TOKEN_RE.finditer(t or "")} for t in (text, other)]
-    left_out = 0
+
+    def in_both(word: str) -> bool:
+        return all(word.lower() in p for p in printed)
+
+    def as_both(word: str, stems: list[str]) -> str:
+        if "-" not in word or in_both(word):
+            return word
+        stem = next(s for s in stems if s in analyze(word))
+        return as_both_print(stem, surface_words([stem], text)[0], surface_words([stem], other)[0])
+
+    left_out = 0  # prefixes left out: as many more stems are read, so that n words are named if there are n
     while True:
         stems = informative_terms(candidates, idf, n + left_out)
-        out, dropped = [], 0
-        for word in surface_words(stems, text, other):
-            stem = next((s for s in stems if s in analyze(word)), None)
-            mine, theirs_form = surface_words([stem], text), surface_words([stem], other)
-            if stem is None or "-" not in word or all(word.lower() in p for p in printed) or not (mine and theirs_form):
-                shown = word
-            else:
-                shown = as_both_print(stem, mine[0], theirs_form[0])
-            if shown.lower() in BOUND_PREFIXES and not all(shown.lower() in p for p in printed):
-                dropped += 1  # a prefix of compounds, in one text at least
-                continue
-            out.append(shown)
-        if dropped == left_out or len(stems) < n + left_out:
-            return list(dict.fromkeys(out))
-        left_out = dropped
+        words = [as_both(w, stems) for w in surface_words(stems, text, other)]
+        kept = [w for w in words if w.lower() not in BOUND_PREFIXES or in_both(w)]  # a prefix of compounds names nothing
+        if len(words) - len(kept) == left_out or len(stems) < n + left_out:
+            return list(dict.fromkeys(kept))
+        left_out = len(words) - len(kept)
 
 
 def surface_words(stems: Sequence[str], *texts: str) -> list[str]:
