@@ -138,16 +138,17 @@ def _bound(cb: tuple, obstacles, cap_rects: set, span: tuple, up: bool, height: 
     return bound, by_caption
 
 
-def _listings(page: PageLayout, graphics: np.ndarray, st: DocumentLayout) -> list[tuple]:
+def _listings(page: PageLayout, graphics: np.ndarray, st: DocumentLayout, with_body: bool = False) -> list[tuple]:
     """Rects of code listings: text blocks all in a typewriter font near the body's size (code set
     much smaller is a figure's content, as in a drawn pipeline), with a few words. A block inside
     a graphic much larger than itself is a label of a drawing, not a listing; a grey shading close
     around the code is the listing's own; code in an outlined box is left alone (a framed listing
-    is often set into a figure with the output it makes)."""
+    is often set into a figure with the output it makes). `with_body` also reads typewriter lines
+    taken for running text (long code lines are as dense as prose)."""
     lines = page.lines
     blocks: dict[int, list[Line]] = {}
     for ln in lines:
-        if ln.horizontal and not ln.body:
+        if ln.horizontal and (not ln.body or (with_body and ln.monospaced)):
             blocks.setdefault(ln.block, []).append(ln)
     big = _big_graphics(graphics)
     outlined = None
@@ -264,12 +265,57 @@ def _drawing_before(g: np.ndarray, cb: tuple, bound: float, span: tuple, listing
     return bool(m.any()) and float(g[m, 3].max() - g[m, 1].min()) >= 2 * line
 
 
+def _table_row(r: tuple, up: bool, g: np.ndarray, lines: list[Line], caps: list[Caption], line: float) -> bool:
+    """A typewriter block that is a row of a table (a header of model names set in code font), not
+    a listing: a horizontal rule runs across it or lies beyond its far edge within two lines, with
+    no caption or running text between (the table's top rule, or a cmidrule between header rows)."""
+    if not len(g):
+        return False
+    y = (g[:, 1] + g[:, 3]) / 2
+    across = np.minimum(g[:, 2], r[2]) - np.maximum(g[:, 0], r[0]) > 0
+    flat = (g[:, 3] - g[:, 1] <= 1.0) & (g[:, 2] - g[:, 0] >= 20) & across
+    near = r[3] - 1 if up else r[1] + 1  # the rule under the row on the caption's side is not enough
+    cand = flat & ((y >= r[1] - 2 * line) & (y < near) if up else (y <= r[3] + 2 * line) & (y > near))
+    cap_ids = {id(ln) for c in caps for ln in c.lines}
+    for yr in y[cand]:
+        lo, hi = (yr, r[1]) if up else (r[3], yr)
+        if not any((ln.body or id(ln) in cap_ids) and ln.yc > lo and ln.yc < hi
+                   and overlap_1d(ln.x0, ln.x1, r[0], r[2]) > 0 for ln in lines):
+            return True
+    return False
+
+
+def _table_listing_bound(cap: Caption, up: bool, bound: float, span: tuple, lines: list[Line], caps: list[Caption],
+                         g: np.ndarray, listings: list[tuple], H: float, line: float) -> float | None:
+    """Where a table printed by code ends: at the code listing beyond it (the chunk that printed
+    it), when the table lies between (a drawing, and text in a font other than typewriter) and the
+    listing is not one of the table's own rows. None when no listing ends the table first."""
+    if not listings:
+        return None
+    near, _ = _bound(cap.bbox, listings, set(), span, up, H)
+    if not (near > bound if up else near < bound):
+        return None
+    hit = [r for r in listings if abs((r[3] if up else r[1]) - near) < 0.5]
+    if any(_table_row(r, up, g, lines, caps, line) for r in hit):
+        return None
+    if not _drawing_before(g, cap.bbox, near, span, listings, line):
+        return None
+    lo, hi = (near, cap.bbox[1]) if up else (cap.bbox[3], near)
+    cap_ids = {id(ln) for c in caps for ln in c.lines}
+    if not any(ln.horizontal and not ln.monospaced and id(ln) not in cap_ids and lo <= ln.yc <= hi
+               and overlap_1d(ln.x0, ln.x1, *span) > 0.5 * (ln.x1 - ln.x0) for ln in lines):
+        return None
+    return near
+
+
 def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption], graphics: np.ndarray,
             obstacles: list[tuple], columns: list[tuple], st: DocumentLayout, page_rect, use_text: bool,
-            listings: list[tuple] = (), plain: list[tuple] | None = None) -> Region:
+            listings: list[tuple] = (), plain: list[tuple] | None = None, printing: list[tuple] = ()) -> Region:
     """Collect the graphic region above/below a caption within its column span, never crossing
     into the text `columns` beside it. A code listing beyond the figure's drawing ends it as prose
-    does (`listings` with the frames drawn around them, `plain` without)."""
+    does (`listings` with the frames drawn around them, `plain` without); a table ends at the
+    listing that printed it (`printing`: listings with those in running text, never framed, since a
+    table's own rules would frame a typewriter header row)."""
     cx0, cy0, cx1, cy1 = cap.bbox
     sx0, sx1 = column_span(cap.bbox, st)
     # narrow the span when another caption sits at the same height (side-by-side figures)
@@ -288,6 +334,10 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
         near, _ = _bound(cap.bbox, listings, set(), (sx0, sx1), up, H)
         if (near > bound if up else near < bound) and _drawing_before(graphics, cap.bbox, near, (sx0, sx1), listings,
                                                                         st.body_size):
+            bound, bound_by_caption = near, False
+    if printing and cap.kind == "table":
+        near = _table_listing_bound(cap, up, bound, (sx0, sx1), lines, caps, graphics, printing, H, st.body_size)
+        if near is not None:
             bound, bound_by_caption = near, False
     ry0, ry1 = (bound, cy0) if up else (cy1, bound)
     if ry1 - ry0 < 4:
@@ -321,8 +371,11 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
     if sel.any() or text_pool:
         # content beyond an empty band of three body lines belongs to something else (an
         # algorithm block, an uncaptioned listing above the figure)
+        tx0, tx1 = sx0, sx1
+        if cap.kind == "table" and sel.any():  # a table's rows reach as wide as its rules, past a narrow caption
+            tx0, tx1 = min(sx0, float(g[sel][:, 0].min())), max(sx1, float(g[sel][:, 2].max()))
         spans = [tuple(r) for r in g[sel][:, [1, 3]]] + [
-            (ln.y0, ln.y1) for ln in text_pool if overlap_1d(ln.x0, ln.x1, sx0, sx1) > 0.5 * (ln.x1 - ln.x0)]
+            (ln.y0, ln.y1) for ln in text_pool if overlap_1d(ln.x0, ln.x1, tx0, tx1) > 0.5 * (ln.x1 - ln.x0)]
         spans += _twin_frame_gaps(g[sel], st.body_size) + _rule_frames(g[sel], st.body_size)
         far = _content_reach(spans, up, 3.0 * st.body_size)
         if far is not None and not bound_by_caption and _drawing_parts_beyond(g[sel], text_pool, far, up, st):
@@ -865,6 +918,7 @@ def analyse_page(page: PageLayout, st: DocumentLayout, extra: list[Caption] = ()
     columns = _text_columns(lines, st, graphics)
     plain = _listings(page, graphics, st)
     listings = _framed_listings(plain, lines, graphics, st.body_size)
+    printing = _listings(page, graphics, st, with_body=True) if any(c.kind == "table" for c in caps) else []
     out = []
     for cap in caps:
         if not cap.horizontal:
@@ -877,8 +931,10 @@ def analyse_page(page: PageLayout, st: DocumentLayout, extra: list[Caption] = ()
             continue
         obs = _obstacles(lines, caps, cap, graphics)
         use_text = True
-        above = _search(cap, "above", lines, caps, graphics, obs, columns, st, page.rect, use_text, listings, plain)
-        below = _search(cap, "below", lines, caps, graphics, obs, columns, st, page.rect, use_text, listings, plain)
+        above = _search(cap, "above", lines, caps, graphics, obs, columns, st, page.rect, use_text, listings, plain,
+                        printing)
+        below = _search(cap, "below", lines, caps, graphics, obs, columns, st, page.rect, use_text, listings, plain,
+                        printing)
         notes = _caption_notes(cap, lines, caps, graphics, st) if cap.kind == "figure" else None
         if notes is not None and any(r.rect is not None and overlap_1d(r.rect[0], r.rect[2], notes[0], notes[2]) > 2
                                      and overlap_1d(r.rect[1], r.rect[3], notes[1], notes[3]) > 2 for r in (above, below)):
@@ -1354,6 +1410,26 @@ def _row_inside(ln: Line, lines: list[Line], boxes: list[tuple]) -> bool:
     return any(m[0] - 2 <= r[0] and r[2] <= m[2] + 2 and m[1] - 2 <= r[1] and r[3] <= m[3] + 2 for m in boxes)
 
 
+def _short_of_listings(m: tuple, cap: tuple, page: PageLayout, st: DocumentLayout, graphics: np.ndarray) -> tuple | None:
+    """The layout model's table box cut short of a code listing it takes in beyond the caption's
+    side (the chunk that printed the table, boxed with it), unless the listing is a row of the
+    table (a typewriter header under the table's top rule). None when nothing is left."""
+    line = st.body_size
+    caps = captions_from_lines(page.lines, st)
+    for r in _listings(page, graphics, st, with_body=True):
+        if overlap_1d(r[0], r[2], m[0], m[2]) <= 2 or overlap_1d(r[1], r[3], m[1], m[3]) <= 1:
+            continue
+        up = cap[1] >= r[3] - 2  # the listing above the caption: the box ends under it
+        if not up and r[1] < cap[3] - 2:
+            continue  # level with the caption
+        if _table_row(r, up, graphics, page.lines, caps, line):
+            continue
+        m = (m[0], max(m[1], r[3]), m[2], m[3]) if up else (m[0], m[1], m[2], min(m[3], r[1]))
+        if m[3] - m[1] < line:
+            return None
+    return m
+
+
 def fuse_layout(c: Candidate, boxes: list, page: PageLayout, st: DocumentLayout, graphics: np.ndarray,
                 other_captions: list[tuple]) -> tuple | None:
     """The candidate's region grown by the layout model's boxes of its kind (picture for a
@@ -1393,6 +1469,10 @@ def fuse_layout(c: Candidate, boxes: list, page: PageLayout, st: DocumentLayout,
         picked.append(m)
     if not picked:
         return None
+    if want == "table":
+        picked = [m for m in (_short_of_listings(m, cap, page, st, graphics) for m in picked) if m is not None]
+        if not picked:
+            return None
     pad = 0.5 * line
     big = _big_graphics(graphics)
     running = [ln for ln in page.lines if ln.body and not _inside_graphic(ln.rect, big)
