@@ -1864,3 +1864,79 @@ def test_running_head_over_a_figure_at_the_top_is_no_plot_title(tmp_path):
     page.insert_textbox(pymupdf.Rect(90, 330, 520, 700), BODY * 2, fontsize=11)
     f = _figures(_saved(doc, tmp_path / "head.pdf"), tmp_path)[2]
     assert f.region_bbox is not None and f.region_bbox[1] >= 108, f.region_bbox
+
+
+def _tables(doc, tmp_path) -> dict:
+    """Tables by number, rendered at 72 dpi."""
+    return {f.number: f for f in extract_figures(doc, tmp_path / "out", "t", dpi=72) if f.kind == "table"}
+
+
+def _booktabs(page, x0: float, x1: float, y: float, header: list[str], rows: list[list[str]], mono_header: bool,
+              group: str | None = None) -> float:
+    """A ruled table from `y` down (top rule, header, mid rule, rows, bottom rule); its bottom y. A
+    `group` header row over the header has a short rule under it (a cmidrule)."""
+    page.draw_line((x0, y), (x1, y), width=0.8)
+    y += 12
+    if group is not None:
+        page.insert_text((x0 + 90, y), group, fontsize=9, fontname="cour" if mono_header else "helv")
+        page.draw_line((x0 + 80, y + 3), (x1 - 10, y + 3), width=0.4)
+        y += 13
+    step = (x1 - x0) / len(header)
+    for k, h in enumerate(header):
+        page.insert_text((x0 + 4 + k * step, y), h, fontsize=9, fontname="cour" if mono_header else "helv")
+    page.draw_line((x0, y + 4), (x1, y + 4), width=0.4)
+    y += 16
+    for row in rows:
+        for k, cell in enumerate(row):
+            page.insert_text((x0 + 4 + k * step, y), cell, fontsize=9)
+        y += 12
+    page.draw_line((x0, y - 7), (x1, y - 7), width=0.8)
+    return y - 7
+
+
+ROWS = [["LR", "0.71", "0.45"], ["DeepFM", "0.80", "0.38"], ["DCN", "0.81", "0.37"]]
+
+
+@pytest.mark.parametrize("shaded", [False, True])
+def test_table_printed_by_a_code_chunk_ends_at_the_chunk(tmp_path, shaded):
+    """A table printed by the code chunk right above it (typewriter lines, bare or on a grey box as
+    wide as the column) with its caption under it: the table ends at its top rule (was: the crop
+    grew up through the chunk, as wide as its shading)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 60, 540, 130), BODY[:300], fontsize=10)
+    if shaded:
+        page.draw_rect(pymupdf.Rect(68, 140, 544, 185), color=None, fill=(0.95, 0.95, 0.95))
+    for i, text in enumerate(["R> tab <- xtable(fit, caption = \"Fitted models\")",
+                              "R> print(tab, floating = TRUE, booktabs = TRUE)"]):
+        page.insert_text((72, 156 + 14 * i), text, fontsize=9, fontname="cour")
+    bottom = _booktabs(page, 200, 420, 200, ["Model", "AUC", "LogLoss"], ROWS, mono_header=False)
+    page.insert_textbox(pymupdf.Rect(72, bottom + 10, 540, bottom + 30), "Table 1: Fitted models.", fontsize=10,
+                        align=1)
+    page.insert_textbox(pymupdf.Rect(72, bottom + 50, 540, 700), BODY, fontsize=10)
+    t = _tables(_saved(doc, tmp_path / "chunk.pdf"), tmp_path)[1]
+    assert t.region_bbox is not None and t.region_bbox[3] >= bottom - 1, t.region_bbox
+    assert t.region_bbox[1] >= 190 and t.region_bbox[0] >= 195, t.region_bbox  # not the chunk
+    assert t.region_bbox[1] <= 201, t.region_bbox  # the table's top rule
+
+
+@pytest.mark.parametrize("group", [None, "zero-shot runs"])
+def test_typewriter_header_row_stays_in_its_table(tmp_path, group):
+    """A table whose header row names models in a typewriter font, under the table's top rule (or
+    under a group header with a short rule between): the row is the table's, not a listing that
+    ends it, even with a real code listing further up."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 60, 540, 130), BODY[:300], fontsize=10)
+    for i, text in enumerate(["R> tab <- xtable(fit)", "R> print(tab, booktabs = TRUE)"]):
+        page.insert_text((72, 150 + 14 * i), text, fontsize=9, fontname="cour")
+    bottom = _booktabs(page, 150, 470, 200, ["Metric", "gpt-4 + CoT", "llama-2 + CoT"],
+                       [["accuracy", "0.71", "0.45"], ["recall", "0.80", "0.38"], ["precision", "0.62", "0.41"],
+                        ["F1", "0.70", "0.40"]], mono_header=True, group=group)
+    page.draw_rect(pymupdf.Rect(250, bottom - 45, 250.5, bottom - 2), color=None, fill=(0, 0, 0))  # an upright
+    page.insert_textbox(pymupdf.Rect(72, bottom + 10, 540, bottom + 30), "Table 1: Models compared.", fontsize=10,
+                        align=1)
+    page.insert_textbox(pymupdf.Rect(72, bottom + 50, 540, 700), BODY, fontsize=10)
+    t = _tables(_saved(doc, tmp_path / "header.pdf"), tmp_path)[1]
+    assert t.region_bbox is not None and t.region_bbox[1] <= 201, t.region_bbox  # the top rule and header row
+    assert t.region_bbox[3] >= bottom - 1, t.region_bbox
