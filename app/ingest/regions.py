@@ -1410,15 +1410,18 @@ def _row_inside(ln: Line, lines: list[Line], boxes: list[tuple]) -> bool:
     return any(m[0] - 2 <= r[0] and r[2] <= m[2] + 2 and m[1] - 2 <= r[1] and r[3] <= m[3] + 2 for m in boxes)
 
 
-def _short_of_listings(m: tuple, cap: tuple, page: PageLayout, st: DocumentLayout, graphics: np.ndarray) -> tuple | None:
-    """The layout model's table box cut short of a code listing it takes in beyond the caption's
-    side (the chunk that printed the table, boxed with it), unless the listing is a row of the
+def _short_of_listings(m: tuple, region: tuple | None, cap: tuple, page: PageLayout, st: DocumentLayout,
+                       graphics: np.ndarray) -> tuple | None:
+    """The layout model's table box cut short of a code listing it takes in beyond the table's
+    region (the chunk that printed the table, boxed with it), unless the listing is a row of the
     table (a typewriter header under the table's top rule). None when nothing is left."""
     line = st.body_size
     caps = captions_from_lines(page.lines, st)
     for r in _listings(page, graphics, st, with_body=True):
         if overlap_1d(r[0], r[2], m[0], m[2]) <= 2 or overlap_1d(r[1], r[3], m[1], m[3]) <= 1:
             continue
+        if region is not None and overlap_1d(r[1], r[3], region[1], region[3]) > 1:
+            continue  # what the geometry already took is not in question
         up = cap[1] >= r[3] - 2  # the listing above the caption: the box ends under it
         if not up and r[1] < cap[3] - 2:
             continue  # level with the caption
@@ -1470,7 +1473,7 @@ def fuse_layout(c: Candidate, boxes: list, page: PageLayout, st: DocumentLayout,
     if not picked:
         return None
     if want == "table":
-        picked = [m for m in (_short_of_listings(m, cap, page, st, graphics) for m in picked) if m is not None]
+        picked = [m for m in (_short_of_listings(m, c.region, cap, page, st, graphics) for m in picked) if m is not None]
         if not picked:
             return None
     pad = 0.5 * line
