@@ -130,17 +130,20 @@ def test_a_version_written_before_parts_loads_and_answers_as_its_engine_did(tmp_
     loaded = Searcher.load(old)  # manifest checked
     # the picture ranking that engine used (a default of the code, not kept with a version)
     loaded.picture_ranking = PictureRanking(type_weight=0.5, agreement="cosine", neighbours=0, copies_first=False)
+    loaded.query_type_weight = 1.0  # and the weight of a type a text query names
     expected = json.loads((DATA / "index_format1_expected.json").read_text())
     got = answers(loaded)
     assert got == expected
     today = fixture_searcher()
     today.ranking = loaded.ranking  # the version's own ranking config (the defaults may have moved since)
     today.picture_ranking = loaded.picture_ranking
+    today.query_type_weight = loaded.query_type_weight
     assert answers(today) == expected  # and a build of the same figures today
     # saved again, it is a version of parts answering the same
     loaded.save(tmp_path / "index")
     again = Searcher.load(tmp_path / "index")
     again.picture_ranking = loaded.picture_ranking
+    again.query_type_weight = loaded.query_type_weight
     assert answers(again) == expected
 
 

@@ -423,3 +423,18 @@ def test_related_figures_rank_alike_whatever_the_threads_per_query(engine):
     finally:
         set_query_threads(before)
     assert runs[0] and runs[0] == runs[1]
+
+
+def test_a_query_naming_a_type_puts_a_sure_figure_of_it_before_one_that_only_uses_the_word():
+    """A figure whose text refers to a heatmap (another figure's) but which the classifier takes
+    for a line chart comes after a figure it is sure shows a heatmap, though only the first has
+    the query's word."""
+    ds = docs()
+    ds[3] = FigureDoc(figure_id=103, paper_id=11, caption="Figure 3: gate weights",
+                      text="Gate weights of the experts over training, read off the heatmap of Figure 2")
+    scores = [{"line_chart": 0.9, "heatmap": 0.05} for _ in ds]
+    scores[3] = {"line_chart": 0.7, "heatmap": 0.3}  # may show a heatmap (above type_match_min)
+    scores[6] = {"line_chart": 0.05, "heatmap": 0.9}  # no word of the query
+    eng = Searcher.build(ds, figure_types=[max(s, key=s.get) for s in scores], type_scores=scores,
+                         vocabulary=TYPE_NAMES)
+    assert [h.figure_id for h in eng.search("heatmap", k=5)] == [106, 103]
