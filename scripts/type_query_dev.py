@@ -343,11 +343,19 @@ def main() -> None:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--bootstrap", type=int, default=500)
     s.add_argument("--per-query", action="store_true")
+    s.add_argument("--weight-curve", default="", help="also pooled p@5 of C0 with these type weights (e.g. 0.5,1,2,4)")
     a = ap.parse_args()
     if a.cmd == "dump":
         dump([tuple(x) for x in a.set], a.out)
         return
-    res = score(a.rows, [x for x in a.sets.split(",") if x] or None, a.candidates.split(","), a.seed, a.bootstrap)
+    sets = [x for x in a.sets.split(",") if x] or None
+    res = score(a.rows, sets, a.candidates.split(","), a.seed, a.bootstrap)
+    if a.weight_curve:
+        queries = load(a.rows, sets)
+        res["weight_curve"] = {fam: {w: round(float(per_query_scores(
+            [q for q in queries if q.key[1] == fam],
+            lambda q, w=float(w): linear({**C0_WEIGHTS, "p": w})(q.f)).mean()), 3) for w in a.weight_curve.split(",")}
+            for fam in ("type", "kind")}
     if not a.per_query:
         for v in res.values():
             if isinstance(v, dict):
