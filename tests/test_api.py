@@ -397,6 +397,36 @@ def test_by_image_without_caption_finds_a_copy_of_a_figure(client):
             assert item["figure_type"] == looks[0]
 
 
+def test_by_image_of_a_table_searches_the_tables(client):
+    """A picture of a table is searched among the tables (the figure types call most tables
+    "text" by their pixels; the tables nearest its picture tell it): a rescaled JPEG copy of a
+    collection table finds that table first, with tables after it, and the answer says so
+    (`kind`); `kind=figure` searches the figures instead, and a figure's picture stays among the
+    figures."""
+    from PIL import Image
+
+    tables = client.get("/api/v1/figures", params={"kind": "table", "limit": 100}).json()["items"]
+    assert tables
+    for table in tables:
+        original = Image.open(io.BytesIO(client.get(f"/api/v1/figures/{table['figure_id']}/image").content)).convert("RGB")
+        buf = io.BytesIO()
+        original.resize((original.width * 3 // 4, original.height * 3 // 4)).save(buf, "JPEG", quality=75)
+        upload = {"image": ("table.jpg", buf.getvalue(), "image/jpeg")}
+        body = client.post("/api/v1/search/by-image", files=upload, params={"k": 4}).json()
+        assert body["kind"] == "table", (table["figure_id"], body)
+        assert body["items"][0]["figure_id"] == table["figure_id"] and "same picture" in body["items"][0]["reasons"]
+        assert {x["kind"] for x in body["items"]} == {"table"}
+        among_figures = client.post("/api/v1/search/by-image", files=upload, params={"k": 4, "kind": "figure"}).json()
+        assert among_figures["kind"] == "figure" and among_figures["items"]
+        assert {x["kind"] for x in among_figures["items"]} == {"figure"}
+    fid = client.get("/api/v1/figures", params={"limit": 1}).json()["items"][0]["figure_id"]
+    picture = client.get(f"/api/v1/figures/{fid}/image").content
+    body = client.post("/api/v1/search/by-image", files={"image": ("f.png", picture, "image/png")}).json()
+    assert body["kind"] == "figure" and {x["kind"] for x in body["items"]} == {"figure"}
+    r = client.post("/api/v1/search/by-image", files={"image": ("f.png", picture, "image/png")}, params={"kind": "both"})
+    assert_problem(r, 422, "kind")
+
+
 def test_by_image_with_caption_searches_text(client):
     r = client.post("/api/v1/search/by-image", files={"image": ("f.png", _png(), "image/png")},
                     data={"caption": "Heatmap of attention maps"}, params={"k": 4})

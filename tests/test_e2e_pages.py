@@ -652,3 +652,35 @@ def test_a_reversed_year_range_in_an_address_means_the_same_years(server, browse
     assert page.locator("#results .card").count() == reversed_count
     assert not console.errors and not console2.errors, console.errors + console2.errors
     page.close()
+
+
+@pytest.mark.parametrize("width,height,tag", SIZES)
+def test_a_picture_of_a_table_finds_tables(server, browser, tmp_path, width, height, tag):
+    """A table's picture is searched among the tables: the table it copies first, tables after it
+    under "Similar tables", and a button that searches the figures instead (and back)."""
+    table = httpx.get(f"{server}/api/v1/figures", params={"kind": "table", "limit": 1}).json()["items"][0]
+    picture = tmp_path / "table.png"
+    picture.write_bytes(httpx.get(f"{server}/api/v1/figures/{table['figure_id']}/image").content)
+    page, console = open_page(browser, server, "#/upload", width, height)
+    page.set_input_files("#image-file", str(picture))
+    page.wait_for_selector(".preview img")
+    page.click("#find-similar")
+    page.wait_for_selector("#image-results .card")
+    assert page.inner_text("#image-results-title") == "Similar tables"
+    cards = page.locator("#image-results .card")
+    assert cards.first.get_attribute("data-figure-id") == str(table["figure_id"])
+    assert all("table-card" in (cards.nth(i).get_attribute("class") or "") for i in range(cards.count()))
+    assert page.inner_text("#held-copy").startswith(f"Your picture is {table['label']}")
+    assert "tables like it" in page.inner_text("#held-copy")
+    shot(page, f"{tag}-pages-table-picture")
+    page.click("#switch-kind")
+    wait_js(page, "document.getElementById('image-results-title').textContent === 'Similar figures'"
+                  " && document.querySelectorAll('#image-results .card').length > 0")
+    cards = page.locator("#image-results .card")
+    assert not any("table-card" in (cards.nth(i).get_attribute("class") or "") for i in range(cards.count()))
+    assert page.inner_text("#switch-kind") == "Search among tables instead"
+    page.click("#switch-kind")
+    wait_js(page, "document.getElementById('image-results-title').textContent === 'Similar tables'")
+    assert not console.errors, console.errors
+    page.close()
+

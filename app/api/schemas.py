@@ -168,6 +168,9 @@ class SimilarResponse(BaseModel):
     query_types: list[TypeScore] = Field(default_factory=list, description=(
         "mode image: the figure types the uploaded picture looks like, dominant first, with scores "
         "(what 'same kind of figure' in a result's reasons refers to)."))
+    kind: Literal["figure", "table"] | None = Field(None, description=(
+        "mode image: whether figures or tables were searched (request parameter `kind`; auto: "
+        "the kind of the item the picture copies, else of most of its nearest pictures)."))
 
 
 # ---------------------------------------------------------------- papers

@@ -11,7 +11,9 @@ bootstrap interval of the difference. `hit_at_1_other_margins`: the same with sc
 more white margin than the crop, or cut into the drawing, and with the figure's region rendered again
 from its PDF at another resolution with its edges moved ("rendered again": a screenshot from a PDF
 viewer). `copy_keeps_type`: the share of copies whose dominant type by pixels
-is the original crop's (how stable picture typing is under rescaling and JPEG).
+is the original crop's (how stable picture typing is under rescaling and JPEG). `kinds`: copies of
+figures and of tables, whether each is searched among its own kind (tables among tables) and found
+first.
 
     figsearch eval-image-copies --data-dir DIR [--n 300] [--seed 0] [--labels FILE]
 """
@@ -152,7 +154,42 @@ def evaluate_image_copies(settings: Settings, n: int = 300, seed: int = 0, label
     if labels is not None:
         report["same_kind"] = _same_kind(settings, engine, rows, labels, rng)
     report["panels"] = _panel_uploads(settings, engine, n, random.Random(seed + 2))
+    report["kinds"] = _kind_of_uploads(settings, engine, n, random.Random(seed + 3))
     return report
+
+
+def _kind_of_uploads(settings: Settings, engine: Searcher, n: int, rng: random.Random) -> dict:
+    """Rescaled JPEG copies of figures and of tables (n of each at most): how often the upload is
+    searched among its own kind (Searcher.picture_kind) as held by the collection (its copy
+    decides) and as new to it (its own paper left out: its nearest pictures decide), and how often
+    a table's copy finds the table first as served (the kind chosen, then by_picture)."""
+    from sqlalchemy import select
+
+    from app.db.schema import Figure
+    from app.db.session import session_scope
+
+    with session_scope(settings.db_url) as s:
+        items = s.execute(select(Figure.id, Figure.kind, Figure.image_path, Figure.paper_id)
+                          .where(Figure.id.in_([int(x) for x in engine.figure_ids]))).all()
+    out: dict = {}
+    for kind in ("figure", "table"):
+        mine = sorted((f for f in items if f.kind == kind and f.image_path), key=lambda f: f.id)
+        picked = rng.sample(mine, min(n, len(mine)))
+        held, new, first = [], [], []
+        for f in picked:
+            with Image.open(settings.data_dir / f.image_path) as im:
+                q = picture_query(jpeg_copy(im, rng), settings.data_dir)
+            chosen = engine.picture_kind(q.vector, q.look)
+            held.append(chosen == kind)
+            new.append(engine.picture_kind(q.vector, q.look, exclude_paper=f.paper_id) == kind)
+            hits = engine.by_picture(q.vector, k=1, kind=chosen, type_scores=q.types.scores if q.types else None,
+                                     look=q.look)
+            first.append(bool(hits) and hits[0].figure_id == f.id)
+        out[kind] = {"n": len(picked),
+                     "own_kind_held": round(float(np.mean(held)), 3) if held else None,
+                     "own_kind_new": round(float(np.mean(new)), 3) if new else None,
+                     "hit_at_1": round(float(np.mean(first)), 3) if first else None}
+    return out
 
 
 def _panel_uploads(settings: Settings, engine: Searcher, n: int, rng: random.Random) -> dict:

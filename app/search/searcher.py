@@ -544,6 +544,34 @@ class Searcher:
     # (app/search/picture_rank.py), so a heatmap brings up heatmaps before other pictures of a
     # similar layout.
     picture_ranking = PictureRanking()
+    # an upload is searched among tables when most of this many nearest pictures are tables
+    kind_neighbours = 5
+
+    @one_thread
+    def picture_kind(self, vector: np.ndarray, look: np.ndarray | None = None,
+                     exclude_paper: int | None = None) -> str:
+        """"table" or "figure": what an uploaded picture is searched among. The kind of the item it
+        copies (perceptual hash `look`), else the kind most of its `kind_neighbours` nearest
+        pictures are: by their pixels alone most tables are typed "text", so their neighbours tell
+        them. An index without tables searches figures. `exclude_paper` leaves one paper's rows
+        out (an evaluation of uploads the collection does not hold)."""
+        if self.visual is None or not self.types.count("table"):
+            return "figure"
+        q = np.asarray(vector, dtype=np.float32)[None, :]
+        m = self.kind_neighbours
+        ids, _ = self.visual.search(q, min(m * (4 if exclude_paper is None else 20), len(self)))
+        rows = ids[0][ids[0] >= 0]
+        if exclude_paper is not None:
+            rows = rows[self.docs.paper_ids[rows] != exclude_paper]
+        if not len(rows):
+            return "figure"
+        if self.looks is not None and look is not None:
+            copy, known = self.looks.copies(look, rows)
+            held = np.flatnonzero(copy & known)
+            if len(held):
+                return self.types.kind_of_row(int(rows[held[0]]))
+        near = rows[:m]
+        return "table" if 2 * int(self.types.kind_mask(near, "table").sum()) > len(near) else "figure"
 
     @one_thread
     def by_picture(self, vector: np.ndarray, k: int = 10, kind: str = "figure",

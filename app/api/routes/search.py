@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, File, Form, HTTPException, Query, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
@@ -140,14 +140,19 @@ async def search_by_image(
         request: Request, db: SessionDep, settings: SettingsDep, engine: EngineDep, holder: HolderDep,
         image: Annotated[UploadFile, File(description="A PNG or JPEG figure.")],
         caption: Annotated[str, Form(max_length=500, description="The figure's caption (optional; at most 500 characters, as `q`).")] = "",
-        k: Annotated[int, Query(ge=1, le=1000)] = 12):
+        k: Annotated[int, Query(ge=1, le=1000)] = 12,
+        kind: Annotated[Literal["auto", "figure", "table"], Query(description=(
+            "Without a caption: search among figures or tables; auto (default): the kind of the "
+            "item the picture copies, else the kind most of its nearest pictures are (the "
+            "response's `kind` says which)."))] = "auto"):
     """Similar figures for an uploaded figure. With a caption, the caption is searched as text
     (`mode: "caption"`). Without one, the collection's figures are ranked by picture similarity
     (`mode: "image"`): the trained image branch when a model was trained (`figsearch train`),
     otherwise the picture vectors every index holds (pretrained backbone): copies of the picture
     first (told by perceptual hashes; their reasons say "same picture"), then figures with a panel
     the picture copies (reason "same picture as panel (b) of this figure", `panel` that panel), then
-    figures of the upload's kind, nearest picture first."""
+    figures of the upload's kind, nearest picture first. A picture of a table is searched among
+    the tables (`kind`)."""
     check_limit("k", k, settings)
     ctype = (image.content_type or "").split(";")[0].strip().lower()
     # a client that names no type (Python requests given an open file) or a generic one (curl for a
@@ -177,19 +182,23 @@ async def search_by_image(
             return schemas.SimilarResponse(mode="image", k=k, items=[], index_version=None,
                                            message=holder.reason or "no search index")
         query_types = []
+        searched = None
         if loaded is not None:  # a trained image branch
             hits = await run_in_threadpool(heavy.run, image_hits, loaded, engine, picture, k)
         elif engine.visual is not None:  # every index has the figures' visual picture vectors
             upload = await run_in_threadpool(heavy.run, picture_query, picture, settings.data_dir)
             kinds = upload.types
-            hits = engine.by_picture(upload.vector, k, type_scores=kinds.scores if kinds else None, look=upload.look)
+            # a table searched among figures found text figures, never the table it copies
+            searched = engine.picture_kind(upload.vector, upload.look) if kind == "auto" else kind
+            hits = engine.by_picture(upload.vector, k, kind=searched, type_scores=kinds.scores if kinds else None,
+                                     look=upload.look)
             query_types = kinds.figure_types if kinds else []
         else:
             raise HTTPException(501, IMAGE_QUERIES_MESSAGE)
         items = scored_items(db, hits, 0)
         return schemas.SimilarResponse(mode="image", k=k, items=items, index_version=engine.version,
-                                       message=None if items else "no figure to compare with yet",
-                                       query_types=query_types)
+                                       message=None if items else f"no {searched or 'figure'} to compare with yet",
+                                       query_types=query_types, kind=searched)
     res = await run_in_threadpool(run_search, db, settings, engine, holder, text, k, 0, None)
     return schemas.SimilarResponse(mode="caption", query=text, k=k, items=res.items,
                                    index_version=res.index_version,

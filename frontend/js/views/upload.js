@@ -19,6 +19,8 @@ const UNTYPED = new Set(['', 'application/octet-stream']);
 export async function renderUpload(root, { signal }) {
   setTitle('Search by image');
   const info = await serverInfo();
+  // a collection without tables is never offered a search among them
+  const hasTables = await api('figures?kind=table&limit=1', { signal }).then((r) => r.total > 0).catch((err) => { if (err.name === 'AbortError') throw err; return false; });
   let file = null;
   let previewUrl = null;
 
@@ -27,7 +29,9 @@ export async function renderUpload(root, { signal }) {
   const caption = h('textarea', { id: 'caption', maxlength: '500', placeholder: 'e.g. Figure 2: Accuracy of our method and the baselines as the training set grows', 'aria-describedby': 'caption-help' });
   const submit = h('button', { class: 'btn btn-primary', type: 'submit', id: 'find-similar' }, 'Find similar figures');
   const grid = h('div', { class: 'grid', id: 'image-results' });
-  const resultsHead = h('h2', { hidden: true }, 'Similar figures');
+  const resultsHead = h('h2', { hidden: true, id: 'image-results-title' }, 'Similar figures');
+  // what the picture is searched among: the server's choice (auto), or the other kind when asked
+  let searchKind = 'auto';
   gridKeys(grid);
 
   const { zone } = dropZone({
@@ -45,6 +49,7 @@ export async function renderUpload(root, { signal }) {
       if (!UNTYPED.has(f.type) && !info.image_types.includes(f.type)) { refuse(`${f.name} is not a PNG or JPEG image.`); return; }
       if (f.size > info.max_image_mb * 1024 * 1024) { refuse(`${f.name} is too large (${fileSize(f.size)}; the limit is ${info.max_image_mb} MB).`); return; }
       file = f;
+      searchKind = 'auto';
       if (previewUrl) URL.revokeObjectURL(previewUrl);
       previewUrl = URL.createObjectURL(f);
       const img = h('img', { src: previewUrl, alt: 'The chosen figure' });
@@ -84,16 +89,26 @@ export async function renderUpload(root, { signal }) {
     submit.disabled = true;
     msg.append(loading('Searching…'));
     try {
-      const r = await api('search/by-image?k=12', { method: 'POST', body, signal });
+      const r = await api(`search/by-image?k=12${searchKind !== 'auto' ? `&kind=${searchKind}` : ''}`, { method: 'POST', body, signal });
       msg.replaceChildren();
       if (r.mode === 'caption') msg.append(notice('These figures match your caption text; leave the caption empty to search by the picture.'));
-      if (!r.items.length) { msg.append(empty('No similar figures found.', r.message || '')); return; }
+      const things = r.kind === 'table' ? 'tables' : 'figures';
+      // a picture is searched among tables or figures (the server tells which): the other is one click away
+      const other = r.kind === 'table' ? 'figure' : 'table';
+      const switchKind = r.kind && (hasTables || other === 'figure') ? h('button', { type: 'button', class: 'text-btn', id: 'switch-kind' }, `Search among ${other}s instead`) : null;
+      if (switchKind) switchKind.addEventListener('click', () => { searchKind = other; form.requestSubmit(); });
+      if (!r.items.length) { msg.append(empty(`No similar ${things} found.`, r.message ? asSentence(r.message) : ''), switchKind || ''); return; }
+      resultsHead.textContent = `Similar ${things}`;
       resultsHead.hidden = false;
       const picture = r.mode === 'image';
-      if (picture && r.query_types && r.query_types.length) {
+      if (picture && r.kind === 'table') {
+        // the figure types name what a figure shows; a table's picture is told by the tables nearest it
+        msg.append(h('p', { class: 'muted small', id: 'query-types' }, 'Your picture looks like a table: these are the tables nearest it. ', switchKind));
+      } else if (picture && r.query_types && r.query_types.length) {
         // in words, not scores: a type the classifier is less than even about reads "perhaps ..."
         msg.append(h('p', { class: 'muted small', id: 'query-types', title: 'Figure types classified from your picture' },
-          'Your picture looks like: ', r.query_types.map((t) => `${t.score < 0.5 ? 'perhaps ' : ''}${t.type.replace(/_/g, ' ')}`).join(' · ')));
+          'Your picture looks like: ', r.query_types.map((t) => `${t.score < 0.5 ? 'perhaps ' : ''}${t.type.replace(/_/g, ' ')}`).join(' · '),
+          switchKind ? ' · ' : null, switchKind));
       }
       // the server told it by perceptual hashes: the upload is a figure the collection holds, or one of its panels
       const held = picture ? r.items.find((hit) => (hit.reasons || []).includes('same picture'))
@@ -104,7 +119,7 @@ export async function renderUpload(root, { signal }) {
         msg.append(h('p', { class: 'small', id: 'held-copy' }, 'Your picture is ',
           isPanel ? `panel (${held.panel.label}) of ` : '',
           h('a', { href: `#/figure/${held.figure_id}` }, name), held.paper_title ? ` of “${held.paper_title}”` : '',
-          ' (first below); the others are figures like it.'));
+          ` (first below); the others are ${things} like it.`));
       }
       for (const hit of r.items) grid.append(figureCard(hit, { extra: whyBlock(hit, { picture }) }));
       bringIntoView(msg, grid);
