@@ -684,3 +684,18 @@ def test_a_picture_of_a_table_finds_tables(server, browser, tmp_path, width, hei
     assert not console.errors, console.errors
     page.close()
 
+
+def test_a_page_that_cannot_be_shown_is_titled_for_itself(server, browser):
+    """A missing figure or paper, or an address no page has, names itself in the tab's title (and
+    so in the history and bookmarks); it kept the title of the page before ("“heatmap” · figsearch")."""
+    page, console = open_page(browser, server, "#/?q=heatmap")
+    assert page.title().startswith("“heatmap”")
+    for address, title in (("#/figure/999999", "Figure not found"), ("#/nothing", "No such page"),
+                           ("#/paper/999999", "Paper not found")):
+        page.evaluate(f"location.hash = {address!r}")
+        wait_page(page)
+        assert page.title() == f"{title} · figsearch", (address, page.title())
+        page.evaluate("location.hash = '#/?q=heatmap'")
+        wait_page(page)
+    assert [e for e in console.errors if "404" not in e] == []
+    page.close()

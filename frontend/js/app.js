@@ -1,5 +1,5 @@
 // Hash router: #/ (search or browse), #/figure/ID, #/paper/ID, #/papers, #/upload, #/admin.
-import { h, notice, clear, remember, asSentence, cardLink, doneTyping } from './ui.js';
+import { h, notice, clear, remember, asSentence, cardLink, doneTyping, setTitle } from './ui.js';
 import { renderSearch } from './views/search.js';
 import { renderFigure } from './views/figure.js';
 import { renderPaper, renderPapers } from './views/paper.js';
@@ -57,6 +57,7 @@ async function route(e) {
   delete view.dataset.hash;
   clear(view);
   if (!found) {
+    setTitle('No such page');  // not the title of the page before
     view.append(notice('There is no such page.', 'warn'), h('p', {}, h('a', { href: '#/' }, 'Go to the figures')));
     done(mine);
     return;
@@ -69,6 +70,8 @@ async function route(e) {
     clear(view);
     // a figure or paper that is not there (an old link, a paper removed since): say what may have happened
     const missing = err && err.status === 404 ? path.match(/^\/(figure|paper)\//) : null;
+    // the tab and the history say what the page shows now, not what the page before showed
+    setTitle(missing ? `${missing[1] === 'figure' ? 'Figure' : 'Paper'} not found` : 'Something went wrong');
     const gone = missing
       ? ` It may have been removed from the collection since the link was made, or the address is mistyped; search for it by its ${missing[1] === 'figure' ? 'caption' : 'title'}.`
       : '';
