@@ -3,6 +3,7 @@
     python scripts/related_reasons.py dump DATA_DIR OUT.json [--seed 0]
     python scripts/related_reasons.py count OUT.json [tests/data/reason_weak_words.txt]
     python scripts/related_reasons.py count OUT.json --prefixes
+    python scripts/related_reasons.py check DATA_DIR OUT.json
 
 `dump` serves DATA_DIR in-process and writes, for 60 random figures (the seed draws them), the top five
 related figures of other papers with their `matched_terms` and `reasons`, and the first 24 results of a
@@ -10,7 +11,13 @@ few text queries (ids and scores, to check that a change of reasons leaves the o
 `count` prints the words of "both mention" and of the caption/title reasons with their counts (without
 a word file: for marking weak words by looking), or, with a file of words marked weak, the share of
 cards whose reasons carry one; with --prefixes, the cards whose reasons name a prefix alone ("related
-paper: both on multi"; app.search.explain.BOUND_PREFIXES).
+paper: both on multi"; app.search.explain.BOUND_PREFIXES) or a bound second part ("wise" of step-wise).
+`check` reads the texts of the dumped figures (caption, mention sentences, words printed inside) from
+DATA_DIR and counts the "both mention" words (`matched_terms`) that one of the two figures does not
+print: a word is printed by a text when one of its words has the same stems ("SELF-GUARD" is not
+printed by a text that says "self-supervision", nor "wise" by one that says "frame-wise"; strict:
+"objective" is not printed by a text that says only "dual-objective" either), and of those the
+compounds (a chip "step-wise" on a figure that prints "frame-wise").
 """
 from __future__ import annotations
 
@@ -64,15 +71,49 @@ def _reason_words(card: dict) -> list[str]:
 
 
 def count_prefixes(dumped: str) -> None:
-    from app.search.explain import BOUND_PREFIXES
+    from app.search.explain import BOUND_PARTS
 
     cards = [c for v in json.loads(Path(dumped).read_text())["related"].values() for c in v]
     shown = ("both show: ",) + REASON_PREFIXES
     bare = [r for c in cards for r in c["reasons"] for pre in shown if r.startswith(pre)
-            and {w.strip().lower() for w in r[len(pre):].split(",")} & BOUND_PREFIXES]
+            and {w.strip().lower() for w in r[len(pre):].split(",")} & BOUND_PARTS]
     print(json.dumps({"cards": len(cards),
                       "cards_with_a_prefix_alone": sum(1 for c in cards if any(r in bare for r in c["reasons"])),
                       "reasons": sorted(set(bare))}, indent=1))
+
+
+def check(data_dir: str, dumped: str) -> None:
+    from sqlalchemy import select
+
+    from app.api.serialize import mention_texts
+    from app.db.schema import Figure
+    from app.db.session import session_scope
+    from app.search.explain import _TOKEN_RE
+    from app.search.text import analyze
+    from app.settings import Settings
+
+    related = {int(k): v for k, v in json.loads(Path(dumped).read_text())["related"].items()}
+    ids = set(related) | {c["figure_id"] for v in related.values() for c in v}
+    settings = Settings(data_dir=data_dir, database_url="", broker_url="")
+    with session_scope(settings.db_url) as db:
+        mentions = mention_texts(db, sorted(ids))
+        texts = {fid: f"{cap or ''} {mentions.get(fid, '')} {words or ''}" for fid, cap, words in db.execute(
+            select(Figure.id, Figure.caption, Figure.region_text).where(Figure.id.in_(sorted(ids)))).all()}
+    printed = {fid: {tuple(analyze(m.group(0))) for m in _TOKEN_RE.finditer(t)} for fid, t in texts.items()}
+    cards = untrue_cards = words = 0
+    untrue = collections.Counter()
+    for query, items in related.items():
+        for c in items:
+            cards += 1
+            bad = [w for w in c["matched_terms"]
+                   if not all(tuple(analyze(w)) in printed.get(f, set()) for f in (query, c["figure_id"]))]
+            words += len(c["matched_terms"])
+            untrue.update(bad)
+            untrue_cards += bool(bad)
+    compounds = {w: n for w, n in untrue.items() if "-" in w}  # a compound chip one figure does not print at all
+    print(json.dumps({"cards": cards, "both_mention_words": words, "words_one_figure_does_not_print": sum(untrue.values()),
+                      "cards_with_such_a_word": untrue_cards,
+                      "of_which_compounds": sum(compounds.values()), "words": dict(untrue.most_common())}, indent=1))
 
 
 def count(dumped: str, weak_file: str | None) -> None:
@@ -110,8 +151,13 @@ def main() -> None:
     n.add_argument("dumped")
     n.add_argument("weak_file", nargs="?")
     n.add_argument("--prefixes", action="store_true", help="count the reasons that name a prefix alone")
+    c = sub.add_parser("check")
+    c.add_argument("data_dir")
+    c.add_argument("dumped")
     args = ap.parse_args()
-    if args.cmd == "dump":
+    if args.cmd == "check":
+        check(args.data_dir, args.dumped)
+    elif args.cmd == "dump":
         dump(args.data_dir, args.out, args.seed)
     elif args.prefixes:
         count_prefixes(args.dumped)

@@ -282,3 +282,33 @@ def test_shared_words_of_ordinary_prose_are_no_reason():
     out = related_reasons({"type": 0.0}, None, "Conversion rate according to the budget.",
                           "Conversion rate per day, according to the logs.", idf=idf)
     assert len(out) == 1 and "conversion" in out[0] and "according" not in out[0]
+
+
+def test_a_second_part_two_compounds_share_is_no_shared_word():
+    """"both captions mention wise" said of captions printing "step-wise" and "frame-wise", and
+    "level" of "word-level" and "sentence-level": the second part of two different compounds names
+    no topic, as a prefix does not. A word both print alone stays."""
+    from app.search.explain import inside_reason, shared_words
+
+    assert shared_words("A step-wise supervised decoding", "frame-wise self-supervised objective") == ["supervised"]
+    assert shared_words("accuracy at word-level", "accuracy at sentence-level") == ["accuracy"]
+    assert shared_words("the noise level", "a higher level of noise") == ["noise", "level"]
+    assert inside_reason("word-level F1 accuracy", "sentence-level F1 accuracy")[0] == "both show: F1, accuracy"
+
+
+def test_both_mention_words_are_printed_by_both_figures():
+    """The "both mention" chips of a related figure (`matched_terms`) name words both figures
+    print: a compound only one prints was shown whole ("SELF-GUARD" on a card beside a figure
+    that says "self-supervision", "step-wise" beside "frame-wise", "TREC-COVID" beside
+    "TREC-DL19"); now the part both print is, and a bare prefix or second part is left out."""
+    from app.search.explain import words_both_print
+
+    query = "The R-Spin self-supervision framework: a frame-wise objective, evaluated on TREC-DL19"
+    assert words_both_print(["self", "object"], query, "The pipeline of SELF-GUARD and its objective") == ["objective"]
+    assert words_both_print(["wise", "object"], query, "step-wise supervision of the objective") == ["objective"]
+    assert words_both_print(["trec"], query, "Results on TREC-COVID") == ["TREC"]
+    assert words_both_print(["bert"], "BERT-like encoders", "BERT and RoBERTa") == ["BERT"]
+    # a compound both print is named whole, as are words both print
+    assert words_both_print(["multi", "task"], "multi-task ranking", "a multi-task model") == ["multi-task"]
+    # what the query figure prints inside it (text_words) counts as printed, not as a form to show
+    assert words_both_print(["trec"], "Ranking results", "Results on TREC-COVID", text_words="TREC-DL19 nDCG") == ["TREC"]

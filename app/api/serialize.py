@@ -10,7 +10,7 @@ from app.api import schemas
 from app.db.schema import Figure, Paper
 from app.search.searcher import Hit, Searcher
 from app.search.explain import (best_sentence, highlight_spans, idf_of, informative_terms, reasons, shown_named_type,
-                                surface_words)
+                                surface_words, words_both_print)
 from app.search.looks import panel_letter
 from app.search.text import analyze
 
@@ -74,20 +74,27 @@ def mention_texts(db: Session, figure_ids: list[int]) -> dict[int, str]:
 
 def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str = "",
                  engine: Searcher | None = None, snippets: bool = False,
-                 same_paper: bool = False, named_types: Sequence[str] = ()) -> list[schemas.ScoredFigure]:
+                 same_paper: bool = False, named_types: Sequence[str] = (),
+                 query_words: str = "") -> list[schemas.ScoredFigure]:
     """Hits in order, joined with their database rows; hits whose figure was deleted since the
     index was built are dropped (the next index version will not have them). Each item says why it
     matched: informative shared terms, reasons in words and (text queries) the best sentence. For a
     query naming figure types (`named_types`), a figure found by its type says it looks like (or,
-    less surely, may show) the named type it shows best, which need not be its dominant one."""
+    less surely, may show) the named type it shows best, which need not be its dominant one.
+    `query_words`: the words printed inside the query figure (related figures: what it prints)."""
     cards = cards_for(db, [h.figure_id for h in hits])
     idf = idf_of(engine.lexical(), engine.paper_ids) if engine is not None else None
     # a text query's words are kept however ordinary; words two figures share only when topical
     terms = {h.figure_id: informative_terms(list(h.matched_terms), idf, topical=not snippets) for h in hits}
     wanted = [h.figure_id for h in hits if snippets or set(terms[h.figure_id]) - set(analyze(f"{query_text} {h.caption}"))]
-    extra = mention_texts(db, wanted)  # only for hits with a term outside both captions, or snippets
+    # a related figure's words are named as both figures print them: its other text is read too
+    # when a shared term is outside its caption (only read for what it prints, not for the forms)
+    related = bool(query_text) and not snippets
+    checked = [h.figure_id for h in hits if related and set(terms[h.figure_id]) - set(analyze(h.caption))]
+    extra = mention_texts(db, list({*wanted, *checked}))  # only for hits with a term outside the captions, or snippets
     # the lexical text also holds the words printed inside figures and the cells of tables
-    printed = region_words_of(db, wanted, tables=True)
+    printed = region_words_of(db, list({*wanted, *checked}), tables=True)
+    told = set(wanted)
     types = {fid: shown_named_type(named_types, shown) if named_types else dominant
              for fid, dominant, shown in db.execute(
                  select(Figure.id, Figure.figure_type, Figure.figure_types)
@@ -116,8 +123,13 @@ def scored_items(db: Session, hits: list[Hit], offset: int = 0, query_text: str 
         out.append(schemas.ScoredFigure(
             **card, rank=offset + i + 1, score=round(h.score, 6), lexical_score=round(h.lexical_score, 6),
             embedding_score=None if h.embedding_score is None else round(h.embedding_score, 6),
+            # a related figure's words are those both figures print ("step-wise" was said of one printing "frame-wise")
             matched_terms=surface_words(terms[h.figure_id], query_text, h.caption, extra.get(h.figure_id, ""),
-                                        printed.get(h.figure_id, "")),
+                                        printed.get(h.figure_id, "")) if not related
+            else words_both_print(terms[h.figure_id], query_text, h.caption,
+                                  *((extra.get(h.figure_id, ""), printed.get(h.figure_id, "")) if h.figure_id in told else ()),
+                                  text_words=query_words, other_words=" ".join(
+                                      (extra.get(h.figure_id, ""), printed.get(h.figure_id, "")))),
             reasons=reasons(h.signals, types.get(h.figure_id), same_paper, named_type=bool(named_types)),
             snippet=snippet,
             caption_highlights=[list(sp) for sp in highlight_spans(card["caption"] or "", query_stems)]

@@ -183,7 +183,7 @@ def inside_reason(words: str, other_words: str, idf: "TermStats | None" = None,
         shown = surface_words(stems, other_words, words)
     printed = [{m.group(0).lower() for m in _TOKEN_RE.finditer(t)} for t in (words, other_words)]
     # a prefix of compounds ("multi" of Multi-Task and Multi-gate) names nothing
-    prefixes = {w for w in shown if w.lower() in BOUND_PREFIXES and not all(w.lower() in p for p in printed)}
+    prefixes = {w for w in shown if w.lower() in BOUND_PARTS and not all(w.lower() in p for p in printed)}
     shown = [w for w in dict.fromkeys(shown) if w not in prefixes]
     if not shown:
         return None, set()
@@ -245,13 +245,49 @@ def _words_in(phrase: str, stems: set[str]) -> str:
 BOUND_PREFIXES: frozenset[str] = frozenset(
     "multi self semi non pre post co inter intra sub meta auto bi tri uni hyper anti pseudo quasi mono "
     "poly mid cross".split())
+# Second parts of compounds that are no topic alone either: what "step-wise" and "frame-wise" share
+# ("wise"), or "word-level" and "sentence-level" ("level").
+BOUND_SUFFIXES: frozenset[str] = frozenset(
+    "wise level based like aware specific driven oriented free style grained scale wide".split())
+BOUND_PARTS = BOUND_PREFIXES | BOUND_SUFFIXES
+
+
+def words_both_print(stems: Sequence[str], text: str, other: str, *more: str, text_words: str = "",
+                     other_words: str = "") -> list[str]:
+    """Shared stems as words (`surface_words` of `text`, `other` and `more`), each true of both
+    sides: the chips a related figure's card shows under "both mention" (`text`: the query
+    figure's texts; `other`, `more`: the related figure's). A compound only one side prints
+    ("SELF-GUARD" beside "self-supervision", "step-wise" beside "frame-wise") is named by the part
+    both print, and a part that is a prefix or second part of compounds alone (BOUND_PARTS: "self",
+    "wise") names nothing: left out. `text_words`, `other_words`: more text of either side (the
+    words printed inside the query figure, the related figure's mentions), read for what it prints
+    but not for the words' forms. A stem one side does not print (matched in text not given here)
+    keeps its word."""
+    theirs_text, mine_text = " ".join((other, *more, other_words)), f"{text} {text_words}"
+    printed = [{m.group(0).lower() for m in _TOKEN_RE.finditer(t or "")} for t in (mine_text, theirs_text)]
+    sides = (set(analyze(mine_text)), set(analyze(theirs_text)))
+    out = []
+    for word in surface_words(stems, text, other, *more):
+        shown = word
+        stem = next((st for st in stems if st in analyze(word)), None)
+        if "-" in word and not all(word.lower() in p for p in printed) and stem is not None \
+                and all(stem in side for side in sides):
+            shown = as_both_print(stem, surface_words([stem], theirs_text)[0], surface_words([stem], mine_text)[0])
+            if "-" in shown and not all(shown.lower() in p for p in printed):
+                # a compound one side lacks ("state-of-the-art" beside "States"): the part with the stem
+                shown = next((display_form(p) for p in shown.split("-") if stem in analyze(p)), shown)
+        if shown.lower() in BOUND_PARTS and not all(shown.lower() in p for p in printed):
+            continue  # a bare prefix or second part of compounds, on one side at least
+        out.append(shown)
+    return list(dict.fromkeys(out))
 
 
 def shared_words(text: str, other: str, idf: "TermStats | None" = None, n: int = MAX_TERMS) -> list[str]:
     """Informative words both texts use (the `n` rarest stems), as written in them: a word
     only one text prints ("few-shot" beside "zero-shot", "T5-3B" beside "FLAN-T5") is named by
-    the part both print ("shot", "T5"), unless that part is a prefix (BOUND_PREFIXES: "multi" of
-    "multi-task" and "multi-channel"), which is left out and the next rarest stem taken instead."""
+    the part both print ("shot", "T5"), unless that part is a prefix or a second part of compounds
+    (BOUND_PARTS: "multi" of "multi-task" and "multi-channel", "level" of "word-level" and
+    "sentence-level"), which is left out and the next rarest stem taken instead."""
     theirs = set(analyze(other))
     candidates = [t for t in dict.fromkeys(analyze(text)) if t in theirs]
     printed = [{m.group(0).lower() for m in _TOKEN_RE.finditer(t or "")} for t in (text, other)]
@@ -269,7 +305,7 @@ def shared_words(text: str, other: str, idf: "TermStats | None" = None, n: int =
     while True:
         stems = informative_terms(candidates, idf, n + left_out)
         words = [as_both(w, stems) for w in surface_words(stems, text, other)]
-        kept = [w for w in words if w.lower() not in BOUND_PREFIXES or in_both(w)]  # a prefix of compounds names nothing
+        kept = [w for w in words if w.lower() not in BOUND_PARTS or in_both(w)]  # a prefix or second part of compounds names nothing
         if len(words) - len(kept) == left_out or len(stems) < n + left_out:
             return list(dict.fromkeys(kept))
         left_out = len(words) - len(kept)

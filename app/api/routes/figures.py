@@ -171,7 +171,8 @@ def similar_figures(figure_id: FigureId, db: SessionDep, settings: SettingsDep, 
                    "no paper of the collection cites or is cited by this paper" if linked == [] else
                    f"the papers that cite or are cited by this paper have no indexed {what}" if linked else
                    f"no related {what} found")
-    items = scored_items(db, hits, query_text=source_text, engine=engine, same_paper=scope == "same_paper")
+    items = scored_items(db, hits, query_text=source_text, engine=engine, same_paper=scope == "same_paper",
+                         query_words=region_words_of(db, [figure_id], tables=True).get(figure_id, ""))
     if scope in ("other_papers", "linked_papers"):
         query = db.get(Figure, figure_id)
         title = paper_ref(db.get(Paper, query.paper_id)).title if query is not None else ""
