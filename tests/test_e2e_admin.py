@@ -105,7 +105,7 @@ def job_page(server, browser, job_id, viewport=WIDE):
     console = Console(page)
     sign_in(page, server["base"], server["token"])
     job = page.locator(f"#jobs .job[data-job-id='{job_id}']")
-    job.locator(".files").wait_for()
+    job.locator(".files").first.wait_for()  # a long job has two tables
     return page, job, console
 
 
@@ -414,5 +414,38 @@ def test_older_jobs_are_shown_on_demand(server, browser, tmp_path):
     page.click("#more-jobs")
     wait_js(page, f"document.querySelectorAll('#jobs .job').length === {total}")
     assert page.locator("#more-jobs").is_hidden()
+    assert console.errors == [], console.errors
+    page.close()
+
+
+def test_a_long_job_lists_the_files_it_could_not_add_before_the_folded_rest(server, browser, tmp_path):
+    """A job of more files than the page lists unfolded keeps them folded, but the files that
+    failed are listed above the fold, with their reasons and retry buttons: among 168 files, 5
+    failures were a scroll through all of them away."""
+    base, auth = server["base"], {"Authorization": f"Bearer {server['token']}"}
+    pdf = httpx.get(f"{base}/api/v1/papers/1/pdf").content
+    bundle = tmp_path / "long.zip"
+    with zipfile.ZipFile(bundle, "w") as z:
+        for i in range(11):  # copies of a stored paper: each is over at once, as a duplicate
+            z.writestr(f"copy-{i:02d}.pdf", pdf)
+        z.writestr("broken-a.pdf", b"%PDF-1.4\n" + bytes(range(256)) * 12)
+        z.writestr("broken-b.pdf", b"%PDF-1.4\n" + bytes(range(255, -1, -1)) * 12)
+    with bundle.open("rb") as fh:
+        r = httpx.post(f"{base}/api/v1/admin/collections", headers=auth, timeout=60,
+                       files={"files": ("long.zip", fh, "application/zip")})
+    assert r.status_code == 202, r.text
+    job_id = r.json()["job_id"]
+    deadline = time.time() + 180
+    while httpx.get(f"{base}/api/v1/admin/jobs/{job_id}", headers=auth).json()["status"] not in ("done", "failed"):
+        assert time.time() < deadline
+        time.sleep(0.5)
+    page, job, console = job_page(server, browser, job_id)
+    assert job.locator(".job-look").inner_text() == "2 files were not added:"
+    shown = [n for n, row in file_rows(job).items() if row.is_visible()]
+    assert shown == ["long.zip:broken-a.pdf", "long.zip:broken-b.pdf"], shown
+    assert job.locator("details.job-files > summary").inner_text() == "The 11 other files"
+    job.locator("details.job-files > summary").click()
+    assert len([row for row in file_rows(job).values() if row.is_visible()]) == 13
+    shot(page, "admin-long-job")
     assert console.errors == [], console.errors
     page.close()

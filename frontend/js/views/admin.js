@@ -7,6 +7,8 @@ const POLL_MS = 1000;
 const LONG_JOB = 12;  // a job with more files shows its file table folded (the counts line says how they went)
 const UNFINISHED = new Set(['pending', 'working']);
 const IN_PROGRESS = new Set(['queued', 'running', 'indexing']);  // a job that is still working
+// files a long job lists before the folded rest: they were not added for a failure or an unreadable text
+const NEEDS_LOOK = new Set(['failed', 'no_text']);
 const PAGE = 10;  // jobs per page of the list ("Show older jobs" asks for the next)
 // a file's status as shown: the one being read says so; the others by name ('no_text' -> 'no text')
 const statusWord = (status) => (status === 'working' ? 'reading' : status.replace('_', ' '));
@@ -224,17 +226,30 @@ async function renderDashboard(root, token, { signal }) {
       j.error ? notice(j.error, 'error') : null,
       jobActions(j));
     if (j.files && j.files.length) {
-      const table = h('div', { class: 'table-wrap' }, h('table', { class: 'files' },
+      const table = (files) => h('div', { class: 'table-wrap' }, h('table', { class: 'files' },
         h('thead', {}, h('tr', {}, h('th', {}, 'File'), h('th', {}, 'Result'), h('th', {}, 'Figures'), h('th', {}, 'Tables'), h('th', {}, ''))),
-        h('tbody', {}, j.files.map((f) => ({ ...f, job_id: j.job_id, retryable: f.retryable && !IN_PROGRESS.has(j.status) })).map((f) => h('tr', {},
+        h('tbody', {}, files.map((f) => ({ ...f, job_id: j.job_id, retryable: f.retryable && !IN_PROGRESS.has(j.status) })).map((f) => h('tr', {},
           h('td', { class: 'name' }, f.name),
           h('td', {}, h('span', { class: `badge ${f.status}` }, statusLabel(f.status))),
           h('td', { class: 'num', 'data-label': f.n_figures === 1 ? 'figure' : 'figures' }, UNFINISHED.has(f.status) ? '…' : String(f.n_figures)),
           h('td', { class: 'num', 'data-label': f.n_tables === 1 ? 'table' : 'tables' }, UNFINISHED.has(f.status) ? '…' : String(f.n_tables ?? 0)),
           fileOutcome(f))))));
-      el.append(j.files.length > LONG_JOB
-        ? h('details', { class: 'job-files', open: filesOpen }, h('summary', { class: 'small' }, `The ${j.files.length} files`), table)
-        : table);
+      if (j.files.length <= LONG_JOB) {
+        el.append(table(j.files));
+      } else {
+        // a long job's files are folded; the ones that could not be read are not left among them
+        // (5 failures of 168 files were a scroll through 13,000 pixels away)
+        const look = j.files.filter((f) => NEEDS_LOOK.has(f.status));
+        const rest = j.files.filter((f) => !NEEDS_LOOK.has(f.status));
+        if (look.length) {
+          el.append(h('div', { class: 'small job-look', id: `look-${j.job_id.slice(0, 8)}` },
+            `${look.length === 1 ? '1 file was' : `${look.length} files were`} not added:`), table(look));
+        }
+        if (rest.length) {
+          el.append(h('details', { class: 'job-files', open: filesOpen },
+            h('summary', { class: 'small' }, look.length ? `The ${rest.length} other file${rest.length === 1 ? '' : 's'}` : `The ${rest.length} files`), table(rest)));
+        }
+      }
     }
     return el;
   }
