@@ -699,3 +699,20 @@ def test_a_page_that_cannot_be_shown_is_titled_for_itself(server, browser):
         wait_page(page)
     assert [e for e in console.errors if "404" not in e] == []
     page.close()
+
+
+def test_a_papers_central_figure_opens_from_the_list(server, browser):
+    """The papers list names each paper's central figure as a link to that figure's page (it was
+    plain text: the figure took two pages to reach)."""
+    papers = httpx.get(f"{server}/api/v1/papers", params={"limit": 100}).json()["items"]
+    first = next(p for p in papers if p.get("central_figure"))
+    page, console = open_page(browser, server, "#/papers")
+    link = page.locator(f"#paper-list li:has(a[href='#/paper/{first['paper_id']}']) .central-link")
+    assert link.inner_text() == first["central_figure"]["label"]
+    link.click()
+    wait_js(page, f"location.hash === '#/figure/{first['central_figure']['figure_id']}'")
+    wait_page(page)
+    assert page.inner_text("#view h1").startswith(first["central_figure"]["label"])
+    assert page.locator("#view h1 .badge.central").count() == 1
+    assert not console.errors, console.errors
+    page.close()

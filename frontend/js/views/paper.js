@@ -135,7 +135,9 @@ export async function renderPapers(root, params, { signal }) {
         : null,
       h('div', { class: 'sub' }, [p.authors, p.year, `${p.n_figures} figure${p.n_figures === 1 ? '' : 's'}`,
         p.n_tables ? `${p.n_tables} table${p.n_tables === 1 ? '' : 's'}` : null].filter(Boolean).join(' · ')),
-      p.central_figure ? h('div', { class: 'sub small' }, `Central figure: ${p.central_figure.label}`) : null))))));
+      // the central figure opens from the list itself (it was named without a link)
+      p.central_figure ? h('div', { class: 'sub small' }, 'Central figure: ',
+        h('a', { href: `#/figure/${p.central_figure.figure_id}`, class: 'central-link' }, p.central_figure.label)) : null))))));
   if (r.total > PAGE) {
     const prev = offset > 0 ? h('a', { class: 'btn', href: papersHash(q, sort, Math.max(0, offset - PAGE)) }, '← Previous') : null;
     const next = offset + PAGE < r.total ? h('a', { class: 'btn', href: papersHash(q, sort, offset + PAGE) }, 'Next →') : null;
