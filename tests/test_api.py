@@ -427,6 +427,22 @@ def test_by_image_of_a_table_searches_the_tables(client):
     assert_problem(r, 422, "kind")
 
 
+def test_by_image_with_a_tables_caption_searches_the_tables(client):
+    """A picture sent with a caption labelled as a table's ("Table 1: ...") is searched by that
+    text among the tables (`kind`), as a table's picture is; `kind=figure` searches the figures."""
+    table = client.get("/api/v1/figures", params={"kind": "table", "limit": 1}).json()["items"][0]
+    upload = {"image": ("t.png", _png(), "image/png")}
+    body = client.post("/api/v1/search/by-image", files=upload, data={"caption": table["caption"]}, params={"k": 3}).json()
+    assert body["mode"] == "caption" and body["kind"] == "table"
+    assert body["items"] and {x["kind"] for x in body["items"]} == {"table"}
+    assert body["items"][0]["figure_id"] == table["figure_id"]
+    body = client.post("/api/v1/search/by-image", files=upload, data={"caption": table["caption"]},
+                       params={"k": 3, "kind": "figure"}).json()
+    assert body["kind"] == "figure" and {x["kind"] for x in body["items"]} <= {"figure"}
+    body = client.post("/api/v1/search/by-image", files=upload, data={"caption": "Heatmap of attention maps"}).json()
+    assert body["kind"] == "figure"
+
+
 def test_by_image_with_caption_searches_text(client):
     r = client.post("/api/v1/search/by-image", files={"image": ("f.png", _png(), "image/png")},
                     data={"caption": "Heatmap of attention maps"}, params={"k": 4})

@@ -169,8 +169,9 @@ class SimilarResponse(BaseModel):
         "mode image: the figure types the uploaded picture looks like, dominant first, with scores "
         "(what 'same kind of figure' in a result's reasons refers to)."))
     kind: Literal["figure", "table"] | None = Field(None, description=(
-        "mode image: whether figures or tables were searched (request parameter `kind`; auto: "
-        "the kind of the item the picture copies, else of most of its nearest pictures)."))
+        "modes image and caption: whether figures or tables were searched (request parameter "
+        "`kind`; auto: the kind of the item the picture copies, else of most of its nearest "
+        "pictures; with a caption, tables when it is labelled as a table's)."))
 
 
 # ---------------------------------------------------------------- papers

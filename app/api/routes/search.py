@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import Counter
 from typing import Annotated, Literal
 
@@ -142,9 +143,10 @@ async def search_by_image(
         caption: Annotated[str, Form(max_length=500, description="The figure's caption (optional; at most 500 characters, as `q`).")] = "",
         k: Annotated[int, Query(ge=1, le=1000)] = 12,
         kind: Annotated[Literal["auto", "figure", "table"], Query(description=(
-            "Without a caption: search among figures or tables; auto (default): the kind of the "
-            "item the picture copies, else the kind most of its nearest pictures are (the "
-            "response's `kind` says which)."))] = "auto"):
+            "Search among figures or tables; auto (default): without a caption the kind of the "
+            "item the picture copies, else the kind most of its nearest pictures are; with one, "
+            "tables when it is labelled as a table's ('Table 2: ...'). The response's `kind` says "
+            "which."))] = "auto"):
     """Similar figures for an uploaded figure. With a caption, the caption is searched as text
     (`mode: "caption"`). Without one, the collection's figures are ranked by picture similarity
     (`mode: "image"`): the trained image branch when a model was trained (`figsearch train`),
@@ -199,7 +201,13 @@ async def search_by_image(
         return schemas.SimilarResponse(mode="image", k=k, items=items, index_version=engine.version,
                                        message=None if items else f"no {searched or 'figure'} to compare with yet",
                                        query_types=query_types, kind=searched)
-    res = await run_in_threadpool(run_search, db, settings, engine, holder, text, k, 0, None)
+    # a caption labelled as a table's ("Table 2: ...") searches the tables, as its picture would
+    searched = kind if kind != "auto" else "table" if TABLE_LABEL.match(text) else "figure"
+    res = await run_in_threadpool(run_search, db, settings, engine, holder, text, k, 0, None,
+                                  FigureFilter(kind=searched))
     return schemas.SimilarResponse(mode="caption", query=text, k=k, items=res.items,
                                    index_version=res.index_version,
-                                   message=res.message or "searched by the caption text")
+                                   message=res.message or "searched by the caption text", kind=searched)
+
+
+TABLE_LABEL = re.compile(r"\s*(?:table|tab\.)\s*[A-Z]?\d", re.IGNORECASE)

@@ -91,8 +91,8 @@ export async function renderUpload(root, { signal }) {
     try {
       const r = await api(`search/by-image?k=12${searchKind !== 'auto' ? `&kind=${searchKind}` : ''}`, { method: 'POST', body, signal });
       msg.replaceChildren();
-      if (r.mode === 'caption') msg.append(notice('These figures match your caption text; leave the caption empty to search by the picture.'));
       const things = r.kind === 'table' ? 'tables' : 'figures';
+      if (r.mode === 'caption') msg.append(notice(`These ${things} match your caption text; leave the caption empty to search by the picture.`));
       // a picture is searched among tables or figures (the server tells which): the other is one click away
       const other = r.kind === 'table' ? 'figure' : 'table';
       const switchKind = r.kind && (hasTables || other === 'figure') ? h('button', { type: 'button', class: 'text-btn', id: 'switch-kind' }, `Search among ${other}s instead`) : null;
@@ -101,7 +101,9 @@ export async function renderUpload(root, { signal }) {
       resultsHead.textContent = `Similar ${things}`;
       resultsHead.hidden = false;
       const picture = r.mode === 'image';
-      if (picture && r.kind === 'table') {
+      if (!picture && switchKind) {
+        msg.append(h('p', { class: 'muted small', id: 'caption-kind' }, switchKind));
+      } else if (picture && r.kind === 'table') {
         // the figure types name what a figure shows; a table's picture is told by the tables nearest it
         msg.append(h('p', { class: 'muted small', id: 'query-types' }, 'Your picture looks like a table: these are the tables nearest it. ', switchKind));
       } else if (picture && r.query_types && r.query_types.length) {
