@@ -716,3 +716,21 @@ def test_a_papers_central_figure_opens_from_the_list(server, browser):
     assert page.locator("#view h1 .badge.central").count() == 1
     assert not console.errors, console.errors
     page.close()
+
+
+def test_tables_are_not_offered_a_figure_type(server, browser):
+    """Among tables alone the type chips said only "table" with the count of every result (tables
+    have no figure types): none is shown; figures, and figures with tables, keep theirs."""
+    page, console = open_page(browser, server, "#/?kind=table")
+    page.wait_for_selector("#filters")
+    assert page.locator("#results .card").count() > 0 and page.locator("#type-facets").count() == 0
+    page.evaluate("location.hash = '#/?kind=both'")
+    wait_page(page)
+    page.wait_for_selector("#type-facets .chip")
+    assert page.locator("#type-facets .chip[data-type=table]").count() == 1
+    page.evaluate("location.hash = '#/'")
+    wait_page(page)
+    page.wait_for_selector("#type-facets .chip")
+    assert page.locator("#type-facets .chip[data-type=table]").count() == 0
+    assert not console.errors, console.errors
+    page.close()

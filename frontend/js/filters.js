@@ -89,9 +89,11 @@ export async function filterBar(params, { signal, onChange }) {
   for (const el of [kind, paper]) el.addEventListener('change', () => onChange(collect()));
   for (const el of [yFrom, yTo]) el.addEventListener('change', () => onChange(collect()));
 
-  const chips = facets.types.length
+  // tables have no figure types: among tables alone the one chip, "table", only repeated the count
+  const types = (current.get('kind') || 'figure') === 'table' ? [] : facets.types;
+  const chips = types.length
     ? h('div', { class: 'chips facets', id: 'type-facets', role: 'group', 'aria-label': 'Figure type' },
-        facets.types.map((t) => {
+        types.map((t) => {
           const on = current.get('type') === t.type;
           return h('button', { type: 'button', class: `chip facet${on ? ' on' : ''}`, 'aria-pressed': on ? 'true' : 'false',
             dataset: { type: t.type }, onclick: () => onChange(collect(on ? null : t.type)) },
