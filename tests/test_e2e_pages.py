@@ -523,7 +523,7 @@ def test_a_scanned_paper_is_marked_in_the_papers_list(server, browser):
 
 def test_a_refused_image_drops_the_one_chosen_before(server, browser, tmp_path):
     """Choosing a file that is not a picture after a good one shows why it is refused and leaves
-    nothing chosen: "Find similar figures" then searches with no picture the page does not show."""
+    nothing chosen: "Find similar" then searches with no picture the page does not show."""
     good, bad = tmp_path / "figure.png", tmp_path / "notes.png"
     good.write_bytes(httpx.get(f"{server}/api/v1/figures/1/thumbnail").content)
     bad.write_text("not a picture")
@@ -553,7 +553,7 @@ def test_results_of_a_picture_come_into_view(server, browser, tmp_path, width, h
     picture = tmp_path / "figure.png"
     picture.write_bytes(httpx.get(f"{server}/api/v1/figures/1/image").content)
     page, console = open_page(browser, server, "#/upload", width, height)
-    assert "Choose a figure image" in page.inner_text(".drop")
+    assert "Choose a figure or table image" in page.inner_text(".drop")
     page.set_input_files("#image-file", str(picture))
     page.wait_for_selector(".preview img")
     page.click("#find-similar")

@@ -27,7 +27,7 @@ export async function renderUpload(root, { signal }) {
   const msg = h('div', { id: 'upload-message' });
   const preview = h('div', { class: 'preview', hidden: true });
   const caption = h('textarea', { id: 'caption', maxlength: '500', placeholder: 'e.g. Figure 2: Accuracy of our method and the baselines as the training set grows', 'aria-describedby': 'caption-help' });
-  const submit = h('button', { class: 'btn btn-primary', type: 'submit', id: 'find-similar' }, 'Find similar figures');
+  const submit = h('button', { class: 'btn btn-primary', type: 'submit', id: 'find-similar' }, 'Find similar');
   const grid = h('div', { class: 'grid', id: 'image-results' });
   const resultsHead = h('h2', { hidden: true, id: 'image-results-title' }, 'Similar figures');
   // what the picture is searched among: the server's choice (auto), or the other kind when asked
@@ -35,7 +35,7 @@ export async function renderUpload(root, { signal }) {
   gridKeys(grid);
 
   const { zone } = dropZone({
-    id: 'image-file', accept: info.image_types.join(','), label: 'Choose a figure image, or drop one here',
+    id: 'image-file', accept: info.image_types.join(','), label: 'Choose a figure or table image, or drop one here',
     hint: `PNG or JPEG, up to ${info.max_image_mb} MB`,
     onFiles: (files) => {
       const f = files[0];
@@ -64,7 +64,7 @@ export async function renderUpload(root, { signal }) {
     h('label', { class: 'field', for: 'caption' }, 'Caption (optional)'),
     caption,
     h('p', { class: 'muted small', id: 'caption-help' }, info.image_queries
-      ? 'Without a caption, figures are found by the picture; with one, by its text.'
+      ? 'Without a caption, figures (or, for a table, tables) are found by the picture; with one, by its text.'
       : 'Searching by the picture itself is not available yet; with a caption, figures are found by its text.'),
     h('div', { class: 'row', style: 'margin-top:10px' }, submit));
 
@@ -133,5 +133,5 @@ export async function renderUpload(root, { signal }) {
     }
   });
 
-  root.append(h('div', { class: 'bar' }, h('h1', {}, 'Search by figure image')), form, msg, resultsHead, grid);
+  root.append(h('div', { class: 'bar' }, h('h1', {}, 'Search by picture')), form, msg, resultsHead, grid);
 }
