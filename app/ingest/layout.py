@@ -19,9 +19,10 @@ import pymupdf
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Line", "PageLayout", "DocumentLayout", "TEXT_FLAGS", "build_document", "build_layout", "build_page",
-           "clean_text", "column_span", "in_page_margin", "is_bold", "is_monospaced", "lines_from_dict", "outlined_boxes", "page_graphics",
-           "paragraph_blocks", "union", "overlap_1d", "visible_images"]
+__all__ = ["Line", "PageLayout", "DocumentLayout", "TEXT_FLAGS", "big_graphics", "build_document", "build_layout",
+           "build_page", "clean_text", "column_span", "furniture_zone", "in_page_margin", "inside_graphic", "is_bold",
+           "is_monospaced", "lines_from_dict", "outlined_boxes", "page_graphics", "paragraph_blocks", "union", "overlap_1d",
+           "visible_images"]
 
 TEXT_FLAGS = pymupdf.TEXT_MEDIABOX_CLIP  # ligatures expanded, no images
 _MAX_DRAWINGS = 30000  # beyond this a page is a huge vector plot; subsample
@@ -536,3 +537,27 @@ def column_span(bbox, st: DocumentLayout) -> tuple[float, float]:
         if x0 >= mid - 0.05 * st.page_w and centre > mid + tol:
             return (min(mid, x0), max(st.text_x1, x1))
     return full
+
+
+def big_graphics(graphics: np.ndarray) -> np.ndarray:
+    """Graphics large enough to hold a text box."""
+    if not len(graphics):
+        return graphics
+    return graphics[((graphics[:, 2] - graphics[:, 0]) > 30) & ((graphics[:, 3] - graphics[:, 1]) > 15)]
+
+
+def inside_graphic(r: tuple, big: np.ndarray) -> bool:
+    """A text block drawn inside a figure's box: the box holds its height and its width but for a
+    few points (glyph overhang, a frame drawn tight around the text with no padding)."""
+    if not len(big):
+        return False
+    slack = max(4.0, 0.03 * (r[2] - r[0]))
+    across = np.minimum(big[:, 2], r[2]) - np.maximum(big[:, 0], r[0])
+    return bool(((big[:, 1] <= r[1] + 2) & (big[:, 3] >= r[3] - 2) & (across >= r[2] - r[0] - slack)).any())
+
+
+def furniture_zone(ln: Line, st: DocumentLayout) -> bool:
+    """In the top or bottom 9% of its page, where running heads and page numbers sit, and outside
+    the running text's lines (a plot title at the top of the text block is not a running head)."""
+    h = st.pages[ln.page].height if ln.page < len(st.pages) else 792.0
+    return (ln.yc < 0.09 * h and ln.y1 < st.text_y0 + 1) or (ln.yc > 0.91 * h and ln.y0 > st.text_y1 - 1)

@@ -7,18 +7,28 @@ figures) and short text lines (axis ticks, legends) but never through body parag
 inside a frame or between the strokes of a drawing is the figure's, not body text). A region whose
 edge still cuts a drawing grows along it to the whole connected drawing. Regions of one page that
 still overlap are cut apart at the widest whitespace gap.
+
+How a region grows is region_growth.py's; code listings that bound a region (listings.py), notes
+read with their caption (notes.py) and figures beside their caption (side_captions.py) are rules
+of their own modules.
 """
 from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from app.ingest.captions import Caption, captions_from_lines
-from app.ingest.layout import (DocumentLayout, Line, PageLayout, column_span, holds, in_page_margin, outlined_boxes,
-                               overlap_1d, paragraph_blocks, union)
+from app.ingest.layout import (DocumentLayout, Line, PageLayout, big_graphics, column_span, furniture_zone,
+                               in_page_margin, inside_graphic, overlap_1d, paragraph_blocks, union)
+from app.ingest.listings import (code_listings, drawing_before, framed_listings, listing_shading,
+                                 short_of_listings, table_row)
+from app.ingest.notes import caption_notes, without_table_note
+from app.ingest.region_growth import grow_text, grow_touching
+from app.ingest.side_captions import beside_caption, beside_caption_and_notes
+from app.ingest.types import Region
 
 __all__ = ["CUT_DRAWING", "Candidate", "Region", "analyse_page", "choose_region", "convention", "crop_quality",
            "extend_cut_drawing", "fuse_layout", "fuse_piece", "one_region_each", "region_doubt", "split_overlaps"]
@@ -39,35 +49,6 @@ class Candidate:
     alternatives: tuple = ()  # the other regions found for the caption (re-tried when this one is doubtful)
     quality: str = "ok"  # see crop_quality
     piece: tuple | None = None  # a tiny region with a graphic given up for the other side's text (see fuse_piece)
-
-
-@dataclass
-class Region:
-    """Content found on one side of a caption."""
-
-    rect: tuple[float, float, float, float] | None
-    gap: float
-    has_graphics: bool
-    area: float = 0.0
-    side: bool = False  # beside the caption (_search_side): no vote on the above/below convention
-    code: bool = False  # text only, and that text a code listing (typewriter lines) next to the caption
-
-
-def _big_graphics(graphics: np.ndarray) -> np.ndarray:
-    """Graphics large enough to hold a text box."""
-    if not len(graphics):
-        return graphics
-    return graphics[((graphics[:, 2] - graphics[:, 0]) > 30) & ((graphics[:, 3] - graphics[:, 1]) > 15)]
-
-
-def _inside_graphic(r: tuple, big: np.ndarray) -> bool:
-    """A text block drawn inside a figure's box: the box holds its height and its width but for a
-    few points (glyph overhang, a frame drawn tight around the text with no padding)."""
-    if not len(big):
-        return False
-    slack = max(4.0, 0.03 * (r[2] - r[0]))
-    across = np.minimum(big[:, 2], r[2]) - np.maximum(big[:, 0], r[0])
-    return bool(((big[:, 1] <= r[1] + 2) & (big[:, 3] >= r[3] - 2) & (across >= r[2] - r[0] - slack)).any())
 
 
 def _rules(graphics: np.ndarray) -> tuple:
@@ -91,10 +72,10 @@ def _body_blocks(lines: list[Line]) -> list[list[Line]]:
 def _obstacles(lines: list[Line], caps: list[Caption], cap: Caption, graphics: np.ndarray) -> list[tuple]:
     """Rects that end a figure region: body paragraphs (not inside a graphic box) and other captions."""
     obs = [c.bbox for c in caps if c is not cap]
-    big = _big_graphics(graphics)
+    big = big_graphics(graphics)
     for blk in _body_blocks(lines):
         r = union([ln.rect for ln in blk])
-        if not _inside_graphic(r, big):
+        if not inside_graphic(r, big):
             obs.append(r)
     return obs
 
@@ -102,9 +83,9 @@ def _obstacles(lines: list[Line], caps: list[Caption], cap: Caption, graphics: n
 def _text_columns(lines: list[Line], st: DocumentLayout, graphics: np.ndarray) -> list[tuple]:
     """Rects of the paragraphs of running text on a page (the body's, and an abstract or footnotes
     in a slightly smaller font), except text boxes drawn inside a figure."""
-    big = _big_graphics(graphics)
+    big = big_graphics(graphics)
     rects = [union([ln.rect for ln in blk]) for blk in paragraph_blocks(lines, st, size_tol=1.5)]
-    return [r for r in rects if not _inside_graphic(r, big)]
+    return [r for r in rects if not inside_graphic(r, big)]
 
 
 def _column_walls(columns: list[tuple], u: list, span: tuple, line: float) -> tuple[float, float]:
@@ -138,153 +119,6 @@ def _bound(cb: tuple, obstacles, cap_rects: set, span: tuple, up: bool, height: 
     return bound, by_caption
 
 
-def _listings(page: PageLayout, graphics: np.ndarray, st: DocumentLayout, with_body: bool = False) -> list[tuple]:
-    """Rects of code listings: text blocks all in a typewriter font near the body's size (code set
-    much smaller is a figure's content, as in a drawn pipeline), with a few words. A block inside
-    a graphic much larger than itself is a label of a drawing, not a listing; a grey shading close
-    around the code is the listing's own; code in an outlined box is left alone (a framed listing
-    is often set into a figure with the output it makes). `with_body` also reads typewriter lines
-    taken for running text (long code lines are as dense as prose)."""
-    lines = page.lines
-    blocks: dict[int, list[Line]] = {}
-    for ln in lines:
-        if ln.horizontal and (not ln.body or (with_body and ln.monospaced)):
-            blocks.setdefault(ln.block, []).append(ln)
-    big = _big_graphics(graphics)
-    outlined = None
-    out = []
-    for blk in blocks.values():
-        if not all(ln.monospaced and ln.size >= 0.7 * st.body_size for ln in blk):
-            continue
-        r = union([ln.rect for ln in blk])
-        holders = big[(big[:, 0] <= r[0] + 2) & (big[:, 1] <= r[1] + 2) & (big[:, 2] >= r[2] - 2)
-                      & (big[:, 3] >= r[3] - 2)] if len(big) else big
-        if len(holders) and (holders[:, 3] - holders[:, 1] > r[3] - r[1] + 4 * st.body_size).any():
-            # a holder much taller than the block is a drawing the block labels, unless all the
-            # text inside it is code (a shaded chunk whose lines are blocks of their own)
-            inside = [ln for ln in lines if ln.horizontal and any(holds(h, ln.rect) for h in holders)]
-            code = union([ln.rect for ln in inside])
-            if (holders[:, 3] - holders[:, 1] > code[3] - code[1] + 4 * st.body_size).any() or not all(
-                    ln.monospaced and not ln.body and ln.size >= 0.7 * st.body_size for ln in inside):
-                continue
-        if sum(len(ln.text.split()) for ln in blk) < 3 and not len(holders):
-            continue  # a short bare line; on its own shading it is a one-line chunk
-        if len(holders):
-            outlined = outlined_boxes(page.page) if outlined is None else outlined
-            if any(len(outlined) and (np.abs(outlined - h).max(axis=1) <= 1.5).any() for h in holders):
-                continue
-        # the listing's own shading or frame (as wide as the column, a line or so taller) is part of it
-        out.append(tuple(union([r] + [tuple(h) for h in holders])))
-    return out
-
-
-def _framed_listings(listings: list[tuple], lines: list[Line], graphics: np.ndarray, line: float) -> list[tuple]:
-    """Listings drawn in a frame of separate strokes (a rule over and under the code, often with
-    uprights at its sides and a label set into the top rule) take their frame in: the frame's
-    rules are the listing's, not a figure's under or over it. The listings of one frame (one block
-    per code line) become one. A frame is taken only when all the text inside it is code."""
-    if not listings or not len(graphics):
-        return listings
-    g = graphics
-    flat = (g[:, 3] - g[:, 1] <= 1.0) & (g[:, 2] - g[:, 0] >= 20)
-    groups: list[list[float]] = []
-    for r in sorted(listings, key=lambda r: r[1]):
-        last = groups[-1] if groups else None
-        if last is not None and r[1] - last[3] <= 1.5 * line and overlap_1d(r[0], r[2], last[0], last[2]) > 0:
-            last[:] = list(union([tuple(last), r]))
-        else:
-            groups.append(list(r))
-    flat_g = g[flat]
-    out = []
-    for r in groups:
-        members = [m for m in listings if holds(tuple(r), m, 0.5)]
-        framed = _listing_frame(r, flat_g, lines, line)
-        if framed is not None:
-            out.append(framed)
-            continue
-        for m in members:  # a frame around one block of a run of listings
-            framed = _listing_frame(m, flat_g, lines, line) if len(members) > 1 else None
-            out.append(framed if framed is not None else m)
-    return out
-
-
-def _listing_frame(r, flat: np.ndarray, lines: list[Line], line: float) -> tuple | None:
-    """A listing's rect grown to the frame around it: the widest level of flat strokes from a line
-    and a half over it to its middle, spanning most of the listing, and the nearest level under its
-    middle with the same extent; None with no such frame or with other text than code inside it."""
-    mid = (r[1] + r[3]) / 2
-    yc = (flat[:, 1] + flat[:, 3]) / 2
-
-    def widest(lo: float, hi: float) -> tuple | None:
-        best = None
-        cand, cy = flat[(yc >= lo) & (yc <= hi)], yc[(yc >= lo) & (yc <= hi)]
-        for y in sorted({round(float(v)) for v in cy}):
-            at = cand[np.abs(cy - y) <= 1]
-            x0, x1 = float(at[:, 0].min()), float(at[:, 2].max())
-            if overlap_1d(x0, x1, r[0], r[2]) >= 0.8 * (r[2] - r[0]) and (best is None or x1 - x0 > best[2] - best[1]):
-                best = (float(y), x0, x1)
-        return best
-
-    top = widest(r[1] - 1.5 * line, mid)
-    if top is None:
-        return None
-    # the frame's lower rule: the nearest level below of the same extent (other code may lie between)
-    below = flat[(yc > mid) & (np.abs(flat[:, 0] - top[1]) <= 2)]
-    ends = sorted(float((a[1] + a[3]) / 2) for a in below
-                  if abs(flat[(np.abs(yc - (a[1] + a[3]) / 2) <= 1), 2].max() - top[2]) <= 2)
-    if not ends:
-        return None
-    bottom = (ends[0], top[1], top[2])
-    frame = (min(top[1], r[0]), top[0] - 1, max(top[2], r[2]), bottom[0] + 1)
-    inside = [ln for ln in lines if ln.horizontal and frame[1] <= ln.yc <= frame[3]
-              and frame[0] <= (ln.x0 + ln.x1) / 2 <= frame[2]]
-    if not inside or not all(ln.monospaced and not ln.body for ln in inside):
-        return None
-    return tuple(union([tuple(r), frame]))
-
-
-def _listing_shading(g: np.ndarray, listings: list[tuple]) -> np.ndarray:
-    """Graphics lying within a code listing's rect (its grey shading or frame)."""
-    own = np.zeros(len(g), dtype=bool)
-    for r in listings:
-        own |= (g[:, 0] >= r[0] - 1) & (g[:, 1] >= r[1] - 1) & (g[:, 2] <= r[2] + 1) & (g[:, 3] <= r[3] + 1)
-    return own
-
-
-def _drawing_before(g: np.ndarray, cb: tuple, bound: float, span: tuple, listings: list[tuple], line: float) -> bool:
-    """A drawing between a caption and a listing beyond it (graphics within the caption's span, not
-    level with any listing as a listing's own shading or frame is, two lines tall or more; a rule
-    is not one): the figure lies there, so the listing ends it; with none, the figure is the
-    listing itself."""
-    if not len(g):
-        return False
-    lo, hi = (bound, cb[1]) if bound <= cb[1] else (cb[3], bound)
-    m = (g[:, 1] >= lo - 1) & (g[:, 3] <= hi + 1) & (np.minimum(g[:, 2], span[1]) - np.maximum(g[:, 0], span[0]) > 0)
-    for r in listings:
-        m &= ~((g[:, 3] > r[1] - 6) & (g[:, 1] < r[3] + 6))
-    return bool(m.any()) and float(g[m, 3].max() - g[m, 1].min()) >= 2 * line
-
-
-def _table_row(r: tuple, up: bool, g: np.ndarray, lines: list[Line], caps: list[Caption], line: float) -> bool:
-    """A typewriter block that is a row of a table (a header of model names set in code font), not
-    a listing: a horizontal rule runs across it or lies beyond its far edge within two lines, with
-    no caption or running text between (the table's top rule, or a cmidrule between header rows)."""
-    if not len(g):
-        return False
-    y = (g[:, 1] + g[:, 3]) / 2
-    across = np.minimum(g[:, 2], r[2]) - np.maximum(g[:, 0], r[0]) > 0
-    flat = (g[:, 3] - g[:, 1] <= 1.0) & (g[:, 2] - g[:, 0] >= 20) & across
-    near = r[3] - 1 if up else r[1] + 1  # the rule under the row on the caption's side is not enough
-    cand = flat & ((y >= r[1] - 2 * line) & (y < near) if up else (y <= r[3] + 2 * line) & (y > near))
-    cap_ids = {id(ln) for c in caps for ln in c.lines}
-    for yr in y[cand]:
-        lo, hi = (yr, r[1]) if up else (r[3], yr)
-        if not any((ln.body or id(ln) in cap_ids) and ln.yc > lo and ln.yc < hi
-                   and overlap_1d(ln.x0, ln.x1, r[0], r[2]) > 0 for ln in lines):
-            return True
-    return False
-
-
 def _table_listing_bound(cap: Caption, up: bool, bound: float, span: tuple, lines: list[Line], caps: list[Caption],
                          g: np.ndarray, listings: list[tuple], H: float, line: float) -> float | None:
     """Where a table printed by code ends: at the code listing beyond it (the chunk that printed
@@ -296,9 +130,9 @@ def _table_listing_bound(cap: Caption, up: bool, bound: float, span: tuple, line
     if not (near > bound if up else near < bound):
         return None
     hit = [r for r in listings if abs((r[3] if up else r[1]) - near) < 0.5]
-    if any(_table_row(r, up, g, lines, caps, line) for r in hit):
+    if any(table_row(r, up, g, lines, caps, line) for r in hit):
         return None
-    if not _drawing_before(g, cap.bbox, near, span, listings, line):
+    if not drawing_before(g, cap.bbox, near, span, listings, line):
         return None
     lo, hi = (near, cap.bbox[1]) if up else (cap.bbox[3], near)
     cap_ids = {id(ln) for c in caps for ln in c.lines}
@@ -332,8 +166,8 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
     bound, bound_by_caption = _bound(cap.bbox, obstacles, cap_rects, (sx0, sx1), up, H)
     if listings and cap.kind == "figure":
         near, _ = _bound(cap.bbox, listings, set(), (sx0, sx1), up, H)
-        if (near > bound if up else near < bound) and _drawing_before(graphics, cap.bbox, near, (sx0, sx1), listings,
-                                                                        st.body_size):
+        if (near > bound if up else near < bound) and drawing_before(graphics, cap.bbox, near, (sx0, sx1), listings,
+                                                                       st.body_size):
             bound, bound_by_caption = near, False
     if printing and cap.kind == "table":
         near = _table_listing_bound(cap, up, bound, (sx0, sx1), lines, caps, graphics, printing, H, st.body_size)
@@ -358,10 +192,10 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
             # of strokes around a listing is no drawing of a figure beside it, but a framed listing
             # with nothing else is a figure that keeps its frame
             plain = listings if plain is None else plain
-            rest = sel & ~_listing_shading(g, listings)
+            rest = sel & ~listing_shading(g, listings)
             if cap.kind == "figure" and rest.any():
                 sel = rest
-            elif not (sel & ~_listing_shading(g, plain)).any():
+            elif not (sel & ~listing_shading(g, plain)).any():
                 sel[:] = False
     cap_ids = {id(l2) for c in caps for l2 in c.lines}
     # rotated text (y-axis titles and tick labels) belongs to the graphic too, unless it is long
@@ -389,7 +223,7 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
     has_g = bool(sel.any())
     if has_g:
         # grow through touching graphics (wide figures with a narrow caption)
-        u = _grow_touching(g, sel, inside_y)
+        u = grow_touching(g, sel, inside_y)
         beside = _reach_beside_caption(g[sel], cap.bbox, up, obstacles)
         u[1], u[3] = max(u[1], ry0), min(u[3], ry1)  # a graphic running past the caption grows nothing there
         lo, hi = _column_walls(columns, u, (sx0, sx1), st.body_size)
@@ -398,8 +232,8 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
         # text joins within the caption's column span, or as wide as the graphics go (a wide figure
         # over a narrow caption): never a chain of text pieces into the next column
         reach = (min(sx0, u[0]), max(sx1, u[2]))
-        u = _grow_text(u, [ln for ln in text_pool if overlap_1d(ln.x0, ln.x1, *reach) >= 0.5 * (ln.x1 - ln.x0)],
-                       st, (sx0, sx1))
+        u = grow_text(u, [ln for ln in text_pool if overlap_1d(ln.x0, ln.x1, *reach) >= 0.5 * (ln.x1 - ln.x0)],
+                      st, (sx0, sx1))
         u = _fill_to_caption(u, text_pool, cap, up)
         if up and cap.kind == "figure":
             u = _plot_title(u, text_pool, st, g)
@@ -460,7 +294,7 @@ def _labels_beside_caption(u: list, cap: Caption, up: bool, lines: list[Line], c
     pool = [ln for ln in lines if not ln.body and id(ln) not in cap_ids
             and (ln.x1 <= cx0 + 1 if right else ln.x0 >= cx1 - 1)
             and ((ln.y0 >= cy0 - 1 and ln.y1 <= stop) if up else (ln.y1 <= cy1 + 1 and ln.y0 >= stop))]
-    return _grow_text(u, pool, st) if pool else u
+    return grow_text(u, pool, st) if pool else u
 
 
 def _plot_title(u: list, pool: list[Line], st: DocumentLayout, g: np.ndarray) -> list:
@@ -487,7 +321,7 @@ def _plot_title(u: list, pool: list[Line], st: DocumentLayout, g: np.ndarray) ->
                                                     for o in pool)
         reach = 3 * line if alone else 2 * line
         return (ln.horizontal and 0 < u[1] - ln.y1 <= reach and ln.size <= 1.2 * line
-                and any(ch.isalnum() for ch in ln.text) and not _furniture_zone(ln, st))
+                and any(ch.isalnum() for ch in ln.text) and not furniture_zone(ln, st))
 
     def panel_of(ln: Line) -> int | None:
         return next((k for k, p in enumerate(panels) if centred(ln, p[0], p[2])), None)
@@ -506,63 +340,6 @@ def _plot_title(u: list, pool: list[Line], st: DocumentLayout, g: np.ndarray) ->
         if None not in over and len(set(over)) == len(over):
             best = [ln] + row
     return list(union([tuple(u)] + [ln.rect for ln in best])) if best is not None else u
-
-
-def _search_side(cap: Caption, right: bool, lines: list[Line], caps: list[Caption], graphics: np.ndarray,
-                 obstacles: list[tuple], st: DocumentLayout, page_rect, in_column: bool = False) -> Region:
-    """Collect a graphic beside a caption that leaves room for one (side captions: Nature and Science
-    put the caption in a narrow column at the figure's left; a one-column paper may set a small
-    plot at the left of a caption wider than half the text). Only graphics that start level with
-    the caption, between the body paragraphs above and below, with no other caption in that band.
-    `in_column`: only inside the caption's own text column (a small plot and its caption side by
-    side within one column of a two-column page, the other column's text level with both)."""
-    none = Region(None, float("inf"), False)
-    cx0, cy0, cx1, cy1 = cap.bbox
-    tx0, tx1 = min(st.text_x0, cx0), max(st.text_x1, cx1)
-    body_like = sum(ln.body for ln in cap.lines) * 2 > len(cap.lines)
-    if len(graphics) == 0 or cx1 - cx0 > 0.7 * (tx1 - tx0) or (body_like and cap.score < 2):
-        # a caption across most of the text, or body text that starts with "Figure 3 ..." (a caption set in
-        # the body font still counts when its label is set apart by a colon or its own style)
-        return none
-    sx0, sx1 = (cx1, tx1) if right else (tx0, cx0)
-    if in_column:
-        col = column_span(cap.bbox, st)
-        if col == (tx0, tx1):
-            return none  # the caption is not inside one column
-        sx0, sx1 = (cx1, col[1]) if right else (col[0], cx0)
-    if sx1 - sx0 < 0.2 * (tx1 - tx0):
-        return none
-    top, bot = 0.0, page_rect.height
-    for r in obstacles:
-        if overlap_1d(r[0], r[2], sx0, sx1) < 0.25 * min(r[2] - r[0], sx1 - sx0):
-            continue
-        if r[3] <= cy0 + 2:
-            top = max(top, r[3])
-        elif r[1] >= cy0 - 2:
-            bot = min(bot, r[1])
-        else:
-            return none  # body text or another caption beside the caption's first line
-    for o in caps:
-        if o is not cap and overlap_1d(o.bbox[0], o.bbox[2], sx0, sx1) > 0 and overlap_1d(o.bbox[1], o.bbox[3], top, bot) > 0:
-            return none
-    g = graphics
-    vy = (g[:, 1] >= top - 1) & (g[:, 3] <= bot + 1)
-    side = (g[:, 0] >= sx0 - 2) if right else (g[:, 2] <= sx1 + 2)
-    if in_column:
-        side &= (g[:, 2] <= sx1 + 2) if right else (g[:, 0] >= sx0 - 2)
-    level = (g[:, 1] <= cy1) & (g[:, 3] >= cy0 + st.body_size)
-    sel = vy & side & level
-    if not sel.any():
-        return none
-    u = _grow_touching(g, sel, vy)  # panels below the caption's end
-    cap_ids = {id(l2) for c in caps for l2 in c.lines}
-    pool = [ln for ln in lines if not ln.body and id(ln) not in cap_ids and ln.y0 >= top - 1 and ln.y1 <= bot + 1
-            and (ln.x0 >= cx1 - 2 if right else ln.x1 <= cx0 + 2)]
-    u = _grow_text(u, pool, st)
-    if u[2] - u[0] < 0.15 * (tx1 - tx0) or u[3] - u[1] < 3 * st.body_size:
-        return none
-    gap = (u[0] - cx1) if right else (cx0 - u[2])
-    return Region(tuple(u), max(gap, 0.0), True, (u[2] - u[0]) * (u[3] - u[1]), side=True)
 
 
 def _twin_frame_gaps(g: np.ndarray, body_size: float) -> list[tuple]:
@@ -678,74 +455,6 @@ def _fill_to_caption(u: list, pool: list[Line], cap: Caption, up: bool) -> list:
             break
         u = list(union([tuple(u)] + [ln.rect for ln in band]))
     return u
-
-
-def _grow_touching(g: np.ndarray, sel: np.ndarray, within: np.ndarray, rounds: int = 6) -> list:
-    """Bounding box of the selected graphics grown through graphics (among `within`) that touch it."""
-    sel = sel.copy()
-    u = list(union(g[sel]))
-    for _ in range(rounds):
-        touch = within & ~sel & (g[:, 0] <= u[2] + 3) & (g[:, 2] >= u[0] - 3) & (g[:, 1] <= u[3] + 3) & (g[:, 3] >= u[1] - 3)
-        if not touch.any():
-            break
-        sel |= touch
-        u = list(union(g[sel]))
-    return u
-
-
-def _grow_text(u: list, pool: list[Line], st: DocumentLayout, span: tuple | None = None) -> list:
-    """Add short text lines touching the graphic (ticks, legends, axis titles, sub-captions; text
-    smaller than the body's up to a line away: panel titles) and, given the caption's column
-    span, small-type lines inside it level with the graphic (panels of a grid drawn as text, such
-    as scatter plots of word labels, beside the panel that holds a graphic). A rotated line level with
-    the graphic may stand a line and a half beside it (a y-axis title set two lines out from the
-    axis, its tick labels between)."""
-    px, py = 0.8 * st.body_size, 0.5 * st.body_size
-    added = set()
-    stacked = _overprinted(pool) if span is not None else set()
-    for _ in range(4):
-        changed = False
-        for ln in pool:
-            if id(ln) in added:
-                continue
-            # text smaller than the body's is figure text: a panel title may sit a line away
-            # (not in the running-head zone at the page's top and bottom)
-            small = ln.size < st.body_size - 0.5  # body-size lines beside a graphic are text wrapped around it
-            pad = 1.2 * st.body_size if small and not _furniture_zone(ln, st) else py
-            side = 1.5 * st.body_size if not ln.horizontal and ln.y0 >= u[1] - pad and ln.y1 <= u[3] + pad else px
-            touching = ln.x0 <= u[2] + side and ln.x1 >= u[0] - side and ln.y0 <= u[3] + pad and ln.y1 >= u[1] - pad
-            level = span is not None and (small or id(ln) in stacked) and u[1] <= ln.yc <= u[3] and \
-                overlap_1d(ln.x0, ln.x1, span[0], span[1]) >= 0.5 * (ln.x1 - ln.x0)
-            if touching or level:
-                added.add(id(ln))
-                u = [min(u[0], ln.x0), min(u[1], ln.y0), max(u[2], ln.x1), max(u[3], ln.y1)]
-                changed = True
-        if not changed:
-            break
-    return u
-
-
-def _overprinted(pool: list[Line]) -> set[int]:
-    """Ids of horizontal lines printed over another (rows closer than half their height, overlapping
-    across): the crowded labels of a legend or axis, never running text, whatever their size."""
-    hl = sorted((ln for ln in pool if ln.horizontal), key=lambda ln: ln.y0)
-    out = set()
-    for i, a in enumerate(hl):
-        for b in hl[i + 1:]:
-            if b.y0 >= a.y1:
-                break
-            h = min(a.y1 - a.y0, b.y1 - b.y0)
-            if overlap_1d(a.y0, a.y1, b.y0, b.y1) > 0.5 * h and overlap_1d(a.x0, a.x1, b.x0, b.x1) > 0.5 * min(
-                    a.x1 - a.x0, b.x1 - b.x0):
-                out.update((id(a), id(b)))
-    return out
-
-
-def _furniture_zone(ln: Line, st: DocumentLayout) -> bool:
-    """In the top or bottom 9% of its page, where running heads and page numbers sit, and outside
-    the running text's lines (a plot title at the top of the text block is not a running head)."""
-    h = st.pages[ln.page].height if ln.page < len(st.pages) else 792.0
-    return (ln.yc < 0.09 * h and ln.y1 < st.text_y0 + 1) or (ln.yc > 0.91 * h and ln.y0 > st.text_y1 - 1)
 
 
 def _text_region(pool: list[Line], cap: Caption, up: bool, st: DocumentLayout) -> tuple[list, bool] | None:
@@ -916,16 +625,16 @@ def analyse_page(page: PageLayout, st: DocumentLayout, extra: list[Caption] = ()
     _unmark_framed_text(caps, lines, graphics, st)
     _unmark_text_among_strokes(lines, graphics, st, caps)
     columns = _text_columns(lines, st, graphics)
-    plain = _listings(page, graphics, st)
-    listings = _framed_listings(plain, lines, graphics, st.body_size)
-    printing = _listings(page, graphics, st, with_body=True) if any(c.kind == "table" for c in caps) else []
+    plain = code_listings(page, graphics, st)
+    listings = framed_listings(plain, lines, graphics, st.body_size)
+    printing = code_listings(page, graphics, st, with_body=True) if any(c.kind == "table" for c in caps) else []
     out = []
     for cap in caps:
         if not cap.horizontal:
             # a landscape figure: the page's graphics with their labels (text rotated with them)
             cap_ids = {id(ln) for c in caps for ln in c.lines}
-            rect = tuple(_grow_text(list(union(graphics)), [ln for ln in lines if not ln.body and id(ln) not in cap_ids],
-                                    st)) if len(graphics) else None
+            rect = tuple(grow_text(list(union(graphics)), [ln for ln in lines if not ln.body and id(ln) not in cap_ids],
+                                   st)) if len(graphics) else None
             reg = Region(rect, 0.0, rect is not None)
             out.append((cap, reg, Region(None, float("inf"), False)))
             continue
@@ -935,107 +644,21 @@ def analyse_page(page: PageLayout, st: DocumentLayout, extra: list[Caption] = ()
                         printing)
         below = _search(cap, "below", lines, caps, graphics, obs, columns, st, page.rect, use_text, listings, plain,
                         printing)
-        notes = _caption_notes(cap, lines, caps, graphics, st) if cap.kind == "figure" else None
-        if notes is not None and any(r.rect is not None and overlap_1d(r.rect[0], r.rect[2], notes[0], notes[2]) > 2
-                                     and overlap_1d(r.rect[1], r.rect[3], notes[1], notes[3]) > 2 for r in (above, below)):
+        notes = caption_notes(cap, lines, caps, graphics, st) if cap.kind == "figure" else None
+        side = None if notes is None else beside_caption_and_notes(cap, notes, (above, below), lines, caps, graphics,
+                                                                   obs, st, page.rect)
+        if side is not None:
             # prose under a narrow caption, in its column, taken into a region: notes of a side
             # caption, so the figure is the plot standing beside the caption and its notes
-            with_notes = replace(cap, bbox=union([cap.bbox, notes]))
-            caps_n = [with_notes if c is cap else c for c in caps]
-            side = next((r for right in (True, False) for r in [_search_side(with_notes, right, lines, caps_n, graphics,
-                                                                            obs, st, page.rect)] if r.has_graphics), None)
-            if side is not None and not (overlap_1d(side.rect[0], side.rect[2], notes[0], notes[2]) > 2
-                                         and overlap_1d(side.rect[1], side.rect[3], notes[1], notes[3]) > 2):
-                out.append((cap, Region(None, float("inf"), False), side))
-                continue
+            out.append((cap, Region(None, float("inf"), False), side))
+            continue
         if cap.kind == "table":
-            below = _without_table_note(below, cap, lines, graphics, st)
-        if cap.kind == "figure" and (not above.has_graphics and not below.has_graphics
-                                     or _pieces_of_one_graphic(above, below, graphics, cap.bbox, st.body_size)):
-            # side captions: the graphic beside the caption, when nothing lies above or below but
-            # the ends of that graphic (a plot standing beside its caption, reaching past it)
-            for in_column, right in ((False, True), (False, False), (True, True), (True, False)):
-                side = _search_side(cap, right, lines, caps, graphics, obs, st, page.rect, in_column)
-                if side.has_graphics and all(r.rect is None or holds(side.rect, r.rect) for r in (above, below)):
-                    above, below = Region(None, float("inf"), False), side
-                    break
+            below = without_table_note(below, cap, lines, graphics, st)
+        side = beside_caption(cap, above, below, lines, caps, graphics, obs, st, page.rect) if cap.kind == "figure" else None
+        if side is not None:
+            above, below = Region(None, float("inf"), False), side
         out.append((cap, above, below))
     return out
-
-
-_TABLE_NOTE_RE = re.compile(r"^\s*Notes?\s*[.:]")
-
-
-def _without_table_note(reg: Region, cap: Caption, lines: list[Line], graphics: np.ndarray,
-                        st: DocumentLayout) -> Region:
-    """A table under its caption ends at its bottom rule when what follows the rule inside the
-    region is the table's note (a paragraph starting "Note." right under a rule as wide as the
-    table): the note is read with the caption, as a note under a caption is."""
-    if reg.rect is None or not len(graphics):
-        return reg
-    x0, y0, x1, y1 = reg.rect
-    line = st.body_size
-    g = graphics
-    rules = g[(g[:, 3] - g[:, 1] <= 1.0) & (g[:, 2] - g[:, 0] >= 0.8 * (x1 - x0)) & (g[:, 1] > y0 + line)
-              & (g[:, 3] < y1)]
-    for ln in sorted(lines, key=lambda ln: ln.y0):
-        if not (ln.horizontal and _TABLE_NOTE_RE.match(ln.text) and x0 - 1 <= ln.x0 and ln.x1 <= x1 + 1
-                and y0 < ln.y0 and ln.y1 <= y1 + 1):
-            continue
-        over = rules[(rules[:, 3] <= ln.yc) & (rules[:, 3] >= ln.y0 - line)] if len(rules) else rules
-        if not len(over):
-            continue
-        rect = (x0, y0, x1, min(y1, float(over[:, 3].max()) + 0.5))
-        return Region(rect, reg.gap, reg.has_graphics, (rect[2] - rect[0]) * (rect[3] - rect[1]), reg.side, reg.code)
-    return reg
-
-
-def _caption_notes(cap: Caption, lines: list[Line], caps: list[Caption], graphics: np.ndarray,
-                   st: DocumentLayout) -> tuple | None:
-    """The rect of the notes set under a narrow caption (at most 0.6 of its column's width): two or
-    more lines of prose in about the body's size, within the caption's width (or out to the
-    column's right edge, for a caption in the column's right half) and starting at its left edge,
-    the first within three lines of the caption, words running on as in a sentence (ten or more,
-    most lines three or more), not inside a drawing. None when there are none."""
-    line = st.body_size
-    cx0, cy0, cx1, cy1 = cap.bbox
-    col = column_span(cap.bbox, st)
-    if cx1 - cx0 > 0.6 * (col[1] - col[0]):
-        return None  # a caption across its column (of a one- or two-column page)
-    # a caption in the right half of its column may have notes running on to the column's right edge
-    right = max(cx1, col[1]) if cx0 + cx1 > col[0] + col[1] else cx1
-    cap_ids = {id(ln) for c in caps for ln in c.lines}
-    big = _big_graphics(graphics)
-    pool = sorted((ln for ln in lines if ln.horizontal and id(ln) not in cap_ids and not ln.body
-                   and abs(ln.size - line) <= 0.6 and ln.x0 >= cx0 - 2 and ln.x1 <= right + 2 and ln.y0 >= cy1 - 1
-                   and not _inside_graphic(ln.rect, big)), key=lambda ln: ln.y0)
-    if not pool or pool[0].y0 - cy1 > 3 * line or abs(pool[0].x0 - cx0) > 2:
-        return None
-    run = [pool[0]]
-    for ln in pool[1:]:  # lines of the notes follow each other, a paragraph gap apart at most
-        if ln.y0 - max(o.y1 for o in run) > 1.5 * line:
-            break
-        run.append(ln)
-    rows = {round(ln.y0) for ln in run}
-    words = [len(ln.text.split()) for ln in run]
-    if len(rows) < 2 or sum(words) < 10 or sum(w >= 3 for w in words) < 0.5 * len(run):
-        return None
-    return union([ln.rect for ln in run])
-
-
-def _pieces_of_one_graphic(above: Region, below: Region, g: np.ndarray, cap: tuple, line: float) -> bool:
-    """The regions found above and below a caption are both the ends of graphics that run on level
-    with the caption, wholly to one side of it (the tick labels over and under a plot set beside
-    its caption)."""
-    if not len(g) or not any(r.has_graphics for r in (above, below)):
-        return False
-    level = (g[:, 1] < cap[1]) & (g[:, 3] > cap[3])  # spans the caption's whole height
-    beside = level & ((g[:, 2] <= cap[0]) | (g[:, 0] >= cap[2]))
-    if not beside.any():
-        return False
-    x0, x1 = float(g[beside, 0].min()), float(g[beside, 2].max())
-    # tick labels and an axis title may stand out to the graphics' left
-    return all(r.rect[0] >= x0 - 4 * line and r.rect[2] <= x1 + 1.2 * line for r in (above, below) if r.rect is not None)
 
 
 def choose_region(cap: Caption, above: Region, below: Region, prefer_above: bool) -> Region | None:
@@ -1385,8 +1008,8 @@ def extend_cut_drawing(c: Candidate, page: PageLayout, st: DocumentLayout, graph
     running = {id(ln) for blk in paragraph_blocks(page.lines, st, size_tol=1.5) for ln in blk} | \
         {id(ln) for ln in page.lines if ln.body}
     figure_text = [ln for ln in page.lines if id(ln) not in cap_ids and id(ln) not in running
-                   and not _furniture_zone(ln, st)]
-    u = _grow_text(u, figure_text, st)
+                   and not furniture_zone(ln, st)]
+    u = grow_text(u, figure_text, st)
     r = c.region
     for ln in page.lines:
         new = overlap_1d(ln.x0, ln.x1, u[0], u[2]) > 1 and overlap_1d(ln.y0, ln.y1, u[1], u[3]) > 1 and not (
@@ -1408,29 +1031,6 @@ def _row_inside(ln: Line, lines: list[Line], boxes: list[tuple]) -> bool:
         return False
     r = union([o.rect for o in blk])
     return any(m[0] - 2 <= r[0] and r[2] <= m[2] + 2 and m[1] - 2 <= r[1] and r[3] <= m[3] + 2 for m in boxes)
-
-
-def _short_of_listings(m: tuple, region: tuple | None, cap: tuple, page: PageLayout, st: DocumentLayout,
-                       graphics: np.ndarray) -> tuple | None:
-    """The layout model's table box cut short of a code listing it takes in beyond the table's
-    region (the chunk that printed the table, boxed with it), unless the listing is a row of the
-    table (a typewriter header under the table's top rule). None when nothing is left."""
-    line = st.body_size
-    caps = captions_from_lines(page.lines, st)
-    for r in _listings(page, graphics, st, with_body=True):
-        if overlap_1d(r[0], r[2], m[0], m[2]) <= 2 or overlap_1d(r[1], r[3], m[1], m[3]) <= 1:
-            continue
-        if region is not None and overlap_1d(r[1], r[3], region[1], region[3]) > 1:
-            continue  # what the geometry already took is not in question
-        up = cap[1] >= r[3] - 2  # the listing above the caption: the box ends under it
-        if not up and r[1] < cap[3] - 2:
-            continue  # level with the caption
-        if _table_row(r, up, graphics, page.lines, caps, line):
-            continue
-        m = (m[0], max(m[1], r[3]), m[2], m[3]) if up else (m[0], m[1], m[2], min(m[3], r[1]))
-        if m[3] - m[1] < line:
-            return None
-    return m
 
 
 def fuse_layout(c: Candidate, boxes: list, page: PageLayout, st: DocumentLayout, graphics: np.ndarray,
@@ -1473,12 +1073,12 @@ def fuse_layout(c: Candidate, boxes: list, page: PageLayout, st: DocumentLayout,
     if not picked:
         return None
     if want == "table":
-        picked = [m for m in (_short_of_listings(m, c.region, cap, page, st, graphics) for m in picked) if m is not None]
+        picked = [m for m in (short_of_listings(m, c.region, cap, page, st, graphics) for m in picked) if m is not None]
         if not picked:
             return None
     pad = 0.5 * line
-    big = _big_graphics(graphics)
-    running = [ln for ln in page.lines if ln.body and not _inside_graphic(ln.rect, big)
+    big = big_graphics(graphics)
+    running = [ln for ln in page.lines if ln.body and not inside_graphic(ln.rect, big)
                and not (want == "table" and _row_inside(ln, page.lines, picked))]
     ink = []
     for m in picked:
@@ -1488,7 +1088,7 @@ def fuse_layout(c: Candidate, boxes: list, page: PageLayout, st: DocumentLayout,
             if m[0] <= cx <= m[2] and m[1] <= cy <= m[3]:
                 ink.append((max(gr[0], ex[0]), max(gr[1], ex[1]), min(gr[2], ex[2]), min(gr[3], ex[3])))
         for ln in page.lines:
-            if ln.body and not _inside_graphic(ln.rect, big) and not (want == "table" and _row_inside(ln, page.lines, [m])):
+            if ln.body and not inside_graphic(ln.rect, big) and not (want == "table" and _row_inside(ln, page.lines, [m])):
                 continue
             if m[0] <= ln.x0 + (ln.x1 - ln.x0) / 2 <= m[2] and m[1] <= ln.yc <= m[3] and \
                     not any(overlap_1d(ln.y0, ln.y1, o[1], o[3]) > 0 and overlap_1d(ln.x0, ln.x1, o[0], o[2]) > 0
@@ -1524,7 +1124,7 @@ def fuse_piece(c: Candidate, boxes: list, page: PageLayout, st: DocumentLayout, 
     want = "picture" if c.cap.kind == "figure" else "table"
     cap = c.cap.bbox
     up = cap[1] >= piece[3] - 2  # the piece above its caption: the drawing lies further up
-    big = _big_graphics(graphics)
+    big = big_graphics(graphics)
     for b in boxes:
         m = b.rect
         if b.kind != want or overlap_1d(m[0], m[2], piece[0], piece[2]) < 0.5 * (piece[2] - piece[0]):
@@ -1537,12 +1137,12 @@ def fuse_piece(c: Candidate, boxes: list, page: PageLayout, st: DocumentLayout, 
         if between:
             continue
         ink = [tuple(gr) for gr in graphics if m[0] <= (gr[0] + gr[2]) / 2 <= m[2] and m[1] <= (gr[1] + gr[3]) / 2 <= m[3]]
-        ink += [ln.rect for ln in page.lines if (not ln.body or _inside_graphic(ln.rect, big))
+        ink += [ln.rect for ln in page.lines if (not ln.body or inside_graphic(ln.rect, big))
                 and m[0] <= (ln.x0 + ln.x1) / 2 <= m[2] and m[1] <= ln.yc <= m[3]]
         if not ink:
             continue
         fused = union(ink + [piece])
-        blocked = [ln for ln in page.lines if ln.body and not _inside_graphic(ln.rect, big)
+        blocked = [ln for ln in page.lines if ln.body and not inside_graphic(ln.rect, big)
                    and overlap_1d(ln.x0, ln.x1, fused[0], fused[2]) > 2 and overlap_1d(ln.y0, ln.y1, fused[1], fused[3]) > 1]
         if blocked or any(overlap_1d(fused[0], fused[2], o[0], o[2]) > 2 and overlap_1d(fused[1], fused[3], o[1], o[3]) > 2
                           for o in other_captions + [cap]):

@@ -57,3 +57,15 @@ class MentionRecord:
     @property
     def context(self) -> str:
         return " ".join(s for s in (self.before, self.sentence, self.after) if s)
+
+
+@dataclass
+class Region:
+    """Content found on one side of a caption."""
+
+    rect: tuple[float, float, float, float] | None
+    gap: float
+    has_graphics: bool
+    area: float = 0.0
+    side: bool = False  # beside the caption (side_captions.py): no vote on the above/below convention
+    code: bool = False  # text only, and that text a code listing (typewriter lines) next to the caption
