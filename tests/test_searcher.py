@@ -438,3 +438,34 @@ def test_a_query_naming_a_type_puts_a_sure_figure_of_it_before_one_that_only_use
     eng = Searcher.build(ds, figure_types=[max(s, key=s.get) for s in scores], type_scores=scores,
                          vocabulary=TYPE_NAMES)
     assert [h.figure_id for h in eng.search("heatmap", k=5)] == [106, 103]
+
+
+def test_a_new_picture_is_searched_among_tables_only_when_its_neighbours_clearly_are_tables():
+    """An upload the collection does not hold goes to the tables only when nearly all its nearest
+    pictures are tables and the nearest table is clearly nearer than the nearest figure: a figure
+    searched among tables loses its answer, so a bare majority of tables is not enough."""
+    dim = 8
+    base = np.eye(dim, dtype=np.float32)[0]
+
+    def unit(v):
+        return (v / np.linalg.norm(v)).astype(np.float32)
+
+    def near(cos, axis):  # a vector at cosine `cos` from `base`
+        return unit(cos * base + np.sqrt(1 - cos ** 2) * np.eye(dim, dtype=np.float32)[axis])
+
+    def engine(table_cos, figure_cos):
+        ds, vecs = [], []
+        for i, c in enumerate(table_cos):
+            ds.append(FigureDoc(200 + i, 20 + i, f"Table {i}: rows", "rows", kind="table"))
+            vecs.append(near(c, 1 + i % (dim - 1)))
+        for i, c in enumerate(figure_cos):
+            ds.append(FigureDoc(300 + i, 40 + i, f"Figure {i}: curve", "curve"))
+            vecs.append(near(c, 1 + i % (dim - 1)))
+        return Searcher.build(ds, visual_embeddings=np.stack(vecs))
+
+    three_of_five = engine([.95, .94, .93], [.92, .91, .5, .4])
+    assert three_of_five.picture_kind(base) == "figure"
+    four_close = engine([.95, .94, .93, .92], [.90, .5])  # the nearest figure within the margin
+    assert four_close.picture_kind(base) == "figure"
+    clearly = engine([.95, .94, .93, .92, .91], [.80, .5])
+    assert clearly.picture_kind(base) == "table"
