@@ -3,6 +3,8 @@ from pathlib import Path
 
 import yaml
 
+from tests.script_modules import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -71,12 +73,7 @@ def test_wheel_ships_the_web_ui_and_migrations(tmp_path):
 
 
 def _settings_table_script():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("settings_table", ROOT / "scripts" / "settings_table.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("settings_table")
 
 
 def _readme_block(text: str, mod, name: str) -> str:

@@ -85,17 +85,22 @@ def bundle_job(server, tmp_path_factory):
         z.write(extra_pdf(tmp / "extra"), "new-paper.pdf")
         z.writestr("readme.txt", "not a paper")
         z.writestr("broken-upload.pdf", b"%PDF-1.4\n" + bytes(range(256)) * 12)
+    return {"job_id": ingest_to_the_end(base, token, bundle), "original": original}
+
+
+def ingest_to_the_end(base: str, token: str, bundle) -> str:
+    """Upload a zip as an admin and wait until its job has ended; its job id."""
     auth = {"Authorization": f"Bearer {token}"}
     with bundle.open("rb") as fh:
         r = httpx.post(f"{base}/api/v1/admin/collections", headers=auth, timeout=60,
-                       files={"files": ("bundle.zip", fh, "application/zip")})
+                       files={"files": (bundle.name, fh, "application/zip")})
     assert r.status_code == 202, r.text
     job_id = r.json()["job_id"]
     deadline = time.time() + 180
     while httpx.get(f"{base}/api/v1/admin/jobs/{job_id}", headers=auth).json()["status"] not in ("done", "failed"):
         assert time.time() < deadline
         time.sleep(0.5)
-    return {"job_id": job_id, "original": original}
+    return job_id
 
 
 def job_page(server, browser, job_id, viewport=WIDE):
@@ -422,7 +427,7 @@ def test_a_long_job_lists_the_files_it_could_not_add_before_the_folded_rest(serv
     """A job of more files than the page lists unfolded keeps them folded, but the files that
     failed are listed above the fold, with their reasons and retry buttons: among 168 files, 5
     failures were a scroll through all of them away."""
-    base, auth = server["base"], {"Authorization": f"Bearer {server['token']}"}
+    base = server["base"]
     pdf = httpx.get(f"{base}/api/v1/papers/1/pdf").content
     bundle = tmp_path / "long.zip"
     with zipfile.ZipFile(bundle, "w") as z:
@@ -430,15 +435,7 @@ def test_a_long_job_lists_the_files_it_could_not_add_before_the_folded_rest(serv
             z.writestr(f"copy-{i:02d}.pdf", pdf)
         z.writestr("broken-a.pdf", b"%PDF-1.4\n" + bytes(range(256)) * 12)
         z.writestr("broken-b.pdf", b"%PDF-1.4\n" + bytes(range(255, -1, -1)) * 12)
-    with bundle.open("rb") as fh:
-        r = httpx.post(f"{base}/api/v1/admin/collections", headers=auth, timeout=60,
-                       files={"files": ("long.zip", fh, "application/zip")})
-    assert r.status_code == 202, r.text
-    job_id = r.json()["job_id"]
-    deadline = time.time() + 180
-    while httpx.get(f"{base}/api/v1/admin/jobs/{job_id}", headers=auth).json()["status"] not in ("done", "failed"):
-        assert time.time() < deadline
-        time.sleep(0.5)
+    job_id = ingest_to_the_end(base, server["token"], bundle)
     page, job, console = job_page(server, browser, job_id)
     assert job.locator(".job-look").inner_text() == "2 files were not added:"
     shown = [n for n, row in file_rows(job).items() if row.is_visible()]

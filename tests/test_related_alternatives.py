@@ -1,20 +1,14 @@
 """The pair features of the boosted alternative in scripts/related_alternatives.py: what two
 charts plot is compared only when both captions say it, and roles come from caption words."""
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 
 from app.search.papers import PAPER_SIGNALS
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.script_modules import load_script
 
 
 def load():
-    spec = importlib.util.spec_from_file_location("related_alternatives", ROOT / "scripts" / "related_alternatives.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("related_alternatives")
 
 
 def test_roles_from_caption_words():

@@ -1,18 +1,13 @@
 """The text-layer rule measured by scripts/text_layer_rule.py: a region of dense lines of words in the
 PDF's text layer is typed `text`; a chart's few labels are not."""
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pymupdf
 
 from app.vision.figure_types import LABELS, decide
+from tests.script_modules import load_script
 
-_spec = importlib.util.spec_from_file_location(
-    "text_layer_rule", Path(__file__).resolve().parents[1] / "scripts" / "text_layer_rule.py")
-_rule = sys.modules["text_layer_rule"] = importlib.util.module_from_spec(_spec)  # its dataclass looks it up
-_spec.loader.exec_module(_rule)
+_rule = load_script("text_layer_rule")
 TEXT_RIGHT, TextLayer, text_layer, with_text_layer_evidence = (
     _rule.TEXT_RIGHT, _rule.TextLayer, _rule.text_layer, _rule.with_text_layer_evidence)
 

@@ -1,17 +1,12 @@
 """scripts/type_query_dev.py: precision@5 of rankings rebuilt from a query's candidates, and a fitted
 ranking scored on each set with the fit on the other sets only."""
-import importlib.util
 import json
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.script_modules import load_script
 
 
 def load():
-    spec = importlib.util.spec_from_file_location("type_query_dev", ROOT / "scripts" / "type_query_dev.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("type_query_dev")
 
 
 def row(set_, fid, paper, shows, lex, cos, p, rank):

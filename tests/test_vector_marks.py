@@ -1,23 +1,16 @@
 """The region statistics of scripts/vector_marks_rule.py (measured, not shipped): a vector chart of
 many scattered marks of one shape passes the rule; a polyline with a marker on each vertex, ticks,
 a heat map's cells and markers drawn in order along a curve do not."""
-import importlib.util
 import math
 import random
-import sys
-from pathlib import Path
 
 import pymupdf
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.script_modules import load_script
 
 
 def load():
-    spec = importlib.util.spec_from_file_location("vector_marks_rule", ROOT / "scripts" / "vector_marks_rule.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # its dataclass looks its module up while being made
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("vector_marks_rule")
 
 
 def axes(page, x0, y0, x1, y1):
