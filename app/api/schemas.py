@@ -170,8 +170,8 @@ class SimilarResponse(BaseModel):
         "(what 'same kind of figure' in a result's reasons refers to)."))
     kind: Literal["figure", "table"] | None = Field(None, description=(
         "modes image and caption: whether figures or tables were searched (request parameter "
-        "`kind`; auto: the kind of the item the picture copies, else of most of its nearest "
-        "pictures; with a caption, tables when it is labelled as a table's)."))
+        "`kind`; auto: the kind of the item the picture copies, else tables only when nearly all "
+        "its nearest pictures are tables; with a caption, tables when it is labelled as a table's)."))
 
 
 # ---------------------------------------------------------------- papers

@@ -144,7 +144,8 @@ async def search_by_image(
         k: Annotated[int, Query(ge=1, le=1000)] = 12,
         kind: Annotated[Literal["auto", "figure", "table"], Query(description=(
             "Search among figures or tables; auto (default): without a caption the kind of the "
-            "item the picture copies, else the kind most of its nearest pictures are; with one, "
+            "item the picture copies, else tables only when nearly all its nearest pictures are "
+            "tables; with one, "
             "tables when it is labelled as a table's ('Table 2: ...'). The response's `kind` says "
             "which."))] = "auto"):
     """Similar figures for an uploaded figure. With a caption, the caption is searched as text
