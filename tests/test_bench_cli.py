@@ -6,7 +6,7 @@ from tests.conftest import cli_run
 
 
 def test_bench_json_reports_build_latency_recall_and_the_served_process(tmp_path):
-    r = cli_run(["bench", "--figures", "3000", "--queries", "20", "--add-figures", "100", "--json",
+    r = cli_run(["bench", "--figures", "1000", "--queries", "20", "--add-figures", "100", "--json",
                  "--work-dir", str(tmp_path / "bench")])
     assert "[bench]" in r.stderr and "[bench]" not in r.stdout
     res = json.loads(r.stdout)
