@@ -128,20 +128,19 @@ def test_picture_vectors_find_a_rescaled_copy():
     assert (np.argmax(b @ a.T, axis=1) == np.arange(len(originals))).mean() >= 0.85
 
 
-def test_ingest_stores_types_and_picture_vectors(tmp_path):
+def test_ingest_stores_types_and_picture_vectors(tmp_path, demo_pdfs):
     """After an ingest job (which refreshes the index) every figure has a type, tables are `table`,
     and the picture vectors computed while typing are kept for the index."""
     from sqlalchemy import select
 
     from app.db.schema import Figure
     from app.db.session import session_scope
-    from app.demo.generate import generate_collection
     from app.pipeline.ingest_jobs import prepare_job, run_job_embedded
     from app.settings import Settings
     from app.vision.picture_store import PictureStore
     from app.vision.pictures import picture_model_name
 
-    pdfs = generate_collection(tmp_path / "pdfs", n_papers=1, seed=3)
+    pdfs = demo_pdfs[:1]
     settings = Settings(data_dir=tmp_path / "data", database_url="", broker_url="", auto_index=True, dense=False)
     job = prepare_job(pdfs, settings)
     run_job_embedded(settings, job, workers=1)

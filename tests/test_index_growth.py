@@ -63,10 +63,8 @@ def test_segmented_vectors_search_as_one_index_of_the_live_rows(tmp_path):
     assert (ids[0][:len(live)] >= 0).all() and (ids[0][len(live):] == -1).all()
 
 
-def test_the_step_after_an_ingest_grows_the_index(tmp_path):
-    from app.demo.generate import generate_collection
-
-    pdfs = generate_collection(tmp_path / "pdfs", n_papers=3, seed=7)
+def test_the_step_after_an_ingest_grows_the_index(tmp_path, demo_pdfs):
+    pdfs = demo_pdfs[:3]
     settings = Settings(data_dir=tmp_path / "data", database_url="", broker_url="", dense=False)
     _ingest(settings, pdfs[:2])
     first = Searcher.load_current(index_root(settings))
@@ -91,11 +89,9 @@ def _settings(data_dir):
 
 
 @pytest.fixture(scope="module")
-def grown(tmp_path_factory):
-    from app.demo.generate import generate_collection
-
+def grown(tmp_path_factory, demo_pdfs):
     root = tmp_path_factory.mktemp("growth")
-    pdfs = generate_collection(root / "pdfs", n_papers=6, seed=5)
+    pdfs = demo_pdfs  # the session's generated papers (read only)
     settings = _settings(root / "data")
     _ingest(settings, pdfs[:4])
     assert _build(settings, "full").how == "full"

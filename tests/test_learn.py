@@ -86,14 +86,12 @@ def test_images():
 
 # ------------------------------------------------------------- tiny run
 @pytest.fixture(scope="module")
-def collection(tmp_path_factory):
-    from app.demo.generate import generate_collection
+def collection(tmp_path_factory, demo_pdfs):
     from app.pipeline.ingest_jobs import prepare_job, run_job_embedded
 
     root = tmp_path_factory.mktemp("learn")
-    generate_collection(root / "pdfs", n_papers=4, seed=3)
     settings = Settings(data_dir=root / "data", database_url="", broker_url="", auto_index=False)
-    job = prepare_job([root / "pdfs"], settings)
+    job = prepare_job(demo_pdfs[:4], settings)  # four of the session's generated papers (read only)
     run_job_embedded(settings, job, workers=2)
     return settings
 
