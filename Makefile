@@ -33,7 +33,7 @@ serve: $(STAMP)
 
 test: $(STAMP) browser ocr
 	$(VENV)/bin/lint-imports   # the layers of pyproject.toml, imports inside functions included
-	$(PY) -m pytest -q -x --durations=15
+	$(PY) -m pytest -q -x --durations=15 -p xdist -n 2 --dist loadfile   # much of a test waits: two use both cores
 
 services:
 	.ci/services.sh

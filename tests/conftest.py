@@ -133,7 +133,9 @@ def pg_url():
 def redis_url():
     if not _port_open("127.0.0.1", 6379):
         pytest.fail("Redis is not running on 127.0.0.1:6379 (.ci/services.sh starts it)")
-    db = 1 + (os.getpid() % 14)
+    # one Redis database per test process (pytest-xdist workers gw0, gw1, ...: never the same one)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    db = 1 + (int(worker[2:]) if worker.startswith("gw") else 13)
     url = f"{REDIS_URL}/{db}"
     import redis
 
