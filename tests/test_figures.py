@@ -1866,6 +1866,27 @@ def test_running_head_over_a_figure_at_the_top_is_no_plot_title(tmp_path):
     assert f.region_bbox is not None and f.region_bbox[1] >= 108, f.region_bbox
 
 
+def test_running_head_repeated_on_every_page_is_no_plot_title(tmp_path):
+    """A journal's running head (author names in the body's size, as long as a body line, on
+    every page at the same height) over a plot at the top of an A4 page: its length puts the
+    running text's measured top at the head itself and its centre is below the page's top 9%, yet
+    it repeats page after page, so it is no plot title (was: taken as the plot's title)."""
+    head = "Ann Author, Bob Builder, Carol Writer and Dan Editor"
+    doc = pymupdf.open()
+    for k in range(4):
+        page = doc.new_page(width=595, height=842)
+        page.insert_text((301.5 - pymupdf.get_text_length(head, fontsize=11) / 2, 85), head, fontsize=11)
+        if k == 2:
+            _plot(page, (134, 115, 468, 267))
+            page.insert_textbox(pymupdf.Rect(81, 280, 522, 310), "Figure 1: Solutions of the model.",
+                                fontsize=11, align=1)
+            page.insert_textbox(pymupdf.Rect(81, 330, 522, 730), BODY * 2, fontsize=11)
+        else:
+            page.insert_textbox(pymupdf.Rect(81, 110, 522, 730), BODY * 3, fontsize=11)
+    f = _figures(_saved(doc, tmp_path / "jsshead.pdf"), tmp_path)[1]
+    assert f.region_bbox is not None and f.region_bbox[1] >= 105, f.region_bbox
+
+
 def _tables(doc, tmp_path) -> dict:
     """Tables by number, rendered at 72 dpi."""
     return {f.number: f for f in extract_figures(doc, tmp_path / "out", "t", dpi=72) if f.kind == "table"}

@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["Line", "PageLayout", "DocumentLayout", "TEXT_FLAGS", "big_graphics", "build_document", "build_layout",
            "build_page", "clean_text", "column_span", "furniture_zone", "in_page_margin", "inside_graphic", "is_bold",
-           "is_monospaced", "lines_from_dict", "outlined_boxes", "page_graphics", "paragraph_blocks", "union", "overlap_1d",
+           "is_monospaced", "lines_from_dict", "mark_running_heads", "outlined_boxes", "page_graphics", "paragraph_blocks", "union", "overlap_1d",
            "visible_images"]
 
 TEXT_FLAGS = pymupdf.TEXT_MEDIABOX_CLIP  # ligatures expanded, no images
@@ -107,6 +107,7 @@ class Line:
     horizontal: bool = True
     body: bool = False  # belongs to a body-text paragraph (set by DocumentLayout.mark_body)
     page: int = 0
+    running_head: bool = False  # repeated at this height on many pages (set by build_document)
     piece_sizes: tuple = ()  # font sizes of the PyMuPDF lines joined into this one (a larger
     # first letter of a small-caps heading is its own piece)
     pieces: tuple = ()  # (x0, x1, text) of the PyMuPDF lines joined into this one (names set
@@ -463,7 +464,36 @@ def doc_stats(pages_lines: list[list[Line]], page_w: float) -> DocumentLayout:
 def build_document(pages: list[PageLayout]) -> DocumentLayout:
     st = doc_stats([p.lines for p in pages], pages[0].width if pages else 612.0)
     st.pages = pages
+    mark_running_heads(pages)
     return st
+
+
+_HEAD_BAND = 0.12  # of the page height: running heads and feet sit in the top or bottom band
+
+
+def mark_running_heads(pages: list[PageLayout], band: float = _HEAD_BAND, tol: float = 2.0) -> None:
+    """Flag running heads and feet: lines near the page's top or bottom edge whose text (digits
+    read alike, so page numbers match) recurs at the same height on many pages, as the parser
+    counts them. A head set in the body's size and as long as a body line (a journal's author
+    names) is no figure's title, whatever the body's measured top says."""
+    n = len(pages)
+    if n < 3:
+        return
+    need = max(2, int(0.3 * n + 0.5))
+    seen: dict[str, list[tuple[int, float]]] = {}
+    cands: list[tuple[Line, str]] = []
+    for p in pages:
+        for ln in p.lines:
+            if not ln.horizontal or not (ln.yc < band * p.height or ln.yc > (1 - band) * p.height):
+                continue
+            key = re.sub(r"\d+", "#", " ".join(ln.text.lower().split()))[:80]
+            if not key.strip():
+                continue
+            seen.setdefault(key, []).append((p.number, ln.yc))
+            cands.append((ln, key))
+    for ln, key in cands:
+        if len({pno for pno, y in seen[key] if abs(y - ln.yc) <= tol}) >= need:
+            ln.running_head = True
 
 
 def build_layout(doc: pymupdf.Document, max_pages: int | None = None) -> DocumentLayout:
@@ -557,7 +587,10 @@ def inside_graphic(r: tuple, big: np.ndarray) -> bool:
 
 
 def furniture_zone(ln: Line, st: DocumentLayout) -> bool:
-    """In the top or bottom 9% of its page, where running heads and page numbers sit, and outside
-    the running text's lines (a plot title at the top of the text block is not a running head)."""
+    """A running head repeated on many pages, or in the top or bottom 9% of its page, where running
+    heads and page numbers sit, and outside the running text's lines (a plot title at the top of
+    the text block is not a running head)."""
+    if ln.running_head:
+        return True
     h = st.pages[ln.page].height if ln.page < len(st.pages) else 792.0
     return (ln.yc < 0.09 * h and ln.y1 < st.text_y0 + 1) or (ln.yc > 0.91 * h and ln.y0 > st.text_y1 - 1)
