@@ -1887,6 +1887,37 @@ def test_running_head_repeated_on_every_page_is_no_plot_title(tmp_path):
     assert f.region_bbox is not None and f.region_bbox[1] >= 105, f.region_bbox
 
 
+def test_large_plot_title_centred_over_its_plot_is_kept(tmp_path):
+    """A lattice plot's title set in 14 pt over a 10 pt body, centred over the plot a line and a half
+    above it: a plot title, though larger than the body's text (was: left out, a title was at most
+    1.2 times the body's size)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_textbox(pymupdf.Rect(125, 80, 470, 190), BODY, fontsize=10)
+    _plot(page, (160, 230, 450, 500))
+    page.insert_text((305 - pymupdf.get_text_length("PM10", fontsize=14) / 2, 212), "PM10", fontsize=14)
+    page.insert_textbox(pymupdf.Rect(125, 515, 470, 545), "Figure 1: Daily means by station.", fontsize=10, align=1)
+    page.insert_textbox(pymupdf.Rect(125, 560, 470, 760), BODY, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "bigtitle.pdf"), tmp_path)[1]
+    assert f.region_bbox is not None and f.region_bbox[1] <= 202, f.region_bbox
+
+
+def test_tick_labels_past_the_text_width_on_a_one_column_page_are_kept(tmp_path):
+    """A plot wider than a one-column page's text, its right-hand tick labels set just past the
+    frame, beyond the caption's and the graphics' extent: with no other column there, they are the
+    plot's (was: left out, only text within the column span or the graphics could join)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_textbox(pymupdf.Rect(125, 80, 470, 190), BODY, fontsize=10)
+    _plot(page, (137, 230, 522, 500))
+    for k, y in enumerate((260, 330, 400, 470)):
+        page.insert_text((528, y), str(20 * (4 - k)), fontsize=10)
+    page.insert_textbox(pymupdf.Rect(125, 515, 470, 545), "Figure 1: Daily means by station.", fontsize=10, align=1)
+    page.insert_textbox(pymupdf.Rect(125, 560, 470, 760), BODY, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "ticks.pdf"), tmp_path)[1]
+    assert f.region_bbox is not None and f.region_bbox[2] >= 538, f.region_bbox
+
+
 def _tables(doc, tmp_path) -> dict:
     """Tables by number, rendered at 72 dpi."""
     return {f.number: f for f in extract_figures(doc, tmp_path / "out", "t", dpi=72) if f.kind == "table"}

@@ -230,9 +230,12 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
         u[0], u[2] = max(u[0], lo), min(u[2], hi)
         text_pool = [ln for ln in text_pool if ln.x0 >= lo and ln.x1 <= hi]
         # text joins within the caption's column span, or as wide as the graphics go (a wide figure
-        # over a narrow caption): never a chain of text pieces into the next column
+        # over a narrow caption): never a chain of text pieces into the next column. A one-column
+        # page has no next column: there words and numbers past both (tick labels of a plot wider
+        # than the text) join too, but not glyph pieces of drawn shapes (boxes wider than their ink)
         reach = (min(sx0, u[0]), max(sx1, u[2]))
-        u = grow_text(u, [ln for ln in text_pool if overlap_1d(ln.x0, ln.x1, *reach) >= 0.5 * (ln.x1 - ln.x0)],
+        u = grow_text(u, [ln for ln in text_pool if overlap_1d(ln.x0, ln.x1, *reach) >= 0.5 * (ln.x1 - ln.x0)
+                          or (not st.two_column and any(ch.isalnum() for ch in ln.text))],
                       st, (sx0, sx1))
         u = _fill_to_caption(u, text_pool, cap, up)
         if up and cap.kind == "figure":
@@ -298,10 +301,11 @@ def _labels_beside_caption(u: list, cap: Caption, up: bool, lines: list[Line], c
 
 
 def _plot_title(u: list, pool: list[Line], st: DocumentLayout, g: np.ndarray) -> list:
-    """A plot's title over it (R's main title: a line in about the body's size, centred over the
-    plot and inside its width, set up to two body lines above it), on the side away from the
-    caption: alone on its row, or one of a row of panel titles, each centred over a panel (a
-    drawing at least five lines wide at the region's top, `g` the page's graphics). Code, a
+    """A plot's title over it (R's main title: a line in about the body's size, or up to 1.5 times
+    it inside the running text's extent, as lattice sets its titles; centred over the plot and
+    inside its width, set up to two body lines above it), on the side away from the caption:
+    alone on its row, or one of a row of panel titles, each centred over a panel (a drawing at
+    least five lines wide at the region's top, `g` the page's graphics). Code, a
     heading or body text set flush left over a centred plot is not centred inside it; a table's
     row has other cells level with it that stand over no panel of their own."""
     line = st.body_size
@@ -320,7 +324,10 @@ def _plot_title(u: list, pool: list[Line], st: DocumentLayout, g: np.ndarray) ->
         alone = ln.y0 >= st.text_y0 - 1 and not any(o.y1 <= ln.y0 and overlap_1d(o.x0, o.x1, u[0], u[2]) > 0
                                                     for o in pool)
         reach = 3 * line if alone else 2 * line
-        return (ln.horizontal and 0 < u[1] - ln.y1 <= reach and ln.size <= 1.2 * line
+        # a title larger than 1.2 times the body's only inside the running text's extent (not a
+        # slide's or section's heading at the top of the page)
+        big = 1.5 * line if ln.y0 >= st.text_y0 - 1 else 1.2 * line
+        return (ln.horizontal and 0 < u[1] - ln.y1 <= reach and ln.size <= big
                 and any(ch.isalnum() for ch in ln.text) and not furniture_zone(ln, st))
 
     def panel_of(ln: Line) -> int | None:
