@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import cli_run
+
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
@@ -185,7 +187,9 @@ def test_index_built_after_a_job_is_collection_work_not_the_last_files(demo_pdfs
 
 def test_a_file_out_of_time_fails_as_timed_out_never_ok_with_figures_missing(demo_pdfs, redis_url, pg_url, tmp_path):
     """The per-file limit interrupts extraction wherever it is; the extractor's guards that keep one bad
-    figure from sinking a paper must not swallow it and store the paper as ok."""
+    figure from sinking a paper must not swallow it and store the paper as ok. On a loaded machine a
+    file can be over before the limit is acted on: such a file is ok only with every figure an
+    unhurried ingest of it finds."""
     env = _env(redis_url, pg_url, tmp_path / "data")
     env.update(FIGSEARCH_AUTO_INDEX="false", FIGSEARCH_FILE_TIMEOUT_S="0.01", FIGSEARCH_OCR_SECONDS_PER_PAGE="0")
     worker = start_worker(env)
@@ -195,8 +199,14 @@ def test_a_file_out_of_time_fails_as_timed_out_never_ok_with_figures_missing(dem
     finally:
         stop(worker)
     summary = json.loads(r.stdout.strip().splitlines()[-1])
-    assert summary["ok"] == 0 and len(summary["failures"]) == len(demo_pdfs), summary
+    assert summary["failures"] and summary["ok"] + len(summary["failures"]) == len(demo_pdfs), summary
     assert all(f["error"] == "timed out after 0.01 s" for f in summary["failures"]), summary["failures"]
+    if summary["ok"]:
+        timed_out = {Path(f["file"]).name for f in summary["failures"]}
+        over = [str(p) for p in demo_pdfs if p.name not in timed_out]
+        assert len(over) == summary["ok"], (timed_out, summary)
+        unhurried = cli_run(["ingest", *over, "--data-dir", str(tmp_path / "unhurried"), "--json"])
+        assert summary["figures"] == json.loads(unhurried.stdout.strip().splitlines()[-1])["figures"], summary
 
 
 def test_workers_grow_the_index_after_a_second_job(demo_pdfs, redis_url, pg_url, tmp_path):
