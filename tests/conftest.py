@@ -129,14 +129,28 @@ def pg_url():
     admin.dispose()
 
 
-@pytest.fixture()
-def redis_url():
+@pytest.fixture(scope="session")
+def redis_db():
+    """A Redis database (1-15) of this test process alone: claimed in database 0 for the session,
+    so neither the other pytest-xdist process nor another test run on this machine flushes it."""
     if not _port_open("127.0.0.1", 6379):
         pytest.fail("Redis is not running on 127.0.0.1:6379 (.ci/services.sh starts it)")
-    # one Redis database per test process (pytest-xdist workers gw0, gw1, ...: never the same one)
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    db = 1 + (int(worker[2:]) if worker.startswith("gw") else 13)
-    url = f"{REDIS_URL}/{db}"
+    import redis
+
+    claims, token = redis.Redis.from_url(f"{REDIS_URL}/0"), uuid.uuid4().hex
+    for db in range(1, 16):
+        if claims.set(f"figsearch-test-db:{db}", token, nx=True, ex=4 * 3600):
+            break
+    else:
+        pytest.fail("every Redis database 1-15 is claimed by other test runs (keys figsearch-test-db:* in database 0)")
+    yield db
+    if claims.get(f"figsearch-test-db:{db}") == token.encode():
+        claims.delete(f"figsearch-test-db:{db}")
+
+
+@pytest.fixture()
+def redis_url(redis_db):
+    url = f"{REDIS_URL}/{redis_db}"
     import redis
 
     redis.Redis.from_url(url).flushdb()

@@ -16,5 +16,9 @@ def load_script(name: str) -> ModuleType:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
     mod = sys.modules[name] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        del sys.modules[name]  # not half a module for the next test: its own import error again
+        raise
     return mod

@@ -162,7 +162,7 @@ def _kind_of_uploads(settings: Settings, engine: Searcher, n: int, rng: random.R
     """Rescaled JPEG copies of figures and of tables (n of each at most): how often the upload is
     searched among its own kind (Searcher.picture_kind) as held by the collection (its copy
     decides) and as new to it (its own paper left out: its nearest pictures decide), and how often
-    a table's copy finds the table first as served (the kind chosen, then by_picture)."""
+    a copy finds its item first as served (the kind chosen, then by_picture)."""
     from sqlalchemy import select
 
     from app.db.schema import Figure

@@ -231,7 +231,7 @@ def _search(cap: Caption, direction: str, lines: list[Line], caps: list[Caption]
         text_pool = [ln for ln in text_pool if ln.x0 >= lo and ln.x1 <= hi]
         # text joins within the caption's column span, or as wide as the graphics go (a wide figure
         # over a narrow caption): never a chain of text pieces into the next column. A one-column
-        # page has no next column: there words and numbers past both (tick labels of a plot wider
+        # document has no next column: there words and numbers past both (tick labels of a plot wider
         # than the text) join too, but not glyph pieces of drawn shapes (boxes wider than their ink)
         reach = (min(sx0, u[0]), max(sx1, u[2]))
         u = grow_text(u, [ln for ln in text_pool if overlap_1d(ln.x0, ln.x1, *reach) >= 0.5 * (ln.x1 - ln.x0)

@@ -298,8 +298,9 @@ def shared_words(text: str, other: str, idf: "TermStats | None" = None, n: int =
     def as_both(word: str, stems: list[str]) -> str:
         if "-" not in word or in_both(word):
             return word
-        stem = next(s for s in stems if s in analyze(word))
-        return as_both_print(stem, surface_words([stem], text)[0], surface_words([stem], other)[0])
+        stem = next((s for s in stems if s in analyze(word)), None)
+        mine, theirs_form = (surface_words([stem], t) if stem else [] for t in (text, other))
+        return as_both_print(stem, mine[0], theirs_form[0]) if mine and theirs_form else word
 
     left_out = 0  # prefixes left out: as many more stems are read, so that n words are named if there are n
     while True:

@@ -83,7 +83,7 @@ export async function filterBar(params, { signal, onChange }) {
     if (from) out.set('year_from', from);
     if (to) out.set('year_to', to);
     if (paper.value) out.set('paper_id', paper.value);
-    if (type) out.set('type', type);
+    if (type && kind.value !== 'table') out.set('type', type);  // tables have no figure type: a hidden chip must not filter them
     return out;
   }
   for (const el of [kind, paper]) el.addEventListener('change', () => onChange(collect()));

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections import Counter
 from typing import Annotated, Literal
 
@@ -16,6 +15,7 @@ from app.api.engine_holder import EngineHolder
 from app.api.problems import check_limit, responses
 from app.api.query_image import decode_query_image
 from app.api.serialize import scored_items
+from app.labels import CAPTION_RE, kind_of
 from app.search.searcher import Searcher
 from app.search.filters import FigureFilter, year_range
 from app.search.text import analyze
@@ -203,12 +203,11 @@ async def search_by_image(
                                        message=None if items else f"no {searched or 'figure'} to compare with yet",
                                        query_types=query_types, kind=searched)
     # a caption labelled as a table's ("Table 2: ...") searches the tables, as its picture would
-    searched = kind if kind != "auto" else "table" if TABLE_LABEL.match(text) else "figure"
+    label = CAPTION_RE.match(text)
+    searched = kind if kind != "auto" else kind_of(label["word"]) if label else "figure"
     res = await run_in_threadpool(run_search, db, settings, engine, holder, text, k, 0, None,
                                   FigureFilter(kind=searched))
     return schemas.SimilarResponse(mode="caption", query=text, k=k, items=res.items,
                                    index_version=res.index_version,
                                    message=res.message or "searched by the caption text", kind=searched)
 
-
-TABLE_LABEL = re.compile(r"\s*(?:table|tab\.)\s*[A-Z]?\d", re.IGNORECASE)

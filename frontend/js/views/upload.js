@@ -27,6 +27,7 @@ export async function renderUpload(root, { signal }) {
   const msg = h('div', { id: 'upload-message' });
   const preview = h('div', { class: 'preview', hidden: true });
   const caption = h('textarea', { id: 'caption', maxlength: '500', placeholder: 'e.g. Figure 2: Accuracy of our method and the baselines as the training set grows', 'aria-describedby': 'caption-help' });
+  caption.addEventListener('input', () => { searchKind = 'auto'; });  // a new caption may name the other kind ("Table 2: ...")
   const submit = h('button', { class: 'btn btn-primary', type: 'submit', id: 'find-similar' }, 'Find similar');
   const grid = h('div', { class: 'grid', id: 'image-results' });
   const resultsHead = h('h2', { hidden: true, id: 'image-results-title' }, 'Similar figures');
