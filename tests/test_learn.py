@@ -158,6 +158,9 @@ def test_tiny_training_registry_index_and_image_queries(collection, tmp_path):
     hits = search_by_image(lm, eng, img, k=5)
     assert len(hits) == 5 and hits[0].figure_id == data.docs[0].figure_id
     assert hits[0].score >= hits[-1].score
+    assert all(eng.types.kind_of_row(eng.row_of(h.figure_id)) == "figure" for h in hits)
+    # tables asked for: never figures (the image branch embeds the figures it was trained on, so none here)
+    assert eng.types.count("table") and not search_by_image(lm, eng, img, k=5, kind="table")
 
 
 def test_by_image_endpoint_and_tasks(collection, tmp_path):

@@ -52,9 +52,10 @@ def image_model(data_dir: Path, name: str = "fused"):
     return loaded if _store(loaded.path) is not None else None
 
 
-def search_by_image(loaded, engine: Searcher | None, image, k: int = 12) -> list[Hit]:
-    """Top-k figures by image-branch cosine. Only figures in `engine` (the served index version)
-    are returned when an engine is given (captions and paper ids come from it)."""
+def search_by_image(loaded, engine: Searcher | None, image, k: int = 12, kind: str = "figure") -> list[Hit]:
+    """Top-k figures by image-branch cosine. Only items in `engine` (the served index version) of
+    `kind` ("figure" or "table") are returned when an engine is given (captions and paper ids come
+    from it)."""
     st = _store(loaded.path)
     if st is None:
         return []
@@ -68,6 +69,8 @@ def search_by_image(loaded, engine: Searcher | None, image, k: int = 12) -> list
             if fid not in engine:
                 continue
             r = engine.row_of(fid)
+            if engine.types.kind_of_row(r) != kind:
+                continue
             paper, caption = int(engine.paper_ids[r]), engine.captions[r]
         else:
             paper, caption = -1, ""

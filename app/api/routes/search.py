@@ -145,7 +145,7 @@ async def search_by_image(
         kind: Annotated[Literal["auto", "figure", "table"], Query(description=(
             "Search among figures or tables; auto (default): without a caption the kind of the "
             "item the picture copies, else tables only when nearly all its nearest pictures are "
-            "tables; with one, "
+            "tables (with a trained image branch, figures); with one, "
             "tables when it is labelled as a table's ('Table 2: ...'). The response's `kind` says "
             "which."))] = "auto"):
     """Similar figures for an uploaded figure. With a caption, the caption is searched as text
@@ -186,8 +186,9 @@ async def search_by_image(
                                            message=holder.reason or "no search index")
         query_types = []
         searched = None
-        if loaded is not None:  # a trained image branch
-            hits = await run_in_threadpool(heavy.run, image_hits, loaded, engine, picture, k)
+        if loaded is not None:  # a trained image branch: it holds no picture vector to tell a table by
+            searched = kind if kind != "auto" else "figure"
+            hits = await run_in_threadpool(heavy.run, image_hits, loaded, engine, picture, k, searched)
         elif engine.visual is not None:  # every index has the figures' visual picture vectors
             upload = await run_in_threadpool(heavy.run, picture_query, picture, settings.data_dir)
             kinds = upload.types
