@@ -20,8 +20,8 @@ import pymupdf
 log = logging.getLogger(__name__)
 
 __all__ = ["Line", "PageLayout", "DocumentLayout", "TEXT_FLAGS", "big_graphics", "build_document", "build_layout",
-           "build_page", "clean_text", "column_span", "furniture_zone", "in_page_margin", "inside_graphic", "is_bold",
-           "is_monospaced", "lines_from_dict", "mark_running_heads", "outlined_boxes", "page_graphics", "paragraph_blocks", "union", "overlap_1d",
+           "build_page", "clean_text", "column_span", "furniture_key", "furniture_zone", "in_band", "in_page_margin", "inside_graphic", "is_bold",
+           "is_monospaced", "lines_from_dict", "mark_running_heads", "outlined_boxes", "page_graphics", "paragraph_blocks", "repeat_min", "REPEAT_BAND", "union", "overlap_1d",
            "visible_images"]
 
 TEXT_FLAGS = pymupdf.TEXT_MEDIABOX_CLIP  # ligatures expanded, no images
@@ -468,25 +468,42 @@ def build_document(pages: list[PageLayout]) -> DocumentLayout:
     return st
 
 
-_HEAD_BAND = 0.12  # of the page height: running heads and feet sit in the top or bottom band
+# Running heads and feet repeat page after page; on a tight layout (a head 0.09 of the page height
+# down, the body starting just below it) they sit lower than the margin, so repeated text is looked
+# for in this wider band of the page's height. The parser (dropping them from the text) and the page
+# model (keeping them out of figures) count repeats by the same three rules below.
+REPEAT_BAND = 0.12
 
 
-def mark_running_heads(pages: list[PageLayout], band: float = _HEAD_BAND, tol: float = 2.0) -> None:
-    """Flag running heads and feet: lines near the page's top or bottom edge whose text (digits
-    read alike, so page numbers match) recurs at the same height on many pages, as the parser
-    counts them. A head set in the body's size and as long as a body line (a journal's author
-    names) is no figure's title, whatever the body's measured top says."""
-    n = len(pages)
-    if n < 3:
+def in_band(ln: Line, height: float, band: float) -> bool:
+    """The line's centre lies in the top or bottom `band` of its page's height."""
+    return ln.yc < band * height or ln.yc > (1 - band) * height
+
+
+def furniture_key(text: str) -> str:
+    """What repeats of one running head or foot share: digits read alike, so page numbers match."""
+    return re.sub(r"\d+", "#", text.lower())[:80]
+
+
+def repeat_min(n_pages: int) -> int | None:
+    """On how many pages a text must recur to be a running head or foot; None under 3 pages."""
+    return max(2, int(0.3 * n_pages + 0.5)) if n_pages >= 3 else None
+
+
+def mark_running_heads(pages: list[PageLayout], tol: float = 2.0) -> None:
+    """Flag running heads and feet: lines in the page's top or bottom band whose text recurs at
+    the same height on many pages. A head set in the body's size and as long as a body line (a
+    journal's author names) is no figure's title, whatever the body's measured top says."""
+    need = repeat_min(len(pages))
+    if need is None:
         return
-    need = max(2, int(0.3 * n + 0.5))
     seen: dict[str, list[tuple[int, float]]] = {}
     cands: list[tuple[Line, str]] = []
     for p in pages:
         for ln in p.lines:
-            if not ln.horizontal or not (ln.yc < band * p.height or ln.yc > (1 - band) * p.height):
+            if not ln.horizontal or not in_band(ln, p.height, REPEAT_BAND):
                 continue
-            key = re.sub(r"\d+", "#", " ".join(ln.text.lower().split()))[:80]
+            key = furniture_key(" ".join(ln.text.split()))
             if not key.strip():
                 continue
             seen.setdefault(key, []).append((p.number, ln.yc))

@@ -21,7 +21,8 @@ import pymupdf
 
 from app.labels import CAPTION_PARAGRAPH_RE
 from app.ingest.hyphenation import join_lines, vocabulary
-from app.ingest.layout import DocumentLayout, Line, PageLayout, build_layout, clean_text, is_bold, join_spans
+from app.ingest.layout import (REPEAT_BAND, DocumentLayout, Line, PageLayout, build_layout, clean_text, furniture_key,
+                               in_band, is_bold, join_spans, repeat_min)
 from app.ingest.names import strip_emails, tidy_names, uncased_script
 from app.ingest.title_case import title_case
 from app.ingest.types import ParsedPaper
@@ -128,37 +129,27 @@ def _page_blocks(page: PageLayout) -> tuple[list[_Block], list[str]]:
 _PAGE_NO_RE = re.compile(r"^(?:page\s*)?[\divxlcIVXLC]{1,5}(?:\s*(?:of|/)\s*\d+)?$", re.I)
 
 
-def _furniture_key(text: str) -> str:
-    return re.sub(r"\d+", "#", text.lower())[:80]
-
-
-# Running heads and feet repeat page after page; on a tight layout (a head 0.09 of the page height
-# down, the body starting just below it) they sit lower than the margin, so repeated text is
-# looked for in a wider band than the single-page rules (page numbers, tiny print) use.
+# The single-page rules (page numbers, tiny print) look in this band; repeated running heads and
+# feet in layout.REPEAT_BAND, wider.
 _MARGIN_BAND = 0.09
-_REPEAT_BAND = 0.12
-
-
-def _in_band(ln: Line, height: float, band: float) -> bool:
-    return ln.yc < band * height or ln.yc > (1 - band) * height
 
 
 def _remove_furniture(pages: list[list[_Block]], heights: list[float], body_size: float) -> None:
     n = len(pages)
     counts: Counter[str] = Counter()
     for pno, blocks in enumerate(pages):
-        seen = {_furniture_key(ln.text) for b in blocks for ln in b.lines if _in_band(ln, heights[pno], _REPEAT_BAND)}
+        seen = {furniture_key(ln.text) for b in blocks for ln in b.lines if in_band(ln, heights[pno], REPEAT_BAND)}
         counts.update(seen)
-    repeat_min = max(2, int(0.3 * n + 0.5)) if n >= 3 else 10**9
+    repeats = repeat_min(n) or 10**9
     for pno, blocks in enumerate(pages):
         h = heights[pno]
         keep_blocks = []
         for b in blocks:
             kept = []
             for ln in b.lines:
-                if _in_band(ln, h, _REPEAT_BAND) and counts[_furniture_key(ln.text)] >= repeat_min:
+                if in_band(ln, h, REPEAT_BAND) and counts[furniture_key(ln.text)] >= repeats:
                     continue
-                if _in_band(ln, h, _MARGIN_BAND):
+                if in_band(ln, h, _MARGIN_BAND):
                     if _PAGE_NO_RE.match(ln.text) or len(ln.text) <= 3:
                         continue
                     if ln.size < 0.8 * body_size and (ln.yc < 0.06 * h or ln.yc > 0.94 * h):
