@@ -17,9 +17,32 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:
+    """A port free now, for servers that cannot inherit a socket (redis-server); another process
+    may take it before the server binds it, so API servers get `listening_socket` instead."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def listening_socket() -> socket.socket:
+    """A loopback socket on a free port, already listening, for a server process to inherit: the
+    port is held from the moment it is chosen, so two test processes are never given the same."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def start_api_process(sock: socket.socket, env: dict, **popen) -> subprocess.Popen:
+    """The API (`uvicorn app.api.main:create_app`) serving on the inherited `sock`."""
+    return subprocess.Popen([sys.executable, "-m", "uvicorn", "app.api.main:create_app", "--factory",
+                             "--fd", str(sock.fileno()), "--log-level", "warning"],
+                            cwd=ROOT, env=env, pass_fds=(sock.fileno(),), **popen)
+
+
+def base_url(sock: socket.socket) -> str:
+    return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 @contextmanager
@@ -33,13 +56,11 @@ def running_server(data: Path, log_dir: Path, env: dict[str, str | None] | None 
             full.pop(k, None)
         else:
             full[k] = v
-    port = free_port()
+    sock = listening_socket()
     log_path = Path(log_dir) / "server.log"
     log = open(log_path, "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "app.api.main:create_app", "--factory",
-                             "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-                            cwd=ROOT, env=full, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
+    proc = start_api_process(sock, full, stdout=log, stderr=subprocess.STDOUT)
+    base = base_url(sock)
     try:
         deadline = time.time() + timeout_s
         while True:
@@ -60,3 +81,4 @@ def running_server(data: Path, log_dir: Path, env: dict[str, str | None] | None 
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+        sock.close()

@@ -5,9 +5,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import time
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
@@ -17,9 +15,8 @@ from fastapi.testclient import TestClient
 from app.api.main import create_app
 from app.settings import Settings
 from tests.browser import CHROMIUM, launch_chromium
-from tests.servers import free_port
+from tests.servers import base_url, listening_socket, start_api_process
 
-ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "docs-admin-token-0123456789abcdef"
 ASSET_RE = re.compile(r'(?:src|href)="([^"]+)"')
 
@@ -61,13 +58,11 @@ def test_docs_render_offline_without_console_errors(tmp_path):
     """Any request to another host is aborted (offline); the pages must still render their
     operations, with no console error (a CSP violation is one)."""
     pw_api = pytest.importorskip("playwright.sync_api")
-    port = free_port()
+    sock = listening_socket()
     env = {**os.environ, "FIGSEARCH_DATA_DIR": str(tmp_path / "data"), "FIGSEARCH_ADMIN_TOKEN": TOKEN,
            "FIGSEARCH_BROKER_URL": "", "FIGSEARCH_DATABASE_URL": "", "FIGSEARCH_WARM_ENCODER": "false"}
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "app.api.main:create_app", "--factory",
-                             "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
+    proc = start_api_process(sock, env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = base_url(sock)
     try:
         for _ in range(300):
             try:
@@ -107,3 +102,4 @@ def test_docs_render_offline_without_console_errors(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+        sock.close()

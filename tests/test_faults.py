@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from app.db.schema import Job, JobFile, Paper
 from app.db.session import session_scope
 from app.settings import Settings
-from tests.servers import free_port
+from tests.servers import base_url, free_port, listening_socket, start_api_process
 from tests.test_distributed import ROOT, start_worker, stop
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
@@ -158,14 +158,13 @@ def test_workers_reconnect_after_broker_restart(demo_pdfs, pg_url, tmp_path):
     assert count_papers(settings) == (4, 4)
 
 
-def start_api(env: dict, port: int) -> subprocess.Popen:
-    p = subprocess.Popen([sys.executable, "-m", "uvicorn", "app.api.main:create_app", "--factory",
-                          "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-                         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+def start_api(env: dict, sock) -> subprocess.Popen:
+    """The API on `sock` (tests.servers.listening_socket), kept by the test across restarts."""
+    p = start_api_process(sock, env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
 
     def up():
         try:
-            return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200
+            return httpx.get(f"{base_url(sock)}/healthz", timeout=1).status_code == 200
         except httpx.HTTPError:
             return False
     wait_for(up, 60, 0.3, what="API up")
@@ -180,12 +179,13 @@ def test_api_restart_mid_job_resumes_and_second_api_sees_new_index(demo_pdfs, tm
     env = base_env(FIGSEARCH_DATA_DIR=data, FIGSEARCH_ADMIN_TOKEN=token, FIGSEARCH_DENSE="false",
                    FIGSEARCH_INGEST_WORKERS=1, FIGSEARCH_INDEX_POLL_S=0.5, FIGSEARCH_WARM_ENCODER="false")
     settings = Settings(data_dir=data)
-    port_a, port_b = free_port(), free_port()
-    api_a = start_api(env, port_a)
-    api_b = start_api(env, port_b)
+    sock_a, sock_b = listening_socket(), listening_socket()
+    url_a, url_b = base_url(sock_a), base_url(sock_b)
+    api_a = start_api(env, sock_a)
+    api_b = start_api(env, sock_b)
     try:
         files = [("files", (p.name, p.read_bytes(), "application/pdf")) for p in demo_pdfs]
-        r = httpx.post(f"http://127.0.0.1:{port_a}/api/v1/admin/collections", files=files,
+        r = httpx.post(f"{url_a}/api/v1/admin/collections", files=files,
                        headers={"Authorization": f"Bearer {token}"}, timeout=60)
         assert r.status_code == 202, r.text
         job_id = r.json()["job_id"]
@@ -193,10 +193,10 @@ def test_api_restart_mid_job_resumes_and_second_api_sees_new_index(demo_pdfs, tm
         os.killpg(api_a.pid, signal.SIGKILL)
         api_a.wait(10)
         assert job_state(settings, job_id)[0] != "done", "job finished before the restart"
-        api_a = start_api(env, port_a)
+        api_a = start_api(env, sock_a)
 
         def job_done():
-            j = httpx.get(f"http://127.0.0.1:{port_a}/api/v1/admin/jobs/{job_id}",
+            j = httpx.get(f"{url_a}/api/v1/admin/jobs/{job_id}",
                           headers={"Authorization": f"Bearer {token}"}, timeout=5).json()
             return j if j.get("status") == "done" else None
         job = wait_for(job_done, 180, what="resumed job done")
@@ -211,9 +211,11 @@ def test_api_restart_mid_job_resumes_and_second_api_sees_new_index(demo_pdfs, tm
         word = max((w.strip(".,:;()") for w in caption.split()), key=len)
 
         def b_finds():
-            r = httpx.get(f"http://127.0.0.1:{port_b}/api/v1/search", params={"q": word, "k": 5}, timeout=5)
+            r = httpx.get(f"{url_b}/api/v1/search", params={"q": word, "k": 5}, timeout=5)
             return r.status_code == 200 and r.json().get("items")
         wait_for(b_finds, 120, what="second API sees the new index")
     finally:
         for p in (api_a, api_b):
             stop(p)
+        sock_a.close()
+        sock_b.close()

@@ -21,7 +21,7 @@ from fastapi.testclient import TestClient
 from app.api.main import create_app
 from app.settings import Settings
 from tests import badfiles
-from tests.servers import free_port
+from tests.servers import listening_socket
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "hardening-token-0123456789abcdef"
@@ -257,10 +257,11 @@ def test_served_configuration_drops_slow_headers(tmp_path):
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"ok"})
 
-    port = free_port()
+    sock = listening_socket()
+    port = sock.getsockname()[1]
     opts = uvicorn_options(make_settings(tmp_path / "data", header_timeout_s=1.0))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **opts))
-    thread = threading.Thread(target=server.run, daemon=True)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", **opts))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
         deadline = time.time() + 10
@@ -278,6 +279,7 @@ def test_served_configuration_drops_slow_headers(tmp_path):
     finally:
         server.should_exit = True
         thread.join(10)
+        sock.close()
 
 
 # ------------------------------------------------------------------ tokens and the CLI
