@@ -4,6 +4,7 @@ page's console errors, waits the server's Content-Security-Policy allows, screen
 server on a fresh copy of the sample data."""
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from contextlib import contextmanager
@@ -14,10 +15,12 @@ import pytest
 
 from app.pdfs import attach_pdfs
 from app.settings import Settings
-from tests.servers import running_server
+from tests.servers import ROOT, running_server
 from tests.test_api import build_sample_data
 
 CHROMIUM = Path("/usr/bin/chromium")
+# where browser tests save their screenshots, for a person to look at
+SHOTS = Path(os.environ.get("FIGSEARCH_SHOTS", ROOT / "artifacts" / "screenshots"))
 BROWSER_MARKS = [
     pytest.mark.browser,
     pytest.mark.skipif(not CHROMIUM.exists(),

@@ -18,13 +18,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.browser import CHROMIUM, Console, launch_chromium, wait_page
+from tests.browser import SHOTS, CHROMIUM, Console, launch_chromium, wait_page
 from tests.servers import running_server
 
 from app.demo.sample import PAPERS_DIR, SCAN_PAGES, SCANNED, prepare_sample, shipped_papers
 
 ROOT = Path(__file__).resolve().parents[1]
-SHOTS = Path(os.environ.get("FIGSEARCH_SHOTS", ROOT / "artifacts" / "screenshots"))
 
 
 def test_shipped_papers_are_real_licensed_and_small():

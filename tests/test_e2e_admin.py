@@ -6,21 +6,17 @@ removed from its own page after a confirmation. Screenshots (1366 x 768 and 390 
 FIGSEARCH_SHOTS or artifacts/screenshots/."""
 from __future__ import annotations
 
-import os
 import shutil
 import time
 import zipfile
 from functools import partial
-from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.browser import BROWSER_MARKS, Console, browser, sample_server, save_shot, wait_js, wait_page  # noqa: F401 (fixture)
+from tests.browser import SHOTS, BROWSER_MARKS, Console, browser, sample_server, save_shot, wait_js, wait_page  # noqa: F401 (fixture)
 from tests.test_api import extra_pdf, generated_pdf
 
-ROOT = Path(__file__).resolve().parents[1]
-SHOTS = Path(os.environ.get("FIGSEARCH_SHOTS", ROOT / "artifacts" / "screenshots"))
 WIDE = {"width": 1366, "height": 768}
 PHONE = {"width": 390, "height": 844}
 

@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import time
 from functools import partial
-from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.browser import BROWSER_MARKS, Console, browser, sample_server, save_shot, wait_js, wait_page  # noqa: F401 (fixture)
+from tests.browser import SHOTS, BROWSER_MARKS, Console, browser, sample_server, save_shot, wait_js, wait_page  # noqa: F401 (fixture)
 from tests.test_api import extra_pdf
 
-ROOT = Path(__file__).resolve().parents[1]
-SHOTS = ROOT / "artifacts" / "screenshots"
 TOKEN = "e2e-admin-token-0123456789abcdef"
 
 pytestmark = BROWSER_MARKS

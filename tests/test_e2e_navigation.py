@@ -1,10 +1,9 @@
 """Browser tests (Debian chromium, headless) of navigation: search filters kept in the URL, the
 figure page's PDF link, high-resolution crop and citation, the paper page's order switch and PDF
-link, and the header search box. Screenshots at desktop and phone width go to /tmp/ui-shots/;
+link, and the header search box. Screenshots at desktop and phone width go to FIGSEARCH_SHOTS or artifacts/screenshots/;
 console errors fail the tests."""
 from __future__ import annotations
 
-import os
 import re
 import time
 from functools import partial
@@ -15,10 +14,8 @@ import httpx
 import pytest
 
 from app.settings import Settings
-from tests.browser import BROWSER_MARKS, Console, browser, sample_server, save_shot, wait_js, wait_page  # noqa: F401 (fixture)
+from tests.browser import SHOTS, BROWSER_MARKS, Console, browser, sample_server, save_shot, wait_js, wait_page  # noqa: F401 (fixture)
 
-ROOT = Path(__file__).resolve().parents[1]
-SHOTS = Path(os.environ.get("FIGSEARCH_UI_SHOTS", "/tmp/ui-shots"))
 TOKEN = "nav-admin-token-0123456789abcdef"
 SERVER_DATA: list[Path] = []  # the data dir of the module's server
 

@@ -1,22 +1,19 @@
 """Browser tests (Debian chromium, headless) of what a researcher reads on the pages: search
 snippets and counts, the figure page's layout and "why", the papers list, and cards whose badges
 and table crops stay readable. Screenshots at 1366x768 and 390 px wide go to
-$FIGSEARCH_UI_SHOTS (default /tmp/ui-shots/); console errors fail the tests."""
+FIGSEARCH_SHOTS or artifacts/screenshots/; console errors fail the tests."""
 from __future__ import annotations
 
-import os
 import re
 import time
 from functools import partial
-from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.browser import BROWSER_MARKS, Console, browser, save_shot, wait_js, wait_page  # noqa: F401 (fixture)
+from tests.browser import SHOTS, BROWSER_MARKS, Console, browser, save_shot, wait_js, wait_page  # noqa: F401 (fixture)
 from tests.test_e2e_navigation import server  # noqa: F401 (fixture)
 
-SHOTS = Path(os.environ.get("FIGSEARCH_UI_SHOTS", "/tmp/ui-shots"))
 SIZES = [(1366, 768, "desktop"), (390, 844, "phone")]
 
 pytestmark = BROWSER_MARKS
