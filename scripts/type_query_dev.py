@@ -74,11 +74,14 @@ def dump(sets: list[tuple[str, str]], out: Path) -> None:
         counts = Counter(t for f in labelled.values() for t in f["types"])
         pairs = [(q, t, "type") for t, q in QUERIES.items() if counts.get(t, 0) >= 5]
         pairs += [(q, t, "kind") for q, t in KIND_QUERIES.items() if counts.get(t, 0) >= 5]
-        served = engine.batch_search([q for q, _, _ in pairs], 5, rerank=encoder is not None, allowed_rows=allowed)
+        # the rankings compared here order the fused scores; the per-paper spread of the served
+        # search comes after them (scripts/paper_spread_dev.py measures it), so it is left out here
+        served = engine.batch_search([q for q, _, _ in pairs], 5, rerank=encoder is not None, allowed_rows=allowed,
+                                     per_paper=0)
         for (q, t, family), top5 in zip(pairs, served):
             named = engine.vocabulary.types_named_in(q)
             qvec = l2_normalize(encoder([q]))[0] if encoder is not None else None
-            hits = engine.rank_text(q, int(allowed.sum()), qvec, types=named, allowed_rows=allowed)
+            hits = engine.rank_text(q, int(allowed.sum()), qvec, types=named, allowed_rows=allowed, per_paper=0)
             same = [h.figure_id for h in hits[:5]] == [h.figure_id for h in top5]
             if not same:
                 print(f"{name} {q!r}: candidates ranked apart from the served top 5", file=sys.stderr)

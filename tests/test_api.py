@@ -235,6 +235,30 @@ def test_search_pagination(client):
     assert end["has_more"] is False
 
 
+def test_search_shows_a_few_figures_of_each_paper_first_and_says_which_have_more(client):
+    params = {"q": "model", "k": 12, "rerank": "false"}
+    free = client.get("/api/v1/search", params={**params, "per_paper": 0}).json()
+    assert free["per_paper"] == 0 and not any(h["more_from_paper"] for h in free["items"])
+    one = client.get("/api/v1/search", params={**params, "per_paper": 1}).json()
+    assert one["per_paper"] == 1 and one["per_paper_block"] == 10
+    papers = [h["paper_id"] for h in one["items"]]
+    n = len(set(papers))
+    assert n >= 2 and len(set(papers[:n])) == n  # one figure of each paper before a second of any
+    assert sorted(h["figure_id"] for h in one["items"]) == sorted(h["figure_id"] for h in free["items"])
+    # the papers said to have more are those with a figure moved further down
+    was = {h["figure_id"]: h["rank"] for h in free["items"]}
+    moved = {h["paper_id"] for h in one["items"] if h["rank"] > was[h["figure_id"]]}
+    assert moved and {h["paper_id"] for h in one["items"] if h["more_from_paper"]} == moved
+    # the same search within one of those papers: every match of it, none said to have more
+    pid = sorted(moved)[0]
+    within = client.get("/api/v1/search", params={**params, "per_paper": 1, "paper_id": pid}).json()["items"]
+    assert {h["paper_id"] for h in within} == {pid} and not any(h["more_from_paper"] for h in within)
+    assert len(within) >= papers.count(pid)
+    served = client.get("/api/v1/search", params=params).json()
+    assert served["per_paper"] == client.app.state.engine_holder.engine.ranking.text_per_paper > 0
+    assert client.get("/api/v1/search", params={**params, "per_paper": -1}).status_code == 422
+
+
 def test_search_lexical_only_and_no_match(client):
     r = client.get("/api/v1/search", params={"q": "heatmap", "rerank": "false"}).json()
     assert r["reranked"] is False and r["items"] and all(h["embedding_score"] is None for h in r["items"])

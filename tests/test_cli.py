@@ -99,6 +99,11 @@ def test_index_search_similar_contract(demo_ingested, demo_ingested_one, demo_in
     keys = {"figure_id", "paper_id", "score", "lexical_score", "embedding_score", "caption"}
     assert all(keys <= set(h) for h in hits)
     assert any(word.lower() in h["caption"].lower() for h in hits)
+    # at most one figure of a paper before a second of any (--per-paper 1)
+    spread = json.loads(run(["search", "accuracy", "--k", "12", "--per-paper", "1", "--data-dir", str(data),
+                             "--json"]).stdout)
+    papers = [h["paper_id"] for h in spread]
+    assert len(set(papers)) >= 2 and len(set(papers[:len(set(papers))])) == len(set(papers))
     # a query naming a type: each result says what it shows of the type, as the API does
     typed = json.loads(run(["search", "line chart", "--k", "10", "--data-dir", str(data), "--json"]).stdout)
     assert any(h["signals"].get("type_shown") for h in typed)

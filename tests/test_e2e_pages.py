@@ -731,3 +731,56 @@ def test_tables_are_not_offered_a_figure_type(server, browser):
     assert page.locator("#type-facets .chip[data-type=table]").count() == 0
     assert not console.errors, console.errors
     page.close()
+
+
+def _served_per_paper(server, per_paper: int) -> int:
+    """Publish the served index's ranking config with another per-paper limit (as `figsearch fit`
+    publishes one) and wait for the server to search with it; returns the limit it had."""
+    from dataclasses import replace
+
+    from app.search.ranking import RankingConfig, publish_ranking
+    from app.model_store.versions import current_version
+    from tests.test_e2e_navigation import SERVER_DATA
+
+    root = SERVER_DATA[0] / "index"
+    before = RankingConfig.load(root / current_version(root))
+    publish_ranking(root, replace(before, text_per_paper=per_paper))
+    deadline = time.monotonic() + 30
+    while httpx.get(f"{server}/api/v1/search", params={"q": "figure", "k": 1}).json()["per_paper"] != per_paper:
+        assert time.monotonic() < deadline, "the server did not load the new ranking config"
+        time.sleep(0.5)
+    return before.text_per_paper
+
+
+def test_a_card_whose_paper_has_more_matches_links_to_them(server, browser):
+    """A search shows a few figures of each paper first; a card of a paper whose further matches
+    were moved down links to the same search within that paper, which shows them all. (The
+    sample's four papers rarely crowd a block of ten, so one figure of a paper is served here.)"""
+    served = _served_per_paper(server, 1)
+    try:
+        figures = httpx.get(f"{server}/api/v1/figures", params={"limit": 100}).json()["items"]
+        words = list(dict.fromkeys(w.lower() for f in figures
+                                   for w in re.findall(r"[A-Za-z][A-Za-z-]{3,}", f["caption"] or "")))
+
+        def crowded(q):
+            items = httpx.get(f"{server}/api/v1/search", params={"q": q, "k": 24}).json()["items"]
+            return [h for h in items if h["more_from_paper"]]
+
+        query, more = next((w, m) for w in words[:60] if (m := crowded(w)))
+        page, console = open_page(browser, server, f"#/?q={query}")
+        page.wait_for_selector("#results .card")
+        links = page.locator("#results .card .more-from-paper")
+        assert links.count() == len(more)
+        shot(page, "desktop-pages-search-more-from-paper")
+        pid = more[0]["paper_id"]
+        page.locator(f"#results .card[data-figure-id='{more[0]['figure_id']}'] .more-from-paper").click()
+        wait_page(page)
+        assert hash_query(page) == {"q": query, "paper_id": str(pid)}
+        page.wait_for_selector("#results .card")
+        within = httpx.get(f"{server}/api/v1/search", params={"q": query, "k": 24, "paper_id": pid}).json()["items"]
+        assert page.locator("#results .card").count() == len(within) > 0
+        assert page.locator("#results .card .more-from-paper").count() == 0
+        assert not console.errors, console.errors
+        page.close()
+    finally:
+        _served_per_paper(server, served)

@@ -469,3 +469,48 @@ def test_a_new_picture_is_searched_among_tables_only_when_its_neighbours_clearly
     assert four_close.picture_kind(base) == "figure"
     clearly = engine([.95, .94, .93, .92, .91], [.80, .5])
     assert clearly.picture_kind(base) == "table"
+
+
+def crowded_docs():
+    """One paper with six figures that match "attention heatmap" best, five papers with one each
+    that matches "heatmap", and papers of other words."""
+    ds = [FigureDoc(figure_id=500 + i, paper_id=50, caption=f"Attention heatmap of layer {i}",
+                    text=f"Attention heatmap of layer {i}") for i in range(6)]
+    ds += [FigureDoc(figure_id=600 + i, paper_id=60 + i, caption=f"Heatmap of model {i}",
+                     text=f"Heatmap of model {i}") for i in range(5)]
+    ds += [FigureDoc(figure_id=700 + i, paper_id=70 + i, caption=t, text=t) for i, t in enumerate(TEXTS)]
+    return ds
+
+
+def test_a_text_search_shows_at_most_a_few_figures_of_a_paper_first_and_moves_the_rest_down():
+    eng = Searcher.build(crowded_docs())
+    assert eng.ranking.text_per_paper > 0  # served by default
+    unlimited = eng.search("attention heatmap", k=11, rerank=False, per_paper=0)
+    assert [h.paper_id for h in unlimited[:6]] == [50] * 6 and not unlimited.limited_papers
+    hits = eng.search("attention heatmap", k=11, rerank=False, per_paper=2)
+    assert [h.paper_id for h in hits] == [50, 50, 60, 61, 62, 63, 64, 50, 50, 50, 50]
+    assert sorted(h.figure_id for h in hits) == sorted(h.figure_id for h in unlimited)  # moved, not removed
+    assert hits.limited_papers == {50}
+    # pages of the spread ranking join up
+    assert [h.figure_id for h in eng.search("attention heatmap", k=4, offset=5, rerank=False, per_paper=2)] == \
+        [h.figure_id for h in hits[5:9]]
+    # a search within the paper keeps its own order
+    only = np.array([int(p) == 50 for p in eng.paper_ids], dtype=bool)
+    within = eng.search("attention heatmap", k=6, rerank=False, per_paper=2, allowed_rows=only)
+    assert [h.figure_id for h in within] == [h.figure_id for h in unlimited[:6]] and not within.limited_papers
+
+
+def test_a_query_naming_a_papers_title_keeps_its_figures_first():
+    eng = Searcher.build(crowded_docs())
+    asked = []
+
+    def titles(ids):
+        asked.append(list(ids))
+        return {50: "Attention Heatmaps", **{60 + i: f"Model {i}" for i in range(5)}}
+
+    hits = eng.search("attention heatmap", k=8, rerank=False, per_paper=2, titles=titles)
+    assert [h.paper_id for h in hits[:6]] == [50] * 6 and not hits.limited_papers
+    assert asked == [[50]]  # only the papers the limit moved are looked up
+    other = eng.search("heatmap layer", k=8, rerank=False, per_paper=2, titles=titles)
+    assert [h.paper_id for h in other[:3]] == [50, 50, 60]  # a word the title lacks: not named
+    assert other.limited_papers == {50}

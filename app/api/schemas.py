@@ -114,6 +114,10 @@ class ScoredFigure(FigureSummary):
         "For a compound figure, the panel whose part of the caption matches a text query best; for a "
         "search by picture, the panel the uploaded picture is a copy of (its reason: 'same picture as "
         "panel (b) of this figure')."))
+    more_from_paper: bool = Field(False, description=(
+        "Text search: more figures of this paper match the query than the per-paper limit let into "
+        "the results around this one; they were moved further down. The same search filtered to "
+        "this paper (`paper_id`) shows them together."))
 
 
 class Snippet(BaseModel):
@@ -135,6 +139,10 @@ class SearchResponse(BaseModel):
     no_word_read: bool = Field(False, description="The query holds no word the search reads (words as common as "
                                                   "'the', single letters): nothing was searched, and no filter "
                                                   "would change that. `message` says what to search for.")
+    per_paper: int = Field(0, description="At most this many figures of one paper came in each block of "
+                                          "`per_paper_block` results (0: no limit); papers the query names by "
+                                          "title are not limited.")
+    per_paper_block: int = Field(10, description="The size of the blocks `per_paper` counts in.")
 
 
 class TypeCount(BaseModel):

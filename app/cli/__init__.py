@@ -678,14 +678,22 @@ def search(query: str = typer.Argument(..., help="Keywords."), k: int = typer.Op
            data_dir: Optional[Path] = DataDir, json_out: bool = typer.Option(False, "--json"),
            rerank: bool = typer.Option(True, "--rerank/--no-rerank", help="Dense re-ranking of the top 100."),
            method: str = typer.Option("bm25", "--method"),
-           kind: str = typer.Option("figure", "--kind", help="figure, table or both.")) -> None:
+           kind: str = typer.Option("figure", "--kind", help="figure, table or both."),
+           per_paper: Optional[int] = typer.Option(None, "--per-paper", min=0, help=(
+               "At most this many figures of a paper in each block of results (0: no limit; "
+               "default: the index's ranking config)."))) -> None:
     """Keyword search over figure texts (caption + mention sentences + the words printed inside the figure) or tables (+ their cells)."""
     if kind not in ("figure", "table", "both"):
         typer.echo("error: --kind must be figure, table or both", err=True)
         raise typer.Exit(2)
+    from app.db.session import session_scope
+    from app.search.collection import paper_titles
+
     settings = settings_or_exit(data_dir)
     engine = _searcher(settings, with_encoder=rerank)
-    hits = engine.search(query, k, rerank=rerank, kind=kind, method=method)
+    with session_scope(settings.db_url) as s:
+        hits = engine.search(query, k, rerank=rerank, kind=kind, method=method, per_paper=per_paper,
+                             titles=paper_titles(s))
     if hits.query != query:
         typer.echo(f"nothing matches \u201c{query}\u201d; showing results for \u201c{hits.query}\u201d", err=True)
     _print_hits(hits, json_out, _search_reasons_of(settings, hits.query, hits) if json_out else None)

@@ -27,12 +27,21 @@ class Collection:
     # per compound figure id: (its crop's region in PDF points, its panels [{label, bbox, ...}])
     panels: dict[int, tuple[list[float], list[dict]]] = field(default_factory=dict)
 
+
 def linked_papers(session: Session, paper_id: int) -> list[int]:
     """Papers of the collection that cite, or are cited by, `paper_id` (for a block of their
     figures; never a ranking signal: the evaluation counts these links as relevance)."""
     cited = select(Citation.cited_paper_id).where(Citation.citing_paper_id == paper_id)
     citing = select(Citation.citing_paper_id).where(Citation.cited_paper_id == paper_id)
     return sorted(set(session.scalars(cited)) | set(session.scalars(citing)))
+
+
+def paper_titles(session: Session):
+    """A lookup of the titles of given paper ids (what a text search asks about the few papers it
+    limits, to tell whether the query names one of them: Searcher.spread_papers)."""
+    def titles(paper_ids: list[int]) -> dict[int, str]:
+        return dict(session.execute(select(Paper.id, Paper.title).where(Paper.id.in_(paper_ids))).all())
+    return titles
 
 
 def load_collection(session: Session, kinds: tuple[str, ...] = ("figure",)) -> Collection:

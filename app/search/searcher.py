@@ -43,6 +43,7 @@ from app.search.picture_rank import PictureRanking, rank_by_picture
 from app.search.papers import PaperIndex
 from app.search.ranking import RankingConfig
 from app.search.segments import SegmentedIndex
+from app.search.spread import names_paper, spread
 from app.search.spelling import Spelling
 from app.search.text import analyze
 from app.search.type_index import TypeIndex
@@ -50,6 +51,7 @@ from app.search.vectors import VectorIndex, l2_normalize
 from app.model_store.versions import CURRENT, check_version, choose, publish
 
 Encoder = Callable[[list[str]], np.ndarray]
+TitleLookup = Callable[[list[int]], Mapping[int, str]]  # paper ids -> their titles
 
 
 class Hit(NamedTuple):
@@ -65,11 +67,13 @@ class Hit(NamedTuple):
 
 class Hits(list):
     """A text query's hits, best first, with `query`: the text actually searched (the query, or
-    the spelling that replaced it when the query itself found nothing)."""
+    the spelling that replaced it when the query itself found nothing), and `limited_papers`: the
+    papers the per-paper limit moved figures of further down (spread.py)."""
 
-    def __init__(self, hits=(), query: str = ""):
+    def __init__(self, hits=(), query: str = "", limited_papers=frozenset()):
         super().__init__(hits)
         self.query = query
+        self.limited_papers = frozenset(getattr(hits, "limited_papers", limited_papers))
 
 
 @dataclass(frozen=True)
@@ -424,18 +428,22 @@ class Searcher:
 
     def search(self, query: str, k: int = 10, rerank: bool = True, w: float | None = None,
                offset: int = 0, method: str = "bm25", candidates: int = 100,
-               allowed_rows: np.ndarray | None = None, union_dense: int = 100, kind: str = "figure") -> Hits:
+               allowed_rows: np.ndarray | None = None, union_dense: int = 100, kind: str = "figure",
+               per_paper: int | None = None, titles: TitleLookup | None = None) -> Hits:
         """Free-text search by words and by meaning, the figure types the query names included
         (the searcher's vocabulary); when the query finds nothing because of a word the
         collection lacks, its closest known spelling is searched instead (Hits.query says which).
-        `kind` (figure, table or both) and `allowed_rows` (bool per row) restrict the results."""
+        `kind` (figure, table or both) and `allowed_rows` (bool per row) restrict the results.
+        At most `per_paper` figures of a paper in each block of results (None: the ranking
+        config's; 0: no limit), unless the query names the paper by its title (`titles`)."""
         return self.batch_search([query], k, rerank, w, offset, method, candidates, allowed_rows,
-                                 union_dense, kind)[0]
+                                 union_dense, kind, per_paper, titles)[0]
 
     def batch_search(self, queries: Sequence[str], k: int = 10, rerank: bool = True, w: float | None = None,
                      offset: int = 0, method: str = "bm25", candidates: int = 100,
                      allowed_rows: np.ndarray | None = None, union_dense: int = 100,
-                     kind: str = "figure") -> list[Hits]:
+                     kind: str = "figure", per_paper: int | None = None,
+                     titles: TitleLookup | None = None) -> list[Hits]:
         """`search` for each query (the same options for all). Each query is encoded alone, as
         `search` encodes it: in a padded batch MiniLM's vectors differ in the 8th digit, enough to
         swap two near-tied figures, and the evaluation must rank exactly as the API does."""
@@ -444,7 +452,8 @@ class Searcher:
         def hits_for(text: str) -> list[Hit]:
             qvec = l2_normalize(self.encoder([text]))[0] if use_dense else None
             return self.rank_text(text, k, qvec, w, offset, method, candidates,
-                                  self.vocabulary.types_named_in(text), allowed_rows, union_dense, kind)
+                                  self.vocabulary.types_named_in(text), allowed_rows, union_dense, kind,
+                                  per_paper, titles)
 
         out = []
         for q in queries:
@@ -466,9 +475,11 @@ class Searcher:
     def rank_text(self, query: str, k: int = 10, qvec: np.ndarray | None = None, w: float | None = None,
                   offset: int = 0, method: str = "bm25", candidates: int = 100, types: Sequence[str] = (),
                   allowed_rows: np.ndarray | None = None, union_dense: int = 100,
-                  kind: str = "figure") -> list[Hit]:
+                  kind: str = "figure", per_paper: int | None = None, titles: TitleLookup | None = None) -> Hits:
         """The ranking of one text query (no spelling fallback) whose unit embedding is `qvec`
-        (None: words only) and which names the figure `types`.
+        (None: words only) and which names the figure `types`; at most `per_paper` figures of a
+        paper in each block of results (spread.py; None: the ranking config's), the papers the
+        query names by title (looked up with `titles` among the limited ones) excepted.
 
         Candidates: the lexical top-`candidates`, united (with `qvec`) with the `union_dense`
         figures nearest to the query embedding that are at least `dense_match_min` close, and
@@ -535,8 +546,28 @@ class Searcher:
             sig["type_shown"] = ti.named_type_match(rows, type_codes, match_min, sig["type"]).astype(np.float64)
             weights = {**weights, "type": self.query_type_weight}
         final = fuse(sig, weights)
-        return self._hits(rows, final, scores, sig["text"], k, offset,
-                          lambda r: lex.matched_terms(tokens, r), signals=sig)
+        ranked, limited = self.spread_papers(order(final), self.docs.paper_ids[rows], offset + k, tokens,
+                                             per_paper, titles)
+        return Hits(self._hits(rows, final, scores, sig["text"], k, offset,
+                               lambda r: lex.matched_terms(tokens, r), signals=sig, ranked=ranked),
+                    limited_papers=limited)
+
+    def spread_papers(self, ranked: np.ndarray, papers: np.ndarray, depth: int, tokens: Sequence[str],
+                      per_paper: int | None = None, titles: TitleLookup | None = None):
+        """(`ranked` with at most `per_paper` figures of a paper in each block of the ranking
+        config's `text_block` results, the papers moved down): spread.py. A paper the query names
+        by its title (`titles` is asked about the limited papers only) keeps its figures' places."""
+        per_paper = self.ranking.text_per_paper if per_paper is None else int(per_paper)
+        if per_paper <= 0 or not len(ranked):
+            return ranked, set()
+        papers = np.asarray(papers)[ranked]
+        block = self.ranking.text_block
+        pos, limited = spread(papers, per_paper, block, depth)
+        if limited and titles is not None and len(set(tokens)) >= 2:
+            named = {p for p, title in titles(sorted(limited)).items() if names_paper(tokens, analyze(title or ""))}
+            if named:
+                pos, limited = spread(papers, per_paper, block, depth, keep=named)
+        return ranked[pos], limited
 
     # ------------------------------------------------------------- pictures
     # Uploaded pictures: the nearest `picture_ranking.pool` picture vectors (app/vision/pictures.py),

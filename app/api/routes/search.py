@@ -16,6 +16,7 @@ from app.api.problems import check_limit, responses
 from app.api.query_image import decode_query_image
 from app.api.serialize import scored_items
 from app.labels import CAPTION_RE, kind_of
+from app.search.collection import paper_titles
 from app.search.searcher import Searcher
 from app.search.filters import FigureFilter, year_range
 from app.search.text import analyze
@@ -30,10 +31,12 @@ IMAGE_QUERIES_MESSAGE = ("the search index has no visual vectors yet: rebuild it
 
 
 def find_hits(db: Session, settings: Settings, engine: Searcher, holder: EngineHolder, q: str, k: int,
-              offset: int, rerank: bool | None, filters: FigureFilter | None = None):
+              offset: int, rerank: bool | None, filters: FigureFilter | None = None,
+              per_paper: int | None = None):
     """The served search's hits (up to k + 1, from `offset`), the query actually searched (the
     closest known spelling when `q` finds nothing because of a word the collection lacks),
-    whether embeddings re-ranked, and the filters' allowed rows."""
+    whether embeddings re-ranked, and the filters' allowed rows. `per_paper`: at most this many
+    figures of a paper in each block of results (None: the ranking config's; 0: no limit)."""
     want = settings.search_rerank if rerank is None else (rerank and holder.dense_enabled)
     if want:
         holder.start_encoder()  # first use without the startup warm-up: load in the background
@@ -43,20 +46,23 @@ def find_hits(db: Session, settings: Settings, engine: Searcher, holder: EngineH
     allowed = filters.allowed_rows(db, engine.figure_ids) if filters is not None else None
     kind = filters.kind if filters is not None else "figure"
 
-    hits = engine.search(q, k + 1, offset=offset, rerank=use, allowed_rows=allowed, kind=kind)
+    hits = engine.search(q, k + 1, offset=offset, rerank=use, allowed_rows=allowed, kind=kind,
+                         per_paper=per_paper, titles=paper_titles(db))
     return hits, hits.query, use, allowed
 
 
 def run_search(db: Session, settings: Settings, engine: Searcher | None, holder: EngineHolder,
                q: str, k: int, offset: int, rerank: bool | None,
-               filters: FigureFilter | None = None) -> schemas.SearchResponse:
+               filters: FigureFilter | None = None, per_paper: int | None = None) -> schemas.SearchResponse:
     if engine is None:
         return schemas.SearchResponse(query=q, k=k, offset=offset, items=[], has_more=False, reranked=False,
                                       message=holder.reason or "no search index")
-    hits, searched, use, allowed = find_hits(db, settings, engine, holder, q, k, offset, rerank, filters)
+    hits, searched, use, allowed = find_hits(db, settings, engine, holder, q, k, offset, rerank, filters, per_paper)
     has_more = len(hits) > k
     items = scored_items(db, hits[:k], offset, query_text=searched, engine=engine, snippets=True,
                          named_types=types_named_in(searched))
+    for item in items:  # "more from this paper": its other matches were moved further down
+        item.more_from_paper = item.paper_id in hits.limited_papers
     msg = None
     unread = not items and offset == 0 and not analyze(searched) and not types_named_in(searched)
     absent = [t for t in types_named_in(searched) if not engine.shows_type(t)]
@@ -76,7 +82,9 @@ def run_search(db: Session, settings: Settings, engine: Searcher | None, holder:
             msg = ("nothing in the search index passes these filters" if allowed is not None and not allowed.any() else
                    "no figure passing the filters shares these words or is close in meaning")
     return schemas.SearchResponse(query=q, k=k, offset=offset, items=items, has_more=has_more,
-                                  reranked=use, index_version=engine.version, message=msg, no_word_read=unread)
+                                  reranked=use, index_version=engine.version, message=msg, no_word_read=unread,
+                                  per_paper=engine.ranking.text_per_paper if per_paper is None else per_paper,
+                                  per_paper_block=engine.ranking.text_block)
 
 
 @router.get("/search", response_model=schemas.SearchResponse, responses=responses(422))
@@ -84,15 +92,22 @@ def search(db: SessionDep, settings: SettingsDep, engine: EngineDep, holder: Hol
            q: Annotated[str, Query(min_length=1, max_length=500, pattern=r"\S", description="Keywords (at least one non-space character).")],
            k: Annotated[int, Query(ge=1, le=1000, description="Results per page.")] = 20,
            offset: Annotated[int, Query(ge=0, le=1000, description="Results to skip.")] = 0,
-           rerank: Annotated[bool | None, Query(description="Dense re-ranking (default: server setting).")] = None):
+           rerank: Annotated[bool | None, Query(description="Dense re-ranking (default: server setting).")] = None,
+           per_paper: Annotated[int | None, Query(ge=0, le=1000, description=(
+               "At most this many figures of one paper in each block of `per_paper_block` results "
+               "(the response says both); a paper's further matches are moved down, not removed. "
+               "0: no limit. Default: the server's ranking config."))] = None):
     """Figures (or tables: `kind`) for a keyword query: BM25 over captions, mention sentences and
     table cells, re-ranked with MiniLM embeddings when enabled. Each result has the score
     breakdown, matched terms and the best matching sentence. Filters (kind, year range, paper,
-    figure type) restrict the results before ranking."""
+    figure type) restrict the results before ranking. At most `per_paper` figures of a paper
+    come in each block of results, unless the query names the paper by its title; a result whose
+    paper had further matches moved down says so (`more_from_paper`): the same query filtered to
+    its paper (`paper_id`) shows them together."""
     check_limit("k", k, settings)
     if not q.strip():
         raise HTTPException(422, "q must contain at least one word")
-    return run_search(db, settings, engine, holder, q.strip(), k, offset, rerank, filters)
+    return run_search(db, settings, engine, holder, q.strip(), k, offset, rerank, filters, per_paper)
 
 
 FACET_MATCHES = 1000  # a query's facet counts are over at most this many of its best matches
@@ -112,7 +127,8 @@ def facets(db: SessionDep, settings: SettingsDep, engine: EngineDep, holder: Hol
         found = []
         if engine is not None:
             untyped = dataclasses.replace(filters, figure_type=None)
-            found = find_hits(db, settings, engine, holder, q.strip(), FACET_MATCHES, 0, rerank, untyped)[0][:FACET_MATCHES]
+            found = find_hits(db, settings, engine, holder, q.strip(), FACET_MATCHES, 0, rerank, untyped,
+                              per_paper=0)[0][:FACET_MATCHES]  # counts: the order does not matter
         by_type = Counter(engine.types.type_of_row(engine.row_of(h.figure_id)) for h in found)
         by_type.pop(None, None)
         total = len(found)

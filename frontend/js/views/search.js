@@ -71,6 +71,16 @@ export async function renderSearch(root, params, { signal, restore }) {
     alsoTables.hidden = false;
   }).catch((err) => { if (err.name !== 'AbortError') throw err; });  // left for another page: nothing to say
 
+  // a paper with more matches than the per-paper limit let in: the same search within that paper
+  function moreFromPaper(f) {
+    if (!f.more_from_paper || filters.get('paper_id')) return null;
+    const within = new URLSearchParams(filters);
+    within.set('paper_id', String(f.paper_id));
+    return h('a', { class: 'more-from-paper', href: searchHash(q, within),
+      title: 'More figures of this paper match; the search shows a few of each paper before the rest' },
+    'More from this paper');
+  }
+
   async function page({ refocus = true } = {}) {
     moreBtn.disabled = true;
     status.replaceChildren(loading(q ? 'Searching…' : 'Loading…'));
@@ -98,7 +108,10 @@ export async function renderSearch(root, params, { signal, restore }) {
     if (!shown) await barShown;
     status.replaceChildren();
     const firstNew = grid.children.length;
-    for (const f of items) grid.append(figureCard(f, { extra: snippetBlock(f, closeMeaning) }));
+    for (const f of items) {
+      const extra = [snippetBlock(f, closeMeaning), moreFromPaper(f)].filter(Boolean);
+      grid.append(figureCard(f, { extra: extra.length ? extra : null }));
+    }
     shown += items.length;
     remember({ results: shown });  // Back to this page loads as many again
     showInfo();
