@@ -2,7 +2,8 @@
 
 For each per-paper limit given (0: none), on one collection:
   labelled   the type-name and kind queries of `figsearch eval-types`, searched over the labelled
-             figures (as eval-types does): precision@5, and a paired paper-bootstrap interval of
+             figures (as eval-types does): precision@5 (and @10), how many queries' first five
+             the limit changes, and a paired paper-bootstrap interval of
              its difference to no limit (each labelled paper drawn with replacement; a paper
              drawn twice counts as two papers; the drawn figures keep the unlimited ranking's order);
   crowding   the same queries and the keyword queries of --queries (one a line) over the whole
@@ -11,7 +12,7 @@ For each per-paper limit given (0: none), on one collection:
              difference to no limit.
 
     PYTHONPATH=. python scripts/paper_spread_dev.py --data-dir DIR --labels LABELS.jsonl \\
-        --queries QUERIES.txt [--per-paper 0,2,3,4] [--bootstrap 1000]
+        --queries scripts/paper_spread_queries.txt [--per-paper 0,2,3,4] [--bootstrap 1000]
 """
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def paper_bootstrap(rankings: list[tuple[list[bool], list]], per_paper: int, blo
         copies = {papers[i]: m for i, m in draw.items()}
         d = []
         for shows, ps in rankings:
-            sub = [(s, (p, c)) for s, p in zip(shows, ps) for c in range(copies.get(p, 0))]
+            sub = [(s, p * 1000 + c) for s, p in zip(shows, ps) for c in range(copies.get(p, 0))]  # copy c of paper p
             if sub:
                 s_, p_ = [x[0] for x in sub], [x[1] for x in sub]
                 d.append(precision_at_5(s_, p_, per_paper, block) - precision_at_5(s_, p_, 0, block))
@@ -101,12 +102,19 @@ def measure(data_dir: Path, labels: Path, keyword_queries: list[str], limits: li
         rankings = [([t in types_of[h.figure_id] for h in hits], [h.paper_id for h in hits])
                     for hits, (_, t) in zip(full, pairs)]
         for n in limits:
-            served = engine.batch_search([q for q, _ in pairs], 5, rerank=rerank, allowed_rows=allowed, per_paper=n)
+            served10 = engine.batch_search([q for q, _ in pairs], 10, rerank=rerank, allowed_rows=allowed, per_paper=n)
+            served = [hits[:5] for hits in served10]
             p5 = [sum(t in types_of[h.figure_id] for h in hits) / 5 for hits, (_, t) in zip(served, pairs)]
+            p10 = [sum(t in types_of[h.figure_id] for h in hits) / 10 for hits, (_, t) in zip(served10, pairs)]
             check = [precision_at_5(s, p, n, block) for s, p in rankings]
             # the bootstrap spreads the whole ranking; a deeper search may rank its first five apart
             row = {"p@5": round(float(np.mean(p5)), 3), "per_query": dict(zip([q for q, _ in pairs], p5)),
-                   "p@5_of_the_whole_ranking": round(float(np.mean(check)), 3)}
+                   "p@5_of_the_whole_ranking": round(float(np.mean(check)), 3),
+                   "top5": [[h.figure_id for h in hits] for hits in served],
+                   "p@10 (reported, not a guard)": round(float(np.mean(p10)), 3)}
+            none = out["labelled"].get(family, {}).get(0)
+            if none is not None:  # how many queries' first five the limit changed
+                row["queries_with_another_top5"] = sum(a != b for a, b in zip(row["top5"], none["top5"]))
             if n and boot:
                 row["diff_vs_none_ci95"] = paper_bootstrap(rankings, n, block, boot)
             out["labelled"].setdefault(family, {})[n] = row
@@ -151,6 +159,7 @@ def main() -> None:
             for v in res[part].values():
                 for row in (v.values() if part == "labelled" else [v]):
                     row.pop("per_query", None)
+                    row.pop("top5", None)
     print(json.dumps(res, indent=1))
 
 

@@ -98,13 +98,19 @@ def test_search_rerank_offset_and_default_w(engine):
     enc = engine.encoder
     full = engine.search("mixture of experts recommendation", k=5)
     assert enc.calls == 1 and all(h.embedding_score is not None for h in full)
-    assert {h.figure_id for h in full[:3]} == {103, 104, 105}
+    unlimited = engine.search("mixture of experts recommendation", k=5, per_paper=0)
+    assert {h.figure_id for h in unlimited[:3]} == {103, 104, 105}  # one paper's three figures
+    # served: two of a paper in a block, its third moved down after another paper's
+    assert [h.figure_id for h in full[:2]] == [h.figure_id for h in unlimited[:2]]
+    assert full[2].paper_id != full[0].paper_id and unlimited[2].figure_id in {h.figure_id for h in full[3:]}
     page2 = engine.search("mixture of experts recommendation", k=2, offset=2)
     assert [h.figure_id for h in page2] == [h.figure_id for h in full[2:4]]
     assert engine.w == 0.5
-    lex_only = engine.search("mixture of experts recommendation", k=5, w=1.0)
-    lexical = [h.figure_id for h in engine.search("mixture of experts recommendation", k=5, rerank=False)]
+    lex_only = engine.search("mixture of experts recommendation", k=5, w=1.0, per_paper=0)
+    lexical = [h.figure_id for h in engine.search("mixture of experts recommendation", k=5, rerank=False,
+                                                  per_paper=0)]
     # w = 1 keeps the lexical order; figures found only by meaning come after every word match
+    # (before the per-paper limit, which depends on which other papers' figures are candidates)
     assert [h.figure_id for h in lex_only][:len(lexical)] == lexical
     assert all(h.lexical_score == 0 for h in lex_only[len(lexical):])
     assert engine.search("zzzz qqqq", k=3, rerank=False) == []

@@ -61,3 +61,45 @@ def test_a_query_names_a_paper_by_most_of_its_title():
     assert not names_paper(analyze("residual learning curves"), title)  # a word the title lacks
     assert not names_paper(analyze("t-SNE"), analyze("Visualizing Data using t-SNE"))  # one word
     assert names_paper(analyze("attention is all you need"), analyze("Attention Is All You Need"))
+
+
+def reference_spread(papers, per_block, block, depth, keep=()):
+    """The rule read plainly: each block takes the best results left, at most `per_block` of a
+    paper unless nothing else is left (then the rest in order, at the block's end)."""
+    left = list(range(len(papers)))
+    out = []
+    while left and len(out) < depth:
+        counts, taken, over = Counter(), [], []
+        for pos in left:
+            if len(taken) == block:
+                break
+            p = papers[pos]
+            if p in keep or counts[p] < per_block:
+                counts[p] += 1
+                taken.append(pos)
+            else:
+                over.append(pos)
+        taken += over[:block - len(taken)]
+        out += taken
+        left = [pos for pos in left if pos not in set(taken)]
+    return out + left
+
+
+def test_the_spread_is_the_plain_rule_at_any_depth():
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        n = int(rng.integers(1, 60))
+        papers = rng.integers(0, int(rng.integers(1, 8)), n).tolist()
+        per_block, block, depth = int(rng.integers(1, 4)), int(rng.integers(1, 12)), int(rng.integers(1, n + 5))
+        keep = {0} if rng.random() < 0.3 else set()
+        assert spread(papers, per_block, block, depth, keep)[0].tolist() == \
+            reference_spread(papers, per_block, block, depth, keep), (papers, per_block, block, depth, keep)
+
+
+def test_few_papers_with_many_results_cost_little():
+    import time
+
+    papers = np.random.default_rng(1).integers(0, 3, 20_000)
+    start = time.perf_counter()
+    spread(papers, 2, 10, 2_001)
+    assert time.perf_counter() - start < 0.5  # a scan of every waiting result per block took 1.5 s

@@ -42,7 +42,7 @@ class RankingConfig:
     rows_per_related_paper: int = 10
     max_per_paper: int = 3          # other_papers: at most this many figures of a paper first
     w: float = 0.5                  # text search: w * minmax(lexical) + (1 - w) * cosine
-    text_per_paper: int = 3         # text search: at most this many figures of a paper in each
+    text_per_paper: int = 2         # text search: at most this many figures of a paper in each
     text_block: int = 10            # block of this many results (spread.py; 0: no limit)
     # per scope; a scope without weights ranks with the defaults (`all`: the text search mix `w`)
     weights: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: {

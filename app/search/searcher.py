@@ -4,7 +4,8 @@ It answers three questions, the first two also in a batch form for the evaluatio
   search(text)        the figures whose words or meaning match a text query: lexical top
                       candidates, united with the nearest figure-text embeddings and with the
                       figures that show a figure type the query names, re-ranked by the fusion of
-                      lexical score, embedding cosine and type score; when nothing matches because
+                      lexical score, embedding cosine and type score, at most a few figures of a
+                      paper in each block of results (spread.py); when nothing matches because
                       of a word the collection lacks, the closest known spelling is searched.
   similar(figure)     related figures (Kuzi & Zhai's recommendation protocol, generalised): the
                       lexical top-`candidates` with the figure's own text as the query, united

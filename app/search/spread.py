@@ -11,6 +11,7 @@ spread, so the cost is bounded by the page asked for, not by the collection.
 """
 from __future__ import annotations
 
+import heapq
 from typing import Collection, Sequence
 
 import numpy as np
@@ -19,44 +20,53 @@ import numpy as np
 def spread(papers: Sequence[int], per_block: int, block: int, depth: int,
            keep: Collection[int] = ()) -> tuple[np.ndarray, set[int]]:
     """(positions of `papers`, a ranking's paper per result best first, in spread order; the papers
-    whose figures were moved down within the first `depth` results). `per_block` <= 0: unchanged."""
-    papers = [int(p) for p in papers]
+    whose figures were moved down within the first `depth` results). `per_block` <= 0: unchanged.
+
+    Each paper's next result waits in a heap by its position, so a block costs O(block log papers)
+    however many results follow (a paper at its limit is set aside once per block)."""
+    papers = np.asarray(papers)
     n = len(papers)
     if per_block <= 0 or block <= 0 or n == 0:
         return np.arange(n, dtype=np.int64), set()
+    by_paper = np.argsort(papers, kind="stable")  # each paper's positions, best first
+    ids, starts = np.unique(papers[by_paper], return_index=True)
+    ends = np.r_[starts[1:], n]
+    nxt = starts.copy()
+    unlimited = {int(g) for g in np.flatnonzero(np.isin(ids, list(keep)))} if len(keep) else set()
+    heads = [(int(by_paper[s]), g) for g, s in enumerate(starts.tolist())]
+    heapq.heapify(heads)
+
+    def take(g: int, pos: int, into: list[int], heap: list) -> None:
+        into.append(pos)
+        nxt[g] += 1
+        if nxt[g] < ends[g]:
+            heapq.heappush(heap, (int(by_paper[nxt[g]]), g))
+
     out: list[int] = []
-    waiting: list[int] = []  # positions moved out of an earlier block, best first (all before `fresh`)
-    fresh = 0
     depth = min(depth, n)
-    while len(out) < depth and (waiting or fresh < n):
-        taken: list[int] = []
+    while len(out) < depth and heads:
         counts: dict[int, int] = {}
-        left: list[int] = []
-
-        def fits(pos: int) -> bool:
-            p = papers[pos]
-            if p in keep or counts.get(p, 0) < per_block:
-                counts[p] = counts.get(p, 0) + 1
-                return True
-            return False
-
-        for pos in waiting:
-            (taken if len(taken) < block and fits(pos) else left).append(pos)
-        while len(taken) < block and fresh < n:
-            if fits(fresh):
-                taken.append(fresh)
+        taken: list[int] = []
+        aside: list[tuple[int, int]] = []  # heads of papers at their limit in this block
+        while len(taken) < block and heads:
+            pos, g = heapq.heappop(heads)
+            if g in unlimited or counts.get(g, 0) < per_block:
+                counts[g] = counts.get(g, 0) + 1
+                take(g, pos, taken, heads)
             else:
-                left.append(fresh)
-            fresh += 1
-        if len(taken) < block:  # only limited papers' figures are left: they end the block, in order
-            left.sort()
-            fill, left = left[:block - len(taken)], left[block - len(taken):]
-            taken += fill
+                aside.append((pos, g))
+        heapq.heapify(aside)
+        while len(taken) < block and aside:  # only limited papers are left: they end the block, in order
+            pos, g = heapq.heappop(aside)
+            take(g, pos, taken, aside)
+        for item in aside:
+            heapq.heappush(heads, item)
         out += taken
-        waiting = sorted(left)
-    order = np.asarray(out + waiting + list(range(fresh, n)), dtype=np.int64)
+    rest = np.ones(n, dtype=bool)
+    rest[out] = False
+    order = np.r_[np.asarray(out, dtype=np.int64), np.flatnonzero(rest)]
     moved = order[np.arange(n) > order]  # results now further down than they ranked
-    return order, {papers[int(pos)] for pos in moved}
+    return order, {int(papers[pos]) for pos in moved}
 
 
 def names_paper(query_words: Sequence[str], title_words: Sequence[str]) -> bool:
