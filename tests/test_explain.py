@@ -312,3 +312,15 @@ def test_both_mention_words_are_printed_by_both_figures():
     assert words_both_print(["multi", "task"], "multi-task ranking", "a multi-task model") == ["multi-task"]
     # what the query figure prints inside it (text_words) counts as printed, not as a form to show
     assert words_both_print(["trec"], "Ranking results", "Results on TREC-COVID", text_words="TREC-DL19 nDCG") == ["TREC"]
+
+
+def test_one_rule_names_the_words_of_both_mention_and_of_the_captions_and_titles():
+    """`shared_words` (captions, titles) and `words_both_print` ("both mention") name a word the
+    same way: a measure with two cut-offs by the measure ("HR" for HR@10 and HR@50), a compound
+    one text lacks by the part both print ("experts", not "novice-expert")."""
+    from app.search.explain import shared_words, words_both_print
+
+    assert words_both_print(analyze("HR"), "HR@10 on Yelp", "HR@50 per user") == ["HR"]
+    assert shared_words("HR@10 on Yelp", "HR@50 per user") == ["HR"]
+    assert shared_words("Bridging the Novice-Expert Gap", "Mixture-of-Experts for ranking") == ["experts"]
+    assert words_both_print(analyze("expert"), "Bridging the Novice-Expert Gap", "Mixture-of-Experts") == ["experts"]

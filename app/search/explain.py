@@ -255,61 +255,59 @@ BOUND_PARTS = BOUND_PREFIXES | BOUND_SUFFIXES
 def words_both_print(stems: Sequence[str], text: str, other: str, *more: str, text_words: str = "",
                      other_words: str = "") -> list[str]:
     """Shared stems as words (`surface_words` of `text`, `other` and `more`), each true of both
-    sides: the chips a related figure's card shows under "both mention" (`text`: the query
-    figure's texts; `other`, `more`: the related figure's). A compound only one side prints
-    ("SELF-GUARD" beside "self-supervision", "step-wise" beside "frame-wise") is named by the part
-    both print, and a part that is a prefix or second part of compounds alone (BOUND_PARTS: "self",
-    "wise") names nothing: left out. `text_words`, `other_words`: more text of either side (the
-    words printed inside the query figure, the related figure's mentions), read for what it prints
-    but not for the words' forms. A stem one side does not print (matched in text not given here)
-    keeps its word."""
+    sides: the words a related figure's card names ("both mention", "both show:", "both captions
+    mention", "related paper: both on"; `text`: the query figure's texts; `other`, `more`: the
+    related figure's). A word only one side prints ("SELF-GUARD" beside "self-supervision",
+    "step-wise" beside "frame-wise", "HR@10" beside "HR@50") is named by the part both print
+    (`as_both_print`), and a part that is a prefix or second part of compounds alone (BOUND_PARTS:
+    "self", "wise") names nothing: left out.
+    `text_words`, `other_words`: more text of either side (the words printed inside the query
+    figure, the related figure's mentions), read for what it prints but not for the words' forms.
+    A stem one side does not print (matched in text not given here) keeps its word."""
+    return _named_by_both(stems, text, other, *more, text_words=text_words, other_words=other_words)[0]
+
+
+def _named_by_both(stems: Sequence[str], text: str, other: str, *more: str, text_words: str = "",
+                   other_words: str = "") -> tuple[list[str], int]:
+    """`words_both_print`, and how many of its words were left out (bound parts)."""
     theirs_text, mine_text = " ".join((other, *more, other_words)), f"{text} {text_words}"
     printed = [{m.group(0).lower() for m in _TOKEN_RE.finditer(t or "")} for t in (mine_text, theirs_text)]
     sides = (set(analyze(mine_text)), set(analyze(theirs_text)))
-    out = []
-    for word in surface_words(stems, text, other, *more):
-        shown = word
-        stem = next((st for st in stems if st in analyze(word)), None)
-        if "-" in word and not all(word.lower() in p for p in printed) and stem is not None \
-                and all(stem in side for side in sides):
-            shown = as_both_print(stem, surface_words([stem], theirs_text)[0], surface_words([stem], mine_text)[0])
-            if "-" in shown and not all(shown.lower() in p for p in printed):
-                # a compound one side lacks ("state-of-the-art" beside "States"): the part with the stem
-                shown = next((display_form(p) for p in shown.split("-") if stem in analyze(p)), shown)
-        if shown.lower() in BOUND_PARTS and not all(shown.lower() in p for p in printed):
-            continue  # a bare prefix or second part of compounds, on one side at least
-        out.append(shown)
-    return list(dict.fromkeys(out))
-
-
-def shared_words(text: str, other: str, idf: "TermStats | None" = None, n: int = MAX_TERMS) -> list[str]:
-    """Informative words both texts use (the `n` rarest stems), as written in them: a word
-    only one text prints ("few-shot" beside "zero-shot", "T5-3B" beside "FLAN-T5") is named by
-    the part both print ("shot", "T5"), unless that part is a prefix or a second part of compounds
-    (BOUND_PARTS: "multi" of "multi-task" and "multi-channel", "level" of "word-level" and
-    "sentence-level"), which is left out and the next rarest stem taken instead."""
-    theirs = set(analyze(other))
-    candidates = [t for t in dict.fromkeys(analyze(text)) if t in theirs]
-    printed = [{m.group(0).lower() for m in _TOKEN_RE.finditer(t or "")} for t in (text, other)]
 
     def in_both(word: str) -> bool:
         return all(word.lower() in p for p in printed)
 
-    def as_both(word: str, stems: list[str]) -> str:
-        if "-" not in word or in_both(word):
-            return word
-        stem = next((s for s in stems if s in analyze(word)), None)
-        mine, theirs_form = (surface_words([stem], t) if stem else [] for t in (text, other))
-        return as_both_print(stem, mine[0], theirs_form[0]) if mine and theirs_form else word
+    out, left_out = [], 0
+    for word in surface_words(stems, text, other, *more):
+        shown = word
+        stem = next((st for st in stems if st in analyze(word)), None)
+        if ("-" in word or "@" in word) and not in_both(word) and stem is not None \
+                and all(stem in side for side in sides):
+            shown = as_both_print(stem, surface_words([stem], theirs_text)[0], surface_words([stem], mine_text)[0])
+            if "-" in shown and not in_both(shown):
+                # a compound one side lacks ("state-of-the-art" beside "States"): the part with the stem
+                shown = next((display_form(p) for p in shown.split("-") if stem in analyze(p)), shown)
+        if shown.lower() in BOUND_PARTS and not in_both(shown):
+            left_out += 1  # a bare prefix or second part of compounds, on one side at least
+            continue
+        out.append(shown)
+    return list(dict.fromkeys(out)), left_out
 
-    left_out = 0  # prefixes left out: as many more stems are read, so that n words are named if there are n
+
+def shared_words(text: str, other: str, idf: "TermStats | None" = None, n: int = MAX_TERMS) -> list[str]:
+    """Informative words both texts use (the `n` rarest stems, `informative_terms`), as both
+    print them (`words_both_print`: "shot" for "few-shot" beside "zero-shot", "T5" for "T5-3B"
+    beside "FLAN-T5"); a word left out there (a bare prefix or second part of compounds: "multi"
+    of "multi-task" and "multi-channel") gives its place to the next rarest stem."""
+    theirs = set(analyze(other))
+    candidates = [t for t in dict.fromkeys(analyze(text)) if t in theirs]
+    left_out = 0  # words left out: as many more stems are read, so that n words are named if there are n
     while True:
         stems = informative_terms(candidates, idf, n + left_out)
-        words = [as_both(w, stems) for w in surface_words(stems, text, other)]
-        kept = [w for w in words if w.lower() not in BOUND_PARTS or in_both(w)]  # a prefix or second part of compounds names nothing
-        if len(words) - len(kept) == left_out or len(stems) < n + left_out:
-            return list(dict.fromkeys(kept))
-        left_out = len(words) - len(kept)
+        words, dropped = _named_by_both(stems, text, other)
+        if dropped == left_out or len(stems) < n + left_out:
+            return words
+        left_out = dropped
 
 
 def surface_words(stems: Sequence[str], *texts: str) -> list[str]:
