@@ -85,11 +85,12 @@ def bundle_job(server, tmp_path_factory):
 
 
 def ingest_to_the_end(base: str, token: str, bundle) -> str:
-    """Upload a zip as an admin and wait until its job has ended; its job id."""
+    """Upload a zip (or a PDF) as an admin and wait until its job has ended; its job id."""
     auth = {"Authorization": f"Bearer {token}"}
+    kind = "application/pdf" if bundle.suffix == ".pdf" else "application/zip"
     with bundle.open("rb") as fh:
         r = httpx.post(f"{base}/api/v1/admin/collections", headers=auth, timeout=60,
-                       files={"files": (bundle.name, fh, "application/zip")})
+                       files={"files": (bundle.name, fh, kind)})
     assert r.status_code == 202, r.text
     job_id = r.json()["job_id"]
     deadline = time.time() + 180
@@ -440,5 +441,51 @@ def test_a_long_job_lists_the_files_it_could_not_add_before_the_folded_rest(serv
     job.locator("details.job-files > summary").click()
     assert len([row for row in file_rows(job).values() if row.is_visible()]) == 13
     shot(page, "admin-long-job")
+    assert console.errors == [], console.errors
+    page.close()
+
+
+def text_only_pdf(folder: Path) -> Path:
+    """A paper of prose alone: a title and paragraphs, no figure or table caption."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    for n in range(2):
+        page = doc.new_page()
+        if n == 0:
+            page.insert_text((72, 80), "Notes on Estimating Dispersion Without Pictures", fontsize=16)
+        body = ("We describe how the estimator behaves when samples are small and the variance grows "
+                "with the mean. The method shrinks each estimate towards a fitted trend. ") * 3
+        page.insert_textbox(pymupdf.Rect(72, 110, 540, 760), body * 4, fontsize=10)
+    p = folder / "prose_only_report.pdf"
+    doc.save(p)
+    doc.close()
+    return p
+
+
+def test_a_paper_without_captioned_figures_says_why_it_has_none(server, browser, tmp_path):
+    """A paper read without error that holds no captioned figure or table: its job's file row, the
+    job's index line and the paper's page say that figures are found by their captions, instead of
+    an "ok" with 0 figures that reads like a silent failure."""
+    job_id = ingest_to_the_end(server["base"], server["token"], text_only_pdf(tmp_path))
+    auth = {"Authorization": f"Bearer {server['token']}"}
+    files = httpx.get(f"{server['base']}/api/v1/admin/jobs/{job_id}", headers=auth).json()["files"]
+    assert [(f["status"], f["n_figures"], f["n_tables"]) for f in files] == [("ok", 0, 0)], files
+    page, job, console = job_page(server, browser, job_id)
+    row = file_rows(job)["prose_only_report.pdf"]
+    note = row.locator("td.found-nothing")
+    assert "No captioned figure or table found" in note.inner_text(), row.inner_text()
+    assert "caption" in note.get_attribute("title")
+    wait_js(page, f"document.querySelector(\".job[data-job-id='{job_id}'] .job-index\")?.textContent.includes('Nothing new to search')", 30)
+    # a file name is broken only where it must be: this one fits its column on one line
+    name = row.locator("td.name")
+    lines = name.evaluate("el => { const r = document.createRange(); r.selectNodeContents(el); "
+                          "return new Set([...r.getClientRects()].map((b) => Math.round(b.top))).size; }")
+    assert lines == 1, name.inner_text()
+    shot(page, "admin-job-no-captioned-figures")
+    row.locator("a.paper-result").click()
+    page.wait_for_selector("#no-figures-why")
+    assert "caption" in page.inner_text("#no-figures-why")
+    shot(page, "paper-without-captioned-figures")
     assert console.errors == [], console.errors
     page.close()

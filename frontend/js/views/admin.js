@@ -14,6 +14,9 @@ const PAGE = 10;  // jobs per page of the list ("Show older jobs" asks for the n
 const statusWord = (status) => (status === 'working' ? 'reading' : status.replace('_', ' '));
 const statusLabel = (status) => (status === 'working' ? 'reading…' : statusWord(status));
 const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
+// Figures and tables are found by their printed captions: a paper read without error may hold none
+// ("ok", 0, 0 looked like a failure nobody named)
+const foundNothing = (f) => f.status === 'ok' && !f.n_figures && !f.n_tables;
 
 // "14:05 (3 min ago)": local time (with the date when not today) and how long ago.
 const RELATIVE = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
@@ -262,6 +265,10 @@ async function renderDashboard(root, token, { signal }) {
     if (j.status !== 'done' || !j.index_state) return null;
     if (j.searchable) return line(`Searchable: its new figures are in the search index${j.index_version ? ` (since ${j.index_version})` : ''}.`, 'ok-text');
     if (j.searchable == null) {  // it added no figure (or its papers were removed since)
+      const ok = (j.files || []).filter((f) => f.status === 'ok');
+      if (ok.length && ok.every(foundNothing)) {
+        return line(`Nothing new to search: ${ok.length === 1 ? 'its paper holds' : `its ${ok.length} papers hold`} no captioned figure or table.`, 'muted');
+      }
       return line(j.index_state === 'published' ? `Indexed in ${j.index_version}.` : 'No new figures: the search index is unchanged.', 'muted');
     }
     if (j.index_state === 'failed') {
@@ -318,7 +325,11 @@ async function renderDashboard(root, token, { signal }) {
     }
     const open = f.paper_id && (f.status === 'ok' || f.status === 'no_text')
       ? h('a', { href: `#/paper/${f.paper_id}`, class: 'paper-result' }, 'open paper →') : null;
-    if (!f.error) return h('td', {}, open);
+    if (!f.error) {
+      if (!foundNothing(f)) return h('td', {}, open);
+      return h('td', { class: 'note found-nothing', title: 'Figures and tables are taken where a caption (“Figure 2: …”) is printed' },
+        'No captioned figure or table found', open ? ' · ' : null, open);
+    }
     let again = null;
     if (f.retryable && f.retry_may_help) {
       again = h('button', { class: 'btn btn-small file-retry', type: 'button', title: `Read ${f.name} again` }, 'Retry');

@@ -75,7 +75,8 @@ export async function renderPaper(root, id, params, { signal }) {
       removeControl(p, figs.length, tables.length, signal)),
     outside && !p.figures.length ? null : [
       h('div', { class: 'section-head' }, h('h2', {}, 'Figures'), figs.length ? orderSwitch : null),
-      figs.length ? grid : empty('No figures were found in this paper.', '')],
+      figs.length ? grid : empty('No figures were found in this paper.', h('span', { id: 'no-figures-why' },
+        ' Figures are found by their printed captions (“Figure 2: …”): plots printed without one are not taken.'))],
     tables.length ? h('h2', {}, 'Tables') : null,
     tables.length ? (() => { const g = h('div', { class: 'grid even tables', id: 'paper-tables' }); tables.forEach((t) => g.append(figureCard(t, { showPaper: false }))); gridKeys(g); return g; })() : null,
     outside ? null : h('div', { class: 'links', style: 'margin-top:18px' },
