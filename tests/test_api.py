@@ -269,6 +269,22 @@ def test_search_lexical_only_and_no_match(client):
     assert r["items"] == [] and r["message"]
 
 
+def test_no_match_while_the_meaning_search_loads_says_so(client):
+    """A query that shares no word with any figure, sent while the query encoder is still loading
+    (a server just started): only words were searched, so the answer does not claim that nothing
+    is close in meaning, and says to try again."""
+    holder = client.app.state.engine_holder
+    encoder, holder._encoder = holder._encoder, None  # as before the background load ends
+    try:
+        r = client.get("/api/v1/search", params={"q": "zzqx"}).json()
+    finally:
+        holder._encoder = encoder
+    assert r["items"] == [] and r["reranked"] is False
+    assert "still loading" in r["message"] and "close in meaning" not in r["message"], r
+    r = client.get("/api/v1/search", params={"q": "zzqx", "rerank": "false"}).json()
+    assert "still loading" not in r["message"]  # words alone were asked for
+
+
 def test_a_query_of_common_words_alone_says_nothing_was_searched(client):
     """"the of and" or "a": no word the search reads. The answer says so and what to search
     for, instead of "no figure shares these words", which other or fewer words would mend."""

@@ -78,6 +78,10 @@ def run_search(db: Session, settings: Settings, engine: Searcher | None, holder:
                "are left out; name what the figure shows, e.g. attention heatmap")
     elif not items and offset == 0:
         msg = "no figure shares these words or is close in meaning"
+        wanted = settings.search_rerank if rerank is None else rerank
+        if wanted and not use and holder.dense_enabled and engine.vectors is not None:
+            # the query encoder is still loading (a server just started): only words were searched
+            msg = "no figure shares these words; the search by meaning is still loading: try again in a moment"
         if allowed is not None or (filters is not None and filters.kind != "figure"):
             msg = ("nothing in the search index passes these filters" if allowed is not None and not allowed.any() else
                    "no figure passing the filters shares these words or is close in meaning")
