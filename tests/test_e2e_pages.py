@@ -88,6 +88,39 @@ def test_card_captions_mark_the_words_sharing_a_stem_with_the_query(server, brow
     page.close()
 
 
+def test_a_long_matched_sentence_shows_the_words_around_its_match(server, browser):
+    """A matched sentence of hundreds of characters (a code line read as prose) is shown on its card
+    as the words around its first match, cut ends marked, the whole sentence in its tooltip: shown
+    whole it made the card, and every card of its row, a screen tall."""
+    page, console = open_page(browser, server, "#/")
+    code = ("> dists = dist( t( exprs(full) ) ) A heat map of this distance matrix gives an overview of "
+            "similarities between samples: > mat = as.matrix( dists ) > rownames(mat) = colnames(mat) = "
+            "with(pData(blind), paste(condition, libType, sep=' : ')) > heatmap.2(mat, trace='none', "
+            "col = rev(hmcol), margin=c(13, 13)) > print(plotPCA(full, intgroup=c('condition'))) The "
+            "samples cluster by condition, and the second principal component separates the library types.")
+    at = code.index("trace")
+    shown = page.evaluate("""async ([text, at]) => {
+        const ui = await import('/js/ui.js');
+        const hit = { snippet: { text, source: 'body', highlights: [[at, at + 5]] }, caption: 'Figure 1: Samples.' };
+        const el = ui.snippetBlock(hit, 1);
+        return { text: el.textContent, marks: [...el.querySelectorAll('mark')].map((m) => m.textContent),
+                 title: el.title };
+    }""", [code, at])
+    assert shown["marks"] == ["trace"], shown
+    assert len(shown["text"]) < 240 < len(code), shown  # a few lines of a card, not the whole sentence
+    assert "… " in shown["text"] and shown["text"].rstrip().endswith("…"), shown
+    assert shown["title"] == code  # the whole sentence on hover
+    short = page.evaluate("""async () => {
+        const ui = await import('/js/ui.js');
+        const hit = { snippet: { text: 'Loss curves of both models.', source: 'body', highlights: [[0, 4]] }, caption: 'Figure 2: Other.' };
+        const el = ui.snippetBlock(hit, 1);
+        return { text: el.textContent, title: el.title };
+    }""")
+    assert short["text"].endswith("Loss curves of both models.") and "…" not in short["text"] and not short["title"]
+    assert not console.errors, console.errors
+    page.close()
+
+
 def _figure_with_related(server) -> int:
     """A figure whose related list and citation-linked list are both filled, when there is one."""
     figures = httpx.get(f"{server}/api/v1/figures", params={"limit": 100}).json()["items"]

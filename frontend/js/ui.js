@@ -165,6 +165,32 @@ export function captionWithMatches(hit) {
 // A match in the caption the card already shows is marked there instead (captionWithMatches).
 // `closeMeaning`: the query-to-text cosine from which a result counts as close in meaning (the
 // server's ranking thresholds, dense_match_min).
+// A long matched sentence (hundreds of characters, a line of code read as prose) is shown as the
+// words around its first match: whole, it made its card, and with it every card of its row, a
+// screen tall, pushing the next results off the screen. Cut ends are marked with "…".
+export const SNIPPET_CHARS = 200;
+export function snippetWindow(text, highlights = []) {
+  if (text.length <= SNIPPET_CHARS) return { text, highlights };
+  const first = highlights.length ? highlights[0][0] : 0;
+  let start = Math.max(0, Math.min(first - 60, text.length - SNIPPET_CHARS));
+  if (start > 0) {  // begin at a word
+    const space = text.indexOf(' ', start - 1);
+    start = space >= 0 && space < first ? space + 1 : start;
+  }
+  let end = Math.min(text.length, start + SNIPPET_CHARS);
+  if (end < text.length) {  // end after a word, never inside the first match
+    const space = text.lastIndexOf(' ', end);
+    const firstEnd = highlights.length ? highlights[0][1] : 0;
+    end = space > Math.max(start, firstEnd) ? space : Math.max(end, firstEnd);
+  }
+  const lead = start > 0 ? '… ' : '';
+  const shift = lead.length - start;
+  return {
+    text: lead + text.slice(start, end) + (end < text.length ? ' …' : ''),
+    highlights: highlights.filter(([a, b]) => a >= start && b <= end).map(([a, b]) => [a + shift, b + shift]),
+  };
+}
+
 export function snippetBlock(hit, closeMeaning) {
   const s = hit.snippet;
   if (!s) return unmatchedWhy(hit, closeMeaning);
@@ -172,13 +198,14 @@ export function snippetBlock(hit, closeMeaning) {
     ? h('span', { class: 'src', title: `The query matches panel (${hit.panel.label}): ${hit.panel.caption_part}` }, `panel (${hit.panel.label})`)
     : null;
   if (inShownCaption(hit) !== null) return panel ? h('div', { class: 'snippet' }, panel) : null;
-  const parts = marked(s.text, s.highlights);
+  const shown = snippetWindow(s.text, s.highlights);
+  const parts = marked(shown.text, shown.highlights);
   const where = {
     caption: ['caption', 'Matched further on in the caption'],
     body: ['body text', 'Matched in the body text that mentions the figure'],
     table: ['table cells', 'Matched in the cells of the table'],
   }[s.source] || ['body text', 'Matched in the body text'];
-  return h('div', { class: 'snippet' },
+  return h('div', { class: 'snippet', title: shown.text !== s.text ? s.text : null },
     h('span', { class: 'src', title: where[1] }, where[0]), panel ? ' ' : null, panel,
     ' ', ...parts);
 }
