@@ -166,6 +166,8 @@ def test_clean_text_repairs_accents_ligatures_and_broken_glyphs():
     assert clean_text("Stanojevi \u00b4c") == "Stanojevi\u0107"
     assert clean_text("na\u0131\u00a8ve M\u00a8uller") == "na\u00efve M\u00fcller"
     assert clean_text("e\x0ecient di\x0berent \x0cgure \ufb01ne") == "efficient different figure fine"
+    # the same ligatures in TeX's T1 encoding (fontenc), as R vignettes print them
+    assert clean_text("di\x1berential \x1ctted in\x1duence e\x1ecient ba\x1fe") == "differential fitted influence efficient baffle"
     assert "\ufffd" not in clean_text("Ca2\ufffd ions")
     assert clean_text("plain text") == "plain text"
 

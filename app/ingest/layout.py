@@ -55,10 +55,13 @@ def is_monospaced(span: dict) -> bool:
     return bool(span.get("flags", 0) & 8) or bool(_MONO_FONT_RE.search(span.get("font", "")))
 
 
-# TeX's OT1 encoding puts the ff/fi/fl/ffi/ffl ligatures on control codes; a PDF without a
-# ToUnicode map for them yields those codes between letters.
-_OT1_LIGATURES = {"\x0b": "ff", "\x0c": "fi", "\x0d": "fl", "\x0e": "ffi", "\x0f": "ffl"}
-_OT1_RE = re.compile(r"(?<=[A-Za-z])[\x0b-\x0f]|[\x0b-\x0f](?=[a-z])")
+# TeX's font encodings put the ff/fi/fl/ffi/ffl ligatures on control codes: OT1 (plain LaTeX) on
+# 0x0B-0x0F, T1 (`fontenc`, common in Sweave and knitr documents) on 0x1B-0x1F; a PDF without a
+# ToUnicode map for them yields those codes between letters ("di\x1berential"). OT1's own
+# 0x1B-0x1F (oe, o-slash and capitals) are far rarer in scientific prose than these ligatures.
+_TEX_LIGATURES = {"\x0b": "ff", "\x0c": "fi", "\x0d": "fl", "\x0e": "ffi", "\x0f": "ffl",
+                  "\x1b": "ff", "\x1c": "fi", "\x1d": "fl", "\x1e": "ffi", "\x1f": "ffl"}
+_TEX_LIGATURE_RE = re.compile(r"(?<=[A-Za-z])[\x0b-\x0f\x1b-\x1f]|[\x0b-\x0f\x1b-\x1f](?=[a-z])")
 # A spacing accent typeset before its letter ("Milo\u02c7s", "Stanojevi\u00b4c"): LaTeX draws the
 # accent as its own glyph. Rejoined as letter + combining mark, then composed (NFC).
 _SPACING_ACCENTS = {"\u00b4": "\u0301", "\u02c7": "\u030c", "\u00a8": "\u0308", "\u02dc": "\u0303",
@@ -77,12 +80,12 @@ def _join_accent(m: re.Match) -> str:
 
 def clean_text(text: str) -> str:
     """Text as it should be stored: soft hyphens, no-break spaces and tabs normalised; ligatures
-    (Unicode and TeX OT1 codes) expanded; spacing accents joined to their letter; unmappable
+    (Unicode and TeX OT1 / T1 codes) expanded; spacing accents joined to their letter; unmappable
     glyphs (U+FFFD) and control codes dropped; compatibility forms folded (NFKC)."""
     text = text.replace("\u00ad", "-").replace("\u00a0", " ").replace("\t", " ")
     if text.isascii() and text.isprintable():
         return text
-    text = _OT1_RE.sub(lambda m: _OT1_LIGATURES[m.group(0)], text)
+    text = _TEX_LIGATURE_RE.sub(lambda m: _TEX_LIGATURES[m.group(0)], text)
     text = _DOTLESS_I_ACCENT_RE.sub(lambda m: "i" + _SPACING_ACCENTS[m.group(1)], text)
     text = _ACCENT_RE.sub(_join_accent, text)
     text = _CONTROL_RE.sub("", text)
