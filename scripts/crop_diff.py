@@ -1,7 +1,7 @@
 """Snapshot what extraction finds in a folder of PDFs, and diff two snapshots.
 
     python scripts/crop_diff.py snapshot ../shared/corpus/recsys /tmp/before.json [--workers 2]
-    python scripts/crop_diff.py diff /tmp/before.json /tmp/after.json [--tol 1.0]
+    python scripts/crop_diff.py diff /tmp/before.json /tmp/after.json [--tol 1.0 | --iou 0.95]
     python scripts/crop_diff.py sheet ../shared/corpus/recsys /tmp/before.json /tmp/after.json /tmp/sheets/
     python scripts/crop_diff.py missing /tmp/after.json
 
@@ -11,7 +11,8 @@ contact sheet, so each change can be looked at.
 A snapshot holds, per PDF, every extracted figure/table (kind, number, page, box with the caption, the
 region alone, caption box, caption) and
 the parsed paper fields (title, authors, year, abstract, sentence and mention counts). `diff`
-prints boxes (or regions, the crops) that moved by more than `--tol` points, figures found or lost, caption, panel and
+prints boxes (or regions, the crops) that moved by more than `--tol` points (or, with `--iou`, whose
+crop overlaps its old self by less than that intersection over union), figures found or lost, caption, panel and
 paper-field changes, so a refactoring can be shown to keep the crops (or a fix to change only what it should).
 `missing` lists the figures and tables the body text refers to that extraction did not find.
 """
@@ -58,7 +59,7 @@ def snapshot(root: pathlib.Path, out: pathlib.Path, workers: int) -> None:
     print(f"{len(res)} PDFs, {sum(len(v['figures']) for v in res.values())} figures/tables -> {out}")
 
 
-def diff(a_path: pathlib.Path, b_path: pathlib.Path, tol: float) -> int:
+def diff(a_path: pathlib.Path, b_path: pathlib.Path, tol: float, iou: float | None = None) -> int:
     a, b = json.loads(a_path.read_text()), json.loads(b_path.read_text())
     n_same = n_moved = n_lost = n_new = n_cap = n_field = n_panels = 0
     for pdf in sorted(set(a) | set(b)):
@@ -72,7 +73,7 @@ def diff(a_path: pathlib.Path, b_path: pathlib.Path, tol: float) -> int:
                 n_lost += 1
                 print(f"LOST  {pdf} | {key} p{x['page']} {x['bbox']}")
             else:
-                if _moved(x, y, tol):
+                if _moved(x, y, tol, iou):
                     n_moved += 1
                     print(f"MOVED {pdf} | {key} p{x['page']} {x['bbox']} -> p{y['page']} {y['bbox']}"
                           + (f" (crop {x.get('region')} -> {y.get('region')})" if x.get("region") != y.get("region") else ""))
@@ -116,35 +117,46 @@ def _crop(x: dict) -> list:
     return x.get("region") or x["bbox"]
 
 
-def _moved(x: dict, y: dict, tol: float) -> bool:
-    """Another page, or the box (graphic + caption) or the region (the crop) moved by more than tol."""
+def _iou(p: list, q: list) -> float:
+    ix = max(0.0, min(p[2], q[2]) - max(p[0], q[0])) * max(0.0, min(p[3], q[3]) - max(p[1], q[1]))
+    area = (p[2] - p[0]) * (p[3] - p[1]) + (q[2] - q[0]) * (q[3] - q[1]) - ix
+    return ix / area if area > 0 else 1.0
+
+
+def _moved(x: dict, y: dict, tol: float, iou: float | None = None) -> bool:
+    """Another page, or the box (graphic + caption) or the region (the crop) moved by more than tol;
+    given `iou`, another page or a crop overlapping the old one by less than that (small shifts of a
+    point or two, the size of the changes a print state makes to a caption's box, do not count)."""
+    if iou is not None:
+        return x["page"] != y["page"] or _iou(_crop(x), _crop(y)) < iou
     def far(p, q):
         return (p is None) != (q is None) or (p is not None and max(abs(u - v) for u, v in zip(p, q)) > tol)
     return x["page"] != y["page"] or far(x["bbox"], y["bbox"]) or (
         "region" in x and "region" in y and far(x["region"], y["region"]))
 
 
-def _changes(a: dict, b: dict, tol: float) -> list[tuple]:
+def _changes(a: dict, b: dict, tol: float, iou: float | None = None) -> list[tuple]:
     """(pdf, key, page, before box or None, after box or None) of boxes that moved, appeared or went."""
     out = []
     for pdf in sorted(set(a) | set(b)):
         fa, fb = a.get(pdf, {}).get("figures", {}), b.get(pdf, {}).get("figures", {})
         for key in sorted(set(fa) | set(fb)):
             x, y = fa.get(key), fb.get(key)
-            if x and y and not _moved(x, y, tol):
+            if x and y and not _moved(x, y, tol, iou):
                 continue
             out.append((pdf, key, (y or x)["page"], _crop(x) if x else None, _crop(y) if y else None))
     return out
 
 
-def sheet(root: pathlib.Path, a_path: pathlib.Path, b_path: pathlib.Path, out: pathlib.Path, tol: float) -> None:
+def sheet(root: pathlib.Path, a_path: pathlib.Path, b_path: pathlib.Path, out: pathlib.Path, tol: float,
+          iou: float | None = None) -> None:
     import pymupdf
     from PIL import Image, ImageDraw
 
     a, b = json.loads(a_path.read_text()), json.loads(b_path.read_text())
     out.mkdir(parents=True, exist_ok=True)
     tiles = []
-    for pdf, key, page_no, before, after in _changes(a, b, tol):
+    for pdf, key, page_no, before, after in _changes(a, b, tol, iou):
         doc = pymupdf.open(root / pdf)
         page = doc[page_no - 1]
         boxes = [r for r in (before, after) if r]
@@ -187,12 +199,14 @@ def main() -> None:
     d.add_argument("a", type=pathlib.Path)
     d.add_argument("b", type=pathlib.Path)
     d.add_argument("--tol", type=float, default=1.0)
+    d.add_argument("--iou", type=float, default=None, help="count a crop as moved below this overlap instead")
     c = sub.add_parser("sheet")
     c.add_argument("root", type=pathlib.Path)
     c.add_argument("a", type=pathlib.Path)
     c.add_argument("b", type=pathlib.Path)
     c.add_argument("out", type=pathlib.Path)
     c.add_argument("--tol", type=float, default=1.0)
+    c.add_argument("--iou", type=float, default=None)
     m = sub.add_parser("missing")
     m.add_argument("a", type=pathlib.Path)
     args = ap.parse_args()
@@ -201,9 +215,9 @@ def main() -> None:
     elif args.cmd == "snapshot":
         snapshot(args.root, args.out, args.workers)
     elif args.cmd == "sheet":
-        sheet(args.root, args.a, args.b, args.out, args.tol)
+        sheet(args.root, args.a, args.b, args.out, args.tol, args.iou)
     else:
-        diff(args.a, args.b, args.tol)
+        diff(args.a, args.b, args.tol, args.iou)
 
 
 if __name__ == "__main__":

@@ -1887,6 +1887,74 @@ def test_running_head_repeated_on_every_page_is_no_plot_title(tmp_path):
     assert f.region_bbox is not None and f.region_bbox[1] >= 105, f.region_bbox
 
 
+def _line_number_rulers(page, first: int, top: float = 72, bottom: float = 730, pitch: float = 12) -> int:
+    """A review copy's line numbers: small grey numbers at every line's height in both margins,
+    counting on from `first`; returns the next number."""
+    n = first
+    for x in (40, 560):
+        y = top
+        while y <= bottom:
+            page.insert_text((x, y), f"{n:03d}", fontsize=6, color=(0.5, 0.5, 0.5))
+            n, y = n + 1, y + pitch
+    return n
+
+
+@pytest.mark.parametrize("others", ["line numbers", "cells"])
+def test_value_label_level_with_numbers_on_other_pages_stays_with_its_plot(tmp_path, others):
+    """A bar's value label over a plot at the top of a page, level with numbers printed elsewhere
+    on the other pages (a review copy's line numbers in the margins, or table cells at the top of
+    those pages), is no page number: a bare number is a running head only where it recurs at the
+    same place (was: all numbers read alike, so it recurred "on every page" and was left out)."""
+    doc = pymupdf.open()
+    n = 0
+    for k in range(4):
+        page = doc.new_page(width=612, height=792)
+        if others == "line numbers":
+            n = _line_number_rulers(page, n)
+        elif k != 2:
+            page.insert_text((450, 96), f"{k + 3}", fontsize=7)
+        if k == 2:
+            page.insert_text((200, 96), "82", fontsize=7)
+            _plot(page, (150, 108, 450, 250))
+            page.insert_textbox(pymupdf.Rect(90, 265, 520, 295), "Figure 1: Accuracy of the models.",
+                                fontsize=10, align=1)
+            page.insert_textbox(pymupdf.Rect(90, 310, 520, 720), BODY * 2, fontsize=10)
+        else:
+            page.insert_textbox(pymupdf.Rect(90, 104, 520, 720), BODY * 3, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "review.pdf"), tmp_path)[1]
+    assert f.region_bbox is not None and f.region_bbox[1] <= 90, f.region_bbox
+    assert f.region_bbox[0] >= 140 and f.region_bbox[2] <= 460, f.region_bbox  # no line numbers
+
+
+@pytest.mark.parametrize("numbered", [False, True])
+def test_line_numbers_beside_a_plot_wider_than_the_text_stay_out_of_its_crop(tmp_path, numbered):
+    """A one-column review copy: a plot a little wider than the text block, its line numbers a few
+    points off the plot's sides in both margins. In a one-column document words and numbers past
+    the text's edges may be a wide plot's tick labels, but a column of numbers counting down the
+    margin is the page's, not the plot's (was: the crop grew out to both rulers)."""
+    doc = pymupdf.open()
+    n = 0
+    for k in range(3):
+        page = doc.new_page(width=612, height=792)
+        if numbered:
+            for side in ("left", "right"):
+                for y in range(90, 720, 12):
+                    label = f"{n:03d}"
+                    w = pymupdf.get_text_length(label, fontsize=5.5)
+                    page.insert_text((100 - 12 - w if side == "left" else 512 + 12, y), label, fontsize=5.5,
+                                     color=(0.5, 0.5, 0.5))
+                    n += 1
+        if k == 1:
+            _plot(page, (94, 100, 518, 260))
+            page.insert_textbox(pymupdf.Rect(100, 272, 512, 300), "Figure 1: Feasible yields of the three settings.",
+                                fontsize=10, align=1)
+            page.insert_textbox(pymupdf.Rect(100, 320, 512, 700), BODY * 2, fontsize=10)
+        else:
+            page.insert_textbox(pymupdf.Rect(100, 90, 512, 700), BODY * 3, fontsize=10)
+    f = _figures(_saved(doc, tmp_path / "wide.pdf"), tmp_path)[1]
+    assert f.region_bbox is not None and f.region_bbox[0] >= 92 and f.region_bbox[2] <= 520, f.region_bbox
+
+
 def test_large_plot_title_centred_over_its_plot_is_kept(tmp_path):
     """A lattice plot's title set in 14 pt over a 10 pt body, centred over the plot a line and a half
     above it: a plot title, though larger than the body's text (was: left out, a title was at most

@@ -503,3 +503,19 @@ def test_a_long_author_list_is_cut_after_a_whole_name():
     authors = parse_pdf(doc).authors
     assert len(authors) <= 300 and authors.startswith("AuthorA PersonA, ")
     assert all(len(n.split()) == 2 for n in authors.split(", "))
+
+
+def test_review_copy_line_numbers_stay_out_of_the_text():
+    """A review copy numbers its lines in both margins, counting on from page to page: the numbers
+    are no words of the abstract or the body (were: read into both)."""
+    plain = parse_pdf(_two_column_pdf())
+    doc = _two_column_pdf()
+    n = 0
+    for page in doc:
+        for x in (30, 568):
+            for y in range(66, 740, 11):
+                page.insert_text((x, y), f"{n:03d}", fontsize=5.5, fontname="helv", color=(0.5, 0.5, 0.5))
+                n += 1
+    numbered = parse_pdf(doc)
+    assert numbered.abstract == plain.abstract and numbered.title == plain.title
+    assert numbered.body_text == plain.body_text

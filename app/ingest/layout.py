@@ -20,7 +20,7 @@ import pymupdf
 log = logging.getLogger(__name__)
 
 __all__ = ["Line", "PageLayout", "DocumentLayout", "TEXT_FLAGS", "big_graphics", "build_document", "build_layout",
-           "build_page", "clean_text", "column_span", "furniture_key", "furniture_zone", "in_band", "in_page_margin", "inside_graphic", "is_bold",
+           "build_page", "clean_text", "column_span", "drop_line_numbers", "furniture_key", "furniture_zone", "in_band", "in_page_margin", "inside_graphic", "is_bold",
            "is_monospaced", "lines_from_dict", "mark_running_heads", "outlined_boxes", "page_graphics", "paragraph_blocks", "repeat_min", "REPEAT_BAND", "union", "overlap_1d",
            "visible_images"]
 
@@ -467,8 +467,52 @@ def doc_stats(pages_lines: list[list[Line]], page_w: float) -> DocumentLayout:
 def build_document(pages: list[PageLayout]) -> DocumentLayout:
     st = doc_stats([p.lines for p in pages], pages[0].width if pages else 612.0)
     st.pages = pages
+    drop_line_numbers(pages, st)
     mark_running_heads(pages)
     return st
+
+
+_BARE_NUMBER_RE = re.compile(r"^\d{1,5}$")
+LINE_NUMBERS_MIN = 5  # numbers in one margin column of a page before they count as line numbers
+
+
+def drop_line_numbers(pages: list[PageLayout], st: DocumentLayout) -> None:
+    """Leave out a review copy's line numbers: bare numbers in a column beside the running text
+    (wholly left or right of it), counting up down the page, at least LINE_NUMBERS_MIN of them,
+    with a column at that edge on many pages (repeat_min, or every page of a shorter document: a
+    code listing's own line numbers, printed on a page or two, stay with it). They are no text of
+    the paper: kept, they run into its sentences and a figure or table beside them grows out to
+    the margin to take them."""
+    need = repeat_min(len(pages)) or len(pages)
+    found: list[tuple[PageLayout, str, float, list[Line]]] = []
+    for p in pages:
+        numbers = [ln for ln in p.lines if ln.horizontal and _BARE_NUMBER_RE.match(ln.text.strip())]
+        # left of the text set flush right, right of it flush left: one column shares that edge
+        for side, edged in (("left", [(ln.x1, ln) for ln in numbers if ln.x1 <= st.text_x0 + 2]),
+                            ("right", [(ln.x0, ln) for ln in numbers if ln.x0 >= st.text_x1 - 2])):
+            for edge, col in _columns(edged):
+                col.sort(key=lambda ln: ln.y0)
+                values = [int(ln.text) for ln in col]
+                if len(col) >= LINE_NUMBERS_MIN and all(a < b for a, b in zip(values, values[1:])):
+                    found.append((p, side, edge, col))
+    for p, side, edge, col in found:
+        pages_alike = {q.number for q, s, e, _ in found if s == side and abs(e - edge) <= 3}
+        if len(pages_alike) >= need:
+            drop = {id(ln) for ln in col}
+            p.lines = [ln for ln in p.lines if id(ln) not in drop]
+
+
+def _columns(edged: list[tuple[float, Line]], tol: float = 3.0) -> list[tuple[float, list[Line]]]:
+    """Lines grouped by a shared edge (the group's first edge, its lines): sorted by it, a new group
+    wherever it jumps by more than tol."""
+    out: list[tuple[float, list[Line]]] = []
+    last = None
+    for edge, ln in sorted(edged, key=lambda t: t[0]):
+        if last is None or edge - last > tol:
+            out.append((edge, []))
+        out[-1][1].append(ln)
+        last = edge
+    return out
 
 
 # Running heads and feet repeat page after page; on a tight layout (a head 0.09 of the page height
@@ -496,11 +540,14 @@ def repeat_min(n_pages: int) -> int | None:
 def mark_running_heads(pages: list[PageLayout], tol: float = 2.0) -> None:
     """Flag running heads and feet: lines in the page's top or bottom band whose text recurs at
     the same height on many pages. A head set in the body's size and as long as a body line (a
-    journal's author names) is no figure's title, whatever the body's measured top says."""
+    journal's author names) is no figure's title, whatever the body's measured top says. A bare
+    number must also recur at the same place across: all numbers read alike, and a review copy's
+    line numbers stand at every line's height in the margins, so a tick label or a table's cell at
+    the top of a page would otherwise pass for a page number."""
     need = repeat_min(len(pages))
     if need is None:
         return
-    seen: dict[str, list[tuple[int, float]]] = {}
+    seen: dict[str, list[tuple[int, Line]]] = {}
     cands: list[tuple[Line, str]] = []
     for p in pages:
         for ln in p.lines:
@@ -509,10 +556,12 @@ def mark_running_heads(pages: list[PageLayout], tol: float = 2.0) -> None:
             key = furniture_key(" ".join(ln.text.split()))
             if not key.strip():
                 continue
-            seen.setdefault(key, []).append((p.number, ln.yc))
+            seen.setdefault(key, []).append((p.number, ln))
             cands.append((ln, key))
     for ln, key in cands:
-        if len({pno for pno, y in seen[key] if abs(y - ln.yc) <= tol}) >= need:
+        bare = not any(ch.isalpha() for ch in key)
+        if len({pno for pno, o in seen[key] if abs(o.yc - ln.yc) <= tol
+                and (not bare or overlap_1d(o.x0 - tol, o.x1 + tol, ln.x0, ln.x1) > 0)}) >= need:
             ln.running_head = True
 
 
