@@ -619,6 +619,11 @@ def test_admin_upload_validation(client):
     assert_problem(r, 415, "image/png")
     r = client.post(url, headers=AUTH, data={"path": "/etc"})
     assert_problem(r, 403, "server-side paths are disabled")
+    jobs = client.get("/api/v1/admin/jobs", headers=AUTH).json()["items"]
+    r = client.post(url, headers=AUTH, files=[("files", ("empty.pdf", b"", "application/pdf")),
+                                              ("files", ("blank.pdf", b"", "application/pdf"))])
+    assert_problem(r, 400, "no PDF found (empty.pdf: empty file (0 bytes); blank.pdf: empty file (0 bytes))")
+    assert client.get("/api/v1/admin/jobs", headers=AUTH).json()["items"] == jobs  # no job for nothing to read
     assert_problem(client.get("/api/v1/admin/jobs/doesnotexist", headers=AUTH), 404, "not found")
     assert_problem(client.delete("/api/v1/admin/papers/424242", headers=AUTH), 404, "not found")
     assert client.get("/api/v1/admin/jobs", headers=AUTH).json()["items"][0]["status"] == "done"
@@ -689,6 +694,22 @@ def test_server_path_ingest_when_enabled(sample, tmp_path):
         empty.mkdir()
         r = c.post("/api/v1/admin/collections", headers=AUTH, data={"path": str(empty)})
         assert_problem(r, 400, "no PDF found")
+
+
+def test_an_empty_file_fails_in_its_job_and_the_other_files_go_on(admin_client):
+    """An upload holding an empty file among others is a job: the empty file fails at once, for
+    being empty (never the duplicate of another empty file: all have the same hash), and the job
+    ends with the others."""
+    files = [("files", (name, body, "application/pdf")) for name, body in
+             (("empty.pdf", b""), ("also-empty.pdf", b""), ("notes.pdf", b"Minutes of the meeting\n"))]
+    r = admin_client.post("/api/v1/admin/collections", headers=AUTH, files=files)
+    assert r.status_code == 202, r.text
+    job = wait_job(admin_client, r.json()["job_id"])
+    rows = {f["name"]: (f["status"], f["error"], f["error_kind"]) for f in job["files"]}
+    assert rows == {"empty.pdf": ("failed", "empty file (0 bytes)", "not_pdf"),
+                    "also-empty.pdf": ("failed", "empty file (0 bytes)", "not_pdf"),
+                    "notes.pdf": ("failed", "not a PDF (non-PDF content; no %PDF- header)", "not_pdf")}, rows
+    assert (job["status"], job["done"], job["total"]) == ("done", 3, 3)
 
 
 def wait_job(c: TestClient, job_id: str, timeout: float = 120) -> dict:

@@ -77,6 +77,22 @@ def test_a_retry_leaves_files_broken_in_their_bytes_unless_asked(tmp_path):
     assert "KIND" in table and "not_pdf" in table and "--include-file-errors" in table, table
 
 
+def test_ingest_of_empty_files_alone_is_a_usage_error_and_among_others_they_fail(demo_pdfs, tmp_path):
+    """Empty files alone are nothing to ingest (exit 2, no job); among others each fails for being
+    empty, and the summary says so."""
+    data = tmp_path / "data"
+    empties = [badfiles.zero_byte(tmp_path), tmp_path / "blank.pdf"]
+    empties[1].write_bytes(b"")
+    alone = run(["ingest", *map(str, empties), "--data-dir", str(data)], check=False)
+    assert alone.returncode == 2 and "no PDF found" in alone.stderr and "empty file (0 bytes)" in alone.stderr
+    assert run(["jobs", "--data-dir", str(data), "--json"]).stdout.strip() == ""
+    mixed = run(["ingest", str(demo_pdfs[0]), *map(str, empties), "--data-dir", str(data), "--json"])
+    summary = json.loads(mixed.stdout.strip().splitlines()[-1])
+    assert summary["ok"] == 1 and summary["duplicate"] == 0, summary
+    assert [(f["file"].rsplit("/", 1)[-1], f["error"]) for f in summary["failures"]] == [
+        ("empty.pdf", "empty file (0 bytes)"), ("blank.pdf", "empty file (0 bytes)")]
+
+
 @pytest.mark.timeout(600)  # some twenty CLI processes, each loading its models: slow on a loaded machine
 def test_index_search_similar_contract(demo_ingested, demo_ingested_one, demo_indexed, tmp_path):
     for i, ingested in enumerate((demo_ingested, demo_ingested_one)):  # with and without an index folder

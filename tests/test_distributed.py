@@ -276,3 +276,51 @@ def test_a_job_that_adds_no_paper_sends_no_index_work(demo_pdfs, redis_url, pg_u
         stop(worker)
     received = [line for line in log.read_text().splitlines() if "figsearch.after_ingest[" in line and "received" in line]
     assert len(received) == 2, received
+
+
+def test_a_file_whose_task_fails_outside_the_extractor_ends_failed_and_its_job_ends(demo_pdfs, redis_url, pg_url,
+                                                                                    tmp_path):
+    """A file's task that meets an error the extractor's guards do not catch (here its staged copy is
+    a folder by the time a worker reads it; a worker process whose import of a package was cut
+    short by an earlier file's limit fails the same way, on every later file) fails that file with
+    the error as its reason: the other files are read and the job ends, instead of the file staying
+    `working` and `figsearch ingest` waiting for it."""
+    from sqlalchemy import select
+
+    from app.db.schema import JobFile
+    from app.db.session import session_scope
+    from tests.conftest import copy_into
+
+    env = _env(redis_url, pg_url, tmp_path / "data")
+    env.update(FIGSEARCH_AUTO_INDEX="false")
+    batch = copy_into(demo_pdfs[:2], tmp_path / "batch")
+    cli = subprocess.Popen([sys.executable, "-m", "app.cli", "ingest", str(batch[0].parent), "--json"], cwd=ROOT,
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    worker = None
+    try:
+        deadline = time.time() + 120
+        paths = []
+        while time.time() < deadline and len(paths) < 2:  # the job is recorded; no worker has taken it yet
+            time.sleep(0.3)
+            try:
+                with session_scope(pg_url) as s:
+                    paths = s.scalars(select(JobFile.path).order_by(JobFile.id)).all()
+            except Exception:  # the CLI is still creating the tables
+                paths = []
+        assert len(paths) == 2, paths
+        staged = Path(paths[1])
+        staged.unlink()
+        staged.mkdir()
+        worker = start_worker(env)
+        out, err = cli.communicate(timeout=300)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+        if worker is not None:
+            stop(worker)
+    assert cli.returncode == 0, err
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["ok"] == 1, summary
+    [failure] = summary["failures"]
+    assert failure["file"].endswith(demo_pdfs[1].name) and "IsADirectoryError" in failure["error"], failure
+    assert failure["error_kind"] == "internal"

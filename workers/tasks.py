@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import signal
 import threading
-from contextlib import contextmanager
+from typing import Callable, TypeVar
 
 from celery import signals
-from celery.exceptions import SoftTimeLimitExceeded
+from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 
 from app.ingest import failures
 from app.pipeline import ingest_jobs
@@ -26,13 +26,39 @@ def task_config(settings: Settings) -> dict:
     return {"data_dir": str(settings.data_dir)}
 
 
-@app.task(name="figsearch.ingest_pdf", bind=True, max_retries=2)
+class FileTask(app.Task):
+    """A task that reads one job file ends that file whatever ends the task, so its job ends."""
+
+    def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
+        """The file's task failed outside the extraction (the database away while recording, an
+        error of this program) or was killed at Celery's hard time limit (the extraction stuck
+        where the file's limit cannot interrupt it; this runs in the worker's main process then):
+        the file is failed with that reason, and its job finished when it was the last."""
+        job_file_id = args[0] if args else kwargs["job_file_id"]
+        cfg = args[1] if len(args) > 1 else kwargs.get("cfg")
+        settings = _settings(cfg)
+        if isinstance(exc, TimeLimitExceeded):
+            after = f" after {exc.args[0]:g} s" if exc.args and isinstance(exc.args[0], (int, float)) else ""
+            error, kind = f"timed out: its worker process was stopped{after}", failures.TIMEOUT
+        elif isinstance(exc, SoftTimeLimitExceeded):
+            error, kind = "timed out (the task's time limit)", failures.TIMEOUT
+        else:
+            error, kind = f"worker error: {type(exc).__name__}: {exc}", failures.INTERNAL
+        outcome = ingest_jobs.record_outcome(settings, job_file_id, None, error, kind)
+        liveness.forget(liveness.client(settings.broker_url), job_file_id)
+        if outcome.job_finished:
+            _finish_job(settings, job_file_id, cfg)
+
+
+@app.task(name="figsearch.ingest_pdf", bind=True, base=FileTask, max_retries=2)
 def ingest_pdf(self, job_file_id: int, cfg: dict | None = None) -> dict:
     """Ingest one job file; idempotent, so a redelivered task does no double work. A task is
     redelivered when its worker died; a file that has killed FIGSEARCH_MAX_DELIVERIES workers is
     failed with that reason instead of being tried again, so its job still finishes. While it
     works, the file is recorded as held by this worker (workers/liveness.py), so a worker that
-    dies outright has its file re-sent by another within seconds."""
+    dies outright has its file re-sent by another within seconds. The file's time limit covers
+    its extraction only (ingest_jobs.process_job_file); whatever else ends the task, FileTask ends
+    the file."""
     settings = _settings(cfg)
     outcome = ingest_jobs.claim_delivery(settings, job_file_id)
     r = holder = None
@@ -50,21 +76,25 @@ def ingest_pdf(self, job_file_id: int, cfg: dict | None = None) -> dict:
             liveness.hold(r, job_file_id, {"holder": holder, "job_id": ref[0], "name": ref[1], "cfg": cfg or {},
                                            "limit": limit})
         try:
-            with file_deadline(limit):
-                outcome = ingest_jobs.process_job_file(settings, job_file_id)
-        except (FileTimeLimit, SoftTimeLimitExceeded):
+            outcome = ingest_jobs.process_job_file(settings, job_file_id, lambda extract: call_within(limit, extract))
+        except FileTimeLimit:
             outcome = ingest_jobs.record_outcome(settings, job_file_id, None, f"timed out after {limit:g} s",
                                                  failures.TIMEOUT)
         finally:
             liveness.release(r, job_file_id, holder)
     if outcome.job_finished:
-        with ingest_jobs.session_scope(settings.db_url) as s:
-            from app.db.schema import JobFile
-
-            job_id = s.get(JobFile, job_file_id).job_id
-        send_after_ingest(settings, job_id, ingest_jobs.finish_job(settings, job_id), cfg)
+        _finish_job(settings, job_file_id, cfg)
     return {"status": outcome.status, "paper_id": outcome.paper_id, "n_figures": outcome.n_figures,
             "error": outcome.error}
+
+
+def _finish_job(settings: Settings, job_file_id: int, cfg: dict | None) -> None:
+    """The job of this file, whose last file it was, goes on to its steps after the files."""
+    with ingest_jobs.session_scope(settings.db_url) as s:
+        from app.db.schema import JobFile
+
+        job_id = s.get(JobFile, job_file_id).job_id
+    send_after_ingest(settings, job_id, ingest_jobs.finish_job(settings, job_id), cfg)
 
 
 @app.task(name="figsearch.after_ingest")
@@ -96,24 +126,45 @@ class FileTimeLimit(BaseException):
     the limit, store the paper with its remaining figures silently missing and call it ok."""
 
 
-@contextmanager
-def file_deadline(seconds: float):
-    """Raise FileTimeLimit in this thread after `seconds` (the task's main thread; elsewhere, as
-    in eager mode inside a server thread, only Celery's limits apply)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+# after a file's limit, how often it is raised again until it ends the limited call: a raise can be
+# lost (raised inside a finaliser, `__del__` of a PDF object, Python prints it and goes on)
+LIMIT_AGAIN_S = 0.1
+T = TypeVar("T")
 
-    def _time_up(_signum, _frame):
-        raise FileTimeLimit()
+
+def call_within(seconds: float, fn: Callable[[], T]) -> T:
+    """fn(), interrupted by FileTimeLimit after `seconds` (in the task's main thread; elsewhere, as
+    in eager mode inside a server thread, only Celery's limits apply, and Celery's soft limit met
+    inside is raised as FileTimeLimit too: code under the limit catches `Exception`). The limit is
+    raised only while fn runs: an alarm that comes when fn is over, however late, disarms itself
+    instead, so it never lands in the work that follows (recording the file's outcome)."""
+    if threading.current_thread() is not threading.main_thread():
+        try:
+            return fn()
+        except SoftTimeLimitExceeded as exc:
+            raise FileTimeLimit() from exc
+
+    def _time_up(_signum, frame):
+        while frame is not None:
+            if frame.f_code is _limited.__code__:
+                raise FileTimeLimit()
+            frame = frame.f_back
+        signal.setitimer(signal.ITIMER_REAL, 0)
 
     previous = signal.signal(signal.SIGALRM, _time_up)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds, LIMIT_AGAIN_S)
     try:
-        yield
+        return _limited(fn)
+    except SoftTimeLimitExceeded as exc:
+        raise FileTimeLimit() from exc
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
+
+
+def _limited(fn: Callable[[], T]) -> T:
+    """The call a file's limit may interrupt: the alarm looks for this frame on the stack."""
+    return fn()
 
 
 def send_file(job_file_id: int, cfg: dict, limit: float, via=None) -> None:

@@ -77,6 +77,18 @@ def _check_header(path: Path, limits: Limits) -> None:
         raise RefusedFile(f"not a PDF ({kind} content; no %PDF- header)", failures.NOT_PDF)
 
 
+END_MARKER = b"%%EOF"
+TAIL_BYTES = 1024  # the PDF standard puts the end-of-file marker within the last 1,024 bytes
+
+
+def _cut_short(path: Path) -> bool:
+    """Whether the file lacks the end-of-file marker near its end: the download or copy stopped
+    early. (A file cut at an earlier revision's marker ends as a complete, older PDF.)"""
+    with open(path, "rb") as fh:
+        fh.seek(max(0, path.stat().st_size - TAIL_BYTES))
+        return END_MARKER not in fh.read()
+
+
 def _unreadable(exc: Exception, path: Path, name: str) -> RefusedFile:
     """The PDF library's reason for a file it cannot read, as an admin reads it: without its error
     code, and naming the file as uploaded rather than the working copy the library was given."""
@@ -91,6 +103,11 @@ def _open(path: Path, limits: Limits, name: str):
         doc = pymupdf.open(path, filetype="pdf")
     except Exception as exc:  # pymupdf raises several types for broken files
         raise _unreadable(exc, path, name) from exc
+    # rebuilt from the part that arrived: called ok, the paper would silently lack what came after the cut
+    if doc.is_repaired and _cut_short(path):
+        doc.close()
+        raise RefusedFile("truncated PDF: the file stops before its end (an incomplete download or copy?)",
+                          failures.DAMAGED)
     if doc.needs_pass and not doc.authenticate(""):
         doc.close()
         raise RefusedFile("encrypted PDF (password required)", failures.ENCRYPTED)
@@ -114,6 +131,20 @@ def _mentioned_but_missing(figures: list[ExtractedFigure], mentions: list[Mentio
     missing = sorted({(m.kind, m.number) for m in mentions} - have)
     return [{"label": f"{kind.title()} {num}", "reason": "mentioned in the text; no caption found"}
             for kind, num in missing]
+
+
+def load_modules() -> None:
+    """Import what extraction imports on first use, and load the page-layout model, once per
+    process. A worker calls it before starting a file's time limit: an import cut short by that
+    limit can leave a package half-initialised (a later import of it fails with a NameError), so
+    every later file in that process would fail; and a one-time load is no part of one file's cost."""
+    import importlib
+
+    from app.ingest import layout_model
+
+    for name in ("figures", "layout", "mentions", "parse", "scanned.detect", "scanned.extract"):
+        importlib.import_module(f"app.ingest.{name}")
+    layout_model.available()
 
 
 def extract_pdf(path: str | Path, data_dir: str | Path, limits: Limits | None = None,

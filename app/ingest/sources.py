@@ -31,6 +31,9 @@ class ByteBudget:
     left: int
 
 
+EMPTY = "empty file (0 bytes)"
+
+
 class SourceError(Exception):
     """A path the user named does not exist or cannot be read (a usage error)."""
 
@@ -151,7 +154,17 @@ def expand_inputs(paths: list[str | Path], settings: Settings, staging: Path,
             files += unpack_zip(p, staging / f"z{len(files):05d}", settings, str(p), quota)
         else:
             files.append(InputFile(str(p), str(p.resolve())))
-    return files
+    return [_refused_if_empty(f) for f in files]
+
+
+def _refused_if_empty(f: InputFile) -> InputFile:
+    """An empty file is failed when the job is recorded: never sent to a worker, and never the
+    duplicate of another empty file (all have the same hash)."""
+    try:
+        empty = bool(f.path) and not f.error and os.path.getsize(f.path) == 0
+    except OSError:
+        return f  # the extraction reports what is wrong with it
+    return InputFile(f.name, "", EMPTY, error_kind=failures.NOT_PDF) if empty else f
 
 
 def copy_to_shared(files: list[InputFile], staging: Path, shared: Path) -> list[InputFile]:

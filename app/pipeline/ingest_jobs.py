@@ -30,8 +30,8 @@ from app.db.schema import IndexState, Job, JobFile, JobFileStatus, JobStatus
 from app.db.session import session_scope
 from app.pipeline.classify import classify_new
 from app.ingest import failures
-from app.ingest.extract import Extraction, Limits, extract_pdf, limit_memory
-from app.ingest.sources import ByteBudget, InputFile, SourceError, copy_to_shared, expand_inputs
+from app.ingest.extract import Extraction, Limits, extract_pdf, limit_memory, load_modules
+from app.ingest.sources import EMPTY, ByteBudget, InputFile, SourceError, copy_to_shared, expand_inputs
 from app.ingest.store import Outcome, store_extraction, stored_copy
 from app.pdfs import file_sha256, store_pdf
 from app.public_text import public_names
@@ -348,8 +348,14 @@ def _record(s: Session, job_file_id: int, ex: Extraction | None, error: str,
     return outcome
 
 
-def process_job_file(settings: Settings, job_file_id: int) -> Outcome:
-    """Worker side of one file: extract then record (used by the Celery task)."""
+def process_job_file(settings: Settings, job_file_id: int,
+                     within_limit: Callable[[Callable[[], Extraction]], Extraction] = lambda extract: extract()
+                     ) -> Outcome:
+    """Worker side of one file: extract, through `within_limit` (which calls the extraction under
+    the file's time limit), then record. Only the extraction runs under the limit: it may strike
+    anywhere, and in the database work it could leave a transaction or the job's last step half
+    done. An error the extractor's own guards let through (its first-use imports, an unreadable
+    path) fails the file too, so its job still ends; what the limit raises is the caller's to record."""
     with session_scope(settings.db_url) as s:
         jf = s.get(JobFile, job_file_id)
         if jf is None:
@@ -358,10 +364,16 @@ def process_job_file(settings: Settings, job_file_id: int) -> Outcome:
             return Outcome(jf.status, jf.paper_id, jf.n_figures, jf.error, error_kind=jf.error_kind)
         path, name, sha = jf.path, jf.name, jf.sha256
         jf.status = JobFileStatus.WORKING
+    load_modules()  # once per process, never cut short by a file's limit
     try:
-        ex = extract_pdf(path, settings.data_dir, limits_from(settings), source=Path(name).name, sha256=sha)
+        ex = within_limit(lambda: extract_pdf(path, settings.data_dir, limits_from(settings),
+                                              source=Path(name).name, sha256=sha))
     except FileNotFoundError:
         return record_outcome(settings, job_file_id, None, "file vanished before it was read", failures.MISSING)
+    except Exception as exc:
+        log.exception("extraction of job file %s failed outside the extractor's guards", job_file_id)
+        return record_outcome(settings, job_file_id, None, f"extraction error: {type(exc).__name__}: {exc}",
+                              failures.INTERNAL)
     return record_outcome(settings, job_file_id, ex)
 
 
@@ -680,10 +692,11 @@ def summarise(settings: Settings, job_id: str) -> JobSummary:
 def prepare_job(paths: list[str | Path], settings: Settings, job_id: str | None = None,
                 quota_bytes: int | None = None, skipped: list[InputFile] | None = None) -> str:
     """Expand the inputs and record the job. Raises SourceError on a missing path, and when the
-    inputs hold no PDF at all (only non-PDF zip members, nested zips, empty archives): such a
-    request is a mistake, not a job. `job_id` lets a caller name its upload folder after the job
-    before the job exists; `quota_bytes` bounds what unpacking zips may write; `skipped` are files
-    left out before (uploads of another type), listed in the job after the others."""
+    inputs hold no PDF at all (only empty files, non-PDF zip members, nested zips, empty
+    archives): such a request is a mistake, not a job. `job_id` lets a caller name its upload
+    folder after the job before the job exists; `quota_bytes` bounds what unpacking zips may
+    write; `skipped` are files left out before (uploads of another type), listed in the job after
+    the others."""
     from app.db.schema import new_job_id
 
     settings.ensure_dirs()
@@ -691,7 +704,7 @@ def prepare_job(paths: list[str | Path], settings: Settings, job_id: str | None 
     staging = staging_dir(settings, job_id)
     files = expand_inputs(paths, settings, staging, ByteBudget(quota_bytes) if quota_bytes is not None else None)
     files += skipped or []
-    if all(f.skipped for f in files):
+    if all(f.skipped or f.error == EMPTY for f in files):  # nothing a job could read: a mistake
         shutil.rmtree(staging, ignore_errors=True)
         skipped = "; ".join(f"{f.name}: {f.error}" for f in files[:5]) + ("; ..." if len(files) > 5 else "")
         raise SourceError("no PDF found" + (f" ({skipped})" if skipped else " in the given paths"))

@@ -59,9 +59,9 @@ async def upload_collection(request: Request, settings: SettingsDep):
     """Start an ingest job for uploaded PDFs/zips (multipart field `files`) or a server-side path
     (field `path`, when enabled). Returns 202 with the job id; follow progress at `status_url`.
     Files are written to the data dir's upload area as they arrive, within the per-request limit
-    and the upload quota; an upload without any PDF is a 400. A file of another type is left out
-    (its bytes are not kept), named in `skipped` and listed in the job as skipped; an upload of
-    nothing else is a 415."""
+    and the upload quota; an upload without any PDF (or of empty files only) is a 400. A file of
+    another type is left out (its bytes are not kept), named in `skipped` and listed in the job as
+    skipped; an upload of nothing else is a 415."""
     job_id = new_job_id()
     dest = uploads_dir(settings, job_id)
     lock = JobLock(settings, job_id)
