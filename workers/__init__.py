@@ -20,6 +20,9 @@ def make_celery(settings: Settings | None = None) -> Celery:
         worker_prefetch_multiplier=1,
         worker_max_tasks_per_child=50,  # bounded memory over thousands of ingests
         worker_max_memory_per_child=settings.worker_memory_mb * 1024 // 2 or None,  # KiB; replaced after the task
+        # a pool process loads the extractor before it says it is up (workers/tasks.py): on a busy
+        # machine that takes longer than Celery's 4 s, after which the process would be killed
+        worker_proc_alive_timeout=120.0,
         # files are sent with their own limits (workers/tasks.send_file); everything else is collection work
         task_soft_time_limit=settings.collection_timeout_s,
         task_time_limit=settings.collection_timeout_s + 30,

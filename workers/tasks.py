@@ -10,6 +10,7 @@ from celery import signals
 from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 
 from app.ingest import failures
+from app.ingest.extract import load_modules
 from app.pipeline import ingest_jobs
 from app.settings import Settings
 from workers import app, liveness
@@ -236,6 +237,15 @@ _heartbeat: liveness.Heartbeat | None = None
 @signals.worker_init.connect
 def _before_pool(**_kw) -> None:  # the main process, before the pool forks its children
     liveness.set_main_process()
+
+
+@signals.worker_process_init.connect
+def _load_extractor(**_kw) -> None:
+    """Each pool process loads the extractor's modules and page-layout model when it starts, before
+    it takes a task: inside a task, Celery's soft limit (a file's limit + LIMIT_GRACE_S, counted
+    from the task's start) cuts a load that is slow on a busy machine short wherever it is, e.g.
+    inside the layout model's import, which then counts as not installed."""
+    load_modules()
 
 
 @signals.worker_ready.connect

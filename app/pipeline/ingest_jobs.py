@@ -364,7 +364,7 @@ def process_job_file(settings: Settings, job_file_id: int,
             return Outcome(jf.status, jf.paper_id, jf.n_figures, jf.error, error_kind=jf.error_kind)
         path, name, sha = jf.path, jf.name, jf.sha256
         jf.status = JobFileStatus.WORKING
-    load_modules()  # once per process, never cut short by a file's limit
+    load_modules()  # once per process (a worker's pool process did when it started), never under a limit
     try:
         ex = within_limit(lambda: extract_pdf(path, settings.data_dir, limits_from(settings),
                                               source=Path(name).name, sha256=sha))
