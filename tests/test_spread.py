@@ -103,3 +103,16 @@ def test_few_papers_with_many_results_cost_little():
     start = time.perf_counter()
     spread(papers, 2, 10, 2_001)
     assert time.perf_counter() - start < 0.5  # a scan of every waiting result per block took 1.5 s
+
+
+def test_related_figures_diversify_is_the_one_block_spread():
+    """Related figures: at most two figures of a paper before every other paper's, the overflow after
+    them in its order (positions of `ranked` returned)."""
+    from app.search.fusion import diversify
+
+    ranked = np.array([5, 3, 9, 1, 7, 2])
+    paper = np.zeros(10, dtype=int)
+    paper[[5, 3, 9, 1]] = 1  # four of paper 1 first
+    paper[[7, 2]] = 2
+    assert diversify(ranked, paper, 2).tolist() == [5, 3, 7, 2, 9, 1]
+    assert diversify(ranked, paper, 0).tolist() == ranked.tolist()

@@ -22,6 +22,8 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from app.search.spread import spread
+
 SIGNALS = ("lexical", "text", "visual", "type", "type_scores", "figure_words", "paper", "paper_text", "paper_figures",
            "paper_body")
 # no field that identifies the figure's paper
@@ -105,17 +107,12 @@ def same_picture_first(ranked: np.ndarray, same: np.ndarray) -> np.ndarray:
 
 def diversify(ranked: np.ndarray, group: np.ndarray, max_per_group: int) -> np.ndarray:
     """Positions `ranked` re-ordered so that no group (paper) has more than `max_per_group` items
-    before every group has had its turn: the overflow keeps its order after the rest."""
+    before every group has had its turn: the overflow keeps its order after the rest (spread.py's
+    rule with one block as long as the ranking)."""
     if max_per_group <= 0 or len(ranked) == 0:
         return ranked
-    g = np.asarray(group)[ranked]
-    seen: dict[int, int] = {}
-    first, later = [], []
-    for pos, key in zip(ranked.tolist(), g.tolist()):
-        n = seen.get(key, 0)
-        (first if n < max_per_group else later).append(pos)
-        seen[key] = n + 1
-    return np.asarray(first + later, dtype=ranked.dtype)
+    positions, _ = spread(np.asarray(group)[ranked], max_per_group, len(ranked), len(ranked))
+    return ranked[positions]
 
 
 # ------------------------------------------------------------------ fitting
