@@ -31,6 +31,9 @@ def server(tmp_path_factory):
         yield base
 
 
+RENDER_TIMEOUT_S = 120  # how long a render may take before the test gives up (not a speed check)
+
+
 def hash_params(page) -> dict:
     frag = urlsplit(page.url).fragment
     return {k: v[0] for k, v in parse_qs(frag.split("?", 1)[1] if "?" in frag else "").items()}
@@ -109,9 +112,11 @@ def test_filters_figure_and_paper_pages(server, browser, width, tag):
     f = httpx.get(f"{server}/api/v1/figures/{fid}").json()
     assert page.get_attribute("#open-pdf", "href") == f"/api/v1/papers/{f['paper_id']}/pdf#page={f['page']}"
     assert f"page {f['page']}" in page.inner_text("#open-pdf")
-    assert httpx.get(server + page.get_attribute("#open-pdf", "href").split("#")[0]).content.startswith(b"%PDF")
+    # a PDF and a high-resolution render: generous read timeouts, a loaded machine renders slowly
+    assert httpx.get(server + page.get_attribute("#open-pdf", "href").split("#")[0],
+                     timeout=RENDER_TIMEOUT_S).content.startswith(b"%PDF")
     hires = page.get_attribute("#hires", "href")
-    assert httpx.get(server + hires).headers["content-type"] == "image/png"
+    assert httpx.get(server + hires, timeout=RENDER_TIMEOUT_S).headers["content-type"] == "image/png"
     assert page.inner_text("#citation") == f["citation"] and f["label"] in f["citation"]
     assert page.input_value("#q") == ""  # the header box keeps no old query on other pages
     shot(page, f"{tag}-04-figure")
