@@ -45,3 +45,29 @@ def test_scores_found_by_sha256(tmp_path):
     r = evaluate_paper_fields(gold, [tmp_path / "pdfs"])
     assert (r["found"], r["title_exact"], r["authors_exact"]) == (1, 1.0, 0.0)
     assert r["authors"] == {"precision": 1.0, "recall": 0.667, "f1": 0.8}
+
+
+def test_years_scored_with_their_also_years_and_by_split(tmp_path):
+    import hashlib
+
+    pdfs = tmp_path / "pdfs"
+    pdfs.mkdir()
+    rows = []
+    for name, date, gold_year, also, split in [("a.pdf", "June 2019", 2019, [], "dev"),
+                                               ("b.pdf", "March 2012", 2022, [2012], "dev"),
+                                               ("c.pdf", "May 2001", 2022, [], "check")]:
+        doc = pymupdf.open()
+        page = doc.new_page(width=612, height=792)
+        page.insert_textbox(pymupdf.Rect(56, 60, 556, 100), "Learning Sparse Interactions for Ranking Models",
+                            fontsize=18, fontname="hebo", align=1)
+        page.insert_text((250, 130), date, fontsize=12, fontname="helv")
+        page.insert_textbox(pymupdf.Rect(56, 170, 296, 300), "We study sparse interactions. " * 12, fontsize=9,
+                            fontname="helv")
+        doc.save(pdfs / name)
+        sha = hashlib.sha256((pdfs / name).read_bytes()).hexdigest()
+        rows.append({"sha256": sha, "source": name, "year": gold_year, "also": also, "split": split})
+    gold = tmp_path / "years.jsonl"
+    gold.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    r = evaluate_paper_fields(gold, [pdfs])
+    assert (r["years"], r["year_right"], r["title_exact"]) == (3, 0.667, None)
+    assert evaluate_paper_fields(gold, [pdfs], split="dev")["year_right"] == 1.0

@@ -308,6 +308,45 @@ def test_year_skips_citations_and_falls_back_to_the_references():
     assert parse_pdf(doc).year == 2022
 
 
+def test_the_documents_own_date_line_gives_the_year_before_cited_and_copy_years():
+    """A date set apart under the title is the document's year; of a last-edit and a build date the
+    first printed; a date inside a sentence, or one a copy was accessed, is not."""
+    meta = {"creationDate": "D:20220105000000"}
+    doc = _front_page([[(200, "Ann Author, Bob Builder", 12)], [(200, "Modified: 6 March 2012. Compiled: November 1, 2022", 12)]],
+                      meta, "as in earlier work (Smith, 1985; Doe, 2001) and [Roe, 2003]")
+    assert parse_pdf(doc).year == 2012
+    doc = _front_page([[(200, "Ann Author, Bob Builder", 12)], [(200, "Feb 2005", 12)]], meta)
+    assert parse_pdf(doc).year == 2005
+    doc = _front_page([[(200, "Ann Author, Bob Builder", 12)], [(200, "Accessed: 2019-03-02", 12)]], meta)
+    assert parse_pdf(doc).year == 2022
+
+
+def test_a_paragraph_running_into_the_page_foot_gives_no_year():
+    """Years in running text at the foot of the first page are cited works' ("(Friendly 1994, 2000)")."""
+    doc = _front_page([[(200, "Ann Author, Bob Builder", 12)]], {"creationDate": "D:20210105000000"})
+    doc[0].insert_textbox(pymupdf.Rect(56, 660, 556, 740), "Extensions of these displays use residual-based "
+                          "shadings to visualize log-linear models (Friendly 1994, 2000) and the significance "
+                          "of tests, which later work extends to other displays.", fontsize=9, fontname="helv")
+    assert parse_pdf(doc).year == 2021
+
+
+def test_a_short_title_set_clearly_largest_is_the_title_and_a_journal_name_is_not():
+    def page(lines: list[tuple[float, str, float]]) -> pymupdf.Document:
+        doc = pymupdf.open()
+        pg = doc.new_page(width=612, height=792)
+        for y, text, size in lines:
+            w = pymupdf.get_text_length(text, fontname="helv", fontsize=size)
+            pg.insert_text(((612 - w) / 2, y), text, fontsize=size, fontname="helv")
+        pg.insert_textbox(pymupdf.Rect(56, 300, 556, 420), ABSTRACT, fontsize=10, fontname="helv")
+        pg.insert_textbox(pymupdf.Rect(56, 430, 556, 560), LEFT_BODY, fontsize=10, fontname="helv")
+        return doc
+
+    assert parse_pdf(page([(150, "Concordance", 17), (190, "Ann Author, Bob Builder", 12)])).title == "Concordance"
+    doc = page([(90, "Data Open", 14), (150, "Graph networks: a review of methods", 13.6),
+                (190, "Ann Author, Bob Builder", 11)])
+    assert parse_pdf(doc).title == "Graph networks: a review of methods"
+
+
 def _page_of_lines(doc: pymupdf.Document, lines: list[str], y0: float = 150, size: float = 10) -> pymupdf.Page:
     page = doc.new_page(width=612, height=792)
     for i, t in enumerate(lines):

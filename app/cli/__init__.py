@@ -799,16 +799,19 @@ def eval_paper_fields_cmd(pdf_roots: list[Path] = typer.Argument(..., exists=Tru
                                                     dir_okay=False, help="JSON lines of titles and author lists read off "
                                                     "the first pages (see tests/data/paper_fields_gold.md)."),
                           out: Optional[Path] = typer.Option(None, "--out", help="Write report.json (per-paper values) here."),
+                          split: Optional[str] = typer.Option(None, "--split", help="Only the gold rows of this split "
+                                                              "(e.g. dev or check)."),
                           counts: bool = typer.Option(False, "--counts", help="Also count, over every PDF under the "
                                                       "folders, author strings with a backslash, digit, footnote symbol "
                                                       "or e-mail and titles in capitals only.")) -> None:
     """Parsed paper titles and author lists against ones read off the first pages: title exact match and
-    token F1, author name precision/recall/F1, share of papers whose author list is exactly right."""
+    token F1, author name precision/recall/F1, share of papers whose author list is exactly right; and,
+    for golds that hold years, the share of papers whose year is right."""
     from collections import Counter
 
     from app.eval.paper_fields import evaluate_paper_fields, field_counts, summary_text
 
-    report = evaluate_paper_fields(gold, pdf_roots)
+    report = evaluate_paper_fields(gold, pdf_roots, split)
     typer.echo(summary_text(report))
     if counts:
         c: Counter[str] = Counter()

@@ -8,6 +8,9 @@ Titles: exact match after case folding and whitespace collapsing, and token F1 (
 Authors: names compared after case folding, accents and punctuation removed; precision, recall
 and F1 over all names of all papers, and the share of papers whose whole list (order included) is
 right. Papers are few and each counts once, so the numbers are plain shares, no intervals.
+A gold may hold, instead or as well, a `year` per paper (with `also`, other years that count as
+right, e.g. tests/data/paper_years_vignettes.jsonl): the share of those papers whose parsed year
+is one of them. Rows with a `split` can be chosen by it.
 
 `field_counts` counts, over every PDF under the folders, what a reader should never see in the
 fields: author strings with a backslash, a digit, a footnote symbol or an e-mail address, and
@@ -50,9 +53,15 @@ def pdfs_under(roots: Iterable[Path]) -> list[Path]:
 
 def parse_fields(pdf: Path) -> tuple[str, str]:
     """(title, authors) of one PDF as ingest stores them."""
+    title, authors, _ = parse_fields_year(pdf)
+    return title, authors
+
+
+def parse_fields_year(pdf: Path) -> tuple[str, str, int | None]:
+    """(title, authors, year) of one PDF as ingest stores them."""
     with pymupdf.open(pdf) as doc:
         paper = parse_pdf(doc)
-    return paper.title or "", paper.authors or ""
+    return paper.title or "", paper.authors or "", paper.year
 
 
 def split_authors(authors: str) -> list[str]:
@@ -88,9 +97,9 @@ def _prf(tp: int, n_pred: int, n_gold: int) -> dict:
     return {"precision": round(p, 3), "recall": round(r, 3), "f1": round(2 * p * r / (p + r), 3) if p + r else 0.0}
 
 
-def evaluate_paper_fields(gold_path: Path, roots: Iterable[Path]) -> dict:
+def evaluate_paper_fields(gold_path: Path, roots: Iterable[Path], split: str | None = None) -> dict:
     """Scores of the parsed fields on the gold papers, with each paper's parsed and gold values."""
-    gold = read_gold(gold_path)
+    gold = [g for g in read_gold(gold_path) if split is None or g.get("split") == split]
     wanted = {g["sha256"] for g in gold}
     by_sha = {}
     for pdf in pdfs_under(roots):
@@ -101,29 +110,38 @@ def evaluate_paper_fields(gold_path: Path, roots: Iterable[Path]) -> dict:
     tp = n_pred = n_gold = 0
     for g in gold:
         pdf = by_sha.get(g["sha256"])
-        title, authors = parse_fields(pdf) if pdf else ("", "")
-        pred_names = [norm_name(n) for n in split_authors(authors)]
-        gold_names = [norm_name(n) for n in g["authors"]]
-        hit = len(set(pred_names) & set(gold_names))
-        tp, n_pred, n_gold = tp + hit, n_pred + len(set(pred_names)), n_gold + len(set(gold_names))
-        papers.append({
-            "source": g["source"], "found": pdf is not None,
-            "title": title, "gold_title": g["title"],
-            "title_exact": norm_title(title) == norm_title(g["title"]),
-            "title_f1": round(token_f1(title, g["title"]), 3),
-            "authors": authors, "gold_authors": g["authors"],
-            "authors_exact": pred_names == gold_names,
-            "authors_missing": sorted(set(gold_names) - set(pred_names)),
-            "authors_extra": sorted(set(pred_names) - set(gold_names)),
-        })
-    n = len(papers) or 1
+        title, authors, year = parse_fields_year(pdf) if pdf else ("", "", None)
+        row = {"source": g["source"], "found": pdf is not None}
+        if "title" in g:
+            row.update({"title": title, "gold_title": g["title"],
+                        "title_exact": norm_title(title) == norm_title(g["title"]),
+                        "title_f1": round(token_f1(title, g["title"]), 3)})
+        if "authors" in g:
+            pred_names = [norm_name(n) for n in split_authors(authors)]
+            gold_names = [norm_name(n) for n in g["authors"]]
+            hit = len(set(pred_names) & set(gold_names))
+            tp, n_pred, n_gold = tp + hit, n_pred + len(set(pred_names)), n_gold + len(set(gold_names))
+            row.update({"authors": authors, "gold_authors": g["authors"],
+                        "authors_exact": pred_names == gold_names,
+                        "authors_missing": sorted(set(gold_names) - set(pred_names)),
+                        "authors_extra": sorted(set(pred_names) - set(gold_names))})
+        if "year" in g:
+            row.update({"year": year, "gold_year": g["year"], "year_right": year in [g["year"], *g.get("also", [])]})
+        papers.append(row)
+
+    def share(key: str) -> float | None:
+        rows = [p[key] for p in papers if key in p]
+        return round(sum(rows) / len(rows), 3) if rows else None
+
     return {
         "papers": len(papers),
         "found": sum(p["found"] for p in papers),
-        "title_exact": round(sum(p["title_exact"] for p in papers) / n, 3),
-        "title_token_f1": round(sum(p["title_f1"] for p in papers) / n, 3),
+        "title_exact": share("title_exact"),
+        "title_token_f1": share("title_f1"),
         "authors": _prf(tp, n_pred, n_gold),
-        "authors_exact": round(sum(p["authors_exact"] for p in papers) / n, 3),
+        "authors_exact": share("authors_exact"),
+        "years": sum("year_right" in p for p in papers),
+        "year_right": share("year_right"),
         "details": papers,
     }
 
@@ -155,8 +173,12 @@ def field_counts(roots: Iterable[Path]) -> Iterator[tuple[Path, str, str, list[s
 
 
 def summary_text(report: dict) -> str:
-    a = report["authors"]
-    return (f"papers: {report['papers']} (found {report['found']})\n"
-            f"title exact: {report['title_exact']:.3f}  title token F1: {report['title_token_f1']:.3f}\n"
-            f"authors P/R/F1: {a['precision']:.3f}/{a['recall']:.3f}/{a['f1']:.3f}  "
-            f"author list exact: {report['authors_exact']:.3f}")
+    lines = [f"papers: {report['papers']} (found {report['found']})"]
+    if report["title_exact"] is not None:
+        a = report["authors"]
+        lines += [f"title exact: {report['title_exact']:.3f}  title token F1: {report['title_token_f1']:.3f}",
+                  f"authors P/R/F1: {a['precision']:.3f}/{a['recall']:.3f}/{a['f1']:.3f}  "
+                  f"author list exact: {report['authors_exact']:.3f}"]
+    if report["years"]:
+        lines.append(f"year right: {report['year_right']:.3f} of {report['years']}")
+    return "\n".join(lines)

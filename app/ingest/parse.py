@@ -328,6 +328,12 @@ _BAD_META_TITLE_RE = re.compile(
 _NUMBERED_HEADING_RE = re.compile(r"^\d{1,2}(?:\.\d+)*\.?\s+[A-Z][a-z]")
 
 
+# how much larger than any other type on the page a title shorter than two words or 12 characters
+# must be set (vignettes' "Concordance" 17 pt over 14 pt headings; a journal's name 13.9 pt over a
+# 13.4 pt title is no title)
+_SHORT_TITLE_LEAD = 1.15
+
+
 def _find_title(first_page: list[_Block], page_h: float) -> tuple[str, list[Line]]:
     lines = [ln for b in first_page for ln in b.lines if ln.yc < 0.6 * page_h]
     cands = [
@@ -360,6 +366,11 @@ def _find_title(first_page: list[_Block], page_h: float) -> tuple[str, list[Line
         text = re.sub(r"[\*\u2217\u2020\u2021\u00a7\u00b6\u22c6]+", "", text)
         text = re.sub(r"\s+([,:;?!])", r"\1", re.sub(r"\s+", " ", text)).strip(" ,;")
         if len(text) >= 12 and len(text.split()) >= 2 and len(text) < 300:
+            return text, group
+        # a short title ("Concordance") set alone in type clearly the page's largest is still the title
+        # (a journal's name over a title about as large is not)
+        if (size == sizes[0] and (len(sizes) == 1 or size >= _SHORT_TITLE_LEAD * sizes[1])
+                and len(group) == 1 and sum(c.isalpha() for c in text) >= 4):
             return text, group
     return "", []
 
@@ -664,19 +675,53 @@ _CITED_YEAR_RE = re.compile(r"(?:,|\bal\.|\b[A-Z][a-z]+)\s+(?:19[5-9]\d|20[0-4]\
 _ACCESS_RE = re.compile(r"upload|download|retrieved|accessed|viewed on|received|revised|submitted", re.I)
 
 
+# a date as a document prints its own ("November 1, 2022", "6 March 2012", "Feb 2008", "2009-06-29")
+_MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
+          r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?")
+_DATE_RE = re.compile(rf"\b(?:\d{{1,2}}(?:st|nd|rd|th)?\s+)?{_MONTH}\s+(?:\d{{1,2}}(?:st|nd|rd|th)?,?\s+)?((?:19|20)\d\d)\b"
+                      r"|\b((?:19|20)\d\d)-[01]\d-[0-3]\d\b")
+# a line that is a date, perhaps with a label ("Modified: ...", "Version: ...", "processed ... on ..."),
+# has few other words; a sentence naming a date is running text
+_DATE_LINE_WORDS = 10
+_WORD_RE = re.compile(r"\w\S*")
+_DATE_BLOCK_LINES = 2
+
+
+def _date_line_year(text: str) -> int | None:
+    """The year of the first date on a line that is mostly dates, or None."""
+    dates = list(_DATE_RE.finditer(text))
+    if not dates or _ACCESS_RE.search(text):
+        return None
+    if len(_WORD_RE.findall(_DATE_RE.sub(" ", text))) > _DATE_LINE_WORDS:
+        return None
+    y = int(dates[0].group(1) or dates[0].group(2))
+    return y if _ok_year(y) else None
+
+
 def _ok_year(y: int) -> bool:
     return 1950 <= y <= _MAX_YEAR
 
 
-def _printed_year(first_page: list[_Block], rotated: list[str], page_h: float) -> int | None:
-    """The year printed on the first page (arXiv stamp, copyright, venue line), or None."""
+def _printed_year(first_page: list[_Block], rotated: list[str], page_h: float, body_size: float) -> int | None:
+    """The year printed on the first page (arXiv stamp, the document's date line, copyright, venue
+    line), or None."""
     for t in rotated:  # arXiv stamp in the left margin
         m = _ARXIV_RE.search(t)
         if m:
             return 2000 + int(m.group(1))
     lines = [ln for b in first_page for ln in b.lines]
     texts = [ln.text for ln in lines]
-    edge = [ln.text for ln in lines if ln.yc < 0.15 * page_h or ln.yc > 0.8 * page_h]
+    for b in first_page:  # a date set apart (its own block), not a date inside a paragraph
+        if len(b.lines) <= _DATE_BLOCK_LINES:
+            for ln in b.lines:
+                y = _date_line_year(ln.text)
+                if y is not None:
+                    return y
+    # a paragraph in body type running into the foot of the page is text, whose years are cited works'
+    running = {id(ln) for b in first_page if len(b.lines) > 1
+               for ln in b.lines if abs(ln.size - body_size) < 0.5}
+    edge = [ln.text for ln in lines if ln.yc < 0.15 * page_h
+            or ln.yc > 0.8 * page_h and id(ln) not in running]
     for t in texts:
         m = _COPY_YEAR_RE.search(t)
         if m and _ok_year(int(m.group(1))):
@@ -990,7 +1035,7 @@ def parse_pdf(doc: pymupdf.Document, max_pages: int | None = None,
         title = meta_title
     paper.title = title
     paper.authors = authors
-    paper.year = _printed_year(first_page, rotated, heights[0])
+    paper.year = _printed_year(first_page, rotated, heights[0], body_size)
 
     _remove_furniture(pages, heights, body_size)
     _remove_footnotes(pages, heights)
