@@ -1887,14 +1887,19 @@ def test_running_head_repeated_on_every_page_is_no_plot_title(tmp_path):
     assert f.region_bbox is not None and f.region_bbox[1] >= 105, f.region_bbox
 
 
-def _line_number_rulers(page, first: int, top: float = 72, bottom: float = 730, pitch: float = 12) -> int:
+def _line_number_rulers(page, first: int, text: tuple[float, float] = (90, 520), gap: float = 40, top: float = 72,
+                        bottom: float = 730, pitch: float = 12, fontsize: float = 6) -> int:
     """A review copy's line numbers: small grey numbers at every line's height in both margins,
-    counting on from `first`; returns the next number."""
+    `gap` points off the text block's `text` edges (the left ones set flush right), counting on
+    from `first`, the left margin's first; returns the next number."""
     n = first
-    for x in (40, 560):
+    for side in ("left", "right"):
         y = top
         while y <= bottom:
-            page.insert_text((x, y), f"{n:03d}", fontsize=6, color=(0.5, 0.5, 0.5))
+            label = f"{n:03d}"
+            w = pymupdf.get_text_length(label, fontsize=fontsize)
+            page.insert_text((text[0] - gap - w if side == "left" else text[1] + gap, y), label, fontsize=fontsize,
+                             color=(0.5, 0.5, 0.5))
             n, y = n + 1, y + pitch
     return n
 
@@ -1937,13 +1942,7 @@ def test_line_numbers_beside_a_plot_wider_than_the_text_stay_out_of_its_crop(tmp
     for k in range(3):
         page = doc.new_page(width=612, height=792)
         if numbered:
-            for side in ("left", "right"):
-                for y in range(90, 720, 12):
-                    label = f"{n:03d}"
-                    w = pymupdf.get_text_length(label, fontsize=5.5)
-                    page.insert_text((100 - 12 - w if side == "left" else 512 + 12, y), label, fontsize=5.5,
-                                     color=(0.5, 0.5, 0.5))
-                    n += 1
+            n = _line_number_rulers(page, n, text=(100, 512), gap=12, top=90, bottom=719, fontsize=5.5)
         if k == 1:
             _plot(page, (94, 100, 518, 260))
             page.insert_textbox(pymupdf.Rect(100, 272, 512, 300), "Figure 1: Feasible yields of the three settings.",
